@@ -1,0 +1,143 @@
+/**
+ * The event store port. Semantics follow EventStoreDB so that every adapter behaves the same:
+ * streams `<category>-<id>`, 0-based revisions per stream, a global strictly increasing position
+ * per event, optimistic concurrency through an expected revision, idempotency by event id,
+ * catch-up subscriptions whose start points are exclusive.
+ */
+
+/** What the writer expects of the stream before its append. */
+export type ExpectedRevision = "any" | "no_stream" | "stream_exists" | bigint;
+
+/** What a stream actually is: absent, or the revision of its last event. */
+export type CurrentRevision = "no_stream" | bigint;
+
+export interface EventData {
+  /** UUID chosen by the writer; an append retried with the same ids is not duplicated. Generated when absent. */
+  id?: string;
+  type: string;
+  data: unknown;
+  metadata?: Record<string, unknown>;
+}
+
+export interface RecordedEvent {
+  streamId: string;
+  id: string;
+  type: string;
+  /** 0-based revision in its stream. */
+  revision: bigint;
+  /** Global position in `$all`: strictly increasing, unique per event. */
+  position: bigint;
+  data: unknown;
+  metadata: Record<string, unknown>;
+  created: Date;
+}
+
+export interface AppendResult {
+  /** Revision of the last event now in the stream (what to pass as `expected` next time). */
+  nextExpectedRevision: bigint;
+  /** Global position of the last event of this append. */
+  position: bigint;
+}
+
+export type Direction = "forwards" | "backwards";
+
+export interface ReadStreamOptions {
+  /** Inclusive start revision; default "start" forwards, "end" backwards. */
+  fromRevision?: bigint | "start" | "end";
+  direction?: Direction;
+  maxCount?: number;
+}
+
+export interface ReadAllOptions {
+  /** Inclusive start position; default "start". */
+  fromPosition?: bigint | "start";
+  maxCount?: number;
+  filter?: EventFilter;
+}
+
+export interface EventFilter {
+  /** Keep events whose stream name starts with one of these prefixes. */
+  streamPrefixes?: string[];
+  /** Keep events whose type is one of these. */
+  eventTypes?: string[];
+}
+
+export interface StreamSubscriptionOptions {
+  /** Exclusive start: deliver the events after this revision. Default "start" (everything); "end" = live only. */
+  fromRevision?: bigint | "start" | "end";
+}
+
+export interface AllSubscriptionOptions {
+  /** Exclusive start: deliver the events after this position. Default "start"; "end" = live only. */
+  fromPosition?: bigint | "start" | "end";
+  filter?: EventFilter;
+}
+
+export type SubscriptionItem =
+  | { kind: "event"; event: RecordedEvent }
+  /** History has been delivered; from here on events are live. Sent once. */
+  | { kind: "caughtUp" };
+
+export interface Subscription extends AsyncIterable<SubscriptionItem> {
+  /** Stops delivery and releases everything the subscription holds; the iterator then ends. */
+  close(): Promise<void>;
+}
+
+export interface EventStore {
+  readonly kind: "sqlite" | "esdb";
+  /** Appends atomically. Throws WrongExpectedVersionError when `expected` does not hold. */
+  append(stream: string, events: EventData[], expected?: ExpectedRevision): Promise<AppendResult>;
+  /** A missing stream reads as empty. */
+  readStream(stream: string, options?: ReadStreamOptions): Promise<RecordedEvent[]>;
+  readAll(options?: ReadAllOptions): Promise<RecordedEvent[]>;
+  /** Position of the last event in `$all`, or -1n when the log is empty. */
+  headPosition(): Promise<bigint>;
+  subscribeToStream(stream: string, options?: StreamSubscriptionOptions): Subscription;
+  subscribeToAll(options?: AllSubscriptionOptions): Subscription;
+  /** Waits for in-flight appends, closes subscriptions, releases the store. */
+  close(): Promise<void>;
+}
+
+export class WrongExpectedVersionError extends Error {
+  readonly code = "WRONG_EXPECTED_VERSION";
+  constructor(
+    readonly stream: string,
+    readonly expected: ExpectedRevision,
+    readonly actual: CurrentRevision,
+  ) {
+    super(`Wrong expected version on stream "${stream}": expected ${String(expected)}, actual ${String(actual)}`);
+    this.name = "WrongExpectedVersionError";
+  }
+}
+
+/** An event that does not satisfy its schema; names where it is. */
+export class InvalidEventError extends Error {
+  readonly code = "INVALID_EVENT";
+  constructor(
+    readonly stream: string,
+    readonly revision: bigint | undefined,
+    readonly eventType: string,
+    readonly reason: string,
+  ) {
+    super(
+      `Invalid event ${eventType} in stream "${stream}"${revision === undefined ? "" : ` at revision ${revision}`}: ${reason}`,
+    );
+    this.name = "InvalidEventError";
+  }
+}
+
+/** The store cannot be reached or opened (connectivity, lock, permissions). */
+export class StoreUnavailableError extends Error {
+  readonly code = "STORE_UNAVAILABLE";
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = "StoreUnavailableError";
+  }
+}
+
+export function matchesFilter(streamId: string, type: string, filter: EventFilter | undefined): boolean {
+  if (!filter) return true;
+  if (filter.streamPrefixes && !filter.streamPrefixes.some((p) => streamId.startsWith(p))) return false;
+  if (filter.eventTypes && !filter.eventTypes.includes(type)) return false;
+  return true;
+}
