@@ -1,0 +1,88 @@
+#!/usr/bin/env node
+// The whole test suite, as `npm test` runs it: typecheck, the tap suites under c8 coverage, and the
+// LangGraph checkpointer validation suite under vitest. Ends with one line "N passed, M failed" and
+// exits non-zero on any failure (or when no test ran at all).
+import { spawn } from "node:child_process";
+import { mkdirSync, readFileSync, rmSync } from "node:fs";
+import path from "node:path";
+
+const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), "..");
+const bin = (name) => path.join(root, "node_modules", ".bin", name);
+const resultsDir = path.join(root, ".test-results");
+rmSync(resultsDir, { recursive: true, force: true });
+mkdirSync(resultsDir, { recursive: true });
+
+/** Runs a command with inherited stdio, also capturing stdout when asked. */
+function run(cmd, args, { capture = false } = {}) {
+  return new Promise((resolve) => {
+    const child = spawn(cmd, args, { cwd: root, stdio: ["ignore", capture ? "pipe" : "inherit", "inherit"], env: process.env });
+    let out = "";
+    if (capture) child.stdout.on("data", (chunk) => { out += chunk; process.stdout.write(chunk); });
+    child.on("close", (code, signal) => resolve({ code: code ?? (signal ? 1 : 0), out }));
+  });
+}
+
+/** Counts the tests of each file (subtests one level below the file) in raw TAP output. */
+function countTap(tap) {
+  let passed = 0, failed = 0, skipped = 0;
+  const fileFailures = [];
+  let fileFailedInside = false;
+  for (const line of tap.split("\n")) {
+    const inner = /^    (not ok|ok) \d+ - .*?(# (SKIP|TODO)\b.*)?$/.exec(line);
+    if (inner) {
+      if (inner[2]) skipped++;
+      else if (inner[1] === "ok") passed++;
+      else { failed++; fileFailedInside = true; }
+      continue;
+    }
+    const file = /^(not ok|ok) \d+ - (.*?)(?: #.*)?$/.exec(line);
+    if (file) {
+      // A file that failed outside any subtest (crash, timeout, bad plan) still counts as a failure.
+      if (file[1] === "not ok" && !fileFailedInside) { failed++; fileFailures.push(file[2]); }
+      fileFailedInside = false;
+    }
+  }
+  return { passed, failed, skipped, fileFailures };
+}
+
+const totals = { passed: 0, failed: 0, skipped: 0 };
+const steps = [];
+
+const typecheck = await run(bin("tsc"), ["-p", "tsconfig.json", "--noEmit"]);
+steps.push(["typecheck", typecheck.code === 0]);
+if (typecheck.code === 0) totals.passed++;
+else totals.failed++;
+
+const tap = await run(
+  bin("c8"),
+  ["--reporter=text-summary", "--reporter=lcov", "--report-dir=coverage", "--exclude=test/**", "--exclude=bench/**",
+    bin("tap"), "--reporter=tap"],
+  { capture: true },
+);
+const tapCounts = countTap(tap.out);
+totals.passed += tapCounts.passed;
+totals.failed += tapCounts.failed;
+totals.skipped += tapCounts.skipped;
+steps.push(["tap", tap.code === 0 && tapCounts.failed === 0]);
+if (tap.code !== 0 && tapCounts.failed === 0) totals.failed++;
+
+const vitestReport = path.join(resultsDir, "vitest.json");
+const vitest = await run(bin("vitest"), ["run", "--config", "test/vitest.config.ts", "--reporter=default", "--reporter=json", `--outputFile.json=${vitestReport}`]);
+let vitestCounts = { passed: 0, failed: 0, skipped: 0 };
+try {
+  const report = JSON.parse(readFileSync(vitestReport, "utf8"));
+  vitestCounts = { passed: report.numPassedTests, failed: report.numFailedTests, skipped: report.numPendingTests + (report.numTodoTests ?? 0) };
+} catch {
+  vitestCounts.failed = 1;
+}
+totals.passed += vitestCounts.passed;
+totals.failed += vitestCounts.failed;
+totals.skipped += vitestCounts.skipped;
+steps.push(["vitest", vitest.code === 0 && vitestCounts.failed === 0]);
+if (vitest.code !== 0 && vitestCounts.failed === 0) totals.failed++;
+
+for (const [name, ok] of steps) console.log(`${ok ? "ok" : "FAILED"}: ${name}`);
+if (tapCounts.fileFailures.length) console.log(`failed test files: ${tapCounts.fileFailures.join(", ")}`);
+const ranNothing = totals.passed + totals.failed === 0;
+console.log(`${totals.passed} passed, ${totals.failed} failed, ${totals.skipped} skipped`);
+process.exit(totals.failed > 0 || ranNothing || steps.some(([, ok]) => !ok) ? 1 : 0);

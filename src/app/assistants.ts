@@ -1,0 +1,141 @@
+import { randomUUID } from "node:crypto";
+import { validate as isUuid } from "uuid";
+import type { AppContext } from "./context.js";
+import { execute } from "./commands.js";
+import { assistantsProjection } from "../../projections/assistants.js";
+import {
+  assistantStream,
+  decideCreateAssistant,
+  decideDeleteAssistant,
+  decidePatchAssistant,
+  decideSetLatestVersion,
+  type Assistant,
+  type AssistantState,
+  type CreateAssistant,
+  type PatchAssistant,
+} from "../domain/assistants.js";
+import { jsonContains, sortBy, type JsonObject, type SortOrder } from "../domain/json.js";
+import { HttpError } from "../http/errors.js";
+import { defaultAssistantIdFor } from "./default-assistant-id.js";
+import { WrongExpectedVersionError } from "../eventstore/types.js";
+
+/** Application service of assistants: commands through the deciders, queries on the read model. */
+
+/** An assistant id in the API may also be a graph id (it names that graph's default assistant). */
+export function resolveAssistantId(ctx: AppContext, idOrGraph: string): string {
+  if (isUuid(idOrGraph)) return idOrGraph.toLowerCase();
+  if (ctx.graphs.has(idOrGraph)) return defaultAssistantIdFor(idOrGraph);
+  throw new HttpError(422, `assistant_id: "${idOrGraph}" is neither a UUID nor a known graph id`);
+}
+
+export function findAssistant(ctx: AppContext, assistantId: string): Assistant | undefined {
+  const s = ctx.runner.get(assistantsProjection, assistantId);
+  return s && !s.deleted ? s.current : undefined;
+}
+
+export function getAssistant(ctx: AppContext, idOrGraph: string): Assistant {
+  const found = findAssistant(ctx, resolveAssistantId(ctx, idOrGraph));
+  if (!found) throw new HttpError(404, "Assistant not found");
+  return found;
+}
+
+function liveState(ctx: AppContext, idOrGraph: string): AssistantState {
+  const s = ctx.runner.get(assistantsProjection, resolveAssistantId(ctx, idOrGraph));
+  if (!s || s.deleted) throw new HttpError(404, "Assistant not found");
+  return s;
+}
+
+export function assertKnownGraph(ctx: AppContext, graphId: string): void {
+  if (!ctx.graphs.has(graphId)) {
+    throw new HttpError(404, `Graph '${graphId}' not found. Expected one of: ${JSON.stringify(ctx.graphs.ids())}`);
+  }
+}
+
+export async function createAssistant(ctx: AppContext, cmd: Omit<CreateAssistant, "assistant_id"> & { assistant_id?: string }): Promise<Assistant> {
+  assertKnownGraph(ctx, cmd.graph_id);
+  const assistantId = cmd.assistant_id?.toLowerCase() ?? randomUUID();
+  const now = ctx.now();
+  const { state } = await execute(ctx, assistantsProjection, assistantId, assistantStream(assistantId), (s) =>
+    decideCreateAssistant(s, { ...cmd, assistant_id: assistantId }, now),
+  );
+  return state!.current;
+}
+
+export async function patchAssistant(ctx: AppContext, idOrGraph: string, cmd: PatchAssistant): Promise<Assistant> {
+  if (cmd.graph_id !== undefined) assertKnownGraph(ctx, cmd.graph_id);
+  const id = resolveAssistantId(ctx, idOrGraph);
+  const now = ctx.now();
+  const { state } = await execute(ctx, assistantsProjection, id, assistantStream(id), (s) => decidePatchAssistant(s, cmd, now));
+  return state!.current;
+}
+
+export async function setLatestVersion(ctx: AppContext, idOrGraph: string, version: number): Promise<Assistant> {
+  const id = resolveAssistantId(ctx, idOrGraph);
+  const now = ctx.now();
+  const { state } = await execute(ctx, assistantsProjection, id, assistantStream(id), (s) => decideSetLatestVersion(s, version, now));
+  return state!.current;
+}
+
+export async function deleteAssistant(ctx: AppContext, idOrGraph: string): Promise<string> {
+  const id = resolveAssistantId(ctx, idOrGraph);
+  const now = ctx.now();
+  await execute(ctx, assistantsProjection, id, assistantStream(id), (s) => decideDeleteAssistant(s, now));
+  return id;
+}
+
+export interface AssistantQuery {
+  metadata?: JsonObject;
+  graph_id?: string;
+  name?: string;
+}
+
+export function matchingAssistants(ctx: AppContext, q: AssistantQuery): Assistant[] {
+  const name = q.name?.toLowerCase();
+  return ctx.runner
+    .values(assistantsProjection)
+    .filter((s) => !s.deleted)
+    .map((s) => s.current)
+    .filter((a) => (q.graph_id === undefined || a.graph_id === q.graph_id)
+      && (name === undefined || a.name.toLowerCase().includes(name))
+      && (q.metadata === undefined || jsonContains(a.metadata, q.metadata)));
+}
+
+export function searchAssistants(
+  ctx: AppContext,
+  q: AssistantQuery & { sort_by?: keyof Assistant; sort_order?: SortOrder; limit: number; offset: number },
+): { page: Assistant[]; total: number } {
+  const all = sortBy(matchingAssistants(ctx, q), q.sort_by ?? "created_at", q.sort_order ?? "desc");
+  return { page: all.slice(q.offset, q.offset + q.limit), total: all.length };
+}
+
+export function assistantVersions(ctx: AppContext, idOrGraph: string, q: { metadata?: JsonObject; limit: number; offset: number }) {
+  const s = liveState(ctx, idOrGraph);
+  return s.versions
+    .filter((v) => q.metadata === undefined || jsonContains(v.metadata, q.metadata))
+    .sort((a, b) => b.version - a.version)
+    .slice(q.offset, q.offset + q.limit);
+}
+
+/**
+ * The default assistant of every graph, appended once: the first event of its stream is written with
+ * expected revision `no_stream`, so restarts and concurrent processes cannot duplicate it.
+ */
+export async function ensureDefaultAssistants(
+  ctx: AppContext,
+  defaults: { graph_id: string; config: JsonObject; context: JsonObject; description: string | null }[],
+): Promise<void> {
+  for (const d of defaults) {
+    const assistantId = defaultAssistantIdFor(d.graph_id);
+    const created = decideCreateAssistant(undefined, {
+      assistant_id: assistantId, graph_id: d.graph_id, config: d.config, context: d.context,
+      metadata: { created_by: "system" }, name: d.graph_id, description: d.description, if_exists: "raise",
+    }, ctx.now());
+    if (!created.ok) continue;
+    try {
+      const result = await ctx.store.append(assistantStream(assistantId), created.events, "no_stream");
+      await ctx.runner.waitFor(result.position);
+    } catch (error) {
+      if (!(error instanceof WrongExpectedVersionError)) throw error;
+    }
+  }
+}

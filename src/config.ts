@@ -1,0 +1,69 @@
+import path from "node:path";
+import { z } from "zod";
+
+/** Environment variables every part shares; each has a default that works on a fresh machine. */
+const EnvSchema = z.object({
+  HOST: z.string().min(1).default("127.0.0.1"),
+  PORT: z.coerce.number().int().min(0).max(65535).default(2024),
+  DATA_DIR: z.string().min(1).default("./data"),
+  EVENTSTORE_URL: z
+    .string()
+    .regex(/^(esdb|esdb\+discover):\/\//, "must start with esdb:// or esdb+discover://")
+    .optional(),
+  LANGGRAPH_API_KEY: z.string().min(1).optional(),
+  LANGGRAPH_CONFIG: z.string().optional(),
+  LANGGRAPH_JSON: z.string().min(1).default("./langgraph.json"),
+  /** Largest accepted request body, bytes. */
+  BODY_LIMIT: z.coerce.number().int().positive().default(10 * 1024 * 1024),
+  /** Runs executed at once by this process. */
+  N_JOBS_PER_WORKER: z.coerce.number().int().positive().default(10),
+  /** SQLite `synchronous`: FULL (default) makes every acknowledged append survive power loss. */
+  SQLITE_SYNCHRONOUS: z.enum(["FULL", "NORMAL"]).default("FULL"),
+  LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("warn"),
+});
+
+export interface Config {
+  host: string;
+  port: number;
+  dataDir: string;
+  eventstoreUrl: string | undefined;
+  apiKey: string | undefined;
+  /** Raw LANGGRAPH_CONFIG JSON (per-graph config/context of the default assistants). */
+  langgraphConfig: string | undefined;
+  langgraphJsonPath: string;
+  bodyLimit: number;
+  maxConcurrentRuns: number;
+  sqliteSynchronous: "FULL" | "NORMAL";
+  logLevel: string;
+}
+
+export class ConfigError extends Error {
+  override name = "ConfigError";
+}
+
+/** Unset and empty variables both mean "use the default". */
+function definedOnly(env: NodeJS.ProcessEnv): Record<string, string> {
+  return Object.fromEntries(Object.entries(env).filter((e): e is [string, string] => !!e[1]));
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const parsed = EnvSchema.safeParse(definedOnly(env));
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw new ConfigError(`invalid environment variable ${issue.path.join(".")}: ${issue.message}`);
+  }
+  const e = parsed.data;
+  return {
+    host: e.HOST,
+    port: e.PORT,
+    dataDir: path.resolve(e.DATA_DIR),
+    eventstoreUrl: e.EVENTSTORE_URL,
+    apiKey: e.LANGGRAPH_API_KEY,
+    langgraphConfig: e.LANGGRAPH_CONFIG,
+    langgraphJsonPath: path.resolve(e.LANGGRAPH_JSON),
+    bodyLimit: e.BODY_LIMIT,
+    maxConcurrentRuns: e.N_JOBS_PER_WORKER,
+    sqliteSynchronous: e.SQLITE_SYNCHRONOUS,
+    logLevel: e.LOG_LEVEL,
+  };
+}

@@ -1,0 +1,38 @@
+import { z } from "zod";
+
+export const MultitaskStrategySchema = z.enum(["reject", "interrupt", "rollback", "enqueue"]);
+export type MultitaskStrategy = z.infer<typeof MultitaskStrategySchema>;
+export const RunStatusSchema = z.enum(["pending", "running", "error", "success", "timeout", "interrupted"]);
+export type RunStatus = z.infer<typeof RunStatusSchema>;
+
+const Obj = z.record(z.string(), z.unknown());
+
+/** The run as the API shows it when it is created; `kwargs` carries everything the worker needs. */
+export const RunRecordSchema = z.object({
+  run_id: z.string(),
+  thread_id: z.string(),
+  assistant_id: z.string(),
+  created_at: z.string(),
+  updated_at: z.string(),
+  status: RunStatusSchema,
+  metadata: Obj,
+  multitask_strategy: MultitaskStrategySchema,
+  kwargs: z.object({
+    input: z.unknown().optional(),
+    command: z.unknown().optional(),
+    config: Obj,
+    context: Obj,
+    stream_mode: z.array(z.string()),
+    interrupt_before: z.union([z.literal("*"), z.array(z.string())]).optional(),
+    interrupt_after: z.union([z.literal("*"), z.array(z.string())]).optional(),
+    webhook: z.string().optional(),
+    feedback_keys: z.array(z.string()).optional(),
+    temporary: z.boolean(),
+    subgraphs: z.boolean(),
+    resumable: z.boolean(),
+    on_disconnect: z.enum(["cancel", "continue"]).optional(),
+    /** Earliest start (ISO) when `after_seconds` was given. */
+    not_before: z.string().optional(),
+  }).passthrough(),
+});
+export type RunRecord = z.infer<typeof RunRecordSchema>;

@@ -1,0 +1,193 @@
+import { z } from "zod";
+import type { EventData } from "../eventstore/types.js";
+import type { JsonObject } from "./json.js";
+import { RunRecordSchema, type RunRecord, type MultitaskStrategy } from "./run-record.js";
+import type { Decision } from "./assistants.js";
+
+/** Thread streams: `thread-{thread_id}`. They also carry the run lifecycle marks that keep double-texting rules. */
+export const threadStream = (threadId: string) => `thread-${threadId}`;
+
+const Obj = z.record(z.string(), z.unknown());
+export const ThreadStatusSchema = z.enum(["idle", "busy", "interrupted", "error"]);
+export type ThreadStatus = z.infer<typeof ThreadStatusSchema>;
+export const FinalRunStatusSchema = z.enum(["success", "error", "interrupted", "timeout", "rollback"]);
+export type FinalRunStatus = z.infer<typeof FinalRunStatusSchema>;
+
+export const threadEventSchemas = {
+  ThreadCreated: z.object({
+    thread_id: z.uuid(),
+    metadata: Obj,
+    created_at: z.string(),
+    copied_from: z.uuid().optional(),
+    /** State carried over on copy. */
+    values: Obj.nullable().optional(),
+  }),
+  ThreadUpdated: z.object({ metadata: Obj, updated_at: z.string() }),
+  /** The checkpointed state changed outside a run (POST /state, supersteps). */
+  ThreadStateUpdated: z.object({ values: z.unknown(), interrupts: Obj, updated_at: z.string() }),
+  ThreadDeleted: z.object({ deleted_at: z.string() }),
+  /** A run was accepted on this thread (pending). Appended with the thread's expected revision. */
+  RunEnqueued: z.object({ run: RunRecordSchema, thread_metadata: Obj }),
+  /** A run on this thread ended (or was removed); the thread's status, values and interrupts follow it. */
+  RunFinished: z.object({
+    run_id: z.string(),
+    status: FinalRunStatusSchema,
+    values: z.unknown().optional(),
+    interrupts: Obj.optional(),
+    error: z.object({ error: z.string(), message: z.string() }).optional(),
+    finished_at: z.string(),
+  }),
+  RunDeleted: z.object({ run_id: z.string(), deleted_at: z.string() }),
+} satisfies Record<string, z.ZodType>;
+
+export type ThreadEvent = {
+  [K in keyof typeof threadEventSchemas]: { type: K; data: z.infer<(typeof threadEventSchemas)[K]> };
+}[keyof typeof threadEventSchemas];
+
+export interface Thread {
+  thread_id: string;
+  created_at: string;
+  updated_at: string;
+  state_updated_at: string;
+  metadata: JsonObject;
+  status: ThreadStatus;
+  config: JsonObject;
+  values: unknown;
+  interrupts: JsonObject;
+  error?: unknown;
+}
+
+export interface ThreadState {
+  revision: bigint;
+  deleted: boolean;
+  thread: Thread;
+  /** Pending and running runs, oldest first. */
+  activeRuns: string[];
+  /** Status the thread falls back to when no run is active. */
+  restingStatus: Exclude<ThreadStatus, "busy">;
+}
+
+const statusOf = (active: string[], resting: ThreadState["restingStatus"]): ThreadStatus => (active.length ? "busy" : resting);
+
+/** Pure fold of one thread stream. */
+export function evolveThread(state: ThreadState | undefined, event: ThreadEvent, revision: bigint): ThreadState {
+  if (event.type === "ThreadCreated") {
+    const d = event.data;
+    const values = d.values ?? null;
+    return {
+      revision,
+      deleted: false,
+      activeRuns: [],
+      restingStatus: "idle",
+      thread: {
+        thread_id: d.thread_id, created_at: d.created_at, updated_at: d.created_at, state_updated_at: d.created_at,
+        metadata: d.metadata, status: "idle", config: {}, values, interrupts: {},
+      },
+    };
+  }
+  if (!state) throw new Error(`thread event ${event.type} before ThreadCreated`);
+  const t = state.thread;
+  switch (event.type) {
+    case "ThreadUpdated":
+      return { ...state, revision, thread: { ...t, metadata: event.data.metadata, updated_at: event.data.updated_at } };
+    case "ThreadStateUpdated": {
+      const d = event.data;
+      const resting = Object.keys(d.interrupts).length ? "interrupted" : "idle";
+      return {
+        ...state, revision, restingStatus: resting,
+        thread: { ...t, values: d.values, interrupts: d.interrupts, updated_at: d.updated_at, state_updated_at: d.updated_at, status: statusOf(state.activeRuns, resting) },
+      };
+    }
+    case "ThreadDeleted":
+      return { ...state, revision, deleted: true };
+    case "RunEnqueued": {
+      const active = [...state.activeRuns, event.data.run.run_id];
+      return {
+        ...state, revision, activeRuns: active,
+        thread: { ...t, metadata: { ...t.metadata, ...event.data.thread_metadata }, status: "busy", updated_at: event.data.run.created_at },
+      };
+    }
+    case "RunFinished": {
+      const d = event.data;
+      const active = state.activeRuns.filter((id) => id !== d.run_id);
+      const resting: ThreadState["restingStatus"] =
+        d.status === "error" ? "error" : d.interrupts && Object.keys(d.interrupts).length ? "interrupted" : d.status === "rollback" ? state.restingStatus : "idle";
+      const changedValues = d.values !== undefined;
+      return {
+        ...state, revision, activeRuns: active, restingStatus: resting,
+        thread: {
+          ...t,
+          status: statusOf(active, resting),
+          updated_at: d.finished_at,
+          values: changedValues ? d.values : t.values,
+          interrupts: d.interrupts ?? (d.status === "rollback" ? t.interrupts : {}),
+          state_updated_at: changedValues ? d.finished_at : t.state_updated_at,
+          ...(d.error ? { error: d.error } : {}),
+        },
+      };
+    }
+    case "RunDeleted":
+      return { ...state, revision };
+  }
+}
+
+// ---- commands ----
+
+const live = (s: ThreadState | undefined) => (s && !s.deleted ? s : undefined);
+
+export function decideCreateThread(
+  state: ThreadState | undefined,
+  cmd: { thread_id: string; metadata: JsonObject; if_exists: "raise" | "do_nothing"; copied_from?: string; values?: JsonObject | null },
+  now: string,
+): Decision {
+  if (live(state)) return cmd.if_exists === "do_nothing" ? { ok: true, events: [] } : { ok: false, status: 409, detail: "Thread already exists" };
+  const data: z.infer<typeof threadEventSchemas.ThreadCreated> = { thread_id: cmd.thread_id, metadata: cmd.metadata, created_at: now };
+  if (cmd.copied_from) data.copied_from = cmd.copied_from;
+  if (cmd.values !== undefined) data.values = cmd.values;
+  return { ok: true, events: [{ type: "ThreadCreated", data }] };
+}
+
+export function decidePatchThread(state: ThreadState | undefined, metadata: JsonObject, now: string): Decision {
+  const s = live(state);
+  if (!s) return { ok: false, status: 404, detail: "Thread not found" };
+  return { ok: true, events: [{ type: "ThreadUpdated", data: { metadata: { ...s.thread.metadata, ...metadata }, updated_at: now } }] };
+}
+
+export function decideDeleteThread(state: ThreadState | undefined, now: string): Decision {
+  if (!live(state)) return { ok: false, status: 404, detail: "Thread not found" };
+  return { ok: true, events: [{ type: "ThreadDeleted", data: { deleted_at: now } }] };
+}
+
+export function decideUpdateThreadState(
+  state: ThreadState | undefined,
+  update: { values: unknown; interrupts: JsonObject },
+  now: string,
+): Decision {
+  const s = live(state);
+  if (!s) return { ok: false, status: 404, detail: "Thread not found" };
+  return { ok: true, events: [{ type: "ThreadStateUpdated", data: { ...update, updated_at: now } }] };
+}
+
+/** Whether the thread may change its state now (not while a run is pending or running). */
+export function threadIsBusy(state: ThreadState): boolean {
+  return state.activeRuns.length > 0;
+}
+
+/**
+ * Double-texting, the thread's rule: what accepting `run` means given the runs already active.
+ * `reject` refuses; `enqueue` waits its turn; `interrupt`/`rollback` accept and name the runs to cancel.
+ */
+export function decideEnqueueRun(
+  state: ThreadState | undefined,
+  run: RunRecord,
+  threadMetadata: JsonObject,
+): (Decision & { ok: false }) | { ok: true; events: EventData[]; cancel: string[]; strategy: MultitaskStrategy } {
+  const s = live(state);
+  if (!s) return { ok: false, status: 404, detail: "Thread not found" };
+  const strategy = run.multitask_strategy;
+  if (strategy === "reject" && s.activeRuns.length > 0) {
+    return { ok: false, status: 409, detail: "Thread is already running a task. Wait for it to finish or choose a different multitask strategy." };
+  }
+  const cancel = strategy === "interrupt" || strategy === "rollback" ? [...s.activeRuns] : [];
+  return { ok: true, events: [{ type: "RunEnqueued", data: { run, thread_metadata: threadMetadata } }], cancel, strategy };
+}

@@ -1,0 +1,21 @@
+import path from "node:path";
+import type { EventStore } from "./types.js";
+
+export interface StoreSelection {
+  dataDir: string;
+  eventstoreUrl: string | undefined;
+  sqliteSynchronous?: "FULL" | "NORMAL";
+}
+
+/** EventStoreDB when a connection string is configured, otherwise the embedded SQLite file. */
+export async function openStore(selection: StoreSelection): Promise<EventStore> {
+  if (selection.eventstoreUrl) {
+    const { openEsdbStore } = await import("./esdb.js");
+    return openEsdbStore({ connectionString: selection.eventstoreUrl });
+  }
+  const { openSqliteStore } = await import("./sqlite.js");
+  return openSqliteStore({
+    path: path.join(selection.dataDir, "events.sqlite"),
+    synchronous: selection.sqliteSynchronous ?? "FULL",
+  });
+}

@@ -1,0 +1,54 @@
+import Fastify, { type FastifyInstance, type FastifyPluginAsync } from "fastify";
+import fastifySwagger from "@fastify/swagger";
+import fastifySwaggerUi from "@fastify/swagger-ui";
+import { jsonSchemaTransform, serializerCompiler, validatorCompiler } from "fastify-type-provider-zod";
+import { errorHandler } from "./errors.js";
+import { requireApiKey } from "./api-key.js";
+import { VERSION } from "../version.js";
+
+export interface HttpAppOptions {
+  bodyLimit: number;
+  apiKey: string | undefined;
+  logLevel: string;
+  /** Resource plugins, each registering its routes with their zod schemas. */
+  routes: FastifyPluginAsync[];
+}
+
+/** The fastify app: JSON everywhere, zod-validated routes, `{"detail"}` errors, OpenAPI at /openapi.json. */
+export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInstance> {
+  const app = Fastify({
+    bodyLimit: options.bodyLimit,
+    logger: options.logLevel === "silent" ? false : { level: options.logLevel },
+    // Long-lived SSE streams and waits must not be cut by the server's own timeouts.
+    requestTimeout: 0,
+    // Closing the server also ends idle keep-alive connections so shutdown is prompt.
+    forceCloseConnections: "idle",
+    return503OnClosing: true,
+  });
+  app.setValidatorCompiler(validatorCompiler);
+  app.setSerializerCompiler(serializerCompiler);
+  app.setErrorHandler(errorHandler);
+  app.setNotFoundHandler((request, reply) => {
+    reply.code(404).send({ detail: `Not Found: ${request.method} ${request.url.split("?")[0]}` });
+  });
+  // The official JS server treats text/plain bodies as JSON; SDKs and curl users send both.
+  app.addContentTypeParser("text/plain", { parseAs: "string" }, app.getDefaultJsonParser("error", "error"));
+
+  if (options.apiKey) requireApiKey(app, options.apiKey);
+
+  await app.register(fastifySwagger, {
+    openapi: {
+      openapi: "3.1.0",
+      info: { title: "Agent Server", description: "Event-sourced LangGraph-compatible Agent Server", version: VERSION },
+      components: {
+        securitySchemes: { apiKey: { type: "apiKey", in: "header", name: "x-api-key" } },
+      },
+    },
+    transform: jsonSchemaTransform,
+  });
+  await app.register(fastifySwaggerUi, { routePrefix: "/docs" });
+  app.get("/openapi.json", { schema: { hide: true } }, async () => app.swagger());
+
+  for (const routes of options.routes) await app.register(routes);
+  return app;
+}

@@ -1,0 +1,71 @@
+import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
+import { hasZodFastifySchemaValidationErrors, isResponseSerializationError } from "fastify-type-provider-zod";
+import { WrongExpectedVersionError } from "../eventstore/types.js";
+
+/** An error that maps to an HTTP status with a `{"detail": ...}` body (the Python server's shape). */
+export class HttpError extends Error {
+  constructor(
+    readonly statusCode: number,
+    readonly detail: string,
+  ) {
+    super(detail);
+    this.name = "HttpError";
+  }
+}
+
+export const notFound = (detail: string) => new HttpError(404, detail);
+export const conflict = (detail: string) => new HttpError(409, detail);
+export const unprocessable = (detail: string) => new HttpError(422, detail);
+
+interface ZodLikeIssue {
+  instancePath?: string;
+  message?: string;
+  params?: { issue?: { path?: PropertyKey[]; message?: string } };
+}
+
+/** "body.limit: Too big: expected number to be <=1000" — which field, and why. */
+function describeValidation(context: string | undefined, issues: ZodLikeIssue[]): string {
+  const issue = issues[0] ?? {};
+  const pathParts = issue.params?.issue?.path ?? issue.instancePath?.split("/").filter(Boolean) ?? [];
+  const where = [context ?? "body", ...pathParts.map(String)].join(".");
+  return `${where}: ${issue.params?.issue?.message ?? issue.message ?? "invalid"}`;
+}
+
+/** Maps every failure to a JSON `{"detail"}` body; validation → 422, never a 500 for bad input. */
+export function errorHandler(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
+  if (error instanceof HttpError) {
+    reply.code(error.statusCode).send({ detail: error.detail });
+    return;
+  }
+  if (hasZodFastifySchemaValidationErrors(error)) {
+    reply.code(422).send({ detail: describeValidation(error.validationContext, error.validation as ZodLikeIssue[]) });
+    return;
+  }
+  if (error instanceof WrongExpectedVersionError) {
+    reply.code(409).send({ detail: "Conflict: the resource was changed concurrently, retry the request" });
+    return;
+  }
+  if (isResponseSerializationError(error)) {
+    request.log.error({ err: error }, "response did not match its schema");
+    reply.code(500).send({ detail: "Internal Server Error" });
+    return;
+  }
+  switch (error.code) {
+    case "FST_ERR_CTP_INVALID_JSON_BODY":
+    case "FST_ERR_CTP_EMPTY_JSON_BODY":
+      reply.code(422).send({ detail: `Invalid JSON in request body: ${error.message}` });
+      return;
+    case "FST_ERR_CTP_BODY_TOO_LARGE":
+      reply.code(413).send({ detail: "Request body is too large" });
+      return;
+    case "FST_ERR_CTP_INVALID_MEDIA_TYPE":
+      reply.code(415).send({ detail: `Unsupported Content-Type: ${request.headers["content-type"] ?? "none"}` });
+      return;
+  }
+  if (typeof error.statusCode === "number" && error.statusCode >= 400 && error.statusCode < 500) {
+    reply.code(error.statusCode).send({ detail: error.message });
+    return;
+  }
+  request.log.error({ err: error }, "unhandled error");
+  reply.code(500).send({ detail: "Internal Server Error" });
+}

@@ -1,0 +1,118 @@
+import type { FastifyPluginAsync } from "fastify";
+import type { ZodTypeProvider } from "fastify-type-provider-zod";
+import { z } from "zod";
+import type { AppContext } from "../../app/context.js";
+import {
+  assistantVersions,
+  createAssistant,
+  deleteAssistant,
+  getAssistant,
+  matchingAssistants,
+  patchAssistant,
+  searchAssistants,
+  setLatestVersion,
+} from "../../app/assistants.js";
+import { pick } from "../../domain/json.js";
+import { IfExists, JsonObject, Limit, Offset, RunnableConfig, SortOrder, Uuid, paginationHeaders } from "../schemas.js";
+
+const AssistantIdParams = z.object({ assistant_id: z.string().min(1) });
+const AssistantFields = ["assistant_id", "graph_id", "name", "description", "config", "context", "created_at", "updated_at", "metadata", "version"] as const;
+
+const CreateBody = z.strictObject({
+  graph_id: z.string().min(1),
+  assistant_id: Uuid.optional(),
+  config: RunnableConfig.optional(),
+  context: JsonObject.optional(),
+  metadata: JsonObject.optional(),
+  if_exists: IfExists.optional(),
+  name: z.string().optional(),
+  description: z.string().nullable().optional(),
+});
+
+const PatchBody = z.strictObject({
+  graph_id: z.string().min(1).optional(),
+  config: RunnableConfig.optional(),
+  context: JsonObject.optional(),
+  metadata: JsonObject.optional(),
+  name: z.string().optional(),
+  description: z.string().nullable().optional(),
+});
+
+const Filters = {
+  metadata: JsonObject.optional(),
+  graph_id: z.string().optional(),
+  name: z.string().optional(),
+};
+
+const SearchBody = z.strictObject({
+  ...Filters,
+  limit: Limit,
+  offset: Offset,
+  sort_by: z.enum(["assistant_id", "graph_id", "name", "created_at", "updated_at"]).optional(),
+  sort_order: SortOrder.optional(),
+  select: z.array(z.enum(AssistantFields)).optional(),
+});
+
+export function assistantRoutes(ctx: AppContext): FastifyPluginAsync {
+  return async (app) => {
+    const r = app.withTypeProvider<ZodTypeProvider>();
+    const tags = ["assistants"];
+
+    r.post("/assistants", { schema: { tags, body: CreateBody } }, async (req) =>
+      createAssistant(ctx, {
+        graph_id: req.body.graph_id,
+        assistant_id: req.body.assistant_id,
+        config: req.body.config ?? {},
+        context: req.body.context ?? {},
+        metadata: req.body.metadata ?? {},
+        name: req.body.name ?? "Untitled",
+        description: req.body.description ?? null,
+        if_exists: req.body.if_exists ?? "raise",
+      }),
+    );
+
+    r.post("/assistants/search", { schema: { tags, body: SearchBody.default({ limit: 10, offset: 0 }) } }, async (req, reply) => {
+      const { page, total } = searchAssistants(ctx, req.body);
+      reply.headers(paginationHeaders(req.body.offset, page.length, total));
+      return page.map((a) => pick(a, req.body.select));
+    });
+
+    r.post("/assistants/count", { schema: { tags, body: z.strictObject(Filters).default({}) } }, async (req) =>
+      matchingAssistants(ctx, req.body).length,
+    );
+
+    r.get("/assistants/:assistant_id", { schema: { tags, params: AssistantIdParams } }, async (req) =>
+      getAssistant(ctx, req.params.assistant_id),
+    );
+
+    r.patch("/assistants/:assistant_id", { schema: { tags, params: AssistantIdParams, body: PatchBody } }, async (req) =>
+      patchAssistant(ctx, req.params.assistant_id, req.body),
+    );
+
+    r.delete(
+      "/assistants/:assistant_id",
+      { schema: { tags, params: AssistantIdParams, querystring: z.object({ delete_threads: z.enum(["true", "false"]).optional() }) } },
+      async (req, reply) => {
+        await deleteAssistant(ctx, req.params.assistant_id);
+        reply.code(204).send();
+      },
+    );
+
+    r.post(
+      "/assistants/:assistant_id/versions",
+      {
+        schema: {
+          tags, params: AssistantIdParams,
+          body: z.strictObject({ metadata: JsonObject.optional(), limit: Limit, offset: Offset }).default({ limit: 10, offset: 0 }),
+        },
+      },
+      async (req) => assistantVersions(ctx, req.params.assistant_id, req.body),
+    );
+
+    r.post(
+      "/assistants/:assistant_id/latest",
+      { schema: { tags, params: AssistantIdParams, body: z.strictObject({ version: z.number().int().positive() }) } },
+      async (req) => setLatestVersion(ctx, req.params.assistant_id, req.body.version),
+    );
+  };
+}

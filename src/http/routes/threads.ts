@@ -1,0 +1,82 @@
+import type { FastifyPluginAsync } from "fastify";
+import type { ZodTypeProvider } from "fastify-type-provider-zod";
+import { z } from "zod";
+import type { AppContext } from "../../app/context.js";
+import { createThread, deleteThread, getThread, matchingThreads, patchThread, searchThreads } from "../../app/threads.js";
+import { ThreadStatusSchema } from "../../domain/threads.js";
+import { pick } from "../../domain/json.js";
+import { IfExists, JsonObject, Limit, Offset, SortOrder, ThreadIdParams, Uuid, paginationHeaders } from "../schemas.js";
+import type { ThreadLifecycle } from "../../app/thread-lifecycle.js";
+
+const ThreadFields = ["thread_id", "created_at", "updated_at", "state_updated_at", "metadata", "config", "context", "status", "values", "interrupts", "error"] as const;
+
+/** Time-to-live as the SDK sends it; accepted for compatibility, threads are kept (not swept) for now. */
+const Ttl = z.union([z.number(), z.object({ ttl: z.number(), strategy: z.enum(["delete", "keep_latest"]).optional() })]);
+
+export const SuperstepSchema = z.strictObject({
+  updates: z.array(z.strictObject({ values: z.unknown().optional(), command: z.unknown().optional(), as_node: z.string() })).min(1),
+});
+
+const CreateBody = z.strictObject({
+  thread_id: Uuid.optional(),
+  metadata: JsonObject.optional(),
+  if_exists: IfExists.optional(),
+  supersteps: z.array(SuperstepSchema).optional(),
+  ttl: Ttl.optional(),
+});
+
+const Filters = {
+  metadata: JsonObject.optional(),
+  values: JsonObject.optional(),
+  status: ThreadStatusSchema.optional(),
+};
+
+const SearchBody = z.strictObject({
+  ...Filters,
+  ids: z.array(Uuid).optional(),
+  limit: Limit,
+  offset: Offset,
+  sort_by: z.enum(["thread_id", "status", "created_at", "updated_at", "state_updated_at"]).optional(),
+  sort_order: SortOrder.optional(),
+  select: z.array(z.enum(ThreadFields)).optional(),
+  extract: JsonObject.optional(),
+});
+
+export function threadRoutes(ctx: AppContext, lifecycle: ThreadLifecycle): FastifyPluginAsync {
+  return async (app) => {
+    const r = app.withTypeProvider<ZodTypeProvider>();
+    const tags = ["threads"];
+
+    r.post("/threads", { schema: { tags, body: CreateBody.default({}) } }, async (req) => {
+      const thread = await createThread(ctx, { thread_id: req.body.thread_id, metadata: req.body.metadata ?? {}, if_exists: req.body.if_exists ?? "raise" });
+      if (req.body.supersteps?.length) return lifecycle.applySupersteps(thread.thread_id, req.body.supersteps);
+      return thread;
+    });
+
+    r.post("/threads/search", { schema: { tags, body: SearchBody.default({ limit: 10, offset: 0 }) } }, async (req, reply) => {
+      const { page, total } = searchThreads(ctx, req.body);
+      reply.headers(paginationHeaders(req.body.offset, page.length, total));
+      return page.map((t) => pick(t, req.body.select));
+    });
+
+    r.post("/threads/count", { schema: { tags, body: z.strictObject(Filters).default({}) } }, async (req) => matchingThreads(ctx, req.body).length);
+
+    r.get("/threads/:thread_id", { schema: { tags, params: ThreadIdParams, querystring: z.object({ include: z.unknown().optional() }) } }, async (req) =>
+      getThread(ctx, req.params.thread_id),
+    );
+
+    r.patch(
+      "/threads/:thread_id",
+      { schema: { tags, params: ThreadIdParams, body: z.strictObject({ metadata: JsonObject.optional(), ttl: Ttl.optional() }) } },
+      async (req) => patchThread(ctx, req.params.thread_id, req.body.metadata ?? {}),
+    );
+
+    r.delete("/threads/:thread_id", { schema: { tags, params: ThreadIdParams } }, async (req, reply) => {
+      await deleteThread(ctx, req.params.thread_id);
+      await lifecycle.afterDelete(req.params.thread_id);
+      reply.code(204).send();
+    });
+
+    r.post("/threads/:thread_id/copy", { schema: { tags, params: ThreadIdParams } }, async (req) => lifecycle.copy(req.params.thread_id));
+  };
+}

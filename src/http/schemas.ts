@@ -1,0 +1,26 @@
+import { z } from "zod";
+
+/** Request pieces shared by several routes. */
+export const JsonObject = z.record(z.string(), z.unknown());
+export const Uuid = z.uuid({ error: "must be a UUID" });
+export const IfExists = z.enum(["raise", "do_nothing"]);
+export const SortOrder = z.enum(["asc", "desc"]);
+export const Limit = z.number().int().min(1).max(1000).default(10);
+export const Offset = z.number().int().min(0).default(0);
+
+export const RunnableConfig = z
+  .object({
+    tags: z.array(z.string()).optional(),
+    recursion_limit: z.number().int().positive().optional(),
+    configurable: JsonObject.optional(),
+  })
+  .catchall(z.unknown());
+
+export const ThreadIdParams = z.object({ thread_id: Uuid });
+
+/** Sets the PY server's pagination headers from the true total. */
+export function paginationHeaders(offset: number, pageLength: number, total: number): Record<string, string> {
+  const headers: Record<string, string> = { "X-Pagination-Total": String(total) };
+  if (offset + pageLength < total) headers["X-Pagination-Next"] = String(offset + pageLength);
+  return headers;
+}

@@ -1,0 +1,6 @@
+import type { AnyProjection } from "../../projections/projection.js";
+import { assistantsProjection } from "../../projections/assistants.js";
+import { threadsProjection } from "../../projections/threads.js";
+
+/** Every read model the server keeps, fed by one `$all` subscription. */
+export const allProjections: AnyProjection[] = [assistantsProjection, threadsProjection];
