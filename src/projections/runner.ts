@@ -1,4 +1,4 @@
-import type { EventStore, Subscription } from "../eventstore/types.js";
+import type { EventStore, RecordedEvent, Subscription } from "../eventstore/types.js";
 import { applyEvent, type AnyProjection, type Projection } from "../../projections/projection.js";
 
 /**
@@ -13,6 +13,7 @@ export class ProjectionRunner {
   private waiters: { position: bigint; resolve: () => void; reject: (e: unknown) => void }[] = [];
   private failure: unknown;
   private done: Promise<void> | undefined;
+  private readonly listeners = new Set<(event: RecordedEvent) => void>();
 
   constructor(
     private readonly store: EventStore,
@@ -41,6 +42,7 @@ export class ProjectionRunner {
             if (prefixes.some((p) => event.streamId.startsWith(p))) applyEvent(this.projections, this.models, event);
             this.applied = event.position;
             this.release();
+            for (const listener of this.listeners) listener(event);
           }
           resolveCaughtUp();
         } catch (error) {
@@ -57,6 +59,15 @@ export class ProjectionRunner {
     if (this.failure) return Promise.reject(this.failure);
     if (position <= this.applied) return Promise.resolve();
     return new Promise((resolve, reject) => this.waiters.push({ position, resolve, reject }));
+  }
+
+  /**
+   * Calls `listener` after each event has been folded (the read models already show it), e.g. so
+   * the run worker learns that a run became eligible. Returns the function that unsubscribes.
+   */
+  onApplied(listener: (event: RecordedEvent) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
   }
 
   get<S>(projection: Projection<S>, key: string): S | undefined {
