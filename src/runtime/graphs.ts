@@ -1,0 +1,366 @@
+/**
+ * Graph registry: the graphs of `langgraph.json`, loaded once at startup.
+ *
+ * Each `graphs.<id>` entry names a TypeScript (or JavaScript) file and an export. The file is
+ * loaded at runtime through tsx. An export may be
+ *   - a compiled LangGraph.js graph                   (kind "compiled", cached),
+ *   - a Promise of one                                (kind "promise", awaited at load, cached),
+ *   - an uncompiled StateGraph builder                (kind "builder", compiled at load, cached),
+ *   - a factory `(config) => graph | Promise<graph>`  (kind "factory", called on every `get`
+ *     with the run's config; the result may also be a builder).
+ *
+ * Loading note: tsx's `tsImport()` loads a file in a private namespace, which gives the graph
+ * its own copy of `@langchain/langgraph` / `@langchain/core` (different classes than the
+ * server's: `instanceof`, Command, checkpointer classes would not match). We therefore register
+ * tsx's loader once for the process (`register()` from "tsx/esm/api", harmless when the
+ * process already runs under tsx) and use a plain `import()`, so graphs share the server's
+ * module instances.
+ */
+import path from "node:path";
+import { pathToFileURL } from "node:url";
+import type { RunnableConfig } from "@langchain/core/runnables";
+import type { CompiledGraph as LangGraphCompiledGraph } from "@langchain/langgraph";
+import {
+  getConfigTypeSchema,
+  getInputTypeSchema,
+  getOutputTypeSchema,
+  getStateTypeSchema,
+} from "@langchain/langgraph/zod/schema";
+import { v5 as uuidv5 } from "uuid";
+import {
+  type GraphDefaults,
+  type GraphSpec,
+  graphDefaults,
+  parseLanggraphConfigEnv,
+} from "./langgraph-config.js";
+
+// ---------------------------------------------------------------------------------------------
+// default assistant ids
+
+/** Namespace of default-assistant ids (reference §F; not RFC 4122's NAMESPACE_URL). */
+export const NAMESPACE_GRAPH = "6ba7b821-9dad-11d1-80b4-00c04fd430c8";
+
+/** The id of a graph's default (system) assistant: uuid v5 of the graph id in NAMESPACE_GRAPH. */
+export function defaultAssistantId(graphId: string): string {
+  return uuidv5(graphId, NAMESPACE_GRAPH);
+}
+
+// ---------------------------------------------------------------------------------------------
+// types
+
+export type CompiledGraph = LangGraphCompiledGraph<any, any, any, any, any, any, any, any, any, any>;
+
+/** A graph factory as exported by a graph file. */
+export type GraphFactory = (config: RunnableConfig) => unknown;
+
+export type GraphExportKind = "compiled" | "promise" | "builder" | "factory";
+
+export type JsonSchema = Record<string, unknown>;
+
+/** The schemas of one graph (PY shape). JSON Schema objects, or null when unknown. */
+export interface GraphSchemas {
+  input_schema: JsonSchema | null;
+  output_schema: JsonSchema | null;
+  state_schema: JsonSchema | null;
+  config_schema: JsonSchema | null;
+  context_schema: JsonSchema | null;
+}
+
+export interface AssistantGraphSchemas extends GraphSchemas {
+  graph_id: string;
+}
+
+export interface DrawableGraph {
+  nodes: { id: string | number; type: string; data: unknown; metadata?: Record<string, unknown> }[];
+  edges: { source: string | number; target: string | number; data?: unknown; conditional?: boolean }[];
+}
+
+/** What the server needs to register a graph's default assistant (reference §F). */
+export interface DefaultAssistantSpec {
+  assistant_id: string;
+  graph_id: string;
+  /** PY rule: the compiled graph's name unless it is "LangGraph" (or a factory), else the id. */
+  name: string;
+  description: string | null;
+  config: Record<string, unknown>;
+  context: Record<string, unknown>;
+  metadata: { created_by: "system" };
+}
+
+/** Asked for a graph id that is not registered (the HTTP layer maps it to 404). */
+export class GraphNotFoundError extends Error {
+  constructor(
+    readonly graphId: string,
+    readonly known: string[],
+  ) {
+    super(`Graph '${graphId}' not found. Expected one of: [${known.join(", ")}]`);
+    this.name = "GraphNotFoundError";
+  }
+}
+
+/** A graph file could not be loaded or its export is not a graph. */
+export class GraphLoadError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "GraphLoadError";
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// loading
+
+let tsxRegistered: Promise<void> | undefined;
+
+function ensureTsx(): Promise<void> {
+  tsxRegistered ??= import("tsx/esm/api").then(({ register }) => {
+    register();
+  });
+  return tsxRegistered;
+}
+
+async function importFile(file: string): Promise<Record<string, unknown>> {
+  await ensureTsx();
+  return (await import(pathToFileURL(file).href)) as Record<string, unknown>;
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null;
+}
+
+export function isCompiledGraph(value: unknown): value is CompiledGraph {
+  return (
+    isObject(value) &&
+    typeof value.invoke === "function" &&
+    typeof value.stream === "function" &&
+    typeof value.getGraphAsync === "function" &&
+    isObject(value.nodes)
+  );
+}
+
+function isGraphBuilder(value: unknown): value is { compile(): unknown } {
+  return isObject(value) && typeof value.compile === "function" && !isCompiledGraph(value);
+}
+
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return isObject(value) && typeof value.then === "function";
+}
+
+/** A compiled graph from a resolved export value (compiling a builder). */
+function toCompiled(value: unknown, what: string): CompiledGraph {
+  if (isCompiledGraph(value)) return value;
+  if (isGraphBuilder(value)) {
+    const compiled = value.compile();
+    if (isCompiledGraph(compiled)) return compiled;
+  }
+  throw new GraphLoadError(`${what} is not a compiled LangGraph graph`);
+}
+
+interface Entry {
+  id: string;
+  spec: GraphSpec;
+  file: string;
+  kind: GraphExportKind;
+  graph?: CompiledGraph;
+  factory?: GraphFactory;
+}
+
+// ---------------------------------------------------------------------------------------------
+// schemas
+
+function channelNamesSchema(channels: unknown): JsonSchema | null {
+  if (!isObject(channels)) return null;
+  const properties: Record<string, JsonSchema> = {};
+  for (const key of Object.keys(channels)) {
+    if (key.startsWith("__")) continue;
+    properties[key] = {};
+  }
+  return { type: "object", properties };
+}
+
+function tryJsonSchema(fn: () => unknown): JsonSchema | null {
+  try {
+    const schema = fn();
+    return isObject(schema) ? (schema as JsonSchema) : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Schemas of a compiled graph. zod / StateSchema state: the `@langchain/langgraph/zod/schema`
+ * helpers. Annotation state (no runtime schema): an object schema listing the channel names.
+ * The context schema (StateGraph `context` option) is reported as both config_schema and
+ * context_schema, as the JS server does.
+ */
+export function graphSchemas(graph: CompiledGraph): GraphSchemas {
+  const builder = (graph as unknown as { builder?: Record<string, unknown> }).builder;
+  const state =
+    tryJsonSchema(() => getStateTypeSchema(graph)) ?? channelNamesSchema(builder?._schemaDefinition);
+  const input =
+    tryJsonSchema(() => getInputTypeSchema(graph)) ?? channelNamesSchema(builder?._inputDefinition);
+  const output =
+    tryJsonSchema(() => getOutputTypeSchema(graph)) ?? channelNamesSchema(builder?._outputDefinition);
+  const context = tryJsonSchema(() => getConfigTypeSchema(graph));
+  return {
+    input_schema: input,
+    output_schema: output,
+    state_schema: state,
+    config_schema: context,
+    context_schema: context,
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// the registry
+
+export interface GraphViewOptions {
+  /** Config handed to a factory graph (ignored for cached graphs). */
+  config?: RunnableConfig;
+}
+
+export class GraphRegistry {
+  readonly #entries: Map<string, Entry>;
+  readonly #defaults: Record<string, GraphDefaults>;
+
+  /** Use `loadGraphRegistry`. */
+  constructor(entries: Entry[], defaults: Record<string, GraphDefaults>) {
+    this.#entries = new Map(entries.map((e) => [e.id, e]));
+    this.#defaults = defaults;
+  }
+
+  ids(): string[] {
+    return [...this.#entries.keys()];
+  }
+
+  has(id: string): boolean {
+    return this.#entries.has(id);
+  }
+
+  #entry(id: string): Entry {
+    const entry = this.#entries.get(id);
+    if (!entry) throw new GraphNotFoundError(id, this.ids());
+    return entry;
+  }
+
+  description(id: string): string | null {
+    return this.#entry(id).spec.description;
+  }
+
+  kind(id: string): GraphExportKind {
+    return this.#entry(id).kind;
+  }
+
+  /** Absolute path of the graph's file. */
+  file(id: string): string {
+    return this.#entry(id).file;
+  }
+
+  /** The graph to run: the cached graph, or the factory's result for this config. */
+  async get(id: string, config: RunnableConfig = {}): Promise<CompiledGraph> {
+    const entry = this.#entry(id);
+    if (entry.graph) return entry.graph;
+    const factory = entry.factory!;
+    const produced = await factory(config);
+    return toCompiled(produced, `Graph "${id}": the factory's result`);
+  }
+
+  /** Drawable graph `{nodes, edges}` (`getGraphAsync({xray}).toJSON()`). */
+  async drawable(id: string, options: GraphViewOptions & { xray?: boolean | number } = {}): Promise<DrawableGraph> {
+    const graph = await this.get(id, options.config);
+    const drawn = await graph.getGraphAsync({ ...(options.config ?? {}), xray: options.xray ?? false });
+    return drawn.toJSON() as DrawableGraph;
+  }
+
+  async schemas(id: string, options: GraphViewOptions = {}): Promise<AssistantGraphSchemas> {
+    const graph = await this.get(id, options.config);
+    return { graph_id: id, ...graphSchemas(graph) };
+  }
+
+  /**
+   * Schemas of the subgraphs, keyed by namespace (`child`, `child|grandchild` with recurse).
+   * `namespace` restricts the answer to that subgraph.
+   */
+  async subgraphs(
+    id: string,
+    options: GraphViewOptions & { namespace?: string; recurse?: boolean } = {},
+  ): Promise<Record<string, GraphSchemas>> {
+    const graph = await this.get(id, options.config);
+    const out: Record<string, GraphSchemas> = {};
+    for await (const [ns, subgraph] of graph.getSubgraphsAsync(options.namespace, options.recurse ?? false)) {
+      out[ns] = graphSchemas(subgraph as CompiledGraph);
+    }
+    return out;
+  }
+
+  /** Config/context for the graph's default assistant (from LANGGRAPH_CONFIG). */
+  defaults(id: string): GraphDefaults {
+    this.#entry(id);
+    return graphDefaults(this.#defaults, id);
+  }
+
+  /** One default (system) assistant per graph, in registration order. */
+  defaultAssistants(): DefaultAssistantSpec[] {
+    return this.ids().map((id) => {
+      const entry = this.#entry(id);
+      const graphName = entry.graph?.name;
+      const { config, context } = this.defaults(id);
+      return {
+        assistant_id: defaultAssistantId(id),
+        graph_id: id,
+        name: graphName && graphName !== "LangGraph" ? graphName : id,
+        description: entry.spec.description,
+        config,
+        context,
+        metadata: { created_by: "system" },
+      };
+    });
+  }
+}
+
+export interface LoadGraphRegistryOptions {
+  /** Default-assistant settings; default: parsed from `process.env.LANGGRAPH_CONFIG`. */
+  graphDefaults?: Record<string, GraphDefaults>;
+}
+
+/**
+ * Loads every graph of `config.graphs` (paths relative to `baseDir`). Throws GraphLoadError
+ * naming the graph when a file cannot be loaded or an export is missing or not a graph.
+ */
+export async function loadGraphRegistry(
+  config: { graphs: Record<string, GraphSpec> },
+  baseDir: string,
+  options: LoadGraphRegistryOptions = {},
+): Promise<GraphRegistry> {
+  const defaults = options.graphDefaults ?? parseLanggraphConfigEnv(process.env.LANGGRAPH_CONFIG);
+  const entries: Entry[] = [];
+  for (const [id, spec] of Object.entries(config.graphs)) {
+    const file = path.resolve(baseDir, spec.path);
+    let mod: Record<string, unknown>;
+    try {
+      mod = await importFile(file);
+    } catch (err) {
+      throw new GraphLoadError(`Graph "${id}": cannot load ${spec.path}: ${(err as Error).message.split("\n")[0]}`);
+    }
+    if (!(spec.exportName in mod)) {
+      throw new GraphLoadError(`Graph "${id}": ${spec.path} has no export "${spec.exportName}"`);
+    }
+    const value = mod[spec.exportName];
+    const what = `Graph "${id}": export "${spec.exportName}" of ${spec.path}`;
+    if (typeof value === "function" && !isCompiledGraph(value)) {
+      entries.push({ id, spec, file, kind: "factory", factory: value as GraphFactory });
+    } else if (isThenable(value)) {
+      let resolved: unknown;
+      try {
+        resolved = await value;
+      } catch (err) {
+        throw new GraphLoadError(`${what} rejected: ${(err as Error).message.split("\n")[0]}`);
+      }
+      entries.push({ id, spec, file, kind: "promise", graph: toCompiled(resolved, what) });
+    } else if (isCompiledGraph(value)) {
+      entries.push({ id, spec, file, kind: "compiled", graph: value });
+    } else {
+      entries.push({ id, spec, file, kind: "builder", graph: toCompiled(value, what) });
+    }
+  }
+  return new GraphRegistry(entries, defaults);
+}
