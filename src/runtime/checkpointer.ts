@@ -1,0 +1,361 @@
+import type { RunnableConfig } from "@langchain/core/runnables";
+import {
+  BaseCheckpointSaver,
+  TASKS,
+  WRITES_IDX_MAP,
+  copyCheckpoint,
+  getCheckpointId,
+  maxChannelVersion,
+  type ChannelVersions,
+  type Checkpoint,
+  type CheckpointListOptions,
+  type CheckpointMetadata,
+  type CheckpointPendingWrite,
+  type CheckpointTuple,
+  type PendingWrite,
+  type SerializerProtocol,
+} from "@langchain/langgraph-checkpoint";
+import {
+  checkpointStream,
+  type ChannelBlob,
+  type CheckpointSaved,
+  type CheckpointsCopied,
+  type CheckpointsDeleted,
+  type PendingWritesSaved,
+  type SerializedValue,
+  type StoredCheckpointJson,
+} from "../domain/checkpoint-events.js";
+import type { EventData, EventStore } from "../eventstore/types.js";
+import type { ProjectionRunner } from "../projections/runner.js";
+import {
+  blobOf,
+  checkpointOf,
+  checkpointsNewestFirst,
+  checkpointsProjection,
+  latestCheckpointOf,
+  namespaceOf,
+  namespacesOf,
+  pendingWritesOf,
+  pmapKeys,
+  type CheckpointEntry,
+  type NamespaceCheckpoints,
+  type ThreadCheckpoints,
+  type WriteEntry,
+} from "../../projections/checkpoints.js";
+
+export { checkpointsProjection };
+
+export interface EventSourcedCheckpointSaverOptions {
+  store: EventStore;
+  /** Must have `checkpointsProjection` registered and be started. */
+  runner: ProjectionRunner;
+  serde?: SerializerProtocol;
+}
+
+/**
+ * LangGraph checkpointer on the event log. Writes append to `checkpoints-{thread_id}` and return
+ * once the local projection has folded them (read-your-writes); reads come from the projection.
+ * Like the Postgres saver, a put stores only the channels listed in `newVersions` (as blobs keyed
+ * by channel and version) and reads rebuild `channel_values` from the blobs that match the
+ * checkpoint's `channel_versions`.
+ */
+export class EventSourcedCheckpointSaver extends BaseCheckpointSaver {
+  private readonly store: EventStore;
+  private readonly runner: ProjectionRunner;
+
+  constructor(options: EventSourcedCheckpointSaverOptions) {
+    super(options.serde);
+    this.store = options.store;
+    this.runner = options.runner;
+  }
+
+  async getTuple(config: RunnableConfig): Promise<CheckpointTuple | undefined> {
+    const threadId = config.configurable?.thread_id;
+    if (threadId === undefined || threadId === null) return undefined;
+    const thread = this.thread(String(threadId));
+    const checkpointNs: string = config.configurable?.checkpoint_ns ?? "";
+    const ns = thread && namespaceOf(thread, checkpointNs);
+    if (!thread || !ns) return undefined;
+    const checkpointId = getCheckpointId(config);
+    const entry = checkpointId ? checkpointOf(ns, checkpointId) : latestCheckpointOf(ns);
+    return entry && this.tupleOf(thread.thread_id, checkpointNs, ns, entry);
+  }
+
+  async *list(config: RunnableConfig, options?: CheckpointListOptions): AsyncGenerator<CheckpointTuple> {
+    const { before, filter } = options ?? {};
+    let limit = options?.limit;
+    const threadId = config.configurable?.thread_id;
+    const onlyNs: string | undefined = config.configurable?.checkpoint_ns;
+    const onlyId: string | undefined = config.configurable?.checkpoint_id;
+    const beforeId: string | undefined = before?.configurable?.checkpoint_id;
+    // Read models are persistent values: holding them across the awaits below is safe.
+    const threads =
+      threadId !== undefined && threadId !== null
+        ? [this.thread(String(threadId))].filter((t): t is ThreadCheckpoints => t !== undefined)
+        : this.runner.values(checkpointsProjection);
+    for (const thread of threads) {
+      for (const nsName of namespacesOf(thread)) {
+        if (onlyNs !== undefined && nsName !== onlyNs) continue;
+        const ns = namespaceOf(thread, nsName) as NamespaceCheckpoints;
+        for (const entry of checkpointsNewestFirst(ns)) {
+          if (onlyId && entry.checkpoint_id !== onlyId) continue;
+          if (beforeId && entry.checkpoint_id >= beforeId) continue;
+          if (filter && !matchesMetadata(entry.metadata, filter)) continue;
+          if (limit !== undefined) {
+            if (limit <= 0) return;
+            limit -= 1;
+          }
+          yield await this.tupleOf(thread.thread_id, nsName, ns, entry);
+        }
+      }
+    }
+  }
+
+  async put(
+    config: RunnableConfig,
+    checkpoint: Checkpoint,
+    metadata: CheckpointMetadata,
+    newVersions: ChannelVersions,
+  ): Promise<RunnableConfig> {
+    const threadId = requireThreadId(config, "put checkpoint");
+    const checkpointNs: string = config.configurable?.checkpoint_ns ?? "";
+    const parentId: string | undefined = config.configurable?.checkpoint_id;
+    const { channel_values: values, ...withoutValues } = copyCheckpoint(checkpoint);
+    const blobs: ChannelBlob[] = [];
+    for (const [channel, version] of Object.entries(newVersions)) {
+      const present = Object.prototype.hasOwnProperty.call(values, channel) && values[channel] !== undefined;
+      blobs.push({ channel, version, value: present ? await this.dump(values[channel]) : null });
+    }
+    const data: CheckpointSaved = {
+      thread_id: threadId,
+      checkpoint_ns: checkpointNs,
+      checkpoint_id: checkpoint.id,
+      parent_checkpoint_id: parentId ? parentId : null,
+      checkpoint: (await this.dumpJson(withoutValues)) as StoredCheckpointJson,
+      metadata: (await this.dumpJson(metadata)) as Record<string, unknown>,
+      blobs,
+    };
+    await this.append(threadId, [{ type: "CheckpointSaved", data }]);
+    return { configurable: { thread_id: threadId, checkpoint_ns: checkpointNs, checkpoint_id: checkpoint.id } };
+  }
+
+  async putWrites(config: RunnableConfig, writes: PendingWrite[], taskId: string, taskPath?: string): Promise<void> {
+    const threadId = requireThreadId(config, "put writes");
+    const checkpointId: string | undefined = config.configurable?.checkpoint_id;
+    if (!checkpointId) {
+      throw new Error(
+        'Failed to put writes. The passed RunnableConfig is missing a required "checkpoint_id" field in its "configurable" property.',
+      );
+    }
+    const checkpointNs: string = config.configurable?.checkpoint_ns ?? "";
+    const indexed = writes.map(([channel, value], idx) => ({ channel, value, idx: WRITES_IDX_MAP[channel] ?? idx }));
+    // A retry of writes already stored would change nothing (the fold keeps the first regular
+    // write per (task, idx)); skip the append. The fold stays the authority under races.
+    const thread = this.thread(threadId);
+    const ns = thread && namespaceOf(thread, checkpointNs);
+    if (ns && indexed.length > 0) {
+      const stored = new Set(pendingWritesOf(ns, checkpointId).map((w) => `${w.task_id}\u0000${w.idx}`));
+      if (indexed.every((w) => w.idx >= 0 && stored.has(`${taskId}\u0000${w.idx}`))) return;
+    }
+    const data: PendingWritesSaved = {
+      thread_id: threadId,
+      checkpoint_ns: checkpointNs,
+      checkpoint_id: checkpointId,
+      task_id: taskId,
+      task_path: taskPath ?? "",
+      writes: await Promise.all(
+        indexed.map(async (w) => ({ idx: w.idx, channel: w.channel, value: await this.dump(w.value) })),
+      ),
+    };
+    await this.append(threadId, [{ type: "PendingWritesSaved", data }]);
+  }
+
+  async deleteThread(threadId: string): Promise<void> {
+    const data: CheckpointsDeleted = { thread_id: threadId };
+    await this.append(threadId, [{ type: "CheckpointsDeleted", data }]);
+  }
+
+  /**
+   * Replaces the checkpoints of `toThreadId` with a copy of those of `fromThreadId` (same
+   * checkpoint ids, namespaces, blobs and pending writes; a `thread_id` in metadata is rewritten).
+   * One atomic append to the target stream: CheckpointsCopied, then per namespace and in id order
+   * one CheckpointSaved per checkpoint followed by its PendingWritesSaved (one per task).
+   */
+  async copyThread(fromThreadId: string, toThreadId: string): Promise<void> {
+    if (fromThreadId === toThreadId) throw new Error("copyThread: source and target thread are the same");
+    // Include what other processes appended to the source before we were asked.
+    await this.runner.waitFor(await this.store.headPosition());
+    const source = this.thread(fromThreadId);
+    const copied = source ? copyEvents(source, toThreadId) : [];
+    const marker: CheckpointsCopied = {
+      thread_id: toThreadId,
+      from_thread_id: fromThreadId,
+      checkpoints: copied.filter((e) => e.type === "CheckpointSaved").length,
+    };
+    await this.append(toThreadId, [{ type: "CheckpointsCopied", data: marker }, ...copied]);
+  }
+
+  private thread(threadId: string): ThreadCheckpoints | undefined {
+    return this.runner.get(checkpointsProjection, threadId);
+  }
+
+  private async append(threadId: string, events: EventData[]): Promise<void> {
+    const result = await this.store.append(checkpointStream(threadId), events, "any");
+    await this.runner.waitFor(result.position);
+  }
+
+  private async tupleOf(
+    threadId: string,
+    checkpointNs: string,
+    ns: NamespaceCheckpoints,
+    entry: CheckpointEntry,
+  ): Promise<CheckpointTuple> {
+    const stored = (await this.loadJson(entry.checkpoint)) as Omit<Checkpoint, "channel_values">;
+    const channelValues: Record<string, unknown> = {};
+    for (const [channel, version] of Object.entries(stored.channel_versions ?? {})) {
+      const blob = blobOf(ns, channel, version);
+      if (blob) channelValues[channel] = await this.load(blob);
+    }
+    const checkpoint: Checkpoint = { ...stored, channel_values: channelValues };
+    const parentId = entry.parent_checkpoint_id;
+    if (checkpoint.v < 4 && parentId !== null) await this.migratePendingSends(checkpoint, ns, parentId);
+    const tuple: CheckpointTuple = {
+      config: { configurable: { thread_id: threadId, checkpoint_ns: checkpointNs, checkpoint_id: entry.checkpoint_id } },
+      checkpoint,
+      metadata: (await this.loadJson(entry.metadata)) as CheckpointMetadata,
+      pendingWrites: await Promise.all(
+        pendingWritesOf(ns, entry.checkpoint_id).map(
+          async (w): Promise<CheckpointPendingWrite> => [w.task_id, w.channel, await this.load(w.value)],
+        ),
+      ),
+    };
+    if (parentId !== null) {
+      tuple.parentConfig = { configurable: { thread_id: threadId, checkpoint_ns: checkpointNs, checkpoint_id: parentId } };
+    }
+    return tuple;
+  }
+
+  /** Checkpoints before format v4 kept pending sends in the parent's TASKS writes (as MemorySaver migrates them). */
+  private async migratePendingSends(checkpoint: Checkpoint, ns: NamespaceCheckpoints, parentId: string): Promise<void> {
+    const sends = await Promise.all(
+      pendingWritesOf(ns, parentId)
+        .filter((w) => w.channel === TASKS)
+        .map((w) => this.load(w.value)),
+    );
+    checkpoint.channel_values[TASKS] = sends;
+    const versions = Object.values(checkpoint.channel_versions);
+    checkpoint.channel_versions[TASKS] = versions.length > 0 ? maxChannelVersion(...versions) : this.getNextVersion(undefined);
+  }
+
+  private async dump(value: unknown): Promise<SerializedValue> {
+    const [type, bytes] = await this.serde.dumpsTyped(value);
+    return [type, Buffer.from(bytes).toString("base64")];
+  }
+
+  private load([type, base64]: SerializedValue): Promise<unknown> {
+    return this.serde.loadsTyped(type, new Uint8Array(Buffer.from(base64, "base64")));
+  }
+
+  /** The serializer's JSON form of a value, as a JSON value (readable in the log, exact round trip). */
+  private async dumpJson(value: unknown): Promise<unknown> {
+    const [type, bytes] = await this.serde.dumpsTyped(value);
+    if (type !== "json") {
+      throw new Error(`EventSourcedCheckpointSaver needs a serializer that writes checkpoints and metadata as "json" (got "${type}")`);
+    }
+    return JSON.parse(Buffer.from(bytes).toString("utf8"));
+  }
+
+  private loadJson(value: unknown): Promise<unknown> {
+    return this.serde.loadsTyped("json", JSON.stringify(value));
+  }
+}
+
+function requireThreadId(config: RunnableConfig, action: string): string {
+  const threadId = config.configurable?.thread_id;
+  if (threadId === undefined || threadId === null || threadId === "") {
+    throw new Error(
+      `Failed to ${action}. The passed RunnableConfig is missing a required "thread_id" field in its "configurable" property.`,
+    );
+  }
+  return String(threadId);
+}
+
+/** PostgreSQL `@>` containment, as the official servers filter metadata; plain equality for scalars. */
+function contains(value: unknown, filter: unknown): boolean {
+  if (filter !== null && typeof filter === "object") {
+    if (Array.isArray(filter)) {
+      return Array.isArray(value) && filter.every((f) => value.some((v) => contains(v, f)));
+    }
+    if (value === null || typeof value !== "object" || Array.isArray(value)) return false;
+    const record = value as Record<string, unknown>;
+    return Object.entries(filter).every(([k, f]) => Object.hasOwn(record, k) && contains(record[k], f));
+  }
+  return value === filter;
+}
+
+function matchesMetadata(metadata: Record<string, unknown>, filter: Record<string, unknown>): boolean {
+  return Object.entries(filter).every(([k, f]) => Object.hasOwn(metadata, k) && contains(metadata[k], f));
+}
+
+/** The events that rebuild `source`'s checkpoints on another thread (see `copyThread`). */
+function copyEvents(source: ThreadCheckpoints, toThreadId: string): EventData[] {
+  const events: EventData[] = [];
+  for (const nsName of namespacesOf(source)) {
+    const ns = namespaceOf(source, nsName) as NamespaceCheckpoints;
+    const emitted = new Set<string>();
+    const oldestFirst = checkpointsNewestFirst(ns).reverse();
+    const copiedIds = new Set<string>();
+    for (const entry of oldestFirst) {
+      const blobs: ChannelBlob[] = [];
+      for (const [channel, version] of Object.entries(entry.checkpoint.channel_versions)) {
+        const key = JSON.stringify([channel, version]);
+        const value = blobOf(ns, channel, version);
+        if (value === undefined || emitted.has(key)) continue;
+        emitted.add(key);
+        blobs.push({ channel, version, value });
+      }
+      const metadata =
+        typeof entry.metadata.thread_id === "string" ? { ...entry.metadata, thread_id: toThreadId } : entry.metadata;
+      const saved: CheckpointSaved = {
+        thread_id: toThreadId,
+        checkpoint_ns: nsName,
+        checkpoint_id: entry.checkpoint_id,
+        parent_checkpoint_id: entry.parent_checkpoint_id,
+        checkpoint: entry.checkpoint,
+        metadata,
+        blobs,
+      };
+      events.push({ type: "CheckpointSaved", data: saved });
+      events.push(...writeEvents(toThreadId, nsName, entry.checkpoint_id, pendingWritesOf(ns, entry.checkpoint_id)));
+      copiedIds.add(entry.checkpoint_id);
+    }
+    // Writes recorded against checkpoints that were never saved (kept by every saver, so copied too).
+    for (const checkpointId of pmapKeys(ns.writes)) {
+      if (!copiedIds.has(checkpointId)) {
+        events.push(...writeEvents(toThreadId, nsName, checkpointId, pendingWritesOf(ns, checkpointId)));
+      }
+    }
+  }
+  return events;
+}
+
+function writeEvents(threadId: string, checkpointNs: string, checkpointId: string, writes: WriteEntry[]): EventData[] {
+  const byTask = new Map<string, PendingWritesSaved>();
+  for (const w of writes) {
+    const key = JSON.stringify([w.task_id, w.task_path]);
+    let data = byTask.get(key);
+    if (!data) {
+      data = {
+        thread_id: threadId,
+        checkpoint_ns: checkpointNs,
+        checkpoint_id: checkpointId,
+        task_id: w.task_id,
+        task_path: w.task_path,
+        writes: [],
+      };
+      byTask.set(key, data);
+    }
+    data.writes.push({ idx: w.idx, channel: w.channel, value: w.value });
+  }
+  return [...byTask.values()].map((data) => ({ type: "PendingWritesSaved", data }));
+}

@@ -1,0 +1,42 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { deltaChannelHistoryTests, validate } from "@langchain/langgraph-checkpoint-validation";
+import type { CheckpointSaverTestInitializer } from "@langchain/langgraph-checkpoint-validation";
+import { checkpointEventSchemas } from "../src/domain/checkpoint-events.js";
+import { openSqliteStore } from "../src/eventstore/sqlite.js";
+import type { EventStore } from "../src/eventstore/types.js";
+import { withSchemas } from "../src/eventstore/validating.js";
+import { ProjectionRunner } from "../src/projections/runner.js";
+import { EventSourcedCheckpointSaver, checkpointsProjection } from "../src/runtime/checkpointer.js";
+
+/** What each saver under test holds, so that destroyCheckpointer can release it. */
+const resources = new WeakMap<EventSourcedCheckpointSaver, { store: EventStore; runner: ProjectionRunner; dir: string }>();
+
+const initializer: CheckpointSaverTestInitializer<EventSourcedCheckpointSaver> = {
+  checkpointerName: "event-sourced-saver",
+  async createCheckpointer() {
+    const dir = mkdtempSync(path.join(tmpdir(), "checkpointer-validation-"));
+    const store = withSchemas(await openSqliteStore({ path: path.join(dir, "events.sqlite") }), (type) =>
+      Object.hasOwn(checkpointEventSchemas, type) ? checkpointEventSchemas[type] : undefined,
+    );
+    const runner = new ProjectionRunner(store, [checkpointsProjection]);
+    await runner.start();
+    const saver = new EventSourcedCheckpointSaver({ store, runner });
+    resources.set(saver, { store, runner, dir });
+    return saver;
+  },
+  async destroyCheckpointer(saver) {
+    const held = resources.get(saver);
+    if (!held) return;
+    resources.delete(saver);
+    await held.runner.stop();
+    await held.store.close();
+    rmSync(held.dir, { recursive: true, force: true });
+  },
+};
+
+// The standard suite (~718 tests), then the opt-in beta suite for getDeltaChannelHistory, which
+// exercises the base class's walk over our getTuple (parent chain, pending-write order, seeds).
+validate(initializer);
+deltaChannelHistoryTests(initializer);
