@@ -3,13 +3,24 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { AIMessage, type BaseMessage, HumanMessage } from "@langchain/core/messages";
-import { Command, MemorySaver } from "@langchain/langgraph";
+import {
+  Annotation,
+  Command,
+  MemorySaver,
+  MessagesAnnotation,
+  MessagesValue,
+  START,
+  StateGraph,
+  StateSchema,
+} from "@langchain/langgraph";
+import { z } from "zod";
 import t from "tap";
 import {
   GraphLoadError,
   GraphNotFoundError,
   type GraphRegistry,
   defaultAssistantId,
+  graphSchemas,
   loadGraphRegistry,
 } from "../src/runtime/graphs.js";
 import {
@@ -275,6 +286,27 @@ t.test("test graphs", async (t) => {
     t.equal((await registry.schemas("factory")).graph_id, "factory");
     t.same(registry.defaultAssistants().find((d) => d.graph_id === "factory")?.name, "factory");
   });
+});
+
+t.test("schemas of Annotation state and of a context schema", async (t) => {
+  const A = Annotation.Root({ ...MessagesAnnotation.spec, count: Annotation<number>() });
+  const annotated = new StateGraph(A).addNode("n", () => ({})).addEdge(START, "n").compile();
+  t.same(graphSchemas(annotated).state_schema, {
+    type: "object",
+    properties: { messages: { langgraph_type: "messages", description: "A list of chat messages" }, count: {} },
+  });
+  t.match(graphSchemas(annotated), { input_schema: { properties: { count: {} } }, config_schema: null });
+
+  const withContext = new StateGraph({
+    state: new StateSchema({ messages: MessagesValue }),
+    context: z.object({ user: z.string() }),
+  })
+    .addNode("n", () => ({}))
+    .addEdge(START, "n")
+    .compile();
+  const schemas = graphSchemas(withContext);
+  t.match(schemas.context_schema, { type: "object", properties: { user: { type: "string" } } });
+  t.same(schemas.config_schema, schemas.context_schema, "config_schema = context_schema, as the JS server");
 });
 
 t.test("invalid langgraph.json files give one-line errors", async (t) => {

@@ -19,7 +19,7 @@
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 import type { RunnableConfig } from "@langchain/core/runnables";
-import type { CompiledGraph as LangGraphCompiledGraph } from "@langchain/langgraph";
+import { type CompiledGraph as LangGraphCompiledGraph, messagesStateReducer } from "@langchain/langgraph";
 import {
   getConfigTypeSchema,
   getInputTypeSchema,
@@ -167,12 +167,14 @@ interface Entry {
 // ---------------------------------------------------------------------------------------------
 // schemas
 
+/** Annotation state: the channel names (a messages-reducer channel is marked as such). */
 function channelNamesSchema(channels: unknown): JsonSchema | null {
   if (!isObject(channels)) return null;
   const properties: Record<string, JsonSchema> = {};
-  for (const key of Object.keys(channels)) {
+  for (const [key, channel] of Object.entries(channels)) {
     if (key.startsWith("__")) continue;
-    properties[key] = {};
+    const isMessages = isObject(channel) && channel.operator === messagesStateReducer;
+    properties[key] = isMessages ? { langgraph_type: "messages", description: "A list of chat messages" } : {};
   }
   return { type: "object", properties };
 }
