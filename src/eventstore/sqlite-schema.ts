@@ -1,0 +1,123 @@
+import { mkdirSync, statSync } from "node:fs";
+import path from "node:path";
+import Database from "better-sqlite3";
+import { StoreUnavailableError } from "./types.js";
+
+export type Synchronous = "FULL" | "NORMAL";
+
+/** Schema version kept in `PRAGMA user_version`. */
+const SCHEMA_VERSION = 1n;
+
+/** How long an open waits for a lock held by a process that is just shutting down. */
+const LOCK_WAIT_MS = 200;
+
+const SCHEMA = `
+CREATE TABLE events (
+  position  INTEGER PRIMARY KEY AUTOINCREMENT, -- global, strictly increasing, never reused
+  stream_id TEXT    NOT NULL,
+  revision  INTEGER NOT NULL,                  -- 0-based per stream
+  event_id  TEXT    NOT NULL UNIQUE,           -- idempotency
+  type      TEXT    NOT NULL,
+  data      TEXT    NOT NULL,                  -- JSON
+  metadata  TEXT,                              -- JSON, NULL when empty
+  created   INTEGER NOT NULL,                  -- ms since the Unix epoch
+  UNIQUE (stream_id, revision)
+);
+CREATE TABLE streams (
+  stream_id TEXT    PRIMARY KEY,
+  revision  INTEGER NOT NULL                   -- revision of the last event
+) WITHOUT ROWID;
+`;
+
+/**
+ * Opens (creating if needed) the event database, owned exclusively by this process.
+ * Any failure is a StoreUnavailableError with a one-line message.
+ */
+export function openDatabase(file: string, synchronous: Synchronous): Database.Database {
+  const dir = path.dirname(file);
+  try {
+    mkdirSync(dir, { recursive: true });
+  } catch (err) {
+    throw new StoreUnavailableError(oneLine(`cannot create directory ${dir} for database ${file}: ${messageOf(err)}`), {
+      cause: err,
+    });
+  }
+  let db: Database.Database | undefined;
+  try {
+    db = new Database(file, { timeout: LOCK_WAIT_MS });
+    db.defaultSafeIntegers(true);
+    // Exclusive locking before the first access: the WAL then needs no shared memory, and the lock taken at the
+    // first access is held until close, so a second process (or connection) fails to open the file.
+    db.pragma("locking_mode = EXCLUSIVE");
+    const mode = db.pragma("journal_mode = WAL", { simple: true });
+    if (mode !== "wal") throw new Error(`cannot switch to WAL journal mode (got ${String(mode)})`);
+    db.pragma(`synchronous = ${synchronous}`);
+    db.pragma("temp_store = MEMORY");
+    db.pragma("cache_size = -65536"); // 64 MiB
+    db.pragma("wal_autocheckpoint = 4096"); // pages; fewer, larger checkpoints
+    db.pragma("journal_size_limit = 67108864");
+    migrate(db, file);
+    return db;
+  } catch (err) {
+    try {
+      db?.close();
+    } catch {
+      // already unusable
+    }
+    if (err instanceof StoreUnavailableError) throw err;
+    throw new StoreUnavailableError(describeOpenError(file, err), { cause: err });
+  }
+}
+
+function migrate(db: Database.Database, file: string): void {
+  // BEGIN IMMEDIATE takes the write lock now, even when there is nothing to create.
+  db.transaction(() => {
+    const version = db.pragma("user_version", { simple: true }) as bigint;
+    if (version === SCHEMA_VERSION) return;
+    if (version > SCHEMA_VERSION) {
+      throw new StoreUnavailableError(
+        `database ${file} has schema version ${version}, newer than this server understands (${SCHEMA_VERSION})`,
+      );
+    }
+    const tables = db.prepare("SELECT count(*) FROM sqlite_master").pluck().get() as bigint;
+    if (tables !== 0n) throw new StoreUnavailableError(`database ${file} is not an event store (unknown tables, no schema version)`);
+    db.exec(SCHEMA);
+    db.pragma(`user_version = ${SCHEMA_VERSION}`);
+  }).immediate();
+}
+
+function describeOpenError(file: string, err: unknown): string {
+  const code = (err as { code?: unknown } | null)?.code;
+  switch (code) {
+    case "SQLITE_BUSY":
+    case "SQLITE_LOCKED":
+      return `database ${file} is locked by another process`;
+    case "SQLITE_NOTADB":
+      return `database ${file} is not an SQLite database`;
+    case "SQLITE_CORRUPT":
+      return oneLine(`database ${file} is corrupt: ${messageOf(err)}`);
+    case "SQLITE_CANTOPEN":
+    case "SQLITE_PERM":
+    case "SQLITE_READONLY":
+    case "SQLITE_AUTH":
+      return oneLine(`cannot open database ${file}: ${isDirectory(file) ? "it is a directory" : messageOf(err)}`);
+    default:
+      return oneLine(`cannot open database ${file}: ${messageOf(err)}`);
+  }
+}
+
+function isDirectory(file: string): boolean {
+  try {
+    return statSync(file).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+function messageOf(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+function oneLine(s: string): string {
+  return s.replace(/\s+/g, " ").trim();
+}
