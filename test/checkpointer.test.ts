@@ -1,0 +1,227 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import t from "tap";
+import { AIMessage, HumanMessage, type BaseMessage } from "@langchain/core/messages";
+import type { RunnableConfig } from "@langchain/core/runnables";
+import { Command, END, START, MessagesValue, StateGraph, StateSchema, interrupt } from "@langchain/langgraph";
+import type { CheckpointTuple } from "@langchain/langgraph-checkpoint";
+import { checkpointEventSchemas, checkpointStream } from "../src/domain/checkpoint-events.js";
+import { openSqliteStore } from "../src/eventstore/sqlite.js";
+import type { EventStore } from "../src/eventstore/types.js";
+import { withSchemas } from "../src/eventstore/validating.js";
+import { ProjectionRunner } from "../src/projections/runner.js";
+import { EventSourcedCheckpointSaver, checkpointsProjection } from "../src/runtime/checkpointer.js";
+
+// Tiny offline graphs: a counter that answers every human message, and one that asks a question.
+const State = new StateSchema({ messages: MessagesValue });
+
+function chatGraph(checkpointer: EventSourcedCheckpointSaver) {
+  return new StateGraph(State)
+    .addNode("reply", (state) => {
+      const last = state.messages[state.messages.length - 1];
+      return { messages: [new AIMessage({ id: `ai-${state.messages.length}`, content: `echo: ${String(last?.content)}` })] };
+    })
+    .addEdge(START, "reply")
+    .addEdge("reply", END)
+    .compile({ checkpointer });
+}
+
+function askGraph(checkpointer: EventSourcedCheckpointSaver) {
+  return new StateGraph(State)
+    .addNode("ask", () => {
+      const answer = interrupt({ question: "Continue?" });
+      return { messages: [new AIMessage({ id: "ai-answer", content: `You answered: ${String(answer)}` })] };
+    })
+    .addEdge(START, "ask")
+    .addEdge("ask", END)
+    .compile({ checkpointer });
+}
+
+interface Opened {
+  store: EventStore;
+  runner: ProjectionRunner;
+  saver: EventSourcedCheckpointSaver;
+  close(): Promise<void>;
+}
+
+/** Opens the store in `dir` and rebuilds the projection from its log. */
+async function open(dir: string): Promise<Opened> {
+  const store = withSchemas(await openSqliteStore({ path: path.join(dir, "events.sqlite") }), (type) =>
+    Object.hasOwn(checkpointEventSchemas, type) ? checkpointEventSchemas[type] : undefined,
+  );
+  const runner = new ProjectionRunner(store, [checkpointsProjection]);
+  await runner.start();
+  const saver = new EventSourcedCheckpointSaver({ store, runner });
+  return {
+    store,
+    runner,
+    saver,
+    async close() {
+      await runner.stop();
+      await store.close();
+    },
+  };
+}
+
+const tempDir = () => mkdtempSync(path.join(tmpdir(), "checkpointer-test-"));
+
+/** Closes the store currently open in `dir` (the test may have reopened it), then removes `dir`. */
+function cleanUp(t: { teardown(fn: () => Promise<void>): void }, dir: string, current: () => Opened): void {
+  t.teardown(async () => {
+    await current().close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+}
+
+const contents = (messages: BaseMessage[]) => messages.map((m) => [m.getType(), m.content]);
+const thread = (id: string): RunnableConfig => ({ configurable: { thread_id: id } });
+
+async function collect<T>(it: AsyncIterable<T>): Promise<T[]> {
+  const out: T[] = [];
+  for await (const x of it) out.push(x);
+  return out;
+}
+
+/** What a client sees of a thread: values, next nodes, and every checkpoint of its history. */
+async function picture(graph: ReturnType<typeof chatGraph>, config: RunnableConfig) {
+  const state = await graph.getState(config);
+  const history = await collect(graph.getStateHistory(config));
+  return {
+    values: contents((state.values as { messages?: BaseMessage[] }).messages ?? []),
+    next: state.next,
+    config: state.config,
+    history: history.map((h) => ({
+      config: h.config,
+      parentConfig: h.parentConfig,
+      metadata: h.metadata,
+      next: h.next,
+      created_at: h.createdAt,
+      messages: contents((h.values as { messages?: BaseMessage[] }).messages ?? []),
+    })),
+  };
+}
+
+t.test("a compiled StateGraph keeps its state on the event log", async (t) => {
+  const dir = tempDir();
+  let opened = await open(dir);
+  cleanUp(t, dir, () => opened);
+  let graph = chatGraph(opened.saver);
+
+  await graph.invoke({ messages: [new HumanMessage({ id: "h-1", content: "hello" })] }, thread("t-1"));
+  const second = await graph.invoke({ messages: [new HumanMessage({ id: "h-2", content: "again" })] }, thread("t-1"));
+  t.same(
+    contents(second.messages),
+    [
+      ["human", "hello"],
+      ["ai", "echo: hello"],
+      ["human", "again"],
+      ["ai", "echo: again"],
+    ],
+    "the second invoke continues the first",
+  );
+
+  const before = await picture(graph, thread("t-1"));
+  t.same(before.values, contents(second.messages), "getState returns the values");
+  t.same(before.next, []);
+  // Two invokes × (input, loop start, after reply) checkpoints, newest first.
+  t.equal(before.history.length, 6);
+  t.same(
+    before.history.map((h) => h.metadata?.source),
+    ["loop", "loop", "input", "loop", "loop", "input"],
+  );
+  t.same(before.history[0].config, before.config, "the newest history entry is the current state");
+  for (let i = 0; i < before.history.length - 1; i += 1) {
+    t.same(before.history[i].parentConfig?.configurable?.checkpoint_id, before.history[i + 1].config.configurable?.checkpoint_id);
+  }
+  t.equal(before.history[5].parentConfig, undefined, "the first checkpoint has no parent");
+  t.same(before.history[3].messages, [["human", "hello"], ["ai", "echo: hello"]], "history has past values");
+
+  // Time travel: the state as of an earlier checkpoint.
+  const past = await graph.getState(before.history[3].config);
+  t.same(contents((past.values as { messages: BaseMessage[] }).messages), [["human", "hello"], ["ai", "echo: hello"]]);
+
+  const events = await opened.store.readStream(checkpointStream("t-1"));
+  t.same(
+    [...new Set(events.map((e) => e.type))].sort(),
+    ["CheckpointSaved", "PendingWritesSaved"],
+    "the graph's checkpoints are events",
+  );
+  t.equal(events.filter((e) => e.type === "CheckpointSaved").length, 6);
+
+  // Close and reopen: a new runner folds the log from the start and gives the same state.
+  const snapshot = opened.runner.snapshot();
+  await opened.close();
+  opened = await open(dir);
+  graph = chatGraph(opened.saver);
+  t.same(await picture(graph, thread("t-1")), before, "state and history are identical after a rebuild");
+  t.same(opened.runner.snapshot(), snapshot, "the rebuilt read model equals the live one");
+
+  // And the thread goes on from there.
+  const third = await graph.invoke({ messages: [new HumanMessage({ id: "h-3", content: "third" })] }, thread("t-1"));
+  t.equal(third.messages.length, 6);
+
+  await opened.saver.deleteThread("t-1");
+  const gone = await graph.getState(thread("t-1"));
+  t.same(gone.values, {}, "deleteThread empties the state");
+  t.same(await collect(graph.getStateHistory(thread("t-1"))), [], "and the history");
+  t.equal(await opened.saver.getTuple(thread("t-1")), undefined);
+  const log = await opened.store.readStream(checkpointStream("t-1"));
+  t.equal(log[log.length - 1].type, "CheckpointsDeleted", "deletion is an event; the log keeps the past");
+
+  const fresh = await graph.invoke({ messages: [new HumanMessage({ id: "h-9", content: "new start" })] }, thread("t-1"));
+  t.same(contents(fresh.messages), [["human", "new start"], ["ai", "echo: new start"]], "a deleted thread starts afresh");
+});
+
+t.test("an interrupted run resumes after a restart, from the log alone", async (t) => {
+  const dir = tempDir();
+  let opened = await open(dir);
+  cleanUp(t, dir, () => opened);
+  let graph = askGraph(opened.saver);
+
+  await graph.invoke({ messages: [new HumanMessage({ id: "h-1", content: "go" })] }, thread("t-ask"));
+  let state = await graph.getState(thread("t-ask"));
+  t.same(state.next, ["ask"]);
+  t.same(state.tasks[0]?.interrupts.map((i) => i.value), [{ question: "Continue?" }], "the interrupt is a pending write");
+
+  await opened.close();
+  opened = await open(dir);
+  graph = askGraph(opened.saver);
+  state = await graph.getState(thread("t-ask"));
+  t.same(state.next, ["ask"], "still waiting after the restart");
+  t.same(state.tasks[0]?.interrupts.map((i) => i.value), [{ question: "Continue?" }]);
+
+  const resumed = await graph.invoke(new Command({ resume: "yes" }), thread("t-ask"));
+  t.same(contents(resumed.messages), [["human", "go"], ["ai", "You answered: yes"]]);
+  t.same((await graph.getState(thread("t-ask"))).next, []);
+});
+
+t.test("copyThread gives the target the same state and history, then they diverge", async (t) => {
+  const dir = tempDir();
+  const opened = await open(dir);
+  cleanUp(t, dir, () => opened);
+  const graph = chatGraph(opened.saver);
+
+  await graph.invoke({ messages: [new HumanMessage({ id: "h-1", content: "one" })] }, thread("src"));
+  await graph.invoke({ messages: [new HumanMessage({ id: "h-2", content: "two" })] }, thread("src"));
+  await opened.saver.copyThread("src", "dst");
+
+  const src = await picture(graph, thread("src"));
+  const dst = await picture(graph, thread("dst"));
+  const withoutThread = (p: typeof src) =>
+    JSON.parse(JSON.stringify(p).replaceAll('"thread_id":"src"', '"thread_id":"dst"'));
+  t.same(dst, withoutThread(src), "same values, checkpoints, parents and metadata, on the new thread id");
+
+  const copied = await opened.store.readStream(checkpointStream("dst"));
+  t.equal(copied[0].type, "CheckpointsCopied");
+  t.same(copied[0].data, { thread_id: "dst", from_thread_id: "src", checkpoints: 6 });
+
+  await graph.invoke({ messages: [new HumanMessage({ id: "h-3", content: "only on dst" })] }, thread("dst"));
+  t.equal(((await graph.getState(thread("dst"))).values as { messages: BaseMessage[] }).messages.length, 6);
+  t.equal(((await graph.getState(thread("src"))).values as { messages: BaseMessage[] }).messages.length, 4, "the source is untouched");
+
+  // The pending writes of every checkpoint were copied too.
+  const pending = async (id: string) =>
+    (await collect(opened.saver.list(thread(id)))).map((tuple: CheckpointTuple) => tuple.pendingWrites?.length ?? 0);
+  t.same((await pending("dst")).slice(-6), await pending("src"));
+});
