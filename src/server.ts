@@ -8,6 +8,16 @@ import { allProjections } from "./projections/all.js";
 import { schemaForEventType } from "./domain/events.js";
 import { buildHttpApp } from "./http/app.js";
 import { metaRoutes } from "./http/routes/meta.js";
+import { assistantRoutes } from "./http/routes/assistants.js";
+import { threadRoutes } from "./http/routes/threads.js";
+import { threadStateRoutes } from "./http/routes/thread-state.js";
+import { loadLanggraphConfig, parseLanggraphConfigEnv } from "./runtime/langgraph-config.js";
+import { loadGraphRegistry } from "./runtime/graphs.js";
+import { EventSourcedCheckpointSaver } from "./runtime/checkpointer.js";
+import { isoNow, type AppContext } from "./app/context.js";
+import { ensureDefaultAssistants } from "./app/assistants.js";
+import { threadLifecycle } from "./app/thread-lifecycle.js";
+import { LANGGRAPH_JS_VERSION } from "./version.js";
 
 export interface RunningServer {
   url: string;
@@ -30,16 +40,30 @@ function describeListenError(error: unknown, config: Config): Error {
 
 /** Opens the log, folds it into the read models, and serves the API. */
 export async function startServer(config: Config): Promise<RunningServer> {
+  // Configuration and graphs first: a bad langgraph.json fails before anything is opened.
+  const langgraph = await loadLanggraphConfig(config.langgraphJsonPath);
+  const graphs = await loadGraphRegistry(langgraph.config, langgraph.baseDir, {
+    graphDefaults: parseLanggraphConfigEnv(config.langgraphConfig),
+  });
   const store = withSchemas(await openStore(config), schemaForEventType);
   const runner = new ProjectionRunner(store, allProjections);
   let http: FastifyInstance | undefined;
   try {
     await runner.start();
+    const checkpointer = new EventSourcedCheckpointSaver({ store, runner });
+    const ctx: AppContext = { config, langgraph, store, runner, graphs, checkpointer, now: isoNow };
+    await ensureDefaultAssistants(ctx, graphs.defaultAssistants());
+    const lifecycle = threadLifecycle(ctx);
     http = await buildHttpApp({
       bodyLimit: config.bodyLimit,
       apiKey: config.apiKey,
       logLevel: config.logLevel,
-      routes: [metaRoutes({ storeKind: store.kind, langgraphJsVersion: "1", webhooksEnabled: false })],
+      routes: [
+        metaRoutes({ storeKind: store.kind, langgraphJsVersion: LANGGRAPH_JS_VERSION, webhooksEnabled: false }),
+        assistantRoutes(ctx),
+        threadRoutes(ctx, lifecycle),
+        threadStateRoutes(ctx),
+      ],
     });
     try {
       await http.listen({ host: config.host, port: config.port });

@@ -1,19 +1,19 @@
 import type { Config } from "../config.js";
 import type { EventStore } from "../eventstore/types.js";
 import type { ProjectionRunner } from "../projections/runner.js";
-
-/** What the routes need to know about the graphs (the registry in src/runtime provides it). */
-export interface GraphCatalog {
-  ids(): string[];
-  has(id: string): boolean;
-}
+import type { GraphRegistry } from "../runtime/graphs.js";
+import type { EventSourcedCheckpointSaver } from "../runtime/checkpointer.js";
+import type { LoadedLanggraphConfig } from "../runtime/langgraph-config.js";
 
 /** Everything a route or worker needs, passed explicitly (no module-level singletons). */
 export interface AppContext {
   config: Config;
+  /** The validated langgraph.json (graphs, http, webhooks). */
+  langgraph: LoadedLanggraphConfig;
   store: EventStore;
   runner: ProjectionRunner;
-  graphs: GraphCatalog;
+  graphs: GraphRegistry;
+  checkpointer: EventSourcedCheckpointSaver;
   /** ISO 8601 with UTC offset, the Python server's timestamp format. */
   now(): string;
 }

@@ -109,6 +109,46 @@ export function assistantRoutes(ctx: AppContext): FastifyPluginAsync {
       async (req) => assistantVersions(ctx, req.params.assistant_id, req.body),
     );
 
+    const Bool = z.enum(["true", "false", "1", "0"]).transform((v) => v === "true" || v === "1");
+    const graphConfig = (id: string) => {
+      const a = getAssistant(ctx, id);
+      return { graphId: a.graph_id, config: { ...a.config, configurable: { ...(a.config.configurable as object), ...a.context } } };
+    };
+
+    r.get(
+      "/assistants/:assistant_id/graph",
+      {
+        schema: {
+          tags, params: AssistantIdParams,
+          querystring: z.object({ xray: z.union([Bool, z.coerce.number().int().min(0)]).optional() }),
+        },
+      },
+      async (req) => {
+        const { graphId, config } = graphConfig(req.params.assistant_id);
+        return ctx.graphs.drawable(graphId, { config, xray: req.query.xray });
+      },
+    );
+
+    r.get("/assistants/:assistant_id/schemas", { schema: { tags, params: AssistantIdParams } }, async (req) => {
+      const { graphId, config } = graphConfig(req.params.assistant_id);
+      return ctx.graphs.schemas(graphId, { config });
+    });
+
+    const SubgraphQuery = z.object({ recurse: Bool.optional() });
+    r.get("/assistants/:assistant_id/subgraphs", { schema: { tags, params: AssistantIdParams, querystring: SubgraphQuery } }, async (req) => {
+      const { graphId, config } = graphConfig(req.params.assistant_id);
+      return ctx.graphs.subgraphs(graphId, { config, recurse: req.query.recurse });
+    });
+
+    r.get(
+      "/assistants/:assistant_id/subgraphs/:namespace",
+      { schema: { tags, params: AssistantIdParams.extend({ namespace: z.string().min(1) }), querystring: SubgraphQuery } },
+      async (req) => {
+        const { graphId, config } = graphConfig(req.params.assistant_id);
+        return ctx.graphs.subgraphs(graphId, { config, namespace: req.params.namespace, recurse: req.query.recurse });
+      },
+    );
+
     r.post(
       "/assistants/:assistant_id/latest",
       { schema: { tags, params: AssistantIdParams, body: z.strictObject({ version: z.number().int().positive() }) } },

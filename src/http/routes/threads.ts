@@ -2,7 +2,7 @@ import type { FastifyPluginAsync } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
 import type { AppContext } from "../../app/context.js";
-import { createThread, deleteThread, getThread, matchingThreads, patchThread, searchThreads } from "../../app/threads.js";
+import { createThread, getThread, matchingThreads, patchThread, searchThreads } from "../../app/threads.js";
 import { ThreadStatusSchema } from "../../domain/threads.js";
 import { pick } from "../../domain/json.js";
 import { IfExists, JsonObject, Limit, Offset, SortOrder, ThreadIdParams, Uuid, paginationHeaders } from "../schemas.js";
@@ -72,8 +72,7 @@ export function threadRoutes(ctx: AppContext, lifecycle: ThreadLifecycle): Fasti
     );
 
     r.delete("/threads/:thread_id", { schema: { tags, params: ThreadIdParams } }, async (req, reply) => {
-      await deleteThread(ctx, req.params.thread_id);
-      await lifecycle.afterDelete(req.params.thread_id);
+      await lifecycle.delete(req.params.thread_id);
       reply.code(204).send();
     });
 

@@ -1,0 +1,45 @@
+import type { AppContext } from "./context.js";
+import { createThread, deleteThread, getThread } from "./threads.js";
+import { applySupersteps } from "./thread-state.js";
+import { HttpError } from "../http/errors.js";
+import type { Thread } from "../domain/threads.js";
+
+/** What happens to a thread's checkpoints (and other streams) when the thread is copied or deleted. */
+export interface ThreadLifecycle {
+  copy(threadId: string): Promise<Thread>;
+  delete(threadId: string): Promise<void>;
+  applySupersteps(threadId: string, supersteps: Parameters<typeof applySupersteps>[2]): Promise<Thread>;
+  /** Hooks other features register (e.g. runs cancel the thread's active runs on delete). */
+  onDelete(hook: (threadId: string) => Promise<void>): void;
+}
+
+export function threadLifecycle(ctx: AppContext): ThreadLifecycle {
+  const deleteHooks: ((threadId: string) => Promise<void>)[] = [];
+  return {
+    async copy(threadId) {
+      let source: Thread;
+      try {
+        source = getThread(ctx, threadId);
+      } catch {
+        throw new HttpError(409, `Thread ${threadId} not found`);
+      }
+      const copy = await createThread(ctx, {
+        metadata: { ...source.metadata },
+        if_exists: "raise",
+        copied_from: source.thread_id,
+        values: (source.values as Record<string, unknown> | null) ?? null,
+      });
+      await ctx.checkpointer.copyThread(source.thread_id, copy.thread_id);
+      return copy;
+    },
+    async delete(threadId) {
+      await deleteThread(ctx, threadId);
+      for (const hook of deleteHooks) await hook(threadId.toLowerCase());
+      await ctx.checkpointer.deleteThread(threadId.toLowerCase());
+    },
+    applySupersteps: (threadId, supersteps) => applySupersteps(ctx, threadId, supersteps),
+    onDelete(hook) {
+      deleteHooks.push(hook);
+    },
+  };
+}

@@ -1,0 +1,157 @@
+import type { RunnableConfig } from "@langchain/core/runnables";
+import type { StateSnapshot } from "@langchain/langgraph";
+import type { AppContext } from "./context.js";
+import { getThread, threadState } from "./threads.js";
+import { threadsProjection } from "../../projections/threads.js";
+import { decideUpdateThreadState, threadIsBusy, threadStream } from "../domain/threads.js";
+import { isPlainObject, type JsonObject } from "../domain/json.js";
+import { HttpError } from "../http/errors.js";
+import { execute } from "./commands.js";
+import { toWireJson } from "../runtime/serialize.js";
+import type { CompiledGraph } from "../runtime/graphs.js";
+
+/** Thread state, history and state updates: LangGraph's own view of our checkpoints. */
+
+export interface CheckpointRef {
+  checkpoint_id?: string;
+  checkpoint_ns?: string;
+  checkpoint_map?: JsonObject | null;
+}
+
+type WireCheckpoint = { thread_id: string; checkpoint_ns: string; checkpoint_id: string | null; checkpoint_map: unknown };
+
+export const EMPTY_STATE = {
+  values: {}, next: [], tasks: [], metadata: {}, created_at: null, checkpoint: null, parent_checkpoint: null, interrupts: [],
+};
+
+function checkpointOf(config: RunnableConfig | undefined): WireCheckpoint | null {
+  const c = config?.configurable;
+  if (!c?.checkpoint_id) return null;
+  return { thread_id: c.thread_id, checkpoint_ns: c.checkpoint_ns ?? "", checkpoint_id: c.checkpoint_id, checkpoint_map: c.checkpoint_map ?? null };
+}
+
+function isSnapshot(value: unknown): value is StateSnapshot {
+  return isPlainObject(value) && "values" in value && "next" in value && "tasks" in value;
+}
+
+/** A LangGraph StateSnapshot in the wire shape of reference B.5. */
+export function snapshotToWire(snapshot: StateSnapshot): Record<string, unknown> {
+  const tasks = snapshot.tasks.map((task) => ({
+    id: task.id,
+    name: task.name,
+    path: task.path ?? [],
+    error: task.error === undefined || task.error === null ? null : String((task.error as Error).message ?? task.error),
+    interrupts: toWireJson(task.interrupts ?? []),
+    checkpoint: task.state && !isSnapshot(task.state) ? checkpointOf(task.state as RunnableConfig) : null,
+    state: task.state && isSnapshot(task.state) ? snapshotToWire(task.state) : null,
+    result: task.result === undefined ? null : toWireJson(task.result),
+  }));
+  return {
+    values: toWireJson(snapshot.values ?? {}),
+    next: snapshot.next,
+    tasks,
+    metadata: toWireJson(snapshot.metadata ?? {}),
+    created_at: snapshot.createdAt ?? null,
+    checkpoint: checkpointOf(snapshot.config),
+    parent_checkpoint: checkpointOf(snapshot.parentConfig),
+    interrupts: tasks.flatMap((t) => t.interrupts as unknown[]),
+  };
+}
+
+/** `task_id → [{id, value}]` for the thread's `interrupts` field. */
+export function interruptsByTask(snapshot: StateSnapshot): JsonObject {
+  const out: JsonObject = {};
+  for (const task of snapshot.tasks) if (task.interrupts?.length) out[task.id] = toWireJson(task.interrupts);
+  return out;
+}
+
+/** The thread's graph with our checkpointer, or undefined for a thread no graph has run on. */
+async function graphOfThread(ctx: AppContext, threadId: string): Promise<{ graph: CompiledGraph; config: RunnableConfig } | undefined> {
+  const thread = getThread(ctx, threadId);
+  const graphId = thread.metadata.graph_id;
+  if (typeof graphId !== "string" || !ctx.graphs.has(graphId)) return undefined;
+  const config: RunnableConfig = { configurable: { thread_id: thread.thread_id, graph_id: graphId } };
+  const graph = await ctx.graphs.get(graphId, config);
+  graph.checkpointer = ctx.checkpointer;
+  return { graph, config };
+}
+
+function configAt(base: RunnableConfig, ref: CheckpointRef | undefined): RunnableConfig {
+  if (!ref) return base;
+  return { ...base, configurable: { ...base.configurable, ...ref, checkpoint_ns: ref.checkpoint_ns ?? "" } };
+}
+
+export async function getThreadState(ctx: AppContext, threadId: string, options: { subgraphs?: boolean; checkpoint?: CheckpointRef } = {}) {
+  const found = await graphOfThread(ctx, threadId);
+  if (!found) return EMPTY_STATE;
+  const snapshot = await found.graph.getState(configAt(found.config, options.checkpoint), { subgraphs: options.subgraphs ?? false });
+  return snapshotToWire(snapshot);
+}
+
+export async function getThreadHistory(
+  ctx: AppContext,
+  threadId: string,
+  options: { limit: number; before?: CheckpointRef; metadata?: JsonObject; checkpoint?: CheckpointRef },
+) {
+  const found = await graphOfThread(ctx, threadId);
+  if (!found) return [];
+  const out: Record<string, unknown>[] = [];
+  const history = found.graph.getStateHistory(configAt(found.config, options.checkpoint), {
+    limit: options.limit,
+    before: options.before ? configAt(found.config, options.before) : undefined,
+    filter: options.metadata,
+  });
+  for await (const snapshot of history) out.push(snapshotToWire(snapshot));
+  return out;
+}
+
+/** Folds the graph's latest state into the thread read model (values, interrupts, status). */
+async function recordThreadState(ctx: AppContext, threadId: string, graph: CompiledGraph, config: RunnableConfig): Promise<void> {
+  const snapshot = await graph.getState({ configurable: { thread_id: config.configurable?.thread_id } });
+  const update = { values: toWireJson(snapshot.values ?? {}), interrupts: interruptsByTask(snapshot) };
+  const now = ctx.now();
+  await execute(ctx, threadsProjection, threadId, threadStream(threadId), (s) => decideUpdateThreadState(s, update, now));
+}
+
+function assertIdle(ctx: AppContext, threadId: string): void {
+  const s = threadState(ctx, threadId);
+  if (!s) throw new HttpError(404, `Thread with ID ${threadId} not found`);
+  if (threadIsBusy(s)) throw new HttpError(409, "Thread is busy with a running job. Cannot update state.");
+}
+
+export async function updateThreadState(
+  ctx: AppContext,
+  threadId: string,
+  body: { values?: unknown; as_node?: string; checkpoint?: CheckpointRef; checkpoint_id?: string },
+) {
+  assertIdle(ctx, threadId);
+  const found = await graphOfThread(ctx, threadId);
+  if (!found) throw new HttpError(400, "Thread has no graph: run an assistant on it first, or create it with metadata.graph_id");
+  const ref = body.checkpoint ?? (body.checkpoint_id ? { checkpoint_id: body.checkpoint_id } : undefined);
+  let next: RunnableConfig;
+  try {
+    next = await found.graph.updateState(configAt(found.config, ref), body.values ?? null, body.as_node);
+  } catch (error) {
+    throw new HttpError(400, (error as Error).message);
+  }
+  await recordThreadState(ctx, threadId, found.graph, found.config);
+  return { checkpoint: checkpointOf(next) };
+}
+
+export async function applySupersteps(
+  ctx: AppContext,
+  threadId: string,
+  supersteps: { updates: { values?: unknown; command?: unknown; as_node: string }[] }[],
+) {
+  const found = await graphOfThread(ctx, threadId);
+  if (!found) throw new HttpError(400, "supersteps: the thread needs metadata.graph_id naming a known graph");
+  try {
+    await found.graph.bulkUpdateState(found.config, supersteps.map((s) => ({
+      updates: s.updates.map((u) => ({ values: u.values, asNode: u.as_node })),
+    })));
+  } catch (error) {
+    throw new HttpError(400, `supersteps: ${(error as Error).message}`);
+  }
+  await recordThreadState(ctx, threadId, found.graph, found.config);
+  return getThread(ctx, threadId);
+}

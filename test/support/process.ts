@@ -1,0 +1,42 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { once } from "node:events";
+import { repoRoot } from "./server.js";
+
+export interface ServerProcess {
+  child: ChildProcess;
+  /** Set once the server printed its listening line. */
+  url: string | undefined;
+  stdout: string;
+  stderr: string;
+  /** Resolves with the exit code (or signal) once the process ended. */
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+/**
+ * Starts `src/main.ts` as a child process (as `npm start` does) and resolves once it printed its
+ * listening line or exited, whichever comes first. HOST defaults to 127.0.0.1 and PORT to 0.
+ */
+export async function spawnServer(env: Record<string, string>): Promise<ServerProcess> {
+  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
+    cwd: repoRoot,
+    env: { ...process.env, HOST: "127.0.0.1", PORT: "0", LOG_LEVEL: "silent", ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  const proc: ServerProcess = {
+    child, url: undefined, stdout: "", stderr: "",
+    exited: once(child, "exit").then(([code, signal]) => ({ code: code as number | null, signal: signal as NodeJS.Signals | null })),
+  };
+  const listening = new Promise<void>((resolve) => {
+    child.stdout!.setEncoding("utf8").on("data", (chunk: string) => {
+      proc.stdout += chunk;
+      const match = /listening on (http:\/\/\S+)/.exec(proc.stdout);
+      if (match && !proc.url) {
+        proc.url = match[1];
+        resolve();
+      }
+    });
+  });
+  child.stderr!.setEncoding("utf8").on("data", (chunk: string) => (proc.stderr += chunk));
+  await Promise.race([listening, proc.exited]);
+  return proc;
+}

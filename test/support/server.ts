@@ -1,0 +1,61 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { Client } from "@langchain/langgraph-sdk";
+import { loadConfig, type Config } from "../../src/config.js";
+import { startServer, type RunningServer } from "../../src/server.js";
+
+const testDir = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
+export const repoRoot = path.dirname(testDir);
+/** The test graphs (agent, error, delay, interrupt, subgraph, custom, factory). */
+export const TEST_GRAPHS = path.join(testDir, "graphs", "langgraph.json");
+
+export interface TestServer {
+  url: string;
+  dataDir: string;
+  server: RunningServer;
+  /** The official SDK client pointed at this server. */
+  client: Client;
+  /** Stops the server and starts a new one on the same data directory (and a new port). */
+  restart(): Promise<TestServer>;
+  /** Stops the server and removes its data directory. */
+  close(): Promise<void>;
+}
+
+export interface TestServerOptions {
+  /** Environment overrides (HOST and PORT are always 127.0.0.1 and 0). */
+  env?: Record<string, string>;
+  /** Reuse this data directory instead of a new temporary one. */
+  dataDir?: string;
+}
+
+/** A real server on 127.0.0.1, ephemeral port, temporary data directory, test graphs. */
+export async function startTestServer(options: TestServerOptions = {}): Promise<TestServer> {
+  const dataDir = options.dataDir ?? (await mkdtemp(path.join(os.tmpdir(), "agent-server-test-")));
+  const config: Config = loadConfig({
+    LANGGRAPH_JSON: TEST_GRAPHS,
+    LOG_LEVEL: "silent",
+    ...options.env,
+    HOST: "127.0.0.1",
+    PORT: "0",
+    DATA_DIR: dataDir,
+  });
+  const server = await startServer(config);
+  const apiKey = options.env?.LANGGRAPH_API_KEY;
+  const handle: TestServer = {
+    url: server.url,
+    dataDir,
+    server,
+    client: new Client({ apiUrl: server.url, apiKey: apiKey ?? null, defaultHeaders: {} }),
+    async restart() {
+      await server.close();
+      return startTestServer({ ...options, dataDir });
+    },
+    async close() {
+      await server.close();
+      await rm(dataDir, { recursive: true, force: true });
+    },
+  };
+  return handle;
+}
