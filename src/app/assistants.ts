@@ -16,7 +16,7 @@ import {
 } from "../domain/assistants.js";
 import { jsonContains, sortBy, type JsonObject, type SortOrder } from "../domain/json.js";
 import { HttpError } from "../http/errors.js";
-import { defaultAssistantIdFor } from "./default-assistant-id.js";
+import { defaultAssistantId as defaultAssistantIdFor } from "../runtime/graphs.js";
 import { WrongExpectedVersionError } from "../eventstore/types.js";
 
 /** Application service of assistants: commands through the deciders, queries on the read model. */
