@@ -225,3 +225,38 @@ t.test("copyThread gives the target the same state and history, then they diverg
     (await collect(opened.saver.list(thread(id)))).map((tuple: CheckpointTuple) => tuple.pendingWrites?.length ?? 0);
   t.same((await pending("dst")).slice(-6), await pending("src"));
 });
+
+t.test("putWrites: a retry appends nothing, special writes replace, copy of an unknown thread is empty", async (t) => {
+  const dir = tempDir();
+  const opened = await open(dir);
+  cleanUp(t, dir, () => opened);
+  const { saver, store } = opened;
+  const checkpoint = {
+    v: 4,
+    id: "1ef00000-0000-6000-8000-000000000001",
+    ts: new Date(0).toISOString(),
+    channel_values: {},
+    channel_versions: {},
+    versions_seen: {},
+  };
+  const config = await saver.put(thread("w"), checkpoint, { source: "input", step: -1, parents: {} }, {});
+
+  await saver.putWrites(config, [["a", 1], ["constructor", 2]], "task");
+  await saver.putWrites(config, [["a", 1], ["constructor", 2]], "task");
+  await saver.putWrites(config, [["__error__", "first"]], "task");
+  await saver.putWrites(config, [["__error__", "second"]], "task");
+  const types = (await store.readStream(checkpointStream("w"))).map((e) => e.type);
+  t.same(types, ["CheckpointSaved", "PendingWritesSaved", "PendingWritesSaved", "PendingWritesSaved"], "the retry was not appended");
+  t.same((await saver.getTuple(config))?.pendingWrites, [
+    ["task", "__error__", "second"],
+    ["task", "a", 1],
+    ["task", "constructor", 2],
+  ]);
+
+  await saver.copyThread("nobody", "w-copy");
+  t.equal(await saver.getTuple(thread("w-copy")), undefined);
+  t.same((await store.readStream(checkpointStream("w-copy"))).map((e) => e.data), [
+    { thread_id: "w-copy", from_thread_id: "nobody", checkpoints: 0 },
+  ]);
+  await t.rejects(saver.copyThread("w", "w"), /same/);
+});

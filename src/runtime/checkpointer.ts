@@ -148,7 +148,11 @@ export class EventSourcedCheckpointSaver extends BaseCheckpointSaver {
       );
     }
     const checkpointNs: string = config.configurable?.checkpoint_ns ?? "";
-    const indexed = writes.map(([channel, value], idx) => ({ channel, value, idx: WRITES_IDX_MAP[channel] ?? idx }));
+    const indexed = writes.map(([channel, value], idx) => ({
+      channel,
+      value,
+      idx: Object.hasOwn(WRITES_IDX_MAP, channel) ? WRITES_IDX_MAP[channel] : idx,
+    }));
     // A retry of writes already stored would change nothing (the fold keeps the first regular
     // write per (task, idx)); skip the append. The fold stays the authority under races.
     const thread = this.thread(threadId);
