@@ -1,17 +1,39 @@
-import { mkdtemp, rm } from "node:fs/promises";
+import { spawn } from "node:child_process";
+import { randomUUID } from "node:crypto";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import t from "tap";
+import { createInterface } from "node:readline";
+import { pathToFileURL } from "node:url";
+import t, { type Test } from "tap";
 import { openSqliteStore } from "../src/eventstore/sqlite.js";
+import { StoreUnavailableError, WrongExpectedVersionError } from "../src/eventstore/types.js";
 import { eventStoreContract } from "./contract/eventstore-contract.js";
 
-async function tempDir(): Promise<string> {
-  return mkdtemp(path.join(os.tmpdir(), "eventstore-sqlite-"));
+async function tempDir(t: Test): Promise<string> {
+  const dir = await mkdtemp(path.join(os.tmpdir(), "eventstore-sqlite-"));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  return dir;
 }
+
+/** Asserts a StoreUnavailableError whose message is one line mentioning `about`. */
+async function expectUnavailable(t: Test, attempt: Promise<unknown>, about: RegExp, what: string): Promise<void> {
+  try {
+    await attempt;
+    t.fail(`${what}: the open succeeded`);
+  } catch (error) {
+    t.ok(error instanceof StoreUnavailableError, `${what}: StoreUnavailableError`);
+    const message = (error as Error).message;
+    t.notMatch(message, /\n/, `${what}: one-line message`);
+    t.match(message, about, `${what}: message says why (${message})`);
+  }
+}
+
+const sqliteModule = pathToFileURL(path.resolve(import.meta.dirname, "../src/eventstore/sqlite.ts")).href;
 
 t.test("contract", async (t) => {
   eventStoreContract(t, async () => {
-    const dir = await tempDir();
+    const dir = await mkdtemp(path.join(os.tmpdir(), "eventstore-sqlite-"));
     const store = await openSqliteStore({ path: path.join(dir, "events.sqlite") });
     return {
       store,
@@ -21,4 +43,172 @@ t.test("contract", async (t) => {
       },
     };
   });
+});
+
+t.test("data survives close and reopen; positions keep increasing", async (t) => {
+  const file = path.join(await tempDir(t), "nested", "dir", "events.sqlite");
+  const first = await openSqliteStore({ path: file });
+  t.equal(first.kind, "sqlite");
+  t.equal(await first.headPosition(), -1n, "an empty log has head -1");
+  const r1 = await first.append("order-1", [{ type: "Placed", data: { total: 12.5 }, metadata: { user: "u1" } }], "no_stream");
+  await first.append("order-2", [{ type: "Placed", data: { total: 3 } }]);
+  await first.close();
+  await first.close(); // idempotent
+
+  const second = await openSqliteStore({ path: file });
+  t.teardown(() => second.close());
+  const read = await second.readStream("order-1");
+  t.same(
+    read.map((e) => [e.type, e.data, e.metadata, e.revision, e.position]),
+    [["Placed", { total: 12.5 }, { user: "u1" }, 0n, r1.position]],
+    "events are there after reopening",
+  );
+  t.equal((await second.readAll()).length, 2, "the whole log is there");
+  const r3 = await second.append("order-1", [{ type: "Shipped", data: {} }], 0n);
+  t.equal(r3.nextExpectedRevision, 1n, "stream revisions continue");
+  t.ok(r3.position > (await second.readStream("order-2"))[0].position, "positions continue after reopening");
+});
+
+t.test("only one process (or connection) can own the file", async (t) => {
+  const file = path.join(await tempDir(t), "events.sqlite");
+  const owner = await openSqliteStore({ path: file });
+  await expectUnavailable(t, openSqliteStore({ path: file }), /is locked by another process/, "second open in this process");
+  await owner.close();
+  const again = await openSqliteStore({ path: file });
+  t.pass("the file can be opened once the owner closed it");
+  await again.close();
+});
+
+t.test("a file that is not an event database is refused with a one-line reason", async (t) => {
+  const dir = await tempDir(t);
+  const garbage = path.join(dir, "garbage.sqlite");
+  await writeFile(garbage, "this is not a database\n".repeat(200));
+  await expectUnavailable(t, openSqliteStore({ path: garbage }), /is not an SQLite database/, "garbage file");
+
+  const directory = path.join(dir, "a-directory");
+  await mkdir(directory);
+  await expectUnavailable(t, openSqliteStore({ path: directory }), /cannot open database .*it is a directory/, "a directory");
+
+  const blocked = path.join(dir, "a-file", "events.sqlite");
+  await writeFile(path.join(dir, "a-file"), "");
+  await expectUnavailable(t, openSqliteStore({ path: blocked }), /cannot create directory/, "parent is a file");
+});
+
+t.test("group commit: concurrent appends share one transaction; a failing append fails alone", async (t) => {
+  const store = await openSqliteStore({ path: path.join(await tempDir(t), "events.sqlite") });
+  t.teardown(() => store.close());
+  await store.append("claim-1", [{ type: "Opened", data: {} }]);
+
+  let before = store.stats();
+  for (let i = 0; i < 5; i++) await store.append("seq-1", [{ type: "One", data: { i } }]);
+  t.equal(store.stats().transactions - before.transactions, 5, "awaited appends: one transaction each");
+
+  before = store.stats();
+  const results = await Promise.allSettled([
+    ...Array.from({ length: 50 }, (_, i) => store.append(`batch-${i}`, [{ type: "One", data: { i } }], "no_stream")),
+    store.append("claim-1", [{ type: "Claimed", data: {} }], 5n), // wrong expectation
+    store.append("claim-1", [{ type: "Claimed", data: {} }], 0n),
+    store.append("claim-1", [{ type: "Claimed", data: {} }], 0n), // loses to the previous one, same batch
+  ]);
+  const after = store.stats();
+  t.equal(after.transactions - before.transactions, 1, "53 concurrent appends committed in one transaction");
+  t.equal(after.appends - before.appends, 51, "51 appends succeeded");
+  t.same(
+    results.map((r) => r.status),
+    [...Array(50).fill("fulfilled"), "rejected", "fulfilled", "rejected"],
+    "only the appends whose expectation failed were rejected",
+  );
+  const lost = results[52] as PromiseRejectedResult;
+  t.ok(lost.reason instanceof WrongExpectedVersionError && lost.reason.actual === 1n, "the loser saw the winner of the same batch");
+  t.equal((await store.readStream("claim-1")).length, 2, "claim stream: exactly the winner was written");
+  t.equal((await store.readAll({ filter: { streamPrefixes: ["batch-"] } })).length, 50, "every batched append was written");
+});
+
+t.test("close() commits queued appends, then refuses new work", async (t) => {
+  const file = path.join(await tempDir(t), "events.sqlite");
+  const store = await openSqliteStore({ path: file });
+  const queued = Array.from({ length: 20 }, (_, i) => store.append("queued-1", [{ type: "Q", data: { i } }]));
+  await store.close();
+  const results = await Promise.all(queued);
+  t.equal(results[19].nextExpectedRevision, 19n, "appends queued before close() were committed");
+  await t.rejects(store.append("queued-1", [{ type: "Q", data: {} }]), StoreUnavailableError, "append after close rejects");
+  await t.rejects(store.readStream("queued-1"), StoreUnavailableError, "read after close rejects");
+
+  const reopened = await openSqliteStore({ path: file });
+  t.equal((await reopened.readStream("queued-1")).length, 20, "they are in the file");
+  await reopened.close();
+});
+
+t.test("inputs are validated", async (t) => {
+  const store = await openSqliteStore({ path: path.join(await tempDir(t), "events.sqlite") });
+  t.teardown(() => store.close());
+  await t.rejects(store.append("", [{ type: "X", data: {} }]), TypeError, "empty stream name");
+  await t.rejects(store.append("s-1", [{ type: "", data: {} }]), TypeError, "empty type");
+  await t.rejects(store.append("s-1", [{ id: "not-a-uuid", type: "X", data: {} }]), TypeError, "id that is not a UUID");
+  const id = randomUUID();
+  await t.rejects(
+    store.append("s-1", [
+      { id, type: "X", data: {} },
+      { id, type: "X", data: {} },
+    ]),
+    TypeError,
+    "the same id twice in one append",
+  );
+  await t.rejects(store.append("s-1", [{ type: "X", data: undefined }]), TypeError, "data that is not JSON");
+  await t.rejects(store.append("s-1", [], -1n), TypeError, "negative expected revision");
+  await t.rejects(store.readStream("s-1", { maxCount: -1 }), TypeError, "negative maxCount");
+  t.throws(() => store.subscribeToStream(""), TypeError, "subscription to an empty stream name");
+  t.same(await store.readAll(), [], "nothing was written");
+});
+
+t.test("an acknowledged append survives kill -9", async (t) => {
+  const dir = await tempDir(t);
+  const file = path.join(dir, "events.sqlite");
+  const child = path.join(dir, "writer.mjs");
+  // 8 concurrent writers append until killed; a line on stdout (a pipe: written synchronously) = acknowledged.
+  await writeFile(
+    child,
+    `import { openSqliteStore } from ${JSON.stringify(sqliteModule)};
+const store = await openSqliteStore({ path: process.argv[2] });
+process.stdout.write("ready\\n");
+let n = 0;
+const writer = async (w) => {
+  for (;;) {
+    const id = crypto.randomUUID();
+    const events = Array.from({ length: 1 + (n++ % 3) }, (_, i) => ({ id: i === 0 ? id : undefined, type: "Crash", data: { w, pad: "x".repeat(500) } }));
+    const r = await store.append("crash-" + w, events);
+    process.stdout.write(JSON.stringify({ stream: "crash-" + w, id, last: String(r.nextExpectedRevision), position: String(r.position), count: events.length }) + "\\n");
+  }
+};
+for (let w = 0; w < 8; w++) void writer(w);
+`,
+  );
+  const proc = spawn(process.execPath, ["--import", "tsx", child, file], { stdio: ["ignore", "pipe", "pipe"] });
+  let stderr = "";
+  proc.stderr.on("data", (chunk) => (stderr += chunk));
+  const exited = new Promise<NodeJS.Signals | null>((resolve) => proc.on("exit", (_code, signal) => resolve(signal)));
+  const acked: { stream: string; id: string; last: string; position: string; count: number }[] = [];
+  const lines = createInterface({ input: proc.stdout });
+  for await (const line of lines) {
+    if (line === "ready") {
+      // While the child owns the file, this process cannot open it.
+      await expectUnavailable(t, openSqliteStore({ path: file }), /is locked by another process/, "open while another process owns it");
+      continue;
+    }
+    acked.push(JSON.parse(line));
+    if (acked.length === 3000) proc.kill("SIGKILL");
+  }
+  t.equal(await exited, "SIGKILL", `the writer was killed (stderr: ${stderr.trim() || "none"})`);
+  t.ok(acked.length >= 3000, `${acked.length} appends acknowledged before the kill`);
+
+  const store = await openSqliteStore({ path: file });
+  t.teardown(() => store.close());
+  const logged = new Map((await store.readAll()).map((e) => [`${e.streamId}@${e.revision}`, e]));
+  const missing = acked.filter((a) => {
+    const last = BigInt(a.last);
+    const first = last - BigInt(a.count - 1);
+    for (let r = first; r <= last; r++) if (!logged.has(`${a.stream}@${r}`)) return true;
+    return logged.get(`${a.stream}@${first}`)?.id !== a.id || logged.get(`${a.stream}@${last}`)?.position !== BigInt(a.position);
+  });
+  t.same(missing, [], "every acknowledged append is in the log after kill -9, at its acknowledged revision and position");
 });
