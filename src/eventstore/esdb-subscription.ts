@@ -1,0 +1,188 @@
+/**
+ * Catch-up subscriptions over EventStoreDB that do not depend on the server's own catch-up signalling
+ * (servers before 23.10 never send `caughtUp`):
+ *
+ * 1. history: read pages (readStream / readAll) strictly after the cursor, up to the head seen when iteration
+ *    starts (or until a short page), yielding each event and moving the cursor;
+ * 2. `caughtUp`, exactly once;
+ * 3. live: a server subscription started from the cursor (EXCLUSIVE start), deduplicated by cursor.
+ *
+ * The server subscription starts where history ended, so nothing is skipped, and the cursor filter drops
+ * anything at or before it, so nothing is delivered twice.
+ */
+import type { Readable } from "node:stream";
+import { StoreUnavailableError, type Subscription, type SubscriptionItem, type RecordedEvent } from "./types.js";
+
+/** How one subscription reads its source. Cursors: a stream revision or a global position; -1n = before everything. */
+export interface CatchUpSource {
+  /** The cursor to start after, resolved once ("end" needs a read). */
+  start: Promise<bigint>;
+  /** The current head cursor (-1n when empty): history stops there. */
+  head(): Promise<bigint>;
+  /**
+   * Events strictly after `cursor`, at most about one page, in order. `cursor` is the last cursor examined
+   * (events filtered out count too); `atEnd` when the read found fewer than a page.
+   */
+  readAfter(cursor: bigint): Promise<{ events: RecordedEvent[]; cursor: bigint; atEnd: boolean }>;
+  /** Starts the server subscription strictly after `cursor`. Items are raw client items. */
+  subscribeAfter(cursor: bigint): LiveSubscription;
+  /** Converts a raw live item: the event and its cursor, the event undefined when filtered out. */
+  convert(item: unknown): { event: RecordedEvent | undefined; cursor: bigint } | undefined;
+  /** Maps errors (connectivity → StoreUnavailableError). */
+  mapError(error: unknown): unknown;
+}
+
+/** What the client's StreamSubscription / AllStreamSubscription offers. */
+export interface LiveSubscription extends Readable {
+  unsubscribe(): Promise<void>;
+}
+
+const HIGH_WATER_MARK = 512;
+
+/** A pull queue over a client subscription: pauses the Readable when the consumer lags, resumes when it catches up. */
+class LiveFeed {
+  private readonly buffer: unknown[] = [];
+  private waiter: (() => void) | undefined;
+  private ended = false;
+  private failure: { error: unknown } | undefined;
+
+  constructor(private readonly source: LiveSubscription) {
+    source.on("data", (item: unknown) => {
+      this.buffer.push(item);
+      if (this.buffer.length >= HIGH_WATER_MARK) source.pause();
+      this.wake();
+    });
+    source.on("error", (error: unknown) => {
+      this.failure ??= { error };
+      this.wake();
+    });
+    source.on("end", () => this.end());
+    source.on("close", () => this.end());
+  }
+
+  end(): void {
+    this.ended = true;
+    this.wake();
+  }
+
+  private wake(): void {
+    const w = this.waiter;
+    this.waiter = undefined;
+    w?.();
+  }
+
+  /** The next raw item; `done` when the feed ended; throws the source's error after the buffered items. */
+  async next(): Promise<{ done: false; item: unknown } | { done: true }> {
+    for (;;) {
+      if (this.buffer.length > 0) {
+        const item = this.buffer.shift();
+        if (this.buffer.length <= HIGH_WATER_MARK / 2 && this.source.isPaused()) this.source.resume();
+        return { done: false, item };
+      }
+      if (this.failure) throw this.failure.error;
+      if (this.ended) return { done: true };
+      await new Promise<void>((resolve) => (this.waiter = resolve));
+    }
+  }
+}
+
+export class EsdbCatchUpSubscription implements Subscription {
+  private closed = false;
+  private closedSignal!: () => void;
+  private readonly whenClosed = new Promise<void>((resolve) => (this.closedSignal = resolve));
+  private live: LiveSubscription | undefined;
+  private feed: LiveFeed | undefined;
+  private iterator: AsyncGenerator<SubscriptionItem> | undefined;
+
+  constructor(
+    private readonly source: CatchUpSource,
+    private readonly onClose: (s: EsdbCatchUpSubscription) => void,
+  ) {
+    // `start` may reject (server unreachable): the rejection belongs to the iteration, not to an unhandled promise.
+    source.start.catch(() => undefined);
+  }
+
+  [Symbol.asyncIterator](): AsyncIterator<SubscriptionItem> {
+    return (this.iterator ??= this.run());
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.closedSignal();
+    this.onClose(this);
+    this.feed?.end();
+    await this.stopLive();
+  }
+
+  private async stopLive(): Promise<void> {
+    const live = this.live;
+    this.live = undefined;
+    if (live) await live.unsubscribe().catch(() => undefined);
+  }
+
+  /** Awaits `p` unless the subscription closes first (then undefined). */
+  private async unlessClosed<T>(p: Promise<T>): Promise<T | undefined> {
+    if (this.closed) return undefined;
+    const closed = this.whenClosed.then(() => undefined);
+    return Promise.race([p, closed]);
+  }
+
+  private async *run(): AsyncGenerator<SubscriptionItem> {
+    try {
+      yield* this.iterate();
+    } catch (error) {
+      if (this.closed) return;
+      throw this.source.mapError(error);
+    } finally {
+      await this.close();
+    }
+  }
+
+  private async *iterate(): AsyncGenerator<SubscriptionItem> {
+    const start = await this.unlessClosed(this.source.start);
+    if (start === undefined) return;
+    let cursor = start;
+
+    // 1. History up to the head seen now.
+    const head = await this.unlessClosed(this.source.head());
+    if (head === undefined) return;
+    while (cursor < head) {
+      const page = await this.unlessClosed(this.source.readAfter(cursor));
+      if (page === undefined) return;
+      for (const event of page.events) {
+        yield { kind: "event", event };
+        if (this.closed) return;
+      }
+      if (page.cursor <= cursor) break; // nothing more to read
+      cursor = page.cursor;
+      if (page.atEnd) break;
+    }
+
+    // 2. Once.
+    yield { kind: "caughtUp" };
+    if (this.closed) return;
+
+    // 3. Live, strictly after the cursor.
+    const live = this.source.subscribeAfter(cursor);
+    this.live = live;
+    const feed = new LiveFeed(live);
+    this.feed = feed;
+    if (this.closed) {
+      await this.stopLive();
+      return;
+    }
+    for (;;) {
+      const next = await feed.next();
+      if (this.closed) return;
+      if (next.done) throw new StoreUnavailableError("EventStoreDB ended the subscription");
+      const converted = this.source.convert(next.item);
+      if (!converted || converted.cursor <= cursor) continue;
+      cursor = converted.cursor;
+      if (converted.event) {
+        yield { kind: "event", event: converted.event };
+        if (this.closed) return;
+      }
+    }
+  }
+}

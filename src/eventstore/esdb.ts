@@ -1,0 +1,446 @@
+/**
+ * The event store port on EventStoreDB, through `@eventstore/db-client` 6.x (gRPC).
+ *
+ * - Revisions are EventStoreDB's own (0-based). Expected revisions are mapped in one place (`toAppendOptions`).
+ * - Global positions are the transaction-file commit position (see `fromClientPosition` for why that is unique,
+ *   strictly increasing and round-trips to `{ commit, prepare }`).
+ * - Our `$all` never shows system events or streams (`$`-prefixed type or stream name): filtered client-side in
+ *   reads (6.x `readAll` has no server filter) and both server- and client-side in subscriptions.
+ * - A missing stream reads as `[]` (the client throws StreamNotFoundError).
+ * - Connectivity failures surface as StoreUnavailableError with a one-line message.
+ */
+import { randomUUID } from "node:crypto";
+import type { Readable } from "node:stream";
+import {
+  BACKWARDS,
+  END,
+  EventStoreDBClient,
+  FORWARDS,
+  START,
+  StreamNotFoundError,
+  eventTypeFilter,
+  excludeSystemEvents,
+  jsonEvent,
+  streamNameFilter,
+  type AllStreamResolvedEvent,
+  type Filter,
+  type JSONType,
+  type Position,
+  type ResolvedEvent,
+} from "@eventstore/db-client";
+import {
+  StoreUnavailableError,
+  WrongExpectedVersionError,
+  matchesFilter,
+  type AllSubscriptionOptions,
+  type AppendResult,
+  type EventData,
+  type EventFilter,
+  type EventStore,
+  type ExpectedRevision,
+  type ReadAllOptions,
+  type ReadStreamOptions,
+  type RecordedEvent,
+  type StreamSubscriptionOptions,
+  type Subscription,
+} from "./types.js";
+import {
+  fromClientPosition,
+  isSystem,
+  redactConnectionString,
+  toAppendOptions,
+  toClientPosition,
+  toRecordedEvent,
+  toStoreUnavailable,
+  toWrongExpectedVersion,
+} from "./esdb-mapping.js";
+import { EsdbCatchUpSubscription, type CatchUpSource, type LiveSubscription } from "./esdb-subscription.js";
+
+export interface EsdbStoreOptions {
+  /** e.g. `esdb://localhost:2113?tls=false` */
+  connectionString: string;
+}
+
+const PAGE_SIZE = 500;
+const MAX_INT64 = (1n << 63n) - 1n;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * Connects to EventStoreDB and checks that it answers (one read of `$all`).
+ * Rejects with StoreUnavailableError when the connection string is invalid or the server cannot be reached.
+ */
+export async function openEsdbStore(options: EsdbStoreOptions): Promise<EventStore> {
+  const connectionString = options.connectionString;
+  let client: EventStoreDBClient;
+  try {
+    client = EventStoreDBClient.connectionString(connectionString);
+  } catch (error) {
+    const reason = error instanceof Error ? error.message : String(error);
+    throw new StoreUnavailableError(
+      `invalid EventStoreDB connection string ${redactConnectionString(connectionString)}: ${reason.replace(/\s+/g, " ")}`,
+      { cause: error },
+    );
+  }
+  const store = new EsdbStore(client, connectionString);
+  try {
+    await store.rawHead();
+  } catch (error) {
+    await client.dispose().catch(() => undefined);
+    throw (
+      toStoreUnavailable(error, connectionString) ??
+      new StoreUnavailableError(
+        `cannot use EventStoreDB at ${redactConnectionString(connectionString)}: ${error instanceof Error ? error.message : String(error)}`.replace(/\s+/g, " "),
+        { cause: error },
+      )
+    );
+  }
+  return store;
+}
+
+interface PreparedEvent {
+  id: string;
+  type: string;
+  data: JSONType;
+  metadata: Record<string, unknown> | undefined;
+}
+
+class EsdbStore implements EventStore {
+  readonly kind = "esdb" as const;
+  private closed = false;
+  /** Every call in progress (appends and reads): `close()` lets them finish before disposing the client. */
+  private readonly inFlight = new Set<Promise<unknown>>();
+  private readonly subscriptions = new Set<EsdbCatchUpSubscription>();
+  /** Subscriptions from "end" whose end is being resolved: appends made through this store wait for them. */
+  private readonly pendingStarts = new Set<Promise<unknown>>();
+
+  constructor(
+    private readonly client: EventStoreDBClient,
+    private readonly connectionString: string,
+  ) {}
+
+  // ---------------------------------------------------------------------------------------------------- writes
+
+  async append(stream: string, events: EventData[], expected: ExpectedRevision = "any"): Promise<AppendResult> {
+    checkStream(stream);
+    checkExpected(expected);
+    if (!Array.isArray(events)) throw new TypeError("append: events must be an array");
+    const prepared = events.map(prepareEvent);
+    if (new Set(prepared.map((e) => e.id)).size !== prepared.length) {
+      throw new TypeError("append: the same event id appears twice in one append");
+    }
+    this.ensureOpen();
+    return this.track(this.doAppend(stream, prepared, expected));
+  }
+
+  private async doAppend(stream: string, events: PreparedEvent[], expected: ExpectedRevision): Promise<AppendResult> {
+    // A subscription from "end" created before this append must see it: let its end be resolved first.
+    if (this.pendingStarts.size > 0) await Promise.allSettled([...this.pendingStarts]);
+    if (events.length === 0) return this.emptyAppend(stream, expected);
+    let result;
+    try {
+      result = await this.client.appendToStream(
+        stream,
+        events.map((e) => jsonEvent({ id: e.id, type: e.type, data: e.data, metadata: e.metadata as JSONType | undefined })),
+        toAppendOptions(expected),
+      );
+    } catch (error) {
+      throw toWrongExpectedVersion(error, stream, expected) ?? this.mapError(error);
+    }
+    const nextExpectedRevision = result.nextExpectedRevision;
+    // For one event the append's position is that event's. For several, which event's position the server
+    // reports has varied across versions, and idempotent retries report none: read the last event's own.
+    let position = events.length === 1 ? fromClientPosition(result.position) : undefined;
+    position ??= await this.positionOf(stream, nextExpectedRevision);
+    return { nextExpectedRevision, position };
+  }
+
+  /** Nothing to write: check the expectation like a write would, write nothing. */
+  private async emptyAppend(stream: string, expected: ExpectedRevision): Promise<AppendResult> {
+    const current = await this.lastRevision(stream);
+    const ok =
+      expected === "any" ||
+      (expected === "no_stream" && current === undefined) ||
+      (expected === "stream_exists" && current !== undefined) ||
+      current === expected;
+    if (!ok) throw new WrongExpectedVersionError(stream, expected, current ?? "no_stream");
+    return { nextExpectedRevision: current ?? -1n, position: await this.head() };
+  }
+
+  private async positionOf(stream: string, revision: bigint): Promise<bigint> {
+    const [event] = await this.readStreamRaw(stream, { fromRevision: revision, maxCount: 1 });
+    return event?.revision === revision ? event.position : -1n;
+  }
+
+  // ----------------------------------------------------------------------------------------------------- reads
+
+  async readStream(stream: string, options: ReadStreamOptions = {}): Promise<RecordedEvent[]> {
+    checkStream(stream);
+    const direction = options.direction ?? "forwards";
+    if (direction !== "forwards" && direction !== "backwards") throw new TypeError(`readStream: bad direction ${String(direction)}`);
+    const maxCount = checkMaxCount(options.maxCount);
+    const from = options.fromRevision ?? (direction === "forwards" ? "start" : "end");
+    if (typeof from === "bigint") checkNonNegative(from, "fromRevision");
+    else if (from !== "start" && from !== "end") throw new TypeError(`readStream: bad fromRevision ${String(from)}`);
+    this.ensureOpen();
+    return this.track(this.readStreamRaw(stream, { fromRevision: from, direction, maxCount }));
+  }
+
+  private async readStreamRaw(
+    stream: string,
+    options: { fromRevision: bigint | "start" | "end"; direction?: "forwards" | "backwards"; maxCount?: number },
+  ): Promise<RecordedEvent[]> {
+    if (options.maxCount === 0) return [];
+    const from = options.fromRevision;
+    const out: RecordedEvent[] = [];
+    try {
+      const read = this.client.readStream(stream, {
+        fromRevision: from === "start" ? START : from === "end" ? END : from > MAX_INT64 ? MAX_INT64 : from,
+        direction: options.direction === "backwards" ? BACKWARDS : FORWARDS,
+        ...(options.maxCount === undefined ? {} : { maxCount: options.maxCount }),
+      });
+      for (const resolved of await drain<ResolvedEvent>(read)) {
+        const event = toRecordedEvent(resolved);
+        if (event) out.push(event);
+      }
+    } catch (error) {
+      if (error instanceof StreamNotFoundError) return [];
+      throw this.mapError(error);
+    }
+    return out;
+  }
+
+  async readAll(options: ReadAllOptions = {}): Promise<RecordedEvent[]> {
+    const from = options.fromPosition ?? "start";
+    if (typeof from === "bigint") checkNonNegative(from, "fromPosition");
+    else if (from !== "start") throw new TypeError(`readAll: bad fromPosition ${String(from)}`);
+    const maxCount = checkMaxCount(options.maxCount);
+    this.ensureOpen();
+    return this.track(this.readAllFiltered(from, maxCount ?? Infinity, options.filter));
+  }
+
+  /** 6.x `readAll` has no server-side filter: page through `$all` and filter here. */
+  private async readAllFiltered(from: bigint | "start", wanted: number, filter: EventFilter | undefined): Promise<RecordedEvent[]> {
+    const out: RecordedEvent[] = [];
+    if (wanted <= 0) return out;
+    let position: Position | "start" = from === "start" ? START : toClientPosition(from > MAX_INT64 ? MAX_INT64 : from);
+    let seen = -1n; // the inclusive start of the next page re-reads its last event: skip up to here
+    for (;;) {
+      const page = await this.readAllPage(position, FORWARDS, PAGE_SIZE);
+      let last: bigint | undefined;
+      for (const raw of page) {
+        const event = toRecordedEvent(raw);
+        if (!event || event.position <= seen) continue;
+        last = event.position;
+        if (isSystem(event.streamId, event.type) || !matchesFilter(event.streamId, event.type, filter)) continue;
+        out.push(event);
+        if (out.length >= wanted) return out;
+      }
+      if (page.length < PAGE_SIZE || last === undefined) return out;
+      seen = last;
+      position = toClientPosition(last);
+    }
+  }
+
+  private async readAllPage(from: Position | "start" | "end", direction: "forwards" | "backwards", count: number): Promise<AllStreamResolvedEvent[]> {
+    try {
+      return await drain<AllStreamResolvedEvent>(this.client.readAll({ fromPosition: from, direction, maxCount: count }));
+    } catch (error) {
+      throw this.mapError(error);
+    }
+  }
+
+  async headPosition(): Promise<bigint> {
+    this.ensureOpen();
+    return this.track(this.head());
+  }
+
+  /** Position of the last non-system event of `$all`, or -1n. */
+  private async head(): Promise<bigint> {
+    let from: Position | "end" = END;
+    for (;;) {
+      const page = await this.readAllPage(from, BACKWARDS, 100);
+      for (const raw of page) {
+        const event = toRecordedEvent(raw);
+        if (event && !isSystem(event.streamId, event.type) && event.position >= 0n) return event.position;
+      }
+      const last = page.length > 0 ? fromClientPosition(page[page.length - 1].event?.position) : undefined;
+      if (page.length < 100 || last === undefined) return -1n;
+      from = toClientPosition(last);
+    }
+  }
+
+  /** Position of the last event of `$all`, system events included (a valid cursor), or -1n. */
+  async rawHead(): Promise<bigint> {
+    const [last] = await this.readAllPage(END, BACKWARDS, 1);
+    return fromClientPosition(last?.event?.position) ?? -1n;
+  }
+
+  private async lastRevision(stream: string): Promise<bigint | undefined> {
+    const [last] = await this.readStreamRaw(stream, { fromRevision: "end", direction: "backwards", maxCount: 1 });
+    return last?.revision;
+  }
+
+  // ------------------------------------------------------------------------------------------ subscriptions
+
+  subscribeToStream(stream: string, options: StreamSubscriptionOptions = {}): Subscription {
+    checkStream(stream);
+    const from = options.fromRevision ?? "start";
+    if (typeof from === "bigint") checkNonNegative(from, "fromRevision");
+    else if (from !== "start" && from !== "end") throw new TypeError(`subscribeToStream: bad fromRevision ${String(from)}`);
+    this.ensureOpen();
+    const lastRevision = async () => (await this.lastRevision(stream)) ?? -1n;
+    const source: CatchUpSource = {
+      start: from === "start" ? Promise.resolve(-1n) : from === "end" ? this.resolveStart(lastRevision()) : Promise.resolve(from > MAX_INT64 ? MAX_INT64 : from),
+      head: lastRevision,
+      readAfter: async (cursor) => {
+        const events = await this.readStreamRaw(stream, { fromRevision: cursor + 1n, maxCount: PAGE_SIZE });
+        return { events, cursor: events.at(-1)?.revision ?? cursor, atEnd: events.length < PAGE_SIZE };
+      },
+      subscribeAfter: (cursor) =>
+        this.client.subscribeToStream(stream, { fromRevision: cursor < 0n ? START : cursor }) as unknown as LiveSubscription,
+      convert: (item) => {
+        const event = toRecordedEvent(item as ResolvedEvent);
+        return event && { event, cursor: event.revision };
+      },
+      mapError: (error) => this.mapError(error),
+    };
+    return this.register(source);
+  }
+
+  subscribeToAll(options: AllSubscriptionOptions = {}): Subscription {
+    const from = options.fromPosition ?? "start";
+    if (typeof from === "bigint") checkNonNegative(from, "fromPosition");
+    else if (from !== "start" && from !== "end") throw new TypeError(`subscribeToAll: bad fromPosition ${String(from)}`);
+    this.ensureOpen();
+    const filter = options.filter;
+    const keep = (e: RecordedEvent) => !isSystem(e.streamId, e.type) && matchesFilter(e.streamId, e.type, filter);
+    const source: CatchUpSource = {
+      start: from === "start" ? Promise.resolve(-1n) : from === "end" ? this.resolveStart(this.rawHead()) : Promise.resolve(from > MAX_INT64 ? MAX_INT64 : from),
+      head: () => this.rawHead(),
+      readAfter: async (cursor) => {
+        const page = await this.readAllPage(cursor < 0n ? START : toClientPosition(cursor), FORWARDS, PAGE_SIZE);
+        const events: RecordedEvent[] = [];
+        let last = cursor;
+        for (const raw of page) {
+          const event = toRecordedEvent(raw);
+          if (!event || event.position <= last) continue;
+          last = event.position;
+          if (keep(event)) events.push(event);
+        }
+        return { events, cursor: last, atEnd: page.length < PAGE_SIZE };
+      },
+      subscribeAfter: (cursor) =>
+        this.client.subscribeToAll({
+          fromPosition: cursor < 0n ? START : toClientPosition(cursor),
+          filter: serverFilter(filter),
+        }) as unknown as LiveSubscription,
+      convert: (item) => {
+        const event = toRecordedEvent(item as AllStreamResolvedEvent);
+        if (!event || event.position < 0n) return undefined;
+        return { event: keep(event) ? event : undefined, cursor: event.position };
+      },
+      mapError: (error) => this.mapError(error),
+    };
+    return this.register(source);
+  }
+
+  private resolveStart(start: Promise<bigint>): Promise<bigint> {
+    const tracked = this.track(start);
+    this.pendingStarts.add(tracked);
+    const forget = () => this.pendingStarts.delete(tracked);
+    tracked.then(forget, forget);
+    return tracked;
+  }
+
+  private register(source: CatchUpSource): Subscription {
+    const subscription = new EsdbCatchUpSubscription(source, (s) => this.subscriptions.delete(s));
+    this.subscriptions.add(subscription);
+    return subscription;
+  }
+
+  // ------------------------------------------------------------------------------------------------- closing
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await Promise.allSettled([...this.subscriptions].map((s) => s.close()));
+    await Promise.allSettled([...this.inFlight]);
+    await this.client.dispose().catch(() => undefined);
+  }
+
+  private ensureOpen(): void {
+    if (this.closed) throw new StoreUnavailableError(`EventStoreDB store for ${redactConnectionString(this.connectionString)} is closed`);
+  }
+
+  private track<T>(operation: Promise<T>): Promise<T> {
+    this.inFlight.add(operation);
+    const forget = () => this.inFlight.delete(operation);
+    operation.then(forget, forget);
+    return operation;
+  }
+
+  private mapError(error: unknown): unknown {
+    return toStoreUnavailable(error, this.connectionString) ?? error;
+  }
+}
+
+/** All items of a finite client read (a Readable), collected from its events: cheaper than async iteration. */
+function drain<T>(read: Readable): Promise<T[]> {
+  return new Promise<T[]>((resolve, reject) => {
+    const items: T[] = [];
+    read.on("data", (item: T) => items.push(item));
+    read.once("error", reject);
+    read.once("end", () => resolve(items));
+  });
+}
+
+/**
+ * The server-side part of a `$all` subscription filter. EventStoreDB filters on stream name OR event type, by
+ * prefixes or regex; exact event types and system exclusion are always (re)checked client-side.
+ */
+function serverFilter(filter: EventFilter | undefined): Filter {
+  if (filter?.streamPrefixes && filter.streamPrefixes.length > 0) return streamNameFilter({ prefixes: filter.streamPrefixes });
+  if (filter?.eventTypes && filter.eventTypes.length > 0) return eventTypeFilter({ prefixes: filter.eventTypes });
+  return excludeSystemEvents();
+}
+
+function prepareEvent(event: EventData, index: number): PreparedEvent {
+  if (typeof event !== "object" || event === null) throw new TypeError(`append: event #${index} is not an object`);
+  if (typeof event.type !== "string" || event.type === "") throw new TypeError(`append: event #${index} has no type`);
+  let id: string;
+  if (event.id === undefined) id = randomUUID();
+  else if (typeof event.id === "string" && UUID.test(event.id)) id = event.id.toLowerCase();
+  else throw new TypeError(`append: event #${index} id must be a UUID, got ${String(event.id)}`);
+  const json = JSON.stringify(event.data);
+  if (json === undefined) throw new TypeError(`append: event #${index} data is not JSON-serialisable`);
+  const meta = event.metadata;
+  if (meta !== undefined && (typeof meta !== "object" || meta === null || Array.isArray(meta))) {
+    throw new TypeError(`append: event #${index} metadata must be an object`);
+  }
+  return {
+    id,
+    type: event.type,
+    data: JSON.parse(json) as JSONType,
+    metadata: meta === undefined || Object.keys(meta).length === 0 ? undefined : meta,
+  };
+}
+
+function checkStream(stream: unknown): asserts stream is string {
+  if (typeof stream !== "string" || stream === "") throw new TypeError("stream name must be a non-empty string");
+}
+
+function checkExpected(expected: unknown): void {
+  if (expected === "any" || expected === "no_stream" || expected === "stream_exists") return;
+  if (typeof expected === "bigint" && expected >= 0n) return;
+  throw new TypeError(`append: bad expected revision ${String(expected)}`);
+}
+
+function checkNonNegative(value: bigint, name: string): void {
+  if (value < 0n) throw new TypeError(`${name} must not be negative, got ${value}`);
+}
+
+function checkMaxCount(maxCount: number | undefined): number | undefined {
+  if (maxCount === undefined || maxCount === Infinity) return undefined;
+  if (!Number.isSafeInteger(maxCount) || maxCount < 0) throw new TypeError(`maxCount must be a non-negative integer, got ${maxCount}`);
+  return maxCount;
+}
