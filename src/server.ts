@@ -18,6 +18,9 @@ import { isoNow, type AppContext } from "./app/context.js";
 import { ensureDefaultAssistants } from "./app/assistants.js";
 import { threadLifecycle } from "./app/thread-lifecycle.js";
 import { LANGGRAPH_JS_VERSION } from "./version.js";
+import { RunsService } from "./app/runs.js";
+import { runRoutes } from "./http/routes/runs.js";
+import { RunWorker } from "./runtime/worker.js";
 
 export interface RunningServer {
   url: string;
@@ -48,12 +51,18 @@ export async function startServer(config: Config): Promise<RunningServer> {
   const store = withSchemas(await openStore(config), schemaForEventType);
   const runner = new ProjectionRunner(store, allProjections);
   let http: FastifyInstance | undefined;
+  let worker: RunWorker | undefined;
+  let runs: RunsService | undefined;
   try {
     await runner.start();
     const checkpointer = new EventSourcedCheckpointSaver({ store, runner });
     const ctx: AppContext = { config, langgraph, store, runner, graphs, checkpointer, now: isoNow };
     await ensureDefaultAssistants(ctx, graphs.defaultAssistants());
     const lifecycle = threadLifecycle(ctx);
+    const completion = { store, runner, now: ctx.now, deleteThreadCheckpoints: (id: string) => checkpointer.deleteThread(id) };
+    runs = new RunsService(ctx, completion);
+    const runService = runs;
+    lifecycle.onDelete((threadId) => runService.cancelThreadRuns(threadId));
     http = await buildHttpApp({
       bodyLimit: config.bodyLimit,
       apiKey: config.apiKey,
@@ -63,6 +72,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
         assistantRoutes(ctx),
         threadRoutes(ctx, lifecycle),
         threadStateRoutes(ctx),
+        runRoutes(ctx, runs),
       ],
     });
     try {
@@ -70,8 +80,18 @@ export async function startServer(config: Config): Promise<RunningServer> {
     } catch (error) {
       throw describeListenError(error, config);
     }
+    worker = new RunWorker({
+      ...completion,
+      graphs,
+      checkpointer,
+      maxConcurrentRuns: config.maxConcurrentRuns,
+      exclusiveStore: store.kind === "sqlite",
+    });
+    await worker.start();
   } catch (error) {
     await http?.close().catch(() => undefined);
+    await worker?.stop().catch(() => undefined);
+    runs?.close();
     await runner.stop().catch(() => undefined);
     await store.close().catch(() => undefined);
     throw error;
@@ -79,6 +99,8 @@ export async function startServer(config: Config): Promise<RunningServer> {
   const address = http.server.address();
   const port = typeof address === "object" && address ? address.port : config.port;
   const app = http;
+  const runWorker = worker!;
+  const runService = runs!;
   let closing: Promise<void> | undefined;
   return {
     url: `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${port}`,
@@ -89,6 +111,8 @@ export async function startServer(config: Config): Promise<RunningServer> {
     http: app,
     close() {
       closing ??= (async () => {
+        await runWorker.stop();
+        runService.close();
         await app.close();
         await runner.stop();
         await store.close();

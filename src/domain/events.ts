@@ -2,9 +2,10 @@ import type { ZodType } from "zod";
 import { assistantEventSchemas } from "./assistants.js";
 import { threadEventSchemas } from "./threads.js";
 import { checkpointEventSchemas } from "./checkpoint-events.js";
+import { runEventSchemas } from "./runs.js";
 
 /** The event catalogue: every event type the log may hold, with the schema of its data. */
-const catalogue: Record<string, ZodType> = { ...assistantEventSchemas, ...threadEventSchemas, ...checkpointEventSchemas };
+const catalogue: Record<string, ZodType> = { ...assistantEventSchemas, ...threadEventSchemas, ...checkpointEventSchemas, ...runEventSchemas };
 
 export function schemaForEventType(type: string): ZodType | undefined {
   return Object.hasOwn(catalogue, type) ? catalogue[type] : undefined;

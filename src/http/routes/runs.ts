@@ -1,0 +1,209 @@
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
+import type { ZodTypeProvider } from "fastify-type-provider-zod";
+import { z } from "zod";
+import type { AppContext } from "../../app/context.js";
+import { runResult, type RunRequest, type RunsService } from "../../app/runs.js";
+import { MultitaskStrategySchema, RunStatusSchema, type RunRecord } from "../../domain/run-record.js";
+import { CancelActionSchema } from "../../domain/runs.js";
+import { STREAM_MODES } from "../../runtime/stream-modes.js";
+import { JsonObject, RunnableConfig, Uuid } from "../schemas.js";
+import { SseWriter, parseLastEventId, tailRunStream } from "../sse.js";
+
+const StreamMode = z.enum(STREAM_MODES as [string, ...string[]]);
+const NodeList = z.union([z.literal("*"), z.array(z.string())]);
+
+const RunCreateFields = {
+  assistant_id: z.string().min(1),
+  input: z.unknown().optional(),
+  command: z
+    .object({ resume: z.unknown().optional(), update: z.unknown().optional(), goto: z.unknown().optional() })
+    .nullable()
+    .optional(),
+  config: RunnableConfig.optional(),
+  context: JsonObject.optional(),
+  metadata: JsonObject.optional(),
+  stream_mode: z.union([StreamMode, z.array(StreamMode)]).optional(),
+  stream_subgraphs: z.boolean().optional(),
+  stream_resumable: z.boolean().optional(),
+  interrupt_before: NodeList.optional(),
+  interrupt_after: NodeList.optional(),
+  multitask_strategy: MultitaskStrategySchema.optional(),
+  if_not_exists: z.enum(["reject", "create"]).optional(),
+  on_disconnect: z.enum(["cancel", "continue"]).optional(),
+  after_seconds: z.number().min(0).optional(),
+  checkpoint_id: z.string().optional(),
+  checkpoint: z
+    .object({ checkpoint_id: z.string().optional(), checkpoint_ns: z.string().optional(), checkpoint_map: JsonObject.nullable().optional() })
+    .optional(),
+  webhook: z.string().min(1).optional(),
+  feedback_keys: z.array(z.string()).optional(),
+  // Accepted for SDK compatibility; durability is always "sync" here (every checkpoint is an event).
+  checkpoint_during: z.boolean().optional(),
+  durability: z.enum(["sync", "async", "exit"]).optional(),
+  strict_resume: z.boolean().optional(),
+  langsmith_tracer: JsonObject.optional(),
+};
+const RunCreateStateful = z.object(RunCreateFields);
+const RunCreateStateless = z.object({ ...RunCreateFields, on_completion: z.enum(["delete", "keep"]).optional() });
+
+const ThreadParams = z.object({ thread_id: Uuid });
+const RunParams = z.object({ thread_id: Uuid, run_id: Uuid });
+const StatelessRunParams = z.object({ run_id: Uuid });
+const Truthy = z.string().optional().transform((v) => v !== undefined && ["true", "yes", "1"].includes(v.toLowerCase()));
+const ListQuery = z.object({
+  limit: z.coerce.number().int().min(1).max(1000).default(10),
+  offset: z.coerce.number().int().min(0).default(0),
+  status: RunStatusSchema.optional(),
+});
+const CancelQuery = z.object({ wait: Truthy, action: CancelActionSchema.default("interrupt") });
+const JoinQuery = z.object({ cancel_on_disconnect: Truthy });
+const CancelManyBody = z
+  .object({ thread_id: Uuid.optional(), run_ids: z.array(Uuid).optional(), status: z.enum(["pending", "running", "all"]).optional() })
+  .refine((b) => (b.run_ids !== undefined) !== (b.status !== undefined), { message: "give either thread_id and run_ids, or status" });
+
+/** Where a run lives, as the Python server reports it in Content-Location / Location. */
+const runPath = (run: RunRecord, stateless: boolean) => (stateless ? `/runs/${run.run_id}` : `/threads/${run.thread_id}/runs/${run.run_id}`);
+
+export function runRoutes(ctx: AppContext, runs: RunsService): FastifyPluginAsync {
+  /** Streams a run's events from the log; cancels it when the client leaves if asked to. */
+  async function streamRun(reply: FastifyReply, run: RunRecord, headers: Record<string, string>, from: bigint | "start", cancelOnDisconnect: boolean) {
+    const sse = new SseWriter(reply, headers);
+    if (cancelOnDisconnect) {
+      sse.onClose(() => {
+        if (!runs.isDone(run.run_id)) void runs.cancel(null, run.run_id, "interrupt").catch(() => undefined);
+      });
+    }
+    const view = runs.view(run.run_id);
+    const endedAt = view?.stream.ended ? view.stream.revision : undefined;
+    if (!(typeof from === "bigint" && typeof endedAt === "bigint" && from >= endedAt)) await tailRunStream(ctx.store, run.run_id, from, sse);
+    sse.end();
+  }
+
+  /** Waits for the run's end writing keep-alive newlines (PY), then its result as JSON. */
+  async function waitRun(reply: FastifyReply, run: RunRecord, headers: Record<string, string>, cancelOnDisconnect: boolean, status = 200) {
+    reply.hijack();
+    const raw = reply.raw;
+    raw.writeHead(status, { "Content-Type": "application/json", ...headers });
+    const controller = new AbortController();
+    raw.on("close", () => {
+      if (raw.writableEnded) return;
+      controller.abort();
+      if (cancelOnDisconnect && !runs.isDone(run.run_id)) void runs.cancel(null, run.run_id, "interrupt").catch(() => undefined);
+    });
+    let keepAlive: NodeJS.Timeout | undefined;
+    if (!runs.isDone(run.run_id)) {
+      raw.flushHeaders();
+      keepAlive = setInterval(() => raw.write("\n"), 5_000);
+    }
+    const view = await runs.waitDone(run.run_id, controller.signal);
+    clearInterval(keepAlive);
+    if (!controller.signal.aborted) raw.end(JSON.stringify(runResult(view)));
+  }
+
+  const headersOf = (req: FastifyRequest) => req.headers as Record<string, string | string[] | undefined>;
+
+  return async (app) => {
+    const r = app.withTypeProvider<ZodTypeProvider>();
+    const tags = ["runs"];
+
+    for (const prefix of ["/threads", "/thread"]) {
+      r.post(`${prefix}/:thread_id/runs`, { schema: { tags, params: ThreadParams, body: RunCreateStateful } }, async (req, reply) => {
+        const run = await runs.create(req.params.thread_id, req.body as RunRequest, headersOf(req));
+        reply.header("Content-Location", runPath(run, false));
+        return run;
+      });
+
+      r.post(`${prefix}/:thread_id/runs/stream`, { schema: { tags, params: ThreadParams, body: RunCreateStateful } }, async (req, reply) => {
+        const run = await runs.create(req.params.thread_id, req.body as RunRequest, headersOf(req));
+        const path = runPath(run, false);
+        await streamRun(reply, run, { "Content-Location": path, Location: `${path}/stream` }, "start", run.kwargs.on_disconnect === "cancel");
+      });
+
+      r.post(`${prefix}/:thread_id/runs/wait`, { schema: { tags, params: ThreadParams, body: RunCreateStateful } }, async (req, reply) => {
+        const run = await runs.create(req.params.thread_id, req.body as RunRequest, headersOf(req));
+        const path = runPath(run, false);
+        await waitRun(reply, run, { "Content-Location": path, Location: `${path}/join` }, run.kwargs.on_disconnect === "cancel");
+      });
+
+      r.get(`${prefix}/:thread_id/runs`, { schema: { tags, params: ThreadParams, querystring: ListQuery } }, async (req) =>
+        runs.list(req.params.thread_id, req.query),
+      );
+
+      r.get(`${prefix}/:thread_id/runs/:run_id`, { schema: { tags, params: RunParams } }, async (req) =>
+        runs.get(req.params.thread_id, req.params.run_id),
+      );
+
+      r.delete(`${prefix}/:thread_id/runs/:run_id`, { schema: { tags, params: RunParams } }, async (req, reply) => {
+        await runs.delete(req.params.thread_id, req.params.run_id);
+        reply.code(204).send();
+      });
+
+      r.post(`${prefix}/:thread_id/runs/:run_id/cancel`, { schema: { tags, params: RunParams, querystring: CancelQuery } }, async (req, reply) => {
+        const run = runs.get(req.params.thread_id, req.params.run_id);
+        await runs.cancel(req.params.thread_id, req.params.run_id, req.query.action);
+        if (!req.query.wait) {
+          reply.code(202).send();
+          return;
+        }
+        await waitRun(reply, run, {}, false);
+      });
+
+      r.get(`${prefix}/:thread_id/runs/:run_id/join`, { schema: { tags, params: RunParams, querystring: JoinQuery } }, async (req, reply) => {
+        const run = runs.get(req.params.thread_id, req.params.run_id);
+        const path = runPath(run, false);
+        await waitRun(reply, run, { "Content-Location": path, Location: `${path}/join` }, req.query.cancel_on_disconnect);
+      });
+
+      r.get(`${prefix}/:thread_id/runs/:run_id/stream`, { schema: { tags, params: RunParams, querystring: JoinQuery } }, async (req, reply) => {
+        const run = runs.get(req.params.thread_id, req.params.run_id);
+        const from = parseLastEventId(req.headers["last-event-id"]);
+        const path = runPath(run, false);
+        await streamRun(reply, run, { "Content-Location": path, Location: `${path}/stream` }, from, req.query.cancel_on_disconnect);
+      });
+    }
+
+    r.post("/runs", { schema: { tags, body: RunCreateStateless } }, async (req, reply) => {
+      const run = await runs.create(null, req.body as RunRequest, headersOf(req));
+      reply.header("Content-Location", runPath(run, true));
+      return run;
+    });
+
+    r.post("/runs/stream", { schema: { tags, body: RunCreateStateless } }, async (req, reply) => {
+      const run = await runs.create(null, req.body as RunRequest, headersOf(req));
+      const path = runPath(run, true);
+      await streamRun(reply, run, { "Content-Location": path, Location: `${path}/stream` }, "start", run.kwargs.on_disconnect === "cancel");
+    });
+
+    r.post("/runs/wait", { schema: { tags, body: RunCreateStateless } }, async (req, reply) => {
+      const run = await runs.create(null, req.body as RunRequest, headersOf(req));
+      const path = runPath(run, true);
+      await waitRun(reply, run, { "Content-Location": path }, run.kwargs.on_disconnect === "cancel");
+    });
+
+    r.post("/runs/batch", { schema: { tags, body: z.array(RunCreateStateless).min(1) } }, async (req) => {
+      const created: RunRecord[] = [];
+      for (const body of req.body) created.push(await runs.create(null, body as RunRequest, headersOf(req)));
+      return created;
+    });
+
+    r.get("/runs/:run_id/stream", { schema: { tags, params: StatelessRunParams, querystring: JoinQuery } }, async (req, reply) => {
+      const run = runs.get(null, req.params.run_id);
+      const from = parseLastEventId(req.headers["last-event-id"]);
+      const path = runPath(run, true);
+      await streamRun(reply, run, { "Content-Location": path, Location: `${path}/stream` }, from, req.query.cancel_on_disconnect);
+    });
+
+    r.post(
+      "/runs/cancel",
+      { schema: { tags, body: CancelManyBody, querystring: z.object({ action: CancelActionSchema.default("interrupt") }) } },
+      async (req, reply) => {
+        const n = await runs.cancelMany(req.body, req.query.action);
+        if (n === 0) {
+          reply.code(404).send({ detail: "No matching runs to cancel" });
+          return;
+        }
+        reply.code(204).send();
+      },
+    );
+  };
+}

@@ -1,0 +1,104 @@
+import type { FastifyReply } from "fastify";
+import type { EventStore } from "../eventstore/types.js";
+import { runStream } from "../domain/runs.js";
+import { HttpError } from "./errors.js";
+
+/** Idle time after which a `: heartbeat` comment keeps the connection (and the SDK's watchdog) alive. */
+export const HEARTBEAT_MS = 5_000;
+
+/**
+ * A Server-Sent Events response in the Python server's framing:
+ * `event: <name>\r\ndata: <json>\r\nid: <id>\r\n\r\n`, `: heartbeat` comments while idle.
+ */
+export class SseWriter {
+  private lastWrite = Date.now();
+  private readonly timer: NodeJS.Timeout;
+  private readonly closeListeners: (() => void)[] = [];
+  closed = false;
+
+  constructor(
+    private readonly reply: FastifyReply,
+    headers: Record<string, string>,
+    heartbeatMs = HEARTBEAT_MS,
+  ) {
+    reply.hijack();
+    const raw = reply.raw;
+    raw.writeHead(200, {
+      "Content-Type": "text/event-stream; charset=utf-8",
+      "Cache-Control": "no-store",
+      Connection: "keep-alive",
+      "X-Accel-Buffering": "no",
+      ...headers,
+    });
+    raw.flushHeaders();
+    raw.on("close", () => {
+      if (this.closed) return;
+      this.closed = true;
+      clearInterval(this.timer);
+      for (const l of this.closeListeners) l();
+    });
+    this.timer = setInterval(() => {
+      if (Date.now() - this.lastWrite >= heartbeatMs - 50) this.write(": heartbeat\r\n\r\n");
+    }, heartbeatMs);
+    this.timer.unref();
+  }
+
+  /** Called when the client goes away (not when we end the response ourselves). */
+  onClose(listener: () => void): void {
+    this.closeListeners.push(listener);
+  }
+
+  event(name: string, data: unknown, id?: bigint | string): void {
+    const idLine = id === undefined ? "" : `id: ${String(id)}\r\n`;
+    this.write(`event: ${name}\r\ndata: ${JSON.stringify(data)}\r\n${idLine}\r\n`);
+  }
+
+  private write(text: string): void {
+    if (this.closed) return;
+    this.lastWrite = Date.now();
+    this.reply.raw.write(text);
+  }
+
+  end(): void {
+    if (this.closed) return;
+    this.closed = true;
+    clearInterval(this.timer);
+    this.reply.raw.end();
+  }
+}
+
+/**
+ * `Last-Event-ID` → exclusive start revision: absent or `-1` = from the start; otherwise the id of
+ * the last event the client saw (a stream revision).
+ */
+export function parseLastEventId(header: string | string[] | undefined): bigint | "start" {
+  const value = Array.isArray(header) ? header[header.length - 1] : header;
+  if (value === undefined || value.trim() === "" || value.trim() === "-1" || value.trim() === "-") return "start";
+  if (!/^\d+$/.test(value.trim())) throw new HttpError(422, `Last-Event-ID: must be an event id (a non-negative integer) or -1, got "${value}"`);
+  return BigInt(value.trim());
+}
+
+/**
+ * Tails `run-{id}` from the log: every RunOutput after `from` (exclusive) becomes an SSE event whose
+ * id is its stream revision; ends after RunEnded or when the client leaves. Never talks to a worker.
+ */
+export async function tailRunStream(store: EventStore, runId: string, from: bigint | "start", sse: SseWriter): Promise<void> {
+  const subscription = store.subscribeToStream(runStream(runId), { fromRevision: from });
+  const stop = () => void subscription.close();
+  sse.onClose(stop);
+  try {
+    for await (const item of subscription) {
+      if (sse.closed) break;
+      if (item.kind !== "event") continue;
+      const e = item.event;
+      if (e.type === "RunOutput") {
+        const d = e.data as { event: string; data: unknown };
+        sse.event(d.event, d.data, e.revision);
+      } else if (e.type === "RunEnded") {
+        break;
+      }
+    }
+  } finally {
+    await subscription.close();
+  }
+}

@@ -1,0 +1,90 @@
+import type { RunnableConfig } from "@langchain/core/runnables";
+import { Command } from "@langchain/langgraph";
+import type { BaseCheckpointSaver } from "@langchain/langgraph-checkpoint";
+import type { RunRecord } from "../domain/run-record.js";
+import type { RunError } from "../domain/runs.js";
+import type { CompiledGraph } from "./graphs.js";
+import { StreamModeMapper, serializeError, toWire, type SseEvent } from "./stream-modes.js";
+
+export interface GraphSource {
+  /** The compiled graph for this graph id (a factory graph is made with the run's config). */
+  get(graphId: string, config: RunnableConfig): Promise<CompiledGraph>;
+}
+
+export type ExecutionOutcome =
+  | { status: "success"; values: unknown }
+  | { status: "interrupted"; values: unknown; interrupts: Record<string, unknown> }
+  | { status: "error"; error: RunError; aborted: boolean };
+
+export interface RunExecution {
+  run: RunRecord;
+  graphs: GraphSource;
+  checkpointer: BaseCheckpointSaver;
+  signal: AbortSignal;
+  /** Continue from the thread's last checkpoint instead of feeding the input again (crash recovery). */
+  resume: boolean;
+  /** Called for every SSE event, in order, as the graph produces it. */
+  emit(event: SseEvent): void;
+}
+
+function inputOf(run: RunRecord, resume: boolean): unknown {
+  if (resume) return null;
+  const command = run.kwargs.command as { resume?: unknown; update?: unknown; goto?: unknown } | undefined | null;
+  if (command) {
+    const params: Record<string, unknown> = {};
+    if (command.resume !== undefined) params.resume = command.resume;
+    if (command.update !== undefined && command.update !== null) params.update = command.update;
+    if (command.goto !== undefined && command.goto !== null) params.goto = command.goto;
+    return new Command(params as ConstructorParameters<typeof Command>[0]);
+  }
+  return run.kwargs.input ?? null;
+}
+
+/** Runs the assistant's graph for one attempt of a run, emitting its chunks; never throws. */
+export async function executeRun(x: RunExecution): Promise<ExecutionOutcome> {
+  const { run, signal } = x;
+  const kw = run.kwargs;
+  const config = kw.config as RunnableConfig & { recursion_limit?: number };
+  const graphId = String(config.configurable?.graph_id ?? "");
+  const mapper = new StreamModeMapper(kw.stream_mode, kw.subgraphs);
+  try {
+    const graph = await x.graphs.get(graphId, config);
+    if (graph.checkpointer !== x.checkpointer) graph.checkpointer = x.checkpointer;
+    const { recursion_limit, ...rest } = config;
+    const options: Record<string, unknown> = {
+      ...rest,
+      context: kw.context,
+      signal,
+      subgraphs: kw.subgraphs,
+      streamMode: mapper.libModes(),
+    };
+    if (recursion_limit !== undefined) options.recursionLimit = recursion_limit;
+    if (kw.interrupt_before !== undefined) options.interruptBefore = kw.interrupt_before;
+    if (kw.interrupt_after !== undefined) options.interruptAfter = kw.interrupt_after;
+    const input = inputOf(run, x.resume);
+    if (mapper.needsEvents) {
+      const events = graph.streamEvents(input, { ...options, version: "v2", runId: run.run_id } as never);
+      for await (const event of events as unknown as AsyncIterable<Parameters<StreamModeMapper["fromStreamEvent"]>[0]>) {
+        for (const e of mapper.fromStreamEvent(event, run.run_id)) x.emit(e);
+      }
+    } else {
+      const stream = await graph.stream(input, options as never);
+      for await (const chunk of stream as AsyncIterable<unknown[]>) {
+        const [ns, mode, data] = (kw.subgraphs ? chunk : [undefined, ...chunk]) as [string[] | undefined, string, unknown];
+        for (const e of mapper.fromChunk(ns, mode, data)) x.emit(e);
+      }
+    }
+    if (signal.aborted) return { status: "error", error: serializeError(signal.reason ?? new Error("aborted")), aborted: true };
+    if (mapper.interrupted) {
+      const state = await graph.getState({ configurable: { thread_id: config.configurable?.thread_id } });
+      const interrupts: Record<string, unknown> = {};
+      for (const task of state.tasks) interrupts[task.id] = toWire(task.interrupts ?? []);
+      return { status: "interrupted", values: toWire(state.values), interrupts };
+    }
+    let values = mapper.lastValues;
+    if (values === undefined) values = (await graph.getState({ configurable: { thread_id: config.configurable?.thread_id } })).values;
+    return { status: "success", values: toWire(values) };
+  } catch (error) {
+    return { status: "error", error: serializeError(error), aborted: signal.aborted };
+  }
+}

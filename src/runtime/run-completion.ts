@@ -1,0 +1,56 @@
+import { v5 as uuidv5 } from "uuid";
+import type { EventStore } from "../eventstore/types.js";
+import { WrongExpectedVersionError } from "../eventstore/types.js";
+import type { ProjectionRunner } from "../projections/runner.js";
+import { threadsProjection } from "../../projections/threads.js";
+import { runStream, emptyRunStream, evolveRunStream, threadFinishOf, type RunEnded, type RunStreamEvent, type RunStreamState } from "../domain/runs.js";
+import { threadStream } from "../domain/threads.js";
+import type { RunRecord } from "../domain/run-record.js";
+
+/** Namespace of the deterministic ids of completion marks (a retried mark is deduplicated by the store). */
+const COMPLETION_NAMESPACE = "0b7f4a3e-31c6-4a55-9f0b-6f1c2b8f9d21";
+export const finishedMarkId = (runId: string) => uuidv5(`RunFinished:${runId}`, COMPLETION_NAMESPACE);
+
+export interface CompletionDeps {
+  store: EventStore;
+  runner: ProjectionRunner;
+  now(): string;
+  /** Drops the checkpoints a rolled-back run wrote, when the checkpointer can. */
+  discardRunCheckpoints?(threadId: string, runId: string): Promise<void>;
+  /** Deletes a thread's checkpoints (temporary threads of stateless runs). */
+  deleteThreadCheckpoints?(threadId: string): Promise<void>;
+}
+
+/** Reads and folds `run-{id}` from the log (used when the local view may be behind). */
+export async function loadRunStream(store: EventStore, runId: string): Promise<RunStreamState> {
+  let state = emptyRunStream;
+  for (const e of await store.readStream(runStream(runId))) state = evolveRunStream(state, { type: e.type, data: e.data } as RunStreamEvent, e.revision);
+  return state;
+}
+
+/**
+ * Everything that follows a RunEnded: the thread's RunFinished mark (idempotent: deterministic
+ * event id), the rollback of the run's checkpoints, and the removal of a temporary thread.
+ * Safe to call again for the same run (crash recovery does).
+ */
+export async function completeOnThread(deps: CompletionDeps, run: RunRecord, ended: RunEnded): Promise<void> {
+  if (ended.status === "rollback") await deps.discardRunCheckpoints?.(run.thread_id, run.run_id);
+  const mark = { id: finishedMarkId(run.run_id), type: "RunFinished", data: threadFinishOf(run.run_id, ended) };
+  let position = (await deps.store.append(threadStream(run.thread_id), [mark], "any")).position;
+  if (run.kwargs.temporary) {
+    for (let attempt = 0; attempt < 5; attempt++) {
+      await deps.runner.waitFor(position);
+      const thread = deps.runner.get(threadsProjection, run.thread_id);
+      if (!thread || thread.deleted || thread.activeRuns.length > 0) break;
+      try {
+        position = (await deps.store.append(threadStream(run.thread_id), [{ type: "ThreadDeleted", data: { deleted_at: deps.now() } }], thread.revision)).position;
+        await deps.deleteThreadCheckpoints?.(run.thread_id);
+        break;
+      } catch (error) {
+        if (!(error instanceof WrongExpectedVersionError)) throw error;
+        position = await deps.store.headPosition();
+      }
+    }
+  }
+  await deps.runner.waitFor(position);
+}

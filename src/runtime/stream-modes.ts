@@ -1,0 +1,167 @@
+/**
+ * LangGraph stream chunks → SSE events (`{event, data}` with plain-JSON data), the way the official
+ * servers name and shape them:
+ *   values, updates, debug, custom, tasks, checkpoints → event = mode (`mode|ns…` for subgraphs)
+ *   messages-tuple → event `messages`, data `[message, metadata]`
+ *   messages       → `messages/metadata` (once per message id), `messages/partial` (accumulated
+ *                    chunk), `messages/complete` (new complete messages seen in `values`)
+ *   events         → raw streamEvents v2 objects
+ */
+
+export type StreamModeName =
+  | "values" | "updates" | "messages" | "messages-tuple" | "events" | "debug" | "custom" | "tasks" | "checkpoints";
+export const STREAM_MODES: readonly StreamModeName[] = ["values", "updates", "messages", "messages-tuple", "events", "debug", "custom", "tasks", "checkpoints"];
+
+type LibMode = "values" | "updates" | "debug" | "messages" | "checkpoints" | "tasks" | "custom";
+
+export interface SseEvent {
+  event: string;
+  data: unknown;
+}
+
+/** A value as the wire shows it: LangChain messages as `{...fields, type}`, everything plain JSON. */
+export function toWire(value: unknown): unknown {
+  if (value === undefined) return null;
+  return JSON.parse(
+    JSON.stringify(value, function (this: Record<string, unknown>, key: string, v: unknown) {
+      const raw = this[key];
+      if (raw !== null && typeof raw === "object" && typeof (raw as { toDict?: unknown }).toDict === "function") {
+        const { type, data } = (raw as { toDict(): { type: string; data: Record<string, unknown> } }).toDict();
+        return { ...data, type };
+      }
+      if (typeof v === "bigint") return v.toString();
+      return v;
+    }) ?? "null",
+  );
+}
+
+/** Errors as the servers send them: `{error: <name>, message}`. */
+export function serializeError(error: unknown): { error: string; message: string } {
+  if (error instanceof Error) return { error: error.name, message: error.message };
+  return { error: "Error", message: typeof error === "string" ? error : JSON.stringify(error) ?? String(error) };
+}
+
+function withoutInternals(config: unknown): unknown {
+  if (!config || typeof config !== "object") return config;
+  const { callbacks: _callbacks, ...rest } = config as Record<string, unknown>;
+  const configurable = rest.configurable as Record<string, unknown> | undefined;
+  if (configurable && typeof configurable === "object") {
+    rest.configurable = Object.fromEntries(Object.entries(configurable).filter(([k]) => !k.startsWith("__")));
+  }
+  return rest;
+}
+
+function checkpointOfConfig(config: unknown): unknown {
+  const c = (config as { configurable?: Record<string, unknown> } | undefined)?.configurable;
+  if (!c?.checkpoint_id) return null;
+  return { thread_id: c.thread_id, checkpoint_ns: c.checkpoint_ns ?? "", checkpoint_id: c.checkpoint_id, checkpoint_map: c.checkpoint_map ?? null };
+}
+
+/** The debug/checkpoints payload with snake_case parent config and without callbacks or internal keys. */
+function checkpointPayload(payload: Record<string, unknown>): Record<string, unknown> {
+  const { parentConfig, ...rest } = payload;
+  const parent = rest.parent_config ?? parentConfig;
+  return {
+    ...rest,
+    config: withoutInternals(rest.config),
+    parent_config: withoutInternals(parent) ?? null,
+    checkpoint: checkpointOfConfig(rest.config),
+    parent_checkpoint: checkpointOfConfig(parent),
+  };
+}
+
+interface MessageLike {
+  id?: string;
+  concat?: (other: unknown) => MessageLike;
+}
+
+/** Maps the chunks of one run; keeps the per-run state (accumulated message chunks, seen ids). */
+export class StreamModeMapper {
+  readonly requested: ReadonlySet<string>;
+  readonly subgraphs: boolean;
+  /** Whether the run needs LangChain's streamEvents (slower) rather than graph.stream. */
+  readonly needsEvents: boolean;
+  private readonly partial = new Map<string, MessageLike>();
+  private readonly completed = new Set<string>();
+  /** Last root `values` chunk without `__interrupt__`: the run's result. */
+  lastValues: unknown = undefined;
+  interrupted = false;
+
+  constructor(modes: readonly string[], subgraphs: boolean) {
+    this.requested = new Set(modes);
+    this.subgraphs = subgraphs;
+    this.needsEvents = this.requested.has("events") || this.requested.has("messages");
+  }
+
+  /** Modes to ask LangGraph for: the requested ones, plus `values` (the result) and `messages` for the tuple mode. */
+  libModes(): LibMode[] {
+    const out = new Set<LibMode>(["values"]);
+    for (const m of this.requested) {
+      if (m === "messages-tuple") out.add("messages");
+      else if (m === "updates" || m === "debug" || m === "checkpoints" || m === "tasks" || m === "custom") out.add(m);
+    }
+    return [...out];
+  }
+
+  private name(mode: string, ns: string[] | undefined): string {
+    return this.subgraphs && ns && ns.length ? `${mode}|${ns.join("|")}` : mode;
+  }
+
+  /** One `graph.stream` chunk `[ns, mode, data]` → the SSE events to append. */
+  fromChunk(ns: string[] | undefined, mode: string, chunk: unknown): SseEvent[] {
+    const root = !ns || ns.length === 0;
+    const out: SseEvent[] = [];
+    if (mode === "values" && root) {
+      if (chunk && typeof chunk === "object" && "__interrupt__" in chunk) this.interrupted = true;
+      else this.lastValues = chunk;
+    }
+    if (mode === "updates" && root && chunk && typeof chunk === "object" && "__interrupt__" in chunk) this.interrupted = true;
+    if (mode === "messages") {
+      if (this.requested.has("messages-tuple")) out.push({ event: this.name("messages", ns), data: toWire(chunk) });
+      return out;
+    }
+    if (this.requested.has(mode)) {
+      let data: unknown = chunk;
+      if (mode === "checkpoints" && chunk && typeof chunk === "object") data = checkpointPayload(chunk as Record<string, unknown>);
+      if (mode === "debug" && chunk && typeof chunk === "object") {
+        const d = chunk as { type?: string; payload?: Record<string, unknown> };
+        if (d.type === "checkpoint" && d.payload) data = { ...d, payload: checkpointPayload(d.payload) };
+      }
+      out.push({ event: this.name(mode, ns), data: toWire(data) });
+    }
+    if (mode === "values" && this.requested.has("messages") && (root || this.subgraphs)) out.push(...this.completeMessages(chunk));
+    return out;
+  }
+
+  private completeMessages(chunk: unknown): SseEvent[] {
+    if (!chunk || typeof chunk !== "object" || !("messages" in chunk)) return [];
+    const raw = (chunk as { messages: unknown }).messages;
+    const list = (Array.isArray(raw) ? raw : [raw]) as MessageLike[];
+    const fresh = list.filter((m) => m && typeof m.id === "string" && !this.completed.has(m.id));
+    for (const m of fresh) this.completed.add(m.id!);
+    return fresh.length ? [{ event: "messages/complete", data: toWire(fresh) }] : [];
+  }
+
+  /** One streamEvents v2 event (used when `events` or `messages` was requested). */
+  fromStreamEvent(event: { event: string; run_id?: string; tags?: string[]; data?: { chunk?: unknown }; metadata?: unknown }, rootRunId: string): SseEvent[] {
+    if (event.tags?.includes("langsmith:hidden")) return [];
+    if (event.event === "on_chain_stream" && event.run_id === rootRunId) {
+      const tuple = event.data?.chunk as unknown[];
+      const [ns, mode, chunk] = (this.subgraphs ? tuple : [undefined, ...tuple]) as [string[] | undefined, string, unknown];
+      return this.fromChunk(ns, mode, chunk);
+    }
+    const out: SseEvent[] = [];
+    if (this.requested.has("events")) out.push({ event: "events", data: toWire(event) });
+    if (this.requested.has("messages") && event.event === "on_chat_model_stream" && !event.tags?.includes("nostream")) {
+      const message = event.data?.chunk as MessageLike | undefined;
+      if (message?.id) {
+        const previous = this.partial.get(message.id);
+        if (!previous) out.push({ event: "messages/metadata", data: toWire({ [message.id]: { metadata: event.metadata } }) });
+        const accumulated = previous?.concat ? previous.concat(message) : message;
+        this.partial.set(message.id, accumulated);
+        out.push({ event: "messages/partial", data: toWire([accumulated]) });
+      }
+    }
+    return out;
+  }
+}

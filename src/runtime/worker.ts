@@ -1,0 +1,282 @@
+import { randomUUID } from "node:crypto";
+import type { BaseCheckpointSaver } from "@langchain/langgraph-checkpoint";
+import { WrongExpectedVersionError, type EventStore, type RecordedEvent } from "../eventstore/types.js";
+import type { ProjectionRunner } from "../projections/runner.js";
+import { runsProjection } from "../../projections/runs.js";
+import { threadsProjection } from "../../projections/threads.js";
+import {
+  RUN_STREAM_PREFIX,
+  decideClaim,
+  decideEnd,
+  runStream,
+  type CancelAction,
+  type RunEnded,
+  type RunView,
+} from "../domain/runs.js";
+import type { RunRecord } from "../domain/run-record.js";
+import { executeRun, type ExecutionOutcome, type GraphSource } from "./execute-run.js";
+import { RunStreamWriter } from "./run-stream-writer.js";
+import { completeOnThread, loadRunStream, type CompletionDeps } from "./run-completion.js";
+
+export interface WorkerOptions extends CompletionDeps {
+  store: EventStore;
+  runner: ProjectionRunner;
+  graphs: GraphSource;
+  checkpointer: BaseCheckpointSaver;
+  /** Runs executed at once by this process. */
+  maxConcurrentRuns: number;
+  /** Identifies this process in claims. */
+  owner?: string;
+  /** How long a claim holds without renewal (ms). */
+  leaseMs?: number;
+  /**
+   * Whether claims of other owners that are still open at startup belong to dead processes (true
+   * for the single-process SQLite store, which holds an exclusive lock). With a shared store
+   * (ESDB) only expired leases are taken over.
+   */
+  exclusiveStore: boolean;
+  /** Called once a run has ended and its thread shows it (e.g. for webhooks). */
+  onRunCompleted?(run: RunRecord, ended: RunEnded): void;
+}
+
+interface Active {
+  controller: AbortController;
+  cancel?: CancelAction;
+  done: Promise<void>;
+}
+
+/**
+ * The run worker: claims runs (an append with the run stream's expected revision; exactly one
+ * claimer wins), executes them with bounded concurrency, and ends each with exactly one RunEnded.
+ * It learns about work from the projection runner (`onApplied`), never by polling: a run starts as
+ * soon as it is the head of its thread and a slot is free.
+ */
+export class RunWorker {
+  readonly owner: string;
+  private readonly leaseMs: number;
+  private readonly active = new Map<string, Active>();
+  /** Threads whose head run may be startable, in arrival order. */
+  private readonly ready = new Set<string>();
+  private readonly timers = new Map<string, NodeJS.Timeout>();
+  private unsubscribe: (() => void) | undefined;
+  private renewTimer: NodeJS.Timeout | undefined;
+  private stopping = false;
+
+  constructor(private readonly o: WorkerOptions) {
+    this.owner = o.owner ?? `worker-${randomUUID()}`;
+    this.leaseMs = o.leaseMs ?? 30_000;
+  }
+
+  /** Number of runs executing in this process now. */
+  get running(): number {
+    return this.active.size;
+  }
+
+  /** Subscribes to the read models, recovers runs of dead processes, starts what is startable. */
+  async start(): Promise<void> {
+    this.unsubscribe = this.o.runner.onApplied((event) => this.onEvent(event));
+    await this.recover();
+    for (const t of this.o.runner.values(threadsProjection)) if (!t.deleted && t.activeRuns.length) this.ready.add(t.thread.thread_id);
+    this.pump();
+    if (!this.o.exclusiveStore) {
+      this.renewTimer = setInterval(() => void this.renewAndTakeOver(), Math.max(1000, Math.floor(this.leaseMs / 3)));
+      this.renewTimer.unref();
+    }
+  }
+
+  /** Stops taking work and aborts what runs; their claims stay open so the next start resumes them. */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    this.unsubscribe?.();
+    if (this.renewTimer) clearInterval(this.renewTimer);
+    for (const t of this.timers.values()) clearTimeout(t);
+    this.timers.clear();
+    for (const a of this.active.values()) a.controller.abort(new Error("server shutting down"));
+    await Promise.allSettled([...this.active.values()].map((a) => a.done));
+  }
+
+  private onEvent(event: RecordedEvent): void {
+    if (this.stopping) return;
+    if (event.streamId.startsWith(RUN_STREAM_PREFIX)) {
+      if (event.type === "RunCancelRequested") {
+        const a = this.active.get(event.streamId.slice(RUN_STREAM_PREFIX.length));
+        if (a && !a.cancel) {
+          a.cancel = (event.data as { action: CancelAction }).action;
+          a.controller.abort(new Error(`run cancelled (${a.cancel})`));
+        }
+      }
+      return;
+    }
+    if (event.type === "RunEnqueued" || event.type === "RunFinished") {
+      this.ready.add(event.streamId.slice("thread-".length));
+      this.pump();
+    }
+  }
+
+  private pump(): void {
+    while (!this.stopping && this.active.size < this.o.maxConcurrentRuns && this.ready.size > 0) {
+      const threadId = this.ready.values().next().value as string;
+      this.ready.delete(threadId);
+      const view = this.startableHead(threadId);
+      if (view) this.launch(view, false);
+    }
+  }
+
+  private startableHead(threadId: string): RunView | undefined {
+    const thread = this.o.runner.get(threadsProjection, threadId);
+    const head = thread?.activeRuns[0];
+    if (!head || this.active.has(head)) return undefined;
+    const view = this.o.runner.get(runsProjection, head);
+    if (!view || view.stream.owner || view.stream.ended) return undefined;
+    const notBefore = view.run.kwargs.not_before ? Date.parse(view.run.kwargs.not_before) : 0;
+    const wait = notBefore - Date.now();
+    if (wait > 0) {
+      if (!this.timers.has(head)) {
+        const timer = setTimeout(() => {
+          this.timers.delete(head);
+          this.ready.add(threadId);
+          this.pump();
+        }, wait);
+        this.timers.set(head, timer);
+      }
+      return undefined;
+    }
+    return view;
+  }
+
+  /** Takes a slot, claims the run, executes it; frees the slot and looks for more work at the end. */
+  private launch(view: RunView, takeover: boolean): void {
+    const runId = view.run.run_id;
+    const controller = new AbortController();
+    const entry: Active = { controller, done: Promise.resolve() };
+    this.active.set(runId, entry);
+    entry.done = this.claimAndRun(view, takeover, entry)
+      .catch((error: unknown) => {
+        if (!this.stopping) console.error(`run ${runId}: ${(error as Error).stack ?? String(error)}`);
+      })
+      .finally(() => {
+        this.active.delete(runId);
+        this.ready.add(view.run.thread_id);
+        this.pump();
+      });
+  }
+
+  private async claimAndRun(view: RunView, takeover: boolean, entry: Active): Promise<void> {
+    const run = view.run;
+    const stream = takeover ? await loadRunStream(this.o.store, run.run_id) : view.stream;
+    const nowMs = Date.now();
+    const claim = decideClaim(stream, { owner: this.owner, now: this.o.now(), nowMs, leaseMs: this.leaseMs, takeover });
+    if (!claim.ok) return;
+    let revision: bigint;
+    try {
+      revision = (await this.o.store.append(runStream(run.run_id), claim.events, stream.revision)).nextExpectedRevision;
+    } catch (error) {
+      if (error instanceof WrongExpectedVersionError) return; // another worker won
+      throw error;
+    }
+    const attempt = stream.attempt + 1;
+    if (takeover && stream.cancel) {
+      // Asked to stop while its owner was gone: end it instead of resuming.
+      await this.end(run, revision, { status: stream.cancel === "rollback" ? "rollback" : "interrupted", reason: "cancelled while its worker was down", ended_at: this.o.now() });
+      return;
+    }
+    const resume = takeover && (await this.hasOwnCheckpoint(run));
+    const writer = new RunStreamWriter(this.o.store, runStream(run.run_id), revision);
+    const output = (event: string, data: unknown) => writer.push({ type: "RunOutput", data: { event, data } });
+    output("metadata", { run_id: run.run_id, attempt });
+    const outcome = await executeRun({
+      run,
+      graphs: this.o.graphs,
+      checkpointer: this.o.checkpointer,
+      signal: entry.controller.signal,
+      resume,
+      emit: (e) => output(e.event, e.data),
+    });
+    if (this.stopping) {
+      await writer.drain().catch(() => undefined);
+      return; // claim stays open: the next start resumes the run
+    }
+    const ended = this.endedOf(outcome, entry, takeover ? stream.owner : undefined);
+    if (ended.status === "error" && ended.error) output("error", ended.error);
+    await writer.drain();
+    await this.end(run, writer.revision, ended);
+  }
+
+  private endedOf(outcome: ExecutionOutcome, entry: Active, recoveredFrom: string | undefined): RunEnded {
+    const ended_at = this.o.now();
+    const base = recoveredFrom ? { reason: `resumed after its worker ${recoveredFrom} died` } : {};
+    if (entry.cancel) {
+      const values = outcome.status === "error" ? undefined : outcome.values;
+      return { status: entry.cancel === "rollback" ? "rollback" : "interrupted", reason: `cancelled (${entry.cancel})`, ended_at, ...(values !== undefined ? { values } : {}) };
+    }
+    switch (outcome.status) {
+      case "success":
+        return { ...base, status: "success", values: outcome.values, ended_at };
+      case "interrupted":
+        return { ...base, status: "interrupted", values: outcome.values, interrupts: outcome.interrupts, ended_at };
+      case "error":
+        return { ...base, status: "error", error: outcome.error, ended_at };
+    }
+  }
+
+  /** Appends RunEnded (only the owner, only once), then the thread's RunFinished mark. */
+  private async end(run: RunRecord, revision: bigint, ended: RunEnded): Promise<void> {
+    let expected = revision;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await this.o.store.append(runStream(run.run_id), [{ type: "RunEnded", data: ended }], expected);
+        break;
+      } catch (error) {
+        if (!(error instanceof WrongExpectedVersionError) || attempt >= 5) throw error;
+        // Someone appended meanwhile (a cancel request): decide again on the stream as it is.
+        const current = await loadRunStream(this.o.store, run.run_id);
+        const decision = decideEnd(current, this.owner, ended);
+        if (!decision.ok) return;
+        expected = current.revision as bigint;
+      }
+    }
+    await completeOnThread(this.o, run, ended);
+    this.o.onRunCompleted?.(run, ended);
+  }
+
+  private async hasOwnCheckpoint(run: RunRecord): Promise<boolean> {
+    const tuple = await this.o.checkpointer.getTuple({ configurable: { thread_id: run.thread_id, checkpoint_ns: "" } });
+    return (tuple?.metadata as Record<string, unknown> | undefined)?.run_id === run.run_id;
+  }
+
+  /**
+   * At startup: runs claimed but not ended belong to dead processes (exclusive store) or to
+   * processes whose lease expired; take them over and resume them. Runs that ended but whose
+   * thread never got the RunFinished mark get it now.
+   */
+  private async recover(): Promise<void> {
+    const nowMs = Date.now();
+    for (const view of this.o.runner.values(runsProjection)) {
+      const s = view.stream;
+      if (s.ended) {
+        if (!view.threadFinished) await completeOnThread(this.o, view.run, s.ended);
+        continue;
+      }
+      if (!s.owner || s.owner === this.owner) continue;
+      if (!this.o.exclusiveStore && (s.lease_expires_at ?? 0) > nowMs) continue;
+      this.launch(view, true);
+    }
+  }
+
+  /** Shared store only: renews the leases of our runs and takes over runs whose lease expired. */
+  private async renewAndTakeOver(): Promise<void> {
+    if (this.stopping) return;
+    const nowMs = Date.now();
+    for (const runId of this.active.keys()) {
+      await this.o.store
+        .append(runStream(runId), [{ type: "RunLeaseRenewed", data: { owner: this.owner, lease_expires_at: nowMs + this.leaseMs } }], "any")
+        .catch(() => undefined);
+    }
+    for (const view of this.o.runner.values(runsProjection)) {
+      const s = view.stream;
+      if (s.ended || !s.owner || s.owner === this.owner || this.active.has(view.run.run_id)) continue;
+      if ((s.lease_expires_at ?? 0) > nowMs || this.active.size >= this.o.maxConcurrentRuns) continue;
+      this.launch(view, true);
+    }
+  }
+}
