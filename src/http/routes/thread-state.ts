@@ -15,8 +15,14 @@ const Bool = z.enum(["true", "false", "1", "0"]).transform((v) => v === "true" |
 
 const HistoryBody = z.strictObject({
   limit: z.number().int().min(1).max(1000).default(10),
-  // The JS server takes a checkpoint id string, the Python server and SDKs a checkpoint object.
-  before: z.union([z.string().transform((id) => ({ checkpoint_id: id })), CheckpointRef]).optional(),
+  // The JS server takes a checkpoint id, the Python server a checkpoint object, the JS SDK a config.
+  before: z
+    .union([
+      z.string().transform((id) => ({ checkpoint_id: id })),
+      CheckpointRef,
+      z.strictObject({ configurable: CheckpointRef }).transform((c) => c.configurable),
+    ])
+    .optional(),
   metadata: JsonObject.optional(),
   checkpoint: CheckpointRef.optional(),
   select: z.array(z.string()).optional(),
