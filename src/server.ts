@@ -59,7 +59,11 @@ export async function startServer(config: Config): Promise<RunningServer> {
     const ctx: AppContext = { config, langgraph, store, runner, graphs, checkpointer, now: isoNow };
     await ensureDefaultAssistants(ctx, graphs.defaultAssistants());
     const lifecycle = threadLifecycle(ctx);
-    const completion = { store, runner, now: ctx.now, deleteThreadCheckpoints: (id: string) => checkpointer.deleteThread(id) };
+    const completion = {
+      store, runner, now: ctx.now,
+      deleteThreadCheckpoints: (id: string) => checkpointer.deleteThread(id),
+      discardRunCheckpoints: async (threadId: string, runId: string) => void (await checkpointer.discardRun(threadId, runId)),
+    };
     runs = new RunsService(ctx, completion);
     const runService = runs;
     lifecycle.onDelete((threadId) => runService.cancelThreadRuns(threadId));
@@ -69,7 +73,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
       logLevel: config.logLevel,
       routes: [
         metaRoutes({ storeKind: store.kind, langgraphJsVersion: LANGGRAPH_JS_VERSION, webhooksEnabled: false }),
-        assistantRoutes(ctx),
+        assistantRoutes(ctx, lifecycle),
         threadRoutes(ctx, lifecycle),
         threadStateRoutes(ctx),
         runRoutes(ctx, runs),

@@ -54,6 +54,19 @@ t.test("assistants", async (t) => {
     await t.rejects(client.assistants.setLatest(created.assistant_id, 1), /404/);
   });
 
+  t.test("delete with delete_threads removes the threads the assistant ran on", async (t) => {
+    const a = await client.assistants.create({ graphId: "agent" });
+    const mine = await client.threads.create({ metadata: { assistant_id: a.assistant_id } });
+    const other = await client.threads.create({ metadata: { assistant_id: "someone-else" } });
+    await client.assistants.delete(a.assistant_id, { deleteThreads: true });
+    await t.rejects(client.threads.get(mine.thread_id), /404/);
+    t.ok(await client.threads.get(other.thread_id), "other threads stay");
+    const b = await client.assistants.create({ graphId: "agent" });
+    const kept = await client.threads.create({ metadata: { assistant_id: b.assistant_id } });
+    await client.assistants.delete(b.assistant_id);
+    t.ok(await client.threads.get(kept.thread_id), "without delete_threads the threads stay");
+  });
+
   t.test("if_exists raise → 409, do_nothing → the existing one", async (t) => {
     const id = "3f0b3b2e-6f6a-4a40-9b8e-2d1d9a0d0001";
     const first = await client.assistants.create({ graphId: "agent", assistantId: id, name: "one" });

@@ -61,8 +61,10 @@ t.test("threads", async (t) => {
     const thread = await client.threads.create({ graphId: "agent" });
     const empty = await client.threads.getState(thread.thread_id);
     t.same(empty.values, {});
-    const first = await client.threads.updateState(thread.thread_id, { values: { messages: [human("hello")] }, asNode: "agent" });
+    const updated = await client.threads.updateState(thread.thread_id, { values: { messages: [human("hello")] }, asNode: "agent" });
+    const first = updated as unknown as { checkpoint: { checkpoint_id: string } };
     t.ok(first.checkpoint.checkpoint_id, "returns the new checkpoint");
+    t.equal(updated.configurable?.checkpoint_id, first.checkpoint.checkpoint_id, "and the deprecated configurable form");
     const state = await client.threads.getState<{ messages: { type: string; content: string }[] }>(thread.thread_id);
     t.equal(state.values.messages.length, 1);
     t.equal(state.values.messages[0].type, "human");

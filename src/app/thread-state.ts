@@ -135,7 +135,10 @@ export async function updateThreadState(
     throw new HttpError(400, (error as Error).message);
   }
   await recordThreadState(ctx, threadId, found.graph, found.config);
-  return { checkpoint: checkpointOf(next) };
+  // `checkpoint` is the current shape; the Python server also spreads the deprecated
+  // `configurable` and `checkpoint_id`, which the SDKs' types still describe.
+  const checkpoint = checkpointOf(next);
+  return { checkpoint, configurable: checkpoint, checkpoint_id: checkpoint?.checkpoint_id ?? null };
 }
 
 export async function applySupersteps(

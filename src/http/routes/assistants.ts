@@ -13,6 +13,8 @@ import {
   setLatestVersion,
 } from "../../app/assistants.js";
 import { pick } from "../../domain/json.js";
+import { matchingThreads } from "../../app/threads.js";
+import type { ThreadLifecycle } from "../../app/thread-lifecycle.js";
 import { IfExists, JsonObject, Limit, Offset, RunnableConfig, SortOrder, Uuid, paginationHeaders } from "../schemas.js";
 
 const AssistantIdParams = z.object({ assistant_id: z.string().min(1) });
@@ -53,7 +55,7 @@ const SearchBody = z.strictObject({
   select: z.array(z.enum(AssistantFields)).optional(),
 });
 
-export function assistantRoutes(ctx: AppContext): FastifyPluginAsync {
+export function assistantRoutes(ctx: AppContext, lifecycle: ThreadLifecycle): FastifyPluginAsync {
   return async (app) => {
     const r = app.withTypeProvider<ZodTypeProvider>();
     const tags = ["assistants"];
@@ -93,7 +95,11 @@ export function assistantRoutes(ctx: AppContext): FastifyPluginAsync {
       "/assistants/:assistant_id",
       { schema: { tags, params: AssistantIdParams, querystring: z.object({ delete_threads: z.enum(["true", "false"]).optional() }) } },
       async (req, reply) => {
-        await deleteAssistant(ctx, req.params.assistant_id);
+        const assistantId = await deleteAssistant(ctx, req.params.assistant_id);
+        if (req.query.delete_threads === "true") {
+          // Threads the assistant ran on carry its id in their metadata (stamped at run creation).
+          for (const thread of matchingThreads(ctx, { metadata: { assistant_id: assistantId } })) await lifecycle.delete(thread.thread_id);
+        }
         reply.code(204).send();
       },
     );
