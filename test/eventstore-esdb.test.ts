@@ -202,3 +202,30 @@ t.test("store.close() waits for in-flight appends, then refuses new work", async
   t.equal((await again.readStream(s)).length, 20, "all 20 events are in the log");
   await again.close();
 });
+
+t.test("a subscription from end sees an append made right after subscribing, without waiting for caughtUp", async (t) => {
+  const { store, cleanup } = await onDouble();
+  t.teardown(cleanup);
+  const s = `end-${randomUUID()}`;
+  await store.append(s, [{ type: "Old", data: {} }]);
+  const streamSub = store.subscribeToStream(s, { fromRevision: "end" });
+  const allSub = store.subscribeToAll({ fromPosition: "end", filter: { streamPrefixes: [s] } });
+  await store.append(s, [{ type: "New", data: {} }]);
+  for (const sub of [streamSub, allSub]) {
+    const seen: string[] = [];
+    for await (const item of sub) {
+      seen.push(item.kind === "event" ? item.event.type : item.kind);
+      if (item.kind === "event") break;
+    }
+    t.ok(seen.includes("New") && !seen.includes("Old"), `only the new event (${seen.join(", ")})`);
+  }
+});
+
+t.test("argument checks", async (t) => {
+  const { store, cleanup } = await onDouble();
+  t.teardown(cleanup);
+  await t.rejects(store.append("s-1", [{ type: "E", data: 1n }]), TypeError, "data must be JSON");
+  await t.rejects(store.append("s-1", [{ id: "not-a-uuid", type: "E", data: {} }]), TypeError, "ids are UUIDs");
+  t.same(await store.readStream("s-1", { maxCount: 0 }), [], "maxCount 0");
+  t.throws(() => store.subscribeToAll({ fromPosition: -1n }), TypeError, "negative positions are refused");
+});

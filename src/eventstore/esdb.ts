@@ -389,7 +389,7 @@ function drain<T>(read: Readable): Promise<T[]> {
   return new Promise<T[]>((resolve, reject) => {
     const items: T[] = [];
     read.on("data", (item: T) => items.push(item));
-    read.once("error", reject);
+    read.on("error", reject);
     read.once("end", () => resolve(items));
   });
 }
@@ -411,7 +411,13 @@ function prepareEvent(event: EventData, index: number): PreparedEvent {
   if (event.id === undefined) id = randomUUID();
   else if (typeof event.id === "string" && UUID.test(event.id)) id = event.id.toLowerCase();
   else throw new TypeError(`append: event #${index} id must be a UUID, got ${String(event.id)}`);
-  const json = JSON.stringify(event.data);
+  // The client serialises with JSON.stringify; check here that it can (not undefined, no BigInt, no cycle).
+  let json: string | undefined;
+  try {
+    json = JSON.stringify(event.data);
+  } catch (error) {
+    throw new TypeError(`append: event #${index} data is not JSON-serialisable: ${error instanceof Error ? error.message : String(error)}`);
+  }
   if (json === undefined) throw new TypeError(`append: event #${index} data is not JSON-serialisable`);
   const meta = event.metadata;
   if (meta !== undefined && (typeof meta !== "object" || meta === null || Array.isArray(meta))) {
@@ -420,7 +426,7 @@ function prepareEvent(event: EventData, index: number): PreparedEvent {
   return {
     id,
     type: event.type,
-    data: JSON.parse(json) as JSONType,
+    data: event.data as JSONType,
     metadata: meta === undefined || Object.keys(meta).length === 0 ? undefined : meta,
   };
 }
