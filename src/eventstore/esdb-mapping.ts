@@ -143,7 +143,11 @@ export function toStoreUnavailable(error: unknown, connectionString: string): St
     e.code === DEADLINE_EXCEEDED ||
     (e.code === CANCELLED && e.type !== undefined);
   if (!connectivity) return undefined;
-  const reason = oneLine(String(typeof e.details === "string" && e.details ? e.details : e.message ?? "unknown error"));
+  const raw = (e as { _raw?: { details?: unknown } })._raw; // the client's CommandError keeps the gRPC error here
+  const details = typeof e.details === "string" && e.details ? e.details : typeof raw?.details === "string" ? raw.details : "";
+  const reason = oneLine(details || String(e.message ?? "unknown error"))
+    .replace(/\s*Resolution note:\s*$/, "")
+    .replace(/\.$/, "");
   return new StoreUnavailableError(`cannot reach EventStoreDB at ${redactConnectionString(connectionString)}: ${reason}`, {
     cause: error,
   });
