@@ -4,6 +4,7 @@ import {
   CHECKPOINT_STREAM_PREFIX,
   threadIdOfCheckpointStream,
   type CheckpointEvent,
+  type CheckpointsDiscarded,
   type CheckpointSaved,
   type PendingWritesSaved,
   type SerializedValue,
@@ -191,6 +192,32 @@ function saveWrites(state: ThreadCheckpoints, data: PendingWritesSaved): ThreadC
   });
 }
 
+/** Drops the listed checkpoints (and their pending writes); `latest` becomes the greatest id left. */
+function discardCheckpoints(state: ThreadCheckpoints, data: CheckpointsDiscarded): ThreadCheckpoints {
+  let next = state;
+  const byNs = new Map<string, Set<string>>();
+  for (const c of data.checkpoints) {
+    const ids = byNs.get(c.checkpoint_ns) ?? new Set<string>();
+    ids.add(c.checkpoint_id);
+    byNs.set(c.checkpoint_ns, ids);
+  }
+  for (const [nsName, ids] of byNs) {
+    const ns = pmapGet(next.namespaces, nsName);
+    if (!ns) continue;
+    let checkpoints = pmapEmpty<CheckpointEntry>();
+    let latest = "";
+    for (const [id, entry] of pmapEntries(ns.checkpoints)) {
+      if (ids.has(id)) continue;
+      checkpoints = pmapSet(checkpoints, id, entry);
+      if (id > latest) latest = id;
+    }
+    let writes = pmapEmpty<PMap<WriteEntry>>();
+    for (const [id, w] of pmapEntries(ns.writes)) if (!ids.has(id)) writes = pmapSet(writes, id, w);
+    next = withNamespace(next, nsName, { checkpoints, latest, blobs: ns.blobs, writes });
+  }
+  return next;
+}
+
 export function evolveCheckpoints(
   state: ThreadCheckpoints | undefined,
   event: CheckpointEvent,
@@ -206,6 +233,8 @@ export function evolveCheckpoints(
     case "CheckpointsCopied":
       // The copied data follows in the same append; whatever the target held before is replaced.
       return emptyThread(threadId, event.data.from_thread_id);
+    case "CheckpointsDiscarded":
+      return state && discardCheckpoints(state, event.data);
     default:
       return state;
   }

@@ -108,18 +108,32 @@ export const checkpointsCopiedSchema = z.object({
 });
 export type CheckpointsCopied = z.infer<typeof checkpointsCopiedSchema>;
 
+/**
+ * Checkpoints removed from the thread's history (a run rolled back by double-texting: what it
+ * wrote is discarded, so the thread's state is again what it was before the run). Their pending
+ * writes go with them; blobs stay (they are shared by version and harmless).
+ */
+export const checkpointsDiscardedSchema = z.object({
+  thread_id: z.string().min(1),
+  checkpoints: z.array(z.object({ checkpoint_ns: z.string(), checkpoint_id: z.string().min(1) })),
+  reason: z.string().optional(),
+});
+export type CheckpointsDiscarded = z.infer<typeof checkpointsDiscardedSchema>;
+
 export const CheckpointEventTypes = {
   CheckpointSaved: "CheckpointSaved",
   PendingWritesSaved: "PendingWritesSaved",
   CheckpointsDeleted: "CheckpointsDeleted",
   CheckpointsCopied: "CheckpointsCopied",
+  CheckpointsDiscarded: "CheckpointsDiscarded",
 } as const;
 
 export type CheckpointEvent =
   | { type: "CheckpointSaved"; data: CheckpointSaved }
   | { type: "PendingWritesSaved"; data: PendingWritesSaved }
   | { type: "CheckpointsDeleted"; data: CheckpointsDeleted }
-  | { type: "CheckpointsCopied"; data: CheckpointsCopied };
+  | { type: "CheckpointsCopied"; data: CheckpointsCopied }
+  | { type: "CheckpointsDiscarded"; data: CheckpointsDiscarded };
 
 /** Event type → schema of its data, for `withSchemas`. */
 export const checkpointEventSchemas: Record<string, ZodType> = {
@@ -127,4 +141,5 @@ export const checkpointEventSchemas: Record<string, ZodType> = {
   [CheckpointEventTypes.PendingWritesSaved]: pendingWritesSavedSchema,
   [CheckpointEventTypes.CheckpointsDeleted]: checkpointsDeletedSchema,
   [CheckpointEventTypes.CheckpointsCopied]: checkpointsCopiedSchema,
+  [CheckpointEventTypes.CheckpointsDiscarded]: checkpointsDiscardedSchema,
 };

@@ -21,6 +21,7 @@ import {
   type CheckpointSaved,
   type CheckpointsCopied,
   type CheckpointsDeleted,
+  type CheckpointsDiscarded,
   type PendingWritesSaved,
   type SerializedValue,
   type StoredCheckpointJson,
@@ -177,6 +178,36 @@ export class EventSourcedCheckpointSaver extends BaseCheckpointSaver {
   async deleteThread(threadId: string): Promise<void> {
     const data: CheckpointsDeleted = { thread_id: threadId };
     await this.append(threadId, [{ type: "CheckpointsDeleted", data }]);
+  }
+
+  /**
+   * Discards every checkpoint (all namespaces) newer than `afterCheckpointId` (all of them when
+   * null): the thread is rolled back to where it was at that checkpoint (double-texting
+   * `rollback` discards what the cancelled run wrote). Checkpoint ids are time-ordered. One append.
+   */
+  async discardAfter(threadId: string, afterCheckpointId: string | null, reason?: string): Promise<number> {
+    const thread = this.thread(threadId);
+    if (!thread) return 0;
+    const checkpoints: CheckpointsDiscarded["checkpoints"] = [];
+    for (const nsName of namespacesOf(thread)) {
+      const ns = namespaceOf(thread, nsName) as NamespaceCheckpoints;
+      for (const entry of checkpointsNewestFirst(ns)) {
+        if (afterCheckpointId !== null && entry.checkpoint_id <= afterCheckpointId) break;
+        checkpoints.push({ checkpoint_ns: nsName, checkpoint_id: entry.checkpoint_id });
+      }
+    }
+    if (checkpoints.length === 0) return 0;
+    const data: CheckpointsDiscarded = { thread_id: threadId, checkpoints };
+    if (reason) data.reason = reason;
+    await this.append(threadId, [{ type: "CheckpointsDiscarded", data }]);
+    return checkpoints.length;
+  }
+
+  /** Id of the thread's latest root checkpoint, without loading it (null when it has none). */
+  latestCheckpointId(threadId: string): string | null {
+    const thread = this.thread(threadId);
+    const ns = thread && namespaceOf(thread, "");
+    return (ns && latestCheckpointOf(ns)?.checkpoint_id) ?? null;
   }
 
   /**
