@@ -62,7 +62,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
     const completion = {
       store, runner, now: ctx.now,
       deleteThreadCheckpoints: (id: string) => checkpointer.deleteThread(id),
-      discardRunCheckpoints: async (threadId: string, runId: string) => void (await checkpointer.discardRun(threadId, runId)),
+      discardCheckpointsAfter: async (threadId: string, after: string | null, reason: string) => void (await checkpointer.discardAfter(threadId, after, reason)),
     };
     runs = new RunsService(ctx, completion);
     const runService = runs;

@@ -83,22 +83,24 @@ export class RunsService {
 
   private onEvent(event: RecordedEvent): void {
     if (this.waiters.size === 0 || !event.streamId.startsWith("thread-")) return;
-    if (event.type !== "RunFinished" && event.type !== "RunDeleted") return;
-    const runId = (event.data as { run_id: string }).run_id;
-    const list = this.waiters.get(runId);
-    if (!list) return;
-    this.waiters.delete(runId);
-    for (const wake of list) wake();
+    if (event.type !== "RunFinished" && event.type !== "RunDeleted" && event.type !== "ThreadDeleted") return;
+    for (const [runId, list] of this.waiters) {
+      if (!this.isDone(runId)) continue;
+      this.waiters.delete(runId);
+      for (const wake of list) wake();
+    }
   }
 
   view(runId: string): RunView | undefined {
     return this.ctx.runner.get(runsProjection, runId.toLowerCase());
   }
 
-  /** Whether the run is over as far as its thread is concerned (or gone). */
+  /** Whether the run is over as far as its thread is concerned (or gone); a temporary thread is deleted by then. */
   isDone(runId: string): boolean {
     const v = this.view(runId);
-    return !v || v.threadFinished;
+    if (!v) return true;
+    if (!v.threadFinished) return false;
+    return !v.run.kwargs.temporary || !threadState(this.ctx, v.run.thread_id);
   }
 
   /** Resolves once the run ended and its thread shows it (or the run is gone). */
@@ -229,7 +231,7 @@ export class RunsService {
         await this.ctx.runner.waitFor(await this.ctx.store.headPosition());
         continue;
       }
-      if (decision.endsNow) await completeOnThread(this.completion, v.run, decision.endsNow);
+      if (decision.endsNow) await completeOnThread(this.completion, v.run, decision.endsNow, undefined);
       return;
     }
   }

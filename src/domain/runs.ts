@@ -27,6 +27,8 @@ export const runEventSchemas = {
     lease_expires_at: z.number(),
     /** Set when the run was taken over from a dead owner and resumes from its last checkpoint. */
     recovered_from: z.string().optional(),
+    /** The thread's latest checkpoint when the run first started: what a rollback returns to. */
+    base_checkpoint_id: z.string().nullable().optional(),
   }),
   RunLeaseRenewed: z.object({ owner: z.string(), lease_expires_at: z.number() }),
   /** One streamed chunk, exactly as an SSE event: `event` name and JSON `data`. */
@@ -59,6 +61,8 @@ export interface RunStreamState {
   lease_expires_at?: number;
   cancel?: CancelAction;
   ended?: RunEnded;
+  /** Latest checkpoint of the thread before the run's first attempt (null: none); undefined = never started. */
+  base_checkpoint_id?: string | null;
 }
 
 export const emptyRunStream: RunStreamState = { revision: "no_stream", attempt: 0 };
@@ -67,7 +71,10 @@ export const emptyRunStream: RunStreamState = { revision: "no_stream", attempt: 
 export function evolveRunStream(state: RunStreamState, event: RunStreamEvent, revision: bigint): RunStreamState {
   switch (event.type) {
     case "RunClaimed":
-      return { ...state, revision, attempt: event.data.attempt, owner: event.data.owner, lease_expires_at: event.data.lease_expires_at };
+      return {
+        ...state, revision, attempt: event.data.attempt, owner: event.data.owner, lease_expires_at: event.data.lease_expires_at,
+        base_checkpoint_id: state.base_checkpoint_id !== undefined ? state.base_checkpoint_id : (event.data.base_checkpoint_id ?? null),
+      };
     case "RunLeaseRenewed":
       return { ...state, revision, lease_expires_at: event.data.lease_expires_at };
     case "RunOutput":
@@ -97,7 +104,7 @@ export type RunDecision = { ok: true; events: EventData[] } | { ok: false; reaso
  */
 export function decideClaim(
   s: RunStreamState,
-  cmd: { owner: string; now: string; nowMs: number; leaseMs: number; takeover: boolean },
+  cmd: { owner: string; now: string; nowMs: number; leaseMs: number; takeover: boolean; baseCheckpointId: string | null },
 ): RunDecision {
   if (s.ended) return { ok: false, reason: "run already ended" };
   if (s.owner && !cmd.takeover) return { ok: false, reason: "run already claimed" };
@@ -108,6 +115,7 @@ export function decideClaim(
     lease_expires_at: cmd.nowMs + cmd.leaseMs,
   };
   if (s.owner) data.recovered_from = s.owner;
+  else data.base_checkpoint_id = cmd.baseCheckpointId;
   return { ok: true, events: [{ type: "RunClaimed", data }] };
 }
 

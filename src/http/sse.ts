@@ -82,7 +82,14 @@ export function parseLastEventId(header: string | string[] | undefined): bigint 
  * Tails `run-{id}` from the log: every RunOutput after `from` (exclusive) becomes an SSE event whose
  * id is its stream revision; ends after RunEnded or when the client leaves. Never talks to a worker.
  */
-export async function tailRunStream(store: EventStore, runId: string, from: bigint | "start", sse: SseWriter): Promise<void> {
+export async function tailRunStream(
+  store: EventStore,
+  runId: string,
+  from: bigint | "start",
+  sse: SseWriter,
+  /** Awaited after RunEnded before the response ends (the thread shows the outcome by then). */
+  settled?: () => Promise<unknown>,
+): Promise<void> {
   const subscription = store.subscribeToStream(runStream(runId), { fromRevision: from });
   const stop = () => void subscription.close();
   sse.onClose(stop);
@@ -101,4 +108,5 @@ export async function tailRunStream(store: EventStore, runId: string, from: bigi
   } finally {
     await subscription.close();
   }
+  await settled?.();
 }

@@ -14,7 +14,7 @@ export interface GraphSource {
 export type ExecutionOutcome =
   | { status: "success"; values: unknown }
   | { status: "interrupted"; values: unknown; interrupts: Record<string, unknown> }
-  | { status: "error"; error: RunError; aborted: boolean };
+  | { status: "error"; error: RunError; aborted: boolean; values?: unknown };
 
 export interface RunExecution {
   run: RunRecord;
@@ -47,12 +47,25 @@ export async function executeRun(x: RunExecution): Promise<ExecutionOutcome> {
   const config = kw.config as RunnableConfig & { recursion_limit?: number };
   const graphId = String(config.configurable?.graph_id ?? "");
   const mapper = new StreamModeMapper(kw.stream_mode, kw.subgraphs);
+  let graph: CompiledGraph | undefined;
+  /** After an abort: the state the checkpoints hold (the work done so far is kept). */
+  const stateValues = async () => {
+    try {
+      return toWire((await graph?.getState({ configurable: { thread_id: config.configurable?.thread_id } }))?.values);
+    } catch {
+      return undefined;
+    }
+  };
   try {
-    const graph = await x.graphs.get(graphId, config);
+    graph = await x.graphs.get(graphId, config);
     if (graph.checkpointer !== x.checkpointer) graph.checkpointer = x.checkpointer;
     const { recursion_limit, ...rest } = config;
+    // Checkpoint metadata names the run (rollback and crash recovery find a run's checkpoints by it),
+    // and, as the Python server does, the scalar configurable values.
+    const scalars = Object.entries(config.configurable ?? {}).filter(([k, v]) => !k.startsWith("__") && ["string", "number", "boolean"].includes(typeof v));
     const options: Record<string, unknown> = {
       ...rest,
+      metadata: { ...Object.fromEntries(scalars), ...(config.metadata ?? {}), run_id: run.run_id },
       context: kw.context,
       signal,
       subgraphs: kw.subgraphs,
@@ -74,7 +87,7 @@ export async function executeRun(x: RunExecution): Promise<ExecutionOutcome> {
         for (const e of mapper.fromChunk(ns, mode, data)) x.emit(e);
       }
     }
-    if (signal.aborted) return { status: "error", error: serializeError(signal.reason ?? new Error("aborted")), aborted: true };
+    if (signal.aborted) return { status: "error", error: serializeError(signal.reason ?? new Error("aborted")), aborted: true, values: await stateValues() };
     if (mapper.interrupted) {
       const state = await graph.getState({ configurable: { thread_id: config.configurable?.thread_id } });
       const interrupts: Record<string, unknown> = {};
@@ -85,6 +98,7 @@ export async function executeRun(x: RunExecution): Promise<ExecutionOutcome> {
     if (values === undefined) values = (await graph.getState({ configurable: { thread_id: config.configurable?.thread_id } })).values;
     return { status: "success", values: toWire(values) };
   } catch (error) {
-    return { status: "error", error: serializeError(error), aborted: signal.aborted };
+    if (signal.aborted) return { status: "error", error: serializeError(error), aborted: true, values: await stateValues() };
+    return { status: "error", error: serializeError(error), aborted: false };
   }
 }

@@ -15,8 +15,8 @@ export interface CompletionDeps {
   store: EventStore;
   runner: ProjectionRunner;
   now(): string;
-  /** Drops the checkpoints a rolled-back run wrote, when the checkpointer can. */
-  discardRunCheckpoints?(threadId: string, runId: string): Promise<void>;
+  /** Drops the checkpoints newer than `afterCheckpointId` (what a rolled-back run wrote). */
+  discardCheckpointsAfter?(threadId: string, afterCheckpointId: string | null, reason: string): Promise<void>;
   /** Deletes a thread's checkpoints (temporary threads of stateless runs). */
   deleteThreadCheckpoints?(threadId: string): Promise<void>;
 }
@@ -33,8 +33,16 @@ export async function loadRunStream(store: EventStore, runId: string): Promise<R
  * event id), the rollback of the run's checkpoints, and the removal of a temporary thread.
  * Safe to call again for the same run (crash recovery does).
  */
-export async function completeOnThread(deps: CompletionDeps, run: RunRecord, ended: RunEnded): Promise<void> {
-  if (ended.status === "rollback") await deps.discardRunCheckpoints?.(run.thread_id, run.run_id);
+export async function completeOnThread(
+  deps: CompletionDeps,
+  run: RunRecord,
+  ended: RunEnded,
+  /** The thread's latest checkpoint before the run started; undefined when it never started. */
+  baseCheckpointId: string | null | undefined,
+): Promise<void> {
+  if (ended.status === "rollback" && baseCheckpointId !== undefined) {
+    await deps.discardCheckpointsAfter?.(run.thread_id, baseCheckpointId, `run ${run.run_id} rolled back`);
+  }
   const mark = { id: finishedMarkId(run.run_id), type: "RunFinished", data: threadFinishOf(run.run_id, ended) };
   let position = (await deps.store.append(threadStream(run.thread_id), [mark], "any")).position;
   if (run.kwargs.temporary) {

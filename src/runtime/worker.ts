@@ -22,7 +22,7 @@ export interface WorkerOptions extends CompletionDeps {
   store: EventStore;
   runner: ProjectionRunner;
   graphs: GraphSource;
-  checkpointer: BaseCheckpointSaver;
+  checkpointer: BaseCheckpointSaver & { latestCheckpointId(threadId: string): string | null };
   /** Runs executed at once by this process. */
   maxConcurrentRuns: number;
   /** Identifies this process in claims. */
@@ -165,7 +165,8 @@ export class RunWorker {
     const run = view.run;
     const stream = takeover ? await loadRunStream(this.o.store, run.run_id) : view.stream;
     const nowMs = Date.now();
-    const claim = decideClaim(stream, { owner: this.owner, now: this.o.now(), nowMs, leaseMs: this.leaseMs, takeover });
+    const latest = this.o.checkpointer.latestCheckpointId(run.thread_id);
+    const claim = decideClaim(stream, { owner: this.owner, now: this.o.now(), nowMs, leaseMs: this.leaseMs, takeover, baseCheckpointId: latest });
     if (!claim.ok) return;
     let revision: bigint;
     try {
@@ -175,12 +176,14 @@ export class RunWorker {
       throw error;
     }
     const attempt = stream.attempt + 1;
+    const base = stream.base_checkpoint_id !== undefined ? stream.base_checkpoint_id : latest;
     if (takeover && stream.cancel) {
       // Asked to stop while its owner was gone: end it instead of resuming.
-      await this.end(run, revision, { status: stream.cancel === "rollback" ? "rollback" : "interrupted", reason: "cancelled while its worker was down", ended_at: this.o.now() });
+      await this.end(run, revision, { status: stream.cancel === "rollback" ? "rollback" : "interrupted", reason: "cancelled while its worker was down", ended_at: this.o.now() }, base);
       return;
     }
-    const resume = takeover && (await this.hasOwnCheckpoint(run));
+    // Taken over after a crash: if the run already checkpointed, continue from there.
+    const resume = takeover && latest !== base;
     const writer = new RunStreamWriter(this.o.store, runStream(run.run_id), revision);
     const output = (event: string, data: unknown) => writer.push({ type: "RunOutput", data: { event, data } });
     output("metadata", { run_id: run.run_id, attempt });
@@ -199,14 +202,15 @@ export class RunWorker {
     const ended = this.endedOf(outcome, entry, takeover ? stream.owner : undefined);
     if (ended.status === "error" && ended.error) output("error", ended.error);
     await writer.drain();
-    await this.end(run, writer.revision, ended);
+    await this.end(run, writer.revision, ended, base);
   }
 
   private endedOf(outcome: ExecutionOutcome, entry: Active, recoveredFrom: string | undefined): RunEnded {
     const ended_at = this.o.now();
     const base = recoveredFrom ? { reason: `resumed after its worker ${recoveredFrom} died` } : {};
     if (entry.cancel) {
-      const values = outcome.status === "error" ? undefined : outcome.values;
+      // Interrupted: the work done so far stays. Rolled back: the thread keeps its previous state.
+      const values = entry.cancel === "rollback" ? undefined : outcome.values;
       return { status: entry.cancel === "rollback" ? "rollback" : "interrupted", reason: `cancelled (${entry.cancel})`, ended_at, ...(values !== undefined ? { values } : {}) };
     }
     switch (outcome.status) {
@@ -220,7 +224,7 @@ export class RunWorker {
   }
 
   /** Appends RunEnded (only the owner, only once), then the thread's RunFinished mark. */
-  private async end(run: RunRecord, revision: bigint, ended: RunEnded): Promise<void> {
+  private async end(run: RunRecord, revision: bigint, ended: RunEnded, base: string | null): Promise<void> {
     let expected = revision;
     for (let attempt = 0; ; attempt++) {
       try {
@@ -235,13 +239,8 @@ export class RunWorker {
         expected = current.revision as bigint;
       }
     }
-    await completeOnThread(this.o, run, ended);
+    await completeOnThread(this.o, run, ended, base);
     this.o.onRunCompleted?.(run, ended);
-  }
-
-  private async hasOwnCheckpoint(run: RunRecord): Promise<boolean> {
-    const tuple = await this.o.checkpointer.getTuple({ configurable: { thread_id: run.thread_id, checkpoint_ns: "" } });
-    return (tuple?.metadata as Record<string, unknown> | undefined)?.run_id === run.run_id;
   }
 
   /**
@@ -254,7 +253,7 @@ export class RunWorker {
     for (const view of this.o.runner.values(runsProjection)) {
       const s = view.stream;
       if (s.ended) {
-        if (!view.threadFinished) await completeOnThread(this.o, view.run, s.ended);
+        if (!view.threadFinished) await completeOnThread(this.o, view.run, s.ended, s.base_checkpoint_id);
         continue;
       }
       if (!s.owner || s.owner === this.owner) continue;

@@ -75,7 +75,11 @@ export function runRoutes(ctx: AppContext, runs: RunsService): FastifyPluginAsyn
     }
     const view = runs.view(run.run_id);
     const endedAt = view?.stream.ended ? view.stream.revision : undefined;
-    if (!(typeof from === "bigint" && typeof endedAt === "bigint" && from >= endedAt)) await tailRunStream(ctx.store, run.run_id, from, sse);
+    if (!(typeof from === "bigint" && typeof endedAt === "bigint" && from >= endedAt)) {
+      const closed = new AbortController();
+      sse.onClose(() => closed.abort());
+      await tailRunStream(ctx.store, run.run_id, from, sse, () => runs.waitDone(run.run_id, closed.signal));
+    }
     sse.end();
   }
 
