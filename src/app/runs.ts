@@ -66,6 +66,8 @@ export function runResult(view: RunView | undefined): unknown {
 /** Application service of runs: create (with double-texting), read, cancel, delete, wait. */
 export class RunsService {
   private readonly waiters = new Map<string, (() => void)[]>();
+  /** Open streams and waits, ended when the server shuts down. */
+  private readonly open = new Set<() => void>();
   private readonly unsubscribe: () => void;
 
   constructor(
@@ -75,8 +77,19 @@ export class RunsService {
     this.unsubscribe = ctx.runner.onApplied((event) => this.onEvent(event));
   }
 
+  /** Registers something to end at shutdown; returns the function that unregisters it. */
+  track(end: () => void): () => void {
+    this.open.add(end);
+    return () => this.open.delete(end);
+  }
+
+  private closed = false;
+
   close(): void {
+    this.closed = true;
     this.unsubscribe();
+    for (const end of [...this.open]) end();
+    this.open.clear();
     for (const list of this.waiters.values()) for (const wake of list) wake();
     this.waiters.clear();
   }
@@ -106,7 +119,7 @@ export class RunsService {
   /** Resolves once the run ended and its thread shows it (or the run is gone). */
   waitDone(runId: string, signal?: AbortSignal): Promise<RunView | undefined> {
     const id = runId.toLowerCase();
-    if (this.isDone(id) || signal?.aborted) return Promise.resolve(this.view(id));
+    if (this.closed || this.isDone(id) || signal?.aborted) return Promise.resolve(this.view(id));
     return new Promise((resolve) => {
       const wake = () => resolve(this.view(id));
       const list = this.waiters.get(id) ?? [];

@@ -14,6 +14,7 @@ export class SseWriter {
   private lastWrite = Date.now();
   private readonly timer: NodeJS.Timeout;
   private readonly closeListeners: (() => void)[] = [];
+  private readonly endListeners: (() => void)[] = [];
   closed = false;
 
   constructor(
@@ -59,11 +60,18 @@ export class SseWriter {
     this.reply.raw.write(text);
   }
 
+  /** Ends the response (also used at shutdown: tails notice `closed` and stop). */
   end(): void {
     if (this.closed) return;
     this.closed = true;
     clearInterval(this.timer);
+    for (const l of this.endListeners) l();
     this.reply.raw.end();
+  }
+
+  /** Called when the response ends, whoever ends it. */
+  onEnd(listener: () => void): void {
+    this.endListeners.push(listener);
   }
 }
 
@@ -93,6 +101,7 @@ export async function tailRunStream(
   const subscription = store.subscribeToStream(runStream(runId), { fromRevision: from });
   const stop = () => void subscription.close();
   sse.onClose(stop);
+  sse.onEnd(stop);
   try {
     for await (const item of subscription) {
       if (sse.closed) break;
@@ -108,5 +117,5 @@ export async function tailRunStream(
   } finally {
     await subscription.close();
   }
-  await settled?.();
+  if (!sse.closed) await settled?.();
 }

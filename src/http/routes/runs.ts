@@ -68,6 +68,7 @@ export function runRoutes(ctx: AppContext, runs: RunsService): FastifyPluginAsyn
   /** Streams a run's events from the log; cancels it when the client leaves if asked to. */
   async function streamRun(reply: FastifyReply, run: RunRecord, headers: Record<string, string>, from: bigint | "start", cancelOnDisconnect: boolean) {
     const sse = new SseWriter(reply, headers);
+    const untrack = runs.track(() => sse.end());
     if (cancelOnDisconnect) {
       sse.onClose(() => {
         if (!runs.isDone(run.run_id)) void runs.cancel(null, run.run_id, "interrupt").catch(() => undefined);
@@ -80,6 +81,7 @@ export function runRoutes(ctx: AppContext, runs: RunsService): FastifyPluginAsyn
       sse.onClose(() => closed.abort());
       await tailRunStream(ctx.store, run.run_id, from, sse, () => runs.waitDone(run.run_id, closed.signal));
     }
+    untrack();
     sse.end();
   }
 
