@@ -1,6 +1,6 @@
-import { randomUUID } from "node:crypto";
 import path from "node:path";
 import type Database from "better-sqlite3";
+import { v7 as uuidv7 } from "uuid";
 import { GroupCommit, type Outcome } from "./sqlite-group-commit.js";
 import { openDatabase, type Synchronous } from "./sqlite-schema.js";
 import { CatchUpSubscription, CommitHub, type CatchUpSource } from "./sqlite-subscription.js";
@@ -343,7 +343,9 @@ function prepareEvent(event: EventData, index: number): PreparedEvent {
   if (typeof event !== "object" || event === null) throw new TypeError(`append: event #${index} is not an object`);
   if (typeof event.type !== "string" || event.type === "") throw new TypeError(`append: event #${index} has no type`);
   let id: string;
-  if (event.id === undefined) id = randomUUID();
+  // Generated ids are time-ordered (UUIDv7): the unique index on event_id then grows at its right edge. Random (v4)
+  // ids scatter each commit over many index pages, which halves the throughput of large batches with synchronous=FULL.
+  if (event.id === undefined) id = uuidv7();
   else if (typeof event.id === "string" && UUID.test(event.id)) id = event.id.toLowerCase();
   else throw new TypeError(`append: event #${index} id must be a UUID, got ${String(event.id)}`);
   const data = JSON.stringify(event.data);
