@@ -124,6 +124,26 @@ t.test("group commit: concurrent appends share one transaction; a failing append
   t.equal((await store.readAll({ filter: { streamPrefixes: ["batch-"] } })).length, 50, "every batched append was written");
 });
 
+t.test("subscriptions release their listener when closed or abandoned, and on store close", async (t) => {
+  const store = await openSqliteStore({ path: path.join(await tempDir(t), "events.sqlite") });
+  t.teardown(() => store.close());
+  await store.append("sub-1", [{ type: "A", data: {} }]);
+  const closed = store.subscribeToStream("sub-1");
+  const broken = store.subscribeToAll();
+  const open = store.subscribeToAll({ filter: { eventTypes: ["A"] } });
+  t.equal(store.stats().subscriptions, 3, "three listening");
+  await closed.close();
+  for await (const item of broken) if (item.kind === "event") break;
+  t.equal(store.stats().subscriptions, 1, "close() and leaving a for-await release the listener");
+  const it = open[Symbol.asyncIterator]();
+  t.equal((await it.next()).value?.kind, "event", "history");
+  t.equal((await it.next()).value?.kind, "caughtUp", "caught up");
+  const pending = it.next();
+  await store.close();
+  t.equal((await pending).done, true, "store.close() ends the open subscription");
+  t.equal(store.stats().subscriptions, 0, "and releases it");
+});
+
 t.test("close() commits queued appends, then refuses new work", async (t) => {
   const file = path.join(await tempDir(t), "events.sqlite");
   const store = await openSqliteStore({ path: file });

@@ -35,6 +35,8 @@ export interface SqliteStoreStats {
   appends: number;
   /** Events written. */
   events: number;
+  /** Subscriptions currently open (listening for commits). */
+  subscriptions: number;
 }
 
 export interface SqliteEventStore extends EventStore {
@@ -114,7 +116,7 @@ class SqliteStore implements SqliteEventStore {
   private closed = false;
   private readonly sql: ReturnType<typeof prepareStatements>;
   private readonly hub = new CommitHub();
-  private readonly counters: SqliteStoreStats = { transactions: 0, appends: 0, events: 0 };
+  private readonly counters = { transactions: 0, appends: 0, events: 0 };
   private readonly queue: GroupCommit<AppendJob, AppendResult>;
 
   constructor(
@@ -146,7 +148,7 @@ class SqliteStore implements SqliteEventStore {
   }
 
   stats(): SqliteStoreStats {
-    return { ...this.counters };
+    return { ...this.counters, subscriptions: this.hub.size };
   }
 
   async append(stream: string, events: EventData[], expected: ExpectedRevision = "any"): Promise<AppendResult> {
