@@ -46,7 +46,7 @@ function validatingSubscription(inner: Subscription, schemaFor: SchemaLookup): S
 export function withSchemas(store: EventStore, schemaFor: SchemaLookup): EventStore {
   return {
     kind: store.kind,
-    append(stream, events: EventData[], expected) {
+    async append(stream, events: EventData[], expected) {
       for (const e of events) check(schemaFor, stream, undefined, e.type, e.data);
       return store.append(stream, events, expected);
     },
