@@ -1,7 +1,7 @@
 import { WrongExpectedVersionError, type EventStore } from "../eventstore/types.js";
 import type { ProjectionRunner } from "../projections/runner.js";
 import type { Projection } from "../../projections/projection.js";
-import type { Decision } from "../domain/assistants.js";
+import type { Decision } from "../domain/decision.js";
 import { HttpError } from "../http/errors.js";
 
 const MAX_ATTEMPTS = 5;

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import type { EventData } from "../eventstore/types.js";
+import type { Decision } from "./decision.js";
 import type { JsonObject } from "./json.js";
 
 /** Assistant streams: `assistant-{assistant_id}`. */
@@ -93,20 +93,10 @@ function mustExist(state: AssistantState | undefined): AssistantState {
 
 // ---- commands: pure decisions, given the current state and the clock reading ----
 
-export type Decision = { ok: true; events: EventData[] } | { ok: false; status: 404 | 409 | 422; detail: string };
 
 const live = (s: AssistantState | undefined) => (s && !s.deleted ? s : undefined);
 
-export interface CreateAssistant {
-  assistant_id: string;
-  graph_id: string;
-  config: JsonObject;
-  context: JsonObject;
-  metadata: JsonObject;
-  name: string;
-  description: string | null;
-  if_exists: "raise" | "do_nothing";
-}
+export type CreateAssistant = Omit<AssistantVersion, "version" | "created_at"> & { if_exists: "raise" | "do_nothing" };
 
 /** `undefined` events with ok=true means "nothing to do" (do_nothing on an existing assistant). */
 export function decideCreateAssistant(state: AssistantState | undefined, cmd: CreateAssistant, now: string): Decision {

@@ -2,7 +2,7 @@ import { z } from "zod";
 import type { EventData } from "../eventstore/types.js";
 import type { JsonObject } from "./json.js";
 import { RunRecordSchema, type RunRecord, type MultitaskStrategy } from "./run-record.js";
-import type { Decision } from "./assistants.js";
+import type { Decision } from "./decision.js";
 
 /** Thread streams: `thread-{thread_id}`. They also carry the run lifecycle marks that keep double-texting rules. */
 export const threadStream = (threadId: string) => `thread-${threadId}`;
