@@ -44,6 +44,26 @@ export class RunStreamWriter {
     }
   }
 
+  /**
+   * Appends what is still queued plus `last` in one append with the expected revision (so a
+   * concurrent writer, e.g. a cancel request, makes it fail with WrongExpectedVersion instead of
+   * interleaving). Returns the revision of the last event.
+   */
+  async finish(last: EventData[]): Promise<bigint> {
+    while (this.flushing) await this.flushing;
+    if (this.failure) throw this.failure;
+    const batch = [...this.queue.splice(0), ...last];
+    try {
+      const result = await this.store.append(this.stream, batch, this.revision);
+      this.revision = result.nextExpectedRevision;
+      return this.revision;
+    } catch (error) {
+      // Put the outputs back so a retry (after re-reading the stream) can still write them.
+      this.queue = batch.slice(0, batch.length - last.length);
+      throw error;
+    }
+  }
+
   async drain(): Promise<void> {
     while (this.flushing) await this.flushing;
     if (this.failure) throw this.failure;

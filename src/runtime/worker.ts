@@ -168,16 +168,19 @@ export class RunWorker {
     const latest = this.o.checkpointer.latestCheckpointId(run.thread_id);
     const claim = decideClaim(stream, { owner: this.owner, now: this.o.now(), nowMs, leaseMs: this.leaseMs, takeover, baseCheckpointId: latest });
     if (!claim.ok) return;
+    const attempt = stream.attempt + 1;
+    // The claim and the stream's first event go in one append (one commit before the first byte).
+    const cancelled = takeover && stream.cancel !== undefined;
+    const first = cancelled ? [] : [{ type: "RunOutput", data: { event: "metadata", data: { run_id: run.run_id, attempt } } }];
     let revision: bigint;
     try {
-      revision = (await this.o.store.append(runStream(run.run_id), claim.events, stream.revision)).nextExpectedRevision;
+      revision = (await this.o.store.append(runStream(run.run_id), [...claim.events, ...first], stream.revision)).nextExpectedRevision;
     } catch (error) {
       if (error instanceof WrongExpectedVersionError) return; // another worker won
       throw error;
     }
-    const attempt = stream.attempt + 1;
     const base = stream.base_checkpoint_id !== undefined ? stream.base_checkpoint_id : latest;
-    if (takeover && stream.cancel) {
+    if (cancelled) {
       // Asked to stop while its owner was gone: end it instead of resuming.
       await this.end(run, revision, { status: stream.cancel === "rollback" ? "rollback" : "interrupted", reason: "cancelled while its worker was down", ended_at: this.o.now() }, base);
       return;
@@ -186,7 +189,6 @@ export class RunWorker {
     const resume = takeover && latest !== base;
     const writer = new RunStreamWriter(this.o.store, runStream(run.run_id), revision);
     const output = (event: string, data: unknown) => writer.push({ type: "RunOutput", data: { event, data } });
-    output("metadata", { run_id: run.run_id, attempt });
     const outcome = await executeRun({
       run,
       graphs: this.o.graphs,
@@ -201,8 +203,16 @@ export class RunWorker {
     }
     const ended = this.endedOf(outcome, entry, takeover ? stream.owner : undefined);
     if (ended.status === "error" && ended.error) output("error", ended.error);
-    await writer.drain();
-    await this.end(run, writer.revision, ended, base);
+    try {
+      await writer.finish([{ type: "RunEnded", data: ended }]);
+    } catch (error) {
+      if (!(error instanceof WrongExpectedVersionError)) throw error;
+      // Someone appended meanwhile (a cancel request): write the rest, then end it the careful way.
+      await writer.drain();
+      await this.end(run, writer.revision, ended, base);
+      return;
+    }
+    await this.completed(run, ended, base);
   }
 
   private endedOf(outcome: ExecutionOutcome, entry: Active, recoveredFrom: string | undefined): RunEnded {
@@ -239,6 +249,10 @@ export class RunWorker {
         expected = current.revision as bigint;
       }
     }
+    await this.completed(run, ended, base);
+  }
+
+  private async completed(run: RunRecord, ended: RunEnded, base: string | null): Promise<void> {
     await completeOnThread(this.o, run, ended, base);
     this.o.onRunCompleted?.(run, ended);
   }
