@@ -152,3 +152,36 @@ t.test("threads and their state survive a restart; a second assistant continues 
   t.same(stateAfter, stateBefore, "state identical after rebuilding from the log");
   t.same((await again.client.threads.get(thread.thread_id)).metadata, { x: 1, graph_id: "agent" });
 });
+
+t.test("a thread belongs to no assistant: a second assistant continues the first one's state", async (t) => {
+  const srv = await startTestServer();
+  t.teardown(() => srv.close());
+  const { client } = srv;
+  const second = await client.assistants.create({ graphId: "factory", config: { configurable: { prefix: "second" } } });
+  const thread = await client.threads.create();
+  const first = await client.runs.wait(thread.thread_id, "agent", { input: { messages: [human("one")] } });
+  t.equal((first as { messages: unknown[] }).messages.length, 2);
+  const after = (await client.runs.wait(thread.thread_id, second.assistant_id, { input: { messages: [human("two")] } })) as {
+    messages: { type: string; content: string }[];
+  };
+  t.same(after.messages.map((m) => m.content), ["one", "You said: one", "two", "second: two"], "the second assistant saw the first one's messages");
+  const state = await client.threads.getState<{ messages: unknown[] }>(thread.thread_id);
+  t.equal(state.values.messages.length, 4);
+  const history = await client.threads.getHistory(thread.thread_id, { limit: 100 });
+  t.ok(history.length >= 4, "checkpoints of both runs are in the thread's history");
+});
+
+t.test("state updates are refused with 409 while a run is pending or running", async (t) => {
+  const srv = await startTestServer();
+  t.teardown(() => srv.close());
+  const { client } = srv;
+  const thread = await client.threads.create({ graphId: "delay" });
+  const run = await client.runs.create(thread.thread_id, "delay", { input: { delay: 60_000 } });
+  const res = await fetch(`${srv.url}/threads/${thread.thread_id}/state`, {
+    method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ values: {} }),
+  });
+  t.equal(res.status, 409);
+  t.match(((await res.json()) as { detail: string }).detail, /busy/);
+  await client.runs.cancel(thread.thread_id, run.run_id, true);
+  t.equal((await client.threads.get(thread.thread_id)).status, "idle");
+});
