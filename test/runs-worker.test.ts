@@ -1,0 +1,105 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import t from "tap";
+import { openSqliteStore } from "../src/eventstore/sqlite.js";
+import { withSchemas } from "../src/eventstore/validating.js";
+import { schemaForEventType } from "../src/domain/events.js";
+import { ProjectionRunner } from "../src/projections/runner.js";
+import { allProjections } from "../src/projections/all.js";
+import { EventSourcedCheckpointSaver } from "../src/runtime/checkpointer.js";
+import { loadLanggraphConfig } from "../src/runtime/langgraph-config.js";
+import { loadGraphRegistry } from "../src/runtime/graphs.js";
+import { loadConfig } from "../src/config.js";
+import { isoNow, type AppContext } from "../src/app/context.js";
+import { ensureDefaultAssistants } from "../src/app/assistants.js";
+import { RunsService } from "../src/app/runs.js";
+import { RunWorker } from "../src/runtime/worker.js";
+import { runStream } from "../src/domain/runs.js";
+import { TEST_GRAPHS } from "./support/server.js";
+
+/**
+ * Several workers on one store (as several processes on one EventStoreDB would be): every run is
+ * claimed by exactly one of them and ended exactly once; a worker whose lease expired is taken over.
+ */
+
+t.test("workers sharing a store", async (t) => {
+  const dir = await mkdtemp(path.join(os.tmpdir(), "agent-server-workers-"));
+  const store = withSchemas(await openSqliteStore({ path: path.join(dir, "events.sqlite"), synchronous: "NORMAL" }), schemaForEventType);
+  const runner = new ProjectionRunner(store, allProjections);
+  await runner.start();
+  const checkpointer = new EventSourcedCheckpointSaver({ store, runner });
+  const langgraph = await loadLanggraphConfig(TEST_GRAPHS);
+  const graphs = await loadGraphRegistry(langgraph.config, langgraph.baseDir, { graphDefaults: {} });
+  const ctx: AppContext = { config: loadConfig({ DATA_DIR: dir }), langgraph, store, runner, graphs, checkpointer, now: isoNow };
+  await ensureDefaultAssistants(ctx, graphs.defaultAssistants());
+  const completion = {
+    store, runner, now: isoNow,
+    deleteThreadCheckpoints: (id: string) => checkpointer.deleteThread(id),
+    discardCheckpointsAfter: async (id: string, after: string | null) => void (await checkpointer.discardAfter(id, after)),
+  };
+  const runs = new RunsService(ctx, completion);
+  const worker = (owner: string, leaseMs = 30_000) =>
+    new RunWorker({ ...completion, graphs, checkpointer, maxConcurrentRuns: 3, exclusiveStore: false, owner, leaseMs });
+  const workers = [worker("w1"), worker("w2")];
+  t.teardown(async () => {
+    for (const w of workers) await w.stop();
+    runs.close();
+    await runner.stop();
+    await store.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+  for (const w of workers) await w.start();
+
+  t.test("exactly one claim and one end per run", async (t) => {
+    const created = [];
+    for (let i = 0; i < 24; i++) {
+      created.push(await runs.create(null, { assistant_id: "agent", input: { messages: [{ role: "user", content: `m${i}` }] }, on_completion: "keep" }));
+    }
+    await Promise.all(created.map((r) => runs.waitDone(r.run_id)));
+    const owners = new Set<string>();
+    for (const r of created) {
+      const events = await store.readStream(runStream(r.run_id));
+      const claims = events.filter((e) => e.type === "RunClaimed");
+      t.equal(claims.length, 1, `one claim for ${r.run_id}`);
+      t.equal(events.filter((e) => e.type === "RunEnded").length, 1);
+      owners.add((claims[0].data as { owner: string }).owner);
+      t.equal(runs.view(r.run_id)?.stream.ended?.status, "success");
+    }
+    t.ok(owners.size >= 1, `owners: ${[...owners].join(",")}`);
+  });
+
+  t.test("a run whose owner stopped renewing is taken over after its lease", async (t) => {
+    const mortal = worker("mortal", 200);
+    // The lease timers are unref'd (a server's sockets keep it alive); here nothing else would.
+    const keepAlive = setInterval(() => undefined, 1_000);
+    t.teardown(() => clearInterval(keepAlive));
+    // Only the mortal worker may take the run.
+    for (const w of workers) await w.stop();
+    workers.length = 0;
+    await mortal.start();
+    const run = await runs.create(null, { assistant_id: "delay", input: { delay: 60_000 }, on_completion: "keep" });
+    const sub = store.subscribeToStream(runStream(run.run_id));
+    let stage = 0;
+    let heir: RunWorker | undefined;
+    for await (const item of sub) {
+      if (item.kind !== "event" || item.event.type !== "RunClaimed") continue;
+      const claim = item.event.data as { owner: string; recovered_from?: string; attempt: number };
+      if (stage === 0) {
+        t.equal(claim.owner, "mortal");
+        stage = 1;
+        await mortal.stop(); // dies: its claim stays open, nobody renews the lease
+        heir = worker("heir", 200);
+        workers.push(heir);
+        await heir.start();
+      } else {
+        t.match(claim, { owner: "heir", recovered_from: "mortal", attempt: 2 });
+        break;
+      }
+    }
+    await sub.close();
+    await runs.cancel(null, run.run_id, "interrupt");
+    const view = await runs.waitDone(run.run_id);
+    t.equal(view?.stream.ended?.status, "interrupted");
+  });
+});
