@@ -17,6 +17,8 @@ const EnvSchema = z.object({
   BODY_LIMIT: z.coerce.number().int().positive().default(10 * 1024 * 1024),
   /** Runs executed at once by this process. */
   N_JOBS_PER_WORKER: z.coerce.number().int().positive().default(10),
+  /** A run still executing after this many seconds is aborted and ends with status `timeout`. */
+  BG_JOB_TIMEOUT_SECS: z.coerce.number().positive().default(3600),
   /** SQLite `synchronous`: FULL (default) makes every acknowledged append survive power loss. */
   SQLITE_SYNCHRONOUS: z.enum(["FULL", "NORMAL"]).default("FULL"),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("warn"),
@@ -33,6 +35,7 @@ export interface Config {
   langgraphJsonPath: string;
   bodyLimit: number;
   maxConcurrentRuns: number;
+  runTimeoutSecs: number;
   sqliteSynchronous: "FULL" | "NORMAL";
   logLevel: string;
 }
@@ -63,6 +66,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     langgraphJsonPath: path.resolve(e.LANGGRAPH_JSON),
     bodyLimit: e.BODY_LIMIT,
     maxConcurrentRuns: e.N_JOBS_PER_WORKER,
+    runTimeoutSecs: e.BG_JOB_TIMEOUT_SECS,
     sqliteSynchronous: e.SQLITE_SYNCHRONOUS,
     logLevel: e.LOG_LEVEL,
   };

@@ -89,6 +89,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
       graphs,
       checkpointer,
       maxConcurrentRuns: config.maxConcurrentRuns,
+      runTimeoutMs: config.runTimeoutSecs * 1000,
       exclusiveStore: store.kind === "sqlite",
     });
     await worker.start();

@@ -39,8 +39,8 @@ t.test("workers sharing a store", async (t) => {
     discardCheckpointsAfter: async (id: string, after: string | null) => void (await checkpointer.discardAfter(id, after)),
   };
   const runs = new RunsService(ctx, completion);
-  const worker = (owner: string, leaseMs = 30_000) =>
-    new RunWorker({ ...completion, graphs, checkpointer, maxConcurrentRuns: 3, exclusiveStore: false, owner, leaseMs });
+  const worker = (owner: string, leaseMs = 30_000, runTimeoutMs?: number) =>
+    new RunWorker({ ...completion, graphs, checkpointer, maxConcurrentRuns: 3, exclusiveStore: false, owner, leaseMs, runTimeoutMs });
   const workers = [worker("w1"), worker("w2")];
   t.teardown(async () => {
     for (const w of workers) await w.stop();
@@ -101,5 +101,18 @@ t.test("workers sharing a store", async (t) => {
     await runs.cancel(null, run.run_id, "interrupt");
     const view = await runs.waitDone(run.run_id);
     t.equal(view?.stream.ended?.status, "interrupted");
+  });
+
+  t.test("a run longer than the timeout is aborted and ends with status timeout", async (t) => {
+    for (const w of workers) await w.stop();
+    workers.length = 0;
+    const strict = worker("strict", 30_000, 150);
+    workers.push(strict);
+    await strict.start();
+    const run = await runs.create(null, { assistant_id: "delay", input: { delay: 60_000 }, on_completion: "keep" });
+    const view = await runs.waitDone(run.run_id);
+    t.match(view?.stream.ended, { status: "timeout", error: { error: "TimeoutError" } });
+    const outputs = (await store.readStream(runStream(run.run_id))).filter((e) => e.type === "RunOutput").map((e) => (e.data as { event: string }).event);
+    t.same(outputs, ["metadata", "values", "error"]);
   });
 });

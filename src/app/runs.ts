@@ -55,7 +55,7 @@ const obj = (v: unknown): JsonObject => (isPlainObject(v) ? v : {});
 export function runResult(view: RunView | undefined): unknown {
   const ended = view?.stream.ended;
   if (!ended) return {};
-  if (ended.status === "error" && ended.error) return { __error__: ended.error };
+  if (ended.error && ended.status !== "interrupted") return { __error__: ended.error };
   if (ended.status === "interrupted" && ended.interrupts && Object.keys(ended.interrupts).length) {
     const all = Object.values(ended.interrupts).flatMap((v) => (Array.isArray(v) ? v : []));
     if (all.length) return { ...obj(ended.values), __interrupt__: all };

@@ -25,6 +25,8 @@ export interface WorkerOptions extends CompletionDeps {
   checkpointer: BaseCheckpointSaver & { latestCheckpointId(threadId: string): string | null };
   /** Runs executed at once by this process. */
   maxConcurrentRuns: number;
+  /** A run executing longer than this is aborted and ends with status `timeout` (default: none). */
+  runTimeoutMs?: number;
   /** Identifies this process in claims. */
   owner?: string;
   /** How long a claim holds without renewal (ms). */
@@ -42,6 +44,7 @@ export interface WorkerOptions extends CompletionDeps {
 interface Active {
   controller: AbortController;
   cancel?: CancelAction;
+  timedOut?: boolean;
   done: Promise<void>;
 }
 
@@ -187,6 +190,13 @@ export class RunWorker {
     }
     // Taken over after a crash: if the run already checkpointed, continue from there.
     const resume = takeover && latest !== base;
+    const timeoutMs = this.o.runTimeoutMs;
+    const timer = timeoutMs
+      ? setTimeout(() => {
+          entry.timedOut = true;
+          entry.controller.abort(new Error(`run exceeded ${timeoutMs / 1000}s`));
+        }, timeoutMs)
+      : undefined;
     const writer = new RunStreamWriter(this.o.store, runStream(run.run_id), revision);
     const output = (event: string, data: unknown) => writer.push({ type: "RunOutput", data: { event, data } });
     const outcome = await executeRun({
@@ -197,12 +207,13 @@ export class RunWorker {
       resume,
       emit: (e) => output(e.event, e.data),
     });
+    clearTimeout(timer);
     if (this.stopping) {
       await writer.drain().catch(() => undefined);
       return; // claim stays open: the next start resumes the run
     }
     const ended = this.endedOf(outcome, entry, takeover ? stream.owner : undefined);
-    if (ended.status === "error" && ended.error) output("error", ended.error);
+    if (ended.error) output("error", ended.error);
     try {
       await writer.finish([{ type: "RunEnded", data: ended }]);
     } catch (error) {
@@ -222,6 +233,9 @@ export class RunWorker {
       // Interrupted: the work done so far stays. Rolled back: the thread keeps its previous state.
       const values = entry.cancel === "rollback" ? undefined : outcome.values;
       return { status: entry.cancel === "rollback" ? "rollback" : "interrupted", reason: `cancelled (${entry.cancel})`, ended_at, ...(values !== undefined ? { values } : {}) };
+    }
+    if (entry.timedOut) {
+      return { status: "timeout", reason: "run exceeded BG_JOB_TIMEOUT_SECS", error: { error: "TimeoutError", message: `run exceeded ${(this.o.runTimeoutMs ?? 0) / 1000}s` }, ended_at };
     }
     switch (outcome.status) {
       case "success":
