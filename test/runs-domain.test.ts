@@ -125,3 +125,39 @@ t.test("stream modes: names, namespaces, messages accumulation, wire shape of me
   t.same(plain.fromChunk(undefined, "values", { a: 1 }), [], "values is only asked for internally");
   t.equal(plain.needsEvents, false);
 });
+
+t.test("executeRun with a streaming chat model: messages/metadata once, accumulated partials, complete", async (t) => {
+  const { FakeListChatModel } = await import("@langchain/core/utils/testing");
+  const { MemorySaver, StateGraph, StateSchema, MessagesValue, START, END } = await import("@langchain/langgraph");
+  const { executeRun } = await import("../src/runtime/execute-run.js");
+  const model = new FakeListChatModel({ responses: ["abc"] });
+  const State = new StateSchema({ messages: MessagesValue });
+  const graph = new StateGraph(State)
+    .addNode("llm", async (s) => ({ messages: [await model.invoke(s.messages)] }))
+    .addEdge(START, "llm")
+    .addEdge("llm", END)
+    .compile();
+  const saver = new MemorySaver();
+  const run = {
+    run_id: "r-llm", thread_id: "t-llm", assistant_id: "a", created_at: NOW, updated_at: NOW, status: "pending", metadata: {},
+    multitask_strategy: "enqueue",
+    kwargs: {
+      input: { messages: [{ role: "user", content: "hi" }] },
+      config: { configurable: { thread_id: "t-llm", graph_id: "g" } }, context: {},
+      stream_mode: ["messages", "values"], temporary: false, subgraphs: false, resumable: false,
+    },
+  } as unknown as RunRecord;
+  const events: { event: string; data: unknown }[] = [];
+  const outcome = await executeRun({
+    run, graphs: { get: async () => graph as never }, checkpointer: saver, signal: new AbortController().signal, resume: false,
+    emit: (e) => events.push(e),
+  });
+  t.equal(outcome.status, "success");
+  const names = events.map((e) => e.event);
+  t.equal(names.filter((n) => n === "messages/metadata").length, 1, names.join(","));
+  const partials = events.filter((e) => e.event === "messages/partial").map((e) => (e.data as { content: string }[])[0].content);
+  t.same(partials, ["a", "ab", "abc"], "partials accumulate");
+  const complete = events.filter((e) => e.event === "messages/complete").flatMap((e) => (e.data as { content: string }[]).map((m) => m.content));
+  t.same(complete, ["hi", "abc"]);
+  t.ok(names.includes("values"));
+});
