@@ -45,6 +45,14 @@ import {
   type Subscription,
 } from "./types.js";
 import {
+  allSubscriptionStart,
+  checkAppend,
+  readAllArguments,
+  readStreamArguments,
+  streamSubscriptionStart,
+  type CheckedEvent,
+} from "./arguments.js";
+import {
   fromClientPosition,
   isSystem,
   redactConnectionString,
@@ -63,7 +71,6 @@ export interface EsdbStoreOptions {
 
 const PAGE_SIZE = 500;
 const MAX_INT64 = (1n << 63n) - 1n;
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /**
  * Connects to EventStoreDB and checks that it answers (one read of `$all`).
@@ -121,13 +128,8 @@ class EsdbStore implements EventStore {
   // ---------------------------------------------------------------------------------------------------- writes
 
   async append(stream: string, events: EventData[], expected: ExpectedRevision = "any"): Promise<AppendResult> {
-    checkStream(stream);
-    checkExpected(expected);
-    if (!Array.isArray(events)) throw new TypeError("append: events must be an array");
-    const prepared = events.map(prepareEvent);
-    if (new Set(prepared.map((e) => e.id)).size !== prepared.length) {
-      throw new TypeError("append: the same event id appears twice in one append");
-    }
+    // The client serialises with JSON.stringify: checked here that it can, with the reason when it cannot.
+    const prepared = checkAppend(stream, events, expected, { newId: randomUUID, explainUnserialisable: true }, toPrepared);
     this.ensureOpen();
     return this.track(this.doAppend(stream, prepared, expected));
   }
@@ -174,13 +176,7 @@ class EsdbStore implements EventStore {
   // ----------------------------------------------------------------------------------------------------- reads
 
   async readStream(stream: string, options: ReadStreamOptions = {}): Promise<RecordedEvent[]> {
-    checkStream(stream);
-    const direction = options.direction ?? "forwards";
-    if (direction !== "forwards" && direction !== "backwards") throw new TypeError(`readStream: bad direction ${String(direction)}`);
-    const maxCount = checkMaxCount(options.maxCount);
-    const from = options.fromRevision ?? (direction === "forwards" ? "start" : "end");
-    if (typeof from === "bigint") checkNonNegative(from, "fromRevision");
-    else if (from !== "start" && from !== "end") throw new TypeError(`readStream: bad fromRevision ${String(from)}`);
+    const { direction, maxCount, from } = readStreamArguments(stream, options);
     this.ensureOpen();
     return this.track(this.readStreamRaw(stream, { fromRevision: from, direction, maxCount }));
   }
@@ -210,10 +206,7 @@ class EsdbStore implements EventStore {
   }
 
   async readAll(options: ReadAllOptions = {}): Promise<RecordedEvent[]> {
-    const from = options.fromPosition ?? "start";
-    if (typeof from === "bigint") checkNonNegative(from, "fromPosition");
-    else if (from !== "start") throw new TypeError(`readAll: bad fromPosition ${String(from)}`);
-    const maxCount = checkMaxCount(options.maxCount);
+    const { from, maxCount } = readAllArguments(options);
     this.ensureOpen();
     return this.track(this.readAllFiltered(from, maxCount ?? Infinity, options.filter));
   }
@@ -283,10 +276,7 @@ class EsdbStore implements EventStore {
   // ------------------------------------------------------------------------------------------ subscriptions
 
   subscribeToStream(stream: string, options: StreamSubscriptionOptions = {}): Subscription {
-    checkStream(stream);
-    const from = options.fromRevision ?? "start";
-    if (typeof from === "bigint") checkNonNegative(from, "fromRevision");
-    else if (from !== "start" && from !== "end") throw new TypeError(`subscribeToStream: bad fromRevision ${String(from)}`);
+    const from = streamSubscriptionStart(stream, options);
     this.ensureOpen();
     const lastRevision = async () => (await this.lastRevision(stream)) ?? -1n;
     const source: CatchUpSource = {
@@ -308,9 +298,7 @@ class EsdbStore implements EventStore {
   }
 
   subscribeToAll(options: AllSubscriptionOptions = {}): Subscription {
-    const from = options.fromPosition ?? "start";
-    if (typeof from === "bigint") checkNonNegative(from, "fromPosition");
-    else if (from !== "start" && from !== "end") throw new TypeError(`subscribeToAll: bad fromPosition ${String(from)}`);
+    const from = allSubscriptionStart(options);
     this.ensureOpen();
     const filter = options.filter;
     const keep = (e: RecordedEvent) => !isSystem(e.streamId, e.type) && matchesFilter(e.streamId, e.type, filter);
@@ -404,49 +392,7 @@ function serverFilter(filter: EventFilter | undefined): Filter {
   return excludeSystemEvents();
 }
 
-function prepareEvent(event: EventData, index: number): PreparedEvent {
-  if (typeof event !== "object" || event === null) throw new TypeError(`append: event #${index} is not an object`);
-  if (typeof event.type !== "string" || event.type === "") throw new TypeError(`append: event #${index} has no type`);
-  let id: string;
-  if (event.id === undefined) id = randomUUID();
-  else if (typeof event.id === "string" && UUID.test(event.id)) id = event.id.toLowerCase();
-  else throw new TypeError(`append: event #${index} id must be a UUID, got ${String(event.id)}`);
-  // The client serialises with JSON.stringify; check here that it can (not undefined, no BigInt, no cycle).
-  let json: string | undefined;
-  try {
-    json = JSON.stringify(event.data);
-  } catch (error) {
-    throw new TypeError(`append: event #${index} data is not JSON-serialisable: ${error instanceof Error ? error.message : String(error)}`);
-  }
-  if (json === undefined) throw new TypeError(`append: event #${index} data is not JSON-serialisable`);
-  const meta = event.metadata;
-  if (meta !== undefined && (typeof meta !== "object" || meta === null || Array.isArray(meta))) {
-    throw new TypeError(`append: event #${index} metadata must be an object`);
-  }
-  return {
-    id,
-    type: event.type,
-    data: event.data as JSONType,
-    metadata: meta === undefined || Object.keys(meta).length === 0 ? undefined : meta,
-  };
-}
-
-function checkStream(stream: unknown): asserts stream is string {
-  if (typeof stream !== "string" || stream === "") throw new TypeError("stream name must be a non-empty string");
-}
-
-function checkExpected(expected: unknown): void {
-  if (expected === "any" || expected === "no_stream" || expected === "stream_exists") return;
-  if (typeof expected === "bigint" && expected >= 0n) return;
-  throw new TypeError(`append: bad expected revision ${String(expected)}`);
-}
-
-function checkNonNegative(value: bigint, name: string): void {
-  if (value < 0n) throw new TypeError(`${name} must not be negative, got ${value}`);
-}
-
-function checkMaxCount(maxCount: number | undefined): number | undefined {
-  if (maxCount === undefined || maxCount === Infinity) return undefined;
-  if (!Number.isSafeInteger(maxCount) || maxCount < 0) throw new TypeError(`maxCount must be a non-negative integer, got ${maxCount}`);
-  return maxCount;
+/** A checked event as the client takes it: the data as given (the client stringifies it), no empty metadata. */
+function toPrepared(event: CheckedEvent): PreparedEvent {
+  return { id: event.id, type: event.type, data: event.data as JSONType, metadata: event.metadata };
 }

@@ -1,6 +1,14 @@
 import path from "node:path";
 import type Database from "better-sqlite3";
 import { v7 as uuidv7 } from "uuid";
+import {
+  allSubscriptionStart,
+  checkAppend,
+  readAllArguments,
+  readStreamArguments,
+  streamSubscriptionStart,
+  type CheckedEvent,
+} from "./arguments.js";
 import { GroupCommit, type Outcome } from "./sqlite-group-commit.js";
 import { openDatabase, type Synchronous } from "./sqlite-schema.js";
 import { CatchUpSubscription, CommitHub, type CatchUpSource } from "./sqlite-subscription.js";
@@ -73,7 +81,6 @@ const PAGE_SIZE = 1000;
 /** Bounds one group-commit transaction (and so how long it holds the event loop). */
 const MAX_EVENTS_PER_TRANSACTION = 10_000;
 const MAX_INT64 = 2n ** 63n - 1n;
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 interface PreparedEvent {
   id: string;
@@ -152,25 +159,16 @@ class SqliteStore implements SqliteEventStore {
   }
 
   async append(stream: string, events: EventData[], expected: ExpectedRevision = "any"): Promise<AppendResult> {
-    checkStream(stream);
-    checkExpected(expected);
-    if (!Array.isArray(events)) throw new TypeError("append: events must be an array");
-    const prepared = events.map(prepareEvent);
-    if (new Set(prepared.map((e) => e.id)).size !== prepared.length) {
-      throw new TypeError("append: the same event id appears twice in one append");
-    }
+    // Generated ids are time-ordered (UUIDv7): the unique index on event_id then grows at its right edge. Random (v4)
+    // ids scatter each commit over many index pages, which halves the throughput of large batches with synchronous=FULL.
+    const prepared = checkAppend(stream, events, expected, { newId: uuidv7 }, toStored);
     this.ensureOpen();
     return this.queue.submit({ stream, expected, events: prepared, mayBeRetry: events[0]?.id !== undefined });
   }
 
   async readStream(stream: string, options: ReadStreamOptions = {}): Promise<RecordedEvent[]> {
-    checkStream(stream);
-    const direction = options.direction ?? "forwards";
-    if (direction !== "forwards" && direction !== "backwards") throw new TypeError(`readStream: bad direction ${String(direction)}`);
-    const limit = checkMaxCount(options.maxCount);
-    const from = options.fromRevision ?? (direction === "forwards" ? "start" : "end");
-    if (typeof from === "bigint") checkNonNegative(from, "fromRevision");
-    else if (from !== "start" && from !== "end") throw new TypeError(`readStream: bad fromRevision ${String(from)}`);
+    const { direction, maxCount, from } = readStreamArguments(stream, options);
+    const limit = maxCount ?? -1; // as a SQL LIMIT: -1 = no limit
     this.ensureOpen();
     let rows: Row[];
     if (direction === "forwards") {
@@ -184,10 +182,8 @@ class SqliteStore implements SqliteEventStore {
   }
 
   async readAll(options: ReadAllOptions = {}): Promise<RecordedEvent[]> {
-    const from = options.fromPosition ?? "start";
-    if (typeof from === "bigint") checkNonNegative(from, "fromPosition");
-    else if (from !== "start") throw new TypeError(`readAll: bad fromPosition ${String(from)}`);
-    const limit = checkMaxCount(options.maxCount);
+    const { from, maxCount } = readAllArguments(options);
+    const limit = maxCount ?? -1; // as a SQL LIMIT: -1 = no limit
     this.ensureOpen();
     let position = from === "start" ? 0n : min(from, MAX_INT64);
     const filter = options.filter;
@@ -211,10 +207,7 @@ class SqliteStore implements SqliteEventStore {
   }
 
   subscribeToStream(stream: string, options: StreamSubscriptionOptions = {}): Subscription {
-    checkStream(stream);
-    const from = options.fromRevision ?? "start";
-    if (typeof from === "bigint") checkNonNegative(from, "fromRevision");
-    else if (from !== "start" && from !== "end") throw new TypeError(`subscribeToStream: bad fromRevision ${String(from)}`);
+    const from = streamSubscriptionStart(stream, options);
     this.ensureOpen();
     const start =
       from === "start" ? -1n : from === "end" ? ((this.sql.streamRevision.get(stream) as bigint | undefined) ?? -1n) : min(from, MAX_INT64 - 1n);
@@ -231,9 +224,7 @@ class SqliteStore implements SqliteEventStore {
   }
 
   subscribeToAll(options: AllSubscriptionOptions = {}): Subscription {
-    const from = options.fromPosition ?? "start";
-    if (typeof from === "bigint") checkNonNegative(from, "fromPosition");
-    else if (from !== "start" && from !== "end") throw new TypeError(`subscribeToAll: bad fromPosition ${String(from)}`);
+    const from = allSubscriptionStart(options);
     this.ensureOpen();
     const start = from === "start" ? -1n : from === "end" ? this.head() : min(from, MAX_INT64 - 1n);
     const filter = options.filter;
@@ -341,23 +332,10 @@ function satisfies(expected: ExpectedRevision, current: bigint | undefined): boo
   }
 }
 
-function prepareEvent(event: EventData, index: number): PreparedEvent {
-  if (typeof event !== "object" || event === null) throw new TypeError(`append: event #${index} is not an object`);
-  if (typeof event.type !== "string" || event.type === "") throw new TypeError(`append: event #${index} has no type`);
-  let id: string;
-  // Generated ids are time-ordered (UUIDv7): the unique index on event_id then grows at its right edge. Random (v4)
-  // ids scatter each commit over many index pages, which halves the throughput of large batches with synchronous=FULL.
-  if (event.id === undefined) id = uuidv7();
-  else if (typeof event.id === "string" && UUID.test(event.id)) id = event.id.toLowerCase();
-  else throw new TypeError(`append: event #${index} id must be a UUID, got ${String(event.id)}`);
-  const data = JSON.stringify(event.data);
-  if (data === undefined) throw new TypeError(`append: event #${index} data is not JSON-serialisable`);
-  const meta = event.metadata;
-  if (meta !== undefined && (typeof meta !== "object" || meta === null || Array.isArray(meta))) {
-    throw new TypeError(`append: event #${index} metadata must be an object`);
-  }
-  const metadata = meta === undefined || Object.keys(meta).length === 0 ? null : JSON.stringify(meta);
-  return { id, type: event.type, data, metadata };
+/** A checked event as the events table stores it: JSON text, metadata NULL when there is none. */
+function toStored(event: CheckedEvent): PreparedEvent {
+  const metadata = event.metadata === undefined ? null : JSON.stringify(event.metadata);
+  return { id: event.id, type: event.type, data: event.json, metadata };
 }
 
 function toRecorded(row: Row): RecordedEvent {
@@ -383,27 +361,6 @@ function rowMatches(row: Row, filter: EventFilter): boolean {
 function isDuplicateEventId(error: unknown): boolean {
   const e = error as { code?: unknown; message?: unknown } | null;
   return e?.code === "SQLITE_CONSTRAINT_UNIQUE" && String(e.message).includes("events.event_id");
-}
-
-function checkStream(stream: unknown): asserts stream is string {
-  if (typeof stream !== "string" || stream === "") throw new TypeError("stream name must be a non-empty string");
-}
-
-function checkExpected(expected: unknown): void {
-  if (expected === "any" || expected === "no_stream" || expected === "stream_exists") return;
-  if (typeof expected === "bigint" && expected >= 0n) return;
-  throw new TypeError(`append: bad expected revision ${String(expected)}`);
-}
-
-function checkNonNegative(value: bigint, name: string): void {
-  if (value < 0n) throw new TypeError(`${name} must not be negative, got ${value}`);
-}
-
-/** maxCount as a SQL LIMIT: -1 = no limit. */
-function checkMaxCount(maxCount: number | undefined): number {
-  if (maxCount === undefined || maxCount === Infinity) return -1;
-  if (!Number.isSafeInteger(maxCount) || maxCount < 0) throw new TypeError(`maxCount must be a non-negative integer, got ${maxCount}`);
-  return maxCount;
 }
 
 function min(a: bigint, b: bigint): bigint {
