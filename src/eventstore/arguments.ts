@@ -62,7 +62,8 @@ function checkEvents<T extends { id: string }>(
   prepare: (event: CheckedEvent) => T,
 ): T[] {
   if (!Array.isArray(events)) throw new TypeError("append: events must be an array");
-  const prepared = events.map((event: EventData, index) => prepare(checkEvent(event, index, policy)));
+  // Array.from visits the holes of a sparse array too (map would skip them), so each is checked.
+  const prepared = Array.from(events, (event: EventData, index) => prepare(checkEvent(event, index, policy)));
   if (new Set(prepared.map((e) => e.id)).size !== prepared.length) {
     throw new TypeError("append: the same event id appears twice in one append");
   }

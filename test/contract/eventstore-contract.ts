@@ -356,6 +356,17 @@ export function eventStoreContract(t: Test, factory: () => Promise<StoreUnderTes
     t.same(revs(await store.readStream(s, { fromRevision: "start", maxCount: 2 })), [0, 1], "maxCount from start");
   });
 
+  test("bad arguments are rejected as TypeError and write nothing", async (t, store) => {
+    const { stream } = namespace();
+    const s = stream(1);
+    // A sparse array has a hole where an event should be: it must not reach the store or its client.
+    // eslint-disable-next-line no-sparse-arrays
+    await t.rejects(store.append(s, [, ev("X", {})] as EventData[]), TypeError, "a hole in the events array");
+    await t.rejects(store.append(s, [ev("X", {}, { id: "not-a-uuid" })]), TypeError, "an id that is not a UUID");
+    await t.rejects(store.append("", [ev("X", {})]), TypeError, "an empty stream name");
+    t.same(await store.readStream(s), [], "nothing was written");
+  });
+
   test("readStream of a missing stream is empty", async (t, store) => {
     const { stream } = namespace();
     t.same(await store.readStream(stream("missing")), [], "forwards");
