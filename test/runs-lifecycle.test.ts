@@ -230,4 +230,15 @@ t.test("runs lifecycle", async (t) => {
     const res = await fetch(`${srv.url}/runs/cancel`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ status: "running" }) });
     t.equal(res.status, 404, "nothing running → 404");
   });
+
+  t.test("checkpoint_id: a run forks the thread from an earlier checkpoint", async (t) => {
+    const thread = await client.threads.create();
+    await client.runs.wait(thread.thread_id, "agent", { input: { messages: [human("one")] } });
+    const afterOne = await client.threads.getState(thread.thread_id);
+    await client.runs.wait(thread.thread_id, "agent", { input: { messages: [human("two")] } });
+    const forked = await client.runs.wait(thread.thread_id, "agent", {
+      input: { messages: [human("other")] }, checkpointId: afterOne.checkpoint.checkpoint_id!,
+    });
+    t.same(contents(forked), ["one", "You said: one", "other", "You said: other"]);
+  });
 });
