@@ -19,6 +19,8 @@ const EnvSchema = z.object({
   N_JOBS_PER_WORKER: z.coerce.number().int().positive().default(10),
   /** A run still executing after this many seconds is aborted and ends with status `timeout`. */
   BG_JOB_TIMEOUT_SECS: z.coerce.number().positive().default(3600),
+  /** How long a run claim holds without renewal; with a shared store (ESDB) a dead process's runs are taken over after it. */
+  RUN_LEASE_SECS: z.coerce.number().positive().default(30),
   /** SQLite `synchronous`: FULL (default) makes every acknowledged append survive power loss. */
   SQLITE_SYNCHRONOUS: z.enum(["FULL", "NORMAL"]).default("FULL"),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("warn"),
@@ -36,6 +38,7 @@ export interface Config {
   bodyLimit: number;
   maxConcurrentRuns: number;
   runTimeoutSecs: number;
+  runLeaseSecs: number;
   sqliteSynchronous: "FULL" | "NORMAL";
   logLevel: string;
 }
@@ -67,6 +70,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     bodyLimit: e.BODY_LIMIT,
     maxConcurrentRuns: e.N_JOBS_PER_WORKER,
     runTimeoutSecs: e.BG_JOB_TIMEOUT_SECS,
+    runLeaseSecs: e.RUN_LEASE_SECS,
     sqliteSynchronous: e.SQLITE_SYNCHRONOUS,
     logLevel: e.LOG_LEVEL,
   };

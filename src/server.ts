@@ -90,6 +90,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
       checkpointer,
       maxConcurrentRuns: config.maxConcurrentRuns,
       runTimeoutMs: config.runTimeoutSecs * 1000,
+      leaseMs: config.runLeaseSecs * 1000,
       exclusiveStore: store.kind === "sqlite",
     });
     await worker.start();

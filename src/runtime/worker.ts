@@ -82,7 +82,7 @@ export class RunWorker {
     for (const t of this.o.runner.values(threadsProjection)) if (!t.deleted && t.activeRuns.length) this.ready.add(t.thread.thread_id);
     this.pump();
     if (!this.o.exclusiveStore) {
-      this.renewTimer = setInterval(() => void this.renewAndTakeOver(), Math.max(1000, Math.floor(this.leaseMs / 3)));
+      this.renewTimer = setInterval(() => void this.renewAndTakeOver(), Math.max(50, Math.floor(this.leaseMs / 3)));
       this.renewTimer.unref();
     }
   }
