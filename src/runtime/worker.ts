@@ -45,6 +45,8 @@ interface Active {
   controller: AbortController;
   cancel?: CancelAction;
   timedOut?: boolean;
+  /** Our claim is in the log (only then is there a lease to renew). */
+  claimed?: boolean;
   done: Promise<void>;
 }
 
@@ -61,6 +63,8 @@ export class RunWorker {
   /** Threads whose head run may be startable, in arrival order. */
   private readonly ready = new Set<string>();
   private readonly timers = new Map<string, NodeJS.Timeout>();
+  /** Runs claimed (by anyone) and not ended: what a lease check looks at. */
+  private readonly openClaims = new Set<string>();
   private unsubscribe: (() => void) | undefined;
   private renewTimer: NodeJS.Timeout | undefined;
   private stopping = false;
@@ -78,6 +82,7 @@ export class RunWorker {
   /** Subscribes to the read models, recovers runs of dead processes, starts what is startable. */
   async start(): Promise<void> {
     this.unsubscribe = this.o.runner.onApplied((event) => this.onEvent(event));
+    for (const v of this.o.runner.values(runsProjection)) if (v.stream.owner && !v.stream.ended) this.openClaims.add(v.run.run_id);
     await this.recover();
     for (const t of this.o.runner.values(threadsProjection)) if (!t.deleted && t.activeRuns.length) this.ready.add(t.thread.thread_id);
     this.pump();
@@ -101,7 +106,9 @@ export class RunWorker {
   private onEvent(event: RecordedEvent): void {
     if (this.stopping) return;
     if (event.streamId.startsWith(RUN_STREAM_PREFIX)) {
-      if (event.type === "RunCancelRequested") {
+      if (event.type === "RunClaimed") this.openClaims.add(event.streamId.slice(RUN_STREAM_PREFIX.length));
+      else if (event.type === "RunEnded") this.openClaims.delete(event.streamId.slice(RUN_STREAM_PREFIX.length));
+      else if (event.type === "RunCancelRequested") {
         const a = this.active.get(event.streamId.slice(RUN_STREAM_PREFIX.length));
         if (a && !a.cancel) {
           a.cancel = (event.data as { action: CancelAction }).action;
@@ -182,6 +189,7 @@ export class RunWorker {
       if (error instanceof WrongExpectedVersionError) return; // another worker won
       throw error;
     }
+    entry.claimed = true;
     const base = stream.base_checkpoint_id !== undefined ? stream.base_checkpoint_id : latest;
     if (cancelled) {
       // Asked to stop while its owner was gone: end it instead of resuming.
@@ -294,14 +302,20 @@ export class RunWorker {
   private async renewAndTakeOver(): Promise<void> {
     if (this.stopping) return;
     const nowMs = Date.now();
-    for (const runId of this.active.keys()) {
-      await this.o.store
+    const renewals = [...this.active].filter(([, a]) => a.claimed).map(([runId]) =>
+      this.o.store
         .append(runStream(runId), [{ type: "RunLeaseRenewed", data: { owner: this.owner, lease_expires_at: nowMs + this.leaseMs } }], "any")
-        .catch(() => undefined);
-    }
-    for (const view of this.o.runner.values(runsProjection)) {
+        .catch(() => undefined),
+    );
+    await Promise.all(renewals);
+    for (const runId of this.openClaims) {
+      const view = this.o.runner.get(runsProjection, runId);
+      if (!view) {
+        this.openClaims.delete(runId);
+        continue;
+      }
       const s = view.stream;
-      if (s.ended || !s.owner || s.owner === this.owner || this.active.has(view.run.run_id)) continue;
+      if (s.ended || !s.owner || s.owner === this.owner || this.active.has(runId)) continue;
       if ((s.lease_expires_at ?? 0) > nowMs || this.active.size >= this.o.maxConcurrentRuns) continue;
       this.launch(view, true);
     }
