@@ -49,15 +49,27 @@ export class SseWriter {
     this.closeListeners.push(listener);
   }
 
-  event(name: string, data: unknown, id?: bigint | string): void {
+  /** Writes one event; resolves at once, or once the socket drained when the client reads slowly. */
+  event(name: string, data: unknown, id?: bigint | string): Promise<void> | undefined {
     const idLine = id === undefined ? "" : `id: ${String(id)}\r\n`;
-    this.write(`event: ${name}\r\ndata: ${JSON.stringify(data)}\r\n${idLine}\r\n`);
+    if (this.write(`event: ${name}\r\ndata: ${JSON.stringify(data)}\r\n${idLine}\r\n`)) return undefined;
+    const raw = this.reply.raw;
+    return new Promise((resolve) => {
+      const done = () => {
+        raw.off("drain", done);
+        raw.off("close", done);
+        resolve();
+      };
+      raw.on("drain", done);
+      raw.on("close", done);
+    });
   }
 
-  private write(text: string): void {
-    if (this.closed) return;
+  /** False when the socket buffer is full (backpressure). */
+  private write(text: string): boolean {
+    if (this.closed) return true;
     this.lastWrite = Date.now();
-    this.reply.raw.write(text);
+    return this.reply.raw.write(text);
   }
 
   /** Ends the response (also used at shutdown: tails notice `closed` and stop). */
@@ -109,7 +121,8 @@ export async function tailRunStream(
       const e = item.event;
       if (e.type === "RunOutput") {
         const d = e.data as { event: string; data: unknown };
-        sse.event(d.event, d.data, e.revision);
+        const backpressure = sse.event(d.event, d.data, e.revision);
+        if (backpressure) await backpressure;
       } else if (e.type === "RunEnded") {
         break;
       }
