@@ -49,6 +49,9 @@ t.test("runs lifecycle", async (t) => {
     t.same(contents(await res.json()), ["one", "You said: one", "two", "You said: two"]);
     const list = (await (await fetch(`${srv.url}/thread/${thread.thread_id}/runs?limit=1`)).json()) as unknown[];
     t.equal(list.length, 1, "limit");
+    const selected = await client.runs.list(thread.thread_id, { select: ["run_id", "status"] });
+    t.same(selected.map((r) => Object.keys(r).sort()), [["run_id", "status"], ["run_id", "status"]], "select");
+    t.equal((await client.runs.list(thread.thread_id, { offset: 1 })).length, 1, "offset");
   });
 
   t.test("errors: __error__ body, error status, thread error; SDK throws", async (t) => {

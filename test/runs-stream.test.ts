@@ -100,6 +100,16 @@ t.test("run streams", async (t) => {
     t.equal(res.status, 422);
   });
 
+  t.test("join stream ?stream_mode= keeps only those modes (ids unchanged)", async (t) => {
+    const thread = await client().threads.create();
+    let runId = "";
+    const all = await collect(client().runs.stream(thread.thread_id, "agent", {
+      input: { messages: [human("f")] }, streamMode: ["values", "updates"], onRunCreated: (m) => (runId = m.run_id),
+    }) as AsyncIterable<Part>);
+    const only = await collect(client().runs.joinStream(thread.thread_id, runId, { lastEventId: "-1", streamMode: ["updates"] }) as AsyncIterable<Part>);
+    t.same(only, all.filter((p) => p.event === "metadata" || p.event === "updates"));
+  });
+
   t.test("joining a running run streams it live to the end", async (t) => {
     const thread = await client().threads.create();
     const run = await client().runs.create(thread.thread_id, "delay", { input: { delay: 100 }, streamMode: ["updates"] });

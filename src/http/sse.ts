@@ -88,6 +88,21 @@ export class SseWriter {
 }
 
 /**
+ * The PY join filter `?stream_mode=`: keeps events of the listed modes (with their subgraph
+ * namespaces; `messages` covers `messages/*`, `messages-tuple` the `messages` events), plus
+ * `metadata` and `error`, which every stream carries.
+ */
+export function streamModeFilter(modes: string[] | undefined): (event: string) => boolean {
+  if (!modes || modes.length === 0) return () => true;
+  const wanted = new Set(modes.map((m) => (m === "messages-tuple" ? "messages" : m)));
+  return (event) => {
+    const base = event.split("|")[0];
+    if (base === "metadata" || base === "error" || wanted.has(base)) return true;
+    return wanted.has("messages") && base.startsWith("messages/");
+  };
+}
+
+/**
  * `Last-Event-ID` → exclusive start revision: absent or `-1` = from the start; otherwise the id of
  * the last event the client saw (a stream revision).
  */
@@ -109,6 +124,8 @@ export async function tailRunStream(
   sse: SseWriter,
   /** Awaited after RunEnded before the response ends (the thread shows the outcome by then). */
   settled?: () => Promise<unknown>,
+  /** Only events this accepts are sent (their ids stay the stream revisions). */
+  accept: (event: string) => boolean = () => true,
 ): Promise<void> {
   const subscription = store.subscribeToStream(runStream(runId), { fromRevision: from });
   const stop = () => void subscription.close();
@@ -121,6 +138,7 @@ export async function tailRunStream(
       const e = item.event;
       if (e.type === "RunOutput") {
         const d = e.data as { event: string; data: unknown };
+        if (!accept(d.event)) continue;
         const backpressure = sse.event(d.event, d.data, e.revision);
         if (backpressure) await backpressure;
       } else if (e.type === "RunEnded") {

@@ -7,7 +7,8 @@ import { MultitaskStrategySchema, RunStatusSchema, type RunRecord } from "../../
 import { CancelActionSchema } from "../../domain/runs.js";
 import { STREAM_MODES } from "../../runtime/stream-modes.js";
 import { JsonObject, RunnableConfig, Uuid } from "../schemas.js";
-import { SseWriter, parseLastEventId, tailRunStream } from "../sse.js";
+import { pick } from "../../domain/json.js";
+import { SseWriter, parseLastEventId, streamModeFilter, tailRunStream } from "../sse.js";
 
 const StreamMode = z.enum(STREAM_MODES as [string, ...string[]]);
 const NodeList = z.union([z.literal("*"), z.array(z.string())]);
@@ -50,13 +51,19 @@ const ThreadParams = z.object({ thread_id: Uuid });
 const RunParams = z.object({ thread_id: Uuid, run_id: Uuid });
 const StatelessRunParams = z.object({ run_id: Uuid });
 const Truthy = z.string().optional().transform((v) => v !== undefined && ["true", "yes", "1"].includes(v.toLowerCase()));
+const RunFields = ["run_id", "thread_id", "assistant_id", "created_at", "updated_at", "status", "metadata", "kwargs", "multitask_strategy"] as const;
 const ListQuery = z.object({
   limit: z.coerce.number().int().min(1).max(1000).default(10),
   offset: z.coerce.number().int().min(0).default(0),
   status: RunStatusSchema.optional(),
+  select: z.union([z.enum(RunFields), z.array(z.enum(RunFields))]).optional(),
 });
 const CancelQuery = z.object({ wait: Truthy, action: CancelActionSchema.default("interrupt") });
 const JoinQuery = z.object({ cancel_on_disconnect: Truthy });
+const JoinStreamQuery = z.object({
+  cancel_on_disconnect: Truthy,
+  stream_mode: z.union([StreamMode, z.array(StreamMode)]).optional().transform((v) => (v === undefined ? undefined : Array.isArray(v) ? v : [v])),
+});
 const CancelManyBody = z
   .object({ thread_id: Uuid.optional(), run_ids: z.array(Uuid).optional(), status: z.enum(["pending", "running", "all"]).optional() })
   .refine((b) => (b.run_ids !== undefined) !== (b.status !== undefined), { message: "give either thread_id and run_ids, or status" });
@@ -66,7 +73,14 @@ const runPath = (run: RunRecord, stateless: boolean) => (stateless ? `/runs/${ru
 
 export function runRoutes(ctx: AppContext, runs: RunsService): FastifyPluginAsync {
   /** Streams a run's events from the log; cancels it when the client leaves if asked to. */
-  async function streamRun(reply: FastifyReply, run: RunRecord, headers: Record<string, string>, from: bigint | "start", cancelOnDisconnect: boolean) {
+  async function streamRun(
+    reply: FastifyReply,
+    run: RunRecord,
+    headers: Record<string, string>,
+    from: bigint | "start",
+    cancelOnDisconnect: boolean,
+    modes?: string[],
+  ) {
     const sse = new SseWriter(reply, headers);
     const untrack = runs.track(() => sse.end());
     if (cancelOnDisconnect) {
@@ -79,7 +93,7 @@ export function runRoutes(ctx: AppContext, runs: RunsService): FastifyPluginAsyn
     if (!(typeof from === "bigint" && typeof endedAt === "bigint" && from >= endedAt)) {
       const closed = new AbortController();
       sse.onClose(() => closed.abort());
-      await tailRunStream(ctx.store, run.run_id, from, sse, () => runs.waitDone(run.run_id, closed.signal));
+      await tailRunStream(ctx.store, run.run_id, from, sse, () => runs.waitDone(run.run_id, closed.signal), streamModeFilter(modes));
     }
     untrack();
     sse.end();
@@ -131,9 +145,10 @@ export function runRoutes(ctx: AppContext, runs: RunsService): FastifyPluginAsyn
         await waitRun(reply, run, { "Content-Location": path, Location: `${path}/join` }, run.kwargs.on_disconnect === "cancel");
       });
 
-      r.get(`${prefix}/:thread_id/runs`, { schema: { tags, params: ThreadParams, querystring: ListQuery } }, async (req) =>
-        runs.list(req.params.thread_id, req.query),
-      );
+      r.get(`${prefix}/:thread_id/runs`, { schema: { tags, params: ThreadParams, querystring: ListQuery } }, async (req) => {
+        const select = req.query.select === undefined ? undefined : Array.isArray(req.query.select) ? req.query.select : [req.query.select];
+        return runs.list(req.params.thread_id, req.query).map((r) => pick(r, select));
+      });
 
       r.get(`${prefix}/:thread_id/runs/:run_id`, { schema: { tags, params: RunParams } }, async (req) =>
         runs.get(req.params.thread_id, req.params.run_id),
@@ -160,11 +175,11 @@ export function runRoutes(ctx: AppContext, runs: RunsService): FastifyPluginAsyn
         await waitRun(reply, run, { "Content-Location": path, Location: `${path}/join` }, req.query.cancel_on_disconnect);
       });
 
-      r.get(`${prefix}/:thread_id/runs/:run_id/stream`, { schema: { tags, params: RunParams, querystring: JoinQuery } }, async (req, reply) => {
+      r.get(`${prefix}/:thread_id/runs/:run_id/stream`, { schema: { tags, params: RunParams, querystring: JoinStreamQuery } }, async (req, reply) => {
         const run = runs.get(req.params.thread_id, req.params.run_id);
         const from = parseLastEventId(req.headers["last-event-id"]);
         const path = runPath(run, false);
-        await streamRun(reply, run, { "Content-Location": path, Location: `${path}/stream` }, from, req.query.cancel_on_disconnect);
+        await streamRun(reply, run, { "Content-Location": path, Location: `${path}/stream` }, from, req.query.cancel_on_disconnect, req.query.stream_mode);
       });
     }
 
@@ -192,11 +207,11 @@ export function runRoutes(ctx: AppContext, runs: RunsService): FastifyPluginAsyn
       return created;
     });
 
-    r.get("/runs/:run_id/stream", { schema: { tags, params: StatelessRunParams, querystring: JoinQuery } }, async (req, reply) => {
+    r.get("/runs/:run_id/stream", { schema: { tags, params: StatelessRunParams, querystring: JoinStreamQuery } }, async (req, reply) => {
       const run = runs.get(null, req.params.run_id);
       const from = parseLastEventId(req.headers["last-event-id"]);
       const path = runPath(run, true);
-      await streamRun(reply, run, { "Content-Location": path, Location: `${path}/stream` }, from, req.query.cancel_on_disconnect);
+      await streamRun(reply, run, { "Content-Location": path, Location: `${path}/stream` }, from, req.query.cancel_on_disconnect, req.query.stream_mode);
     });
 
     r.post(
