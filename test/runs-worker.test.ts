@@ -115,4 +115,35 @@ t.test("workers sharing a store", async (t) => {
     const outputs = (await store.readStream(runStream(run.run_id))).filter((e) => e.type === "RunOutput").map((e) => (e.data as { event: string }).event);
     t.same(outputs, ["metadata", "values", "error"]);
   });
+
+  t.test("a run whose workers keep dying is ended with an error after MAX_ATTEMPTS", async (t) => {
+    for (const w of workers) await w.stop();
+    workers.length = 0;
+    const keepAlive = setInterval(() => undefined, 1_000);
+    t.teardown(() => clearInterval(keepAlive));
+    const dying = (n: number) => new RunWorker({ ...completion, graphs, checkpointer, maxConcurrentRuns: 1, exclusiveStore: true, owner: `dying-${n}` });
+    let current = dying(1);
+    await current.start();
+    const run = await runs.create(null, { assistant_id: "delay", input: { delay: 60_000 }, on_completion: "keep" });
+    const sub = store.subscribeToStream(runStream(run.run_id));
+    const attempts: number[] = [];
+    let n = 1;
+    for await (const item of sub) {
+      if (item.kind !== "event") continue;
+      if (item.event.type === "RunClaimed") {
+        attempts.push((item.event.data as { attempt: number }).attempt);
+        await current.stop(); // dies with its claim open
+        current = dying(++n);
+        workers.push(current);
+        await current.start(); // a fresh process on an exclusive store takes over at once
+      }
+      if (item.event.type === "RunEnded") break;
+    }
+    await sub.close();
+    t.same(attempts, [1, 2, 3, 4]);
+    const view = await runs.waitDone(run.run_id);
+    t.match(view?.stream.ended, { status: "error", error: { error: "RunAttemptsExhausted" } });
+    const outputs = (await store.readStream(runStream(run.run_id))).filter((e) => e.type === "RunOutput").map((e) => (e.data as { event: string }).event);
+    t.equal(outputs[outputs.length - 1], "error");
+  });
 });

@@ -18,6 +18,9 @@ import { executeRun, type ExecutionOutcome, type GraphSource } from "./execute-r
 import { RunStreamWriter } from "./run-stream-writer.js";
 import { completeOnThread, loadRunStream, type CompletionDeps } from "./run-completion.js";
 
+/** A run whose worker died this many times is ended with an error instead of being resumed again. */
+export const MAX_ATTEMPTS = 3;
+
 export interface WorkerOptions extends CompletionDeps {
   store: EventStore;
   runner: ProjectionRunner;
@@ -181,7 +184,14 @@ export class RunWorker {
     const attempt = stream.attempt + 1;
     // The claim and the stream's first event go in one append (one commit before the first byte).
     const cancelled = takeover && stream.cancel !== undefined;
-    const first = cancelled ? [] : [{ type: "RunOutput", data: { event: "metadata", data: { run_id: run.run_id, attempt } } }];
+    // Its workers died this many times: it may be what kills them. End it instead of trying again.
+    const exhausted = takeover && !cancelled && attempt > MAX_ATTEMPTS;
+    const giveUp = { error: "RunAttemptsExhausted", message: `run abandoned after ${attempt - 1} attempts whose workers died` };
+    const first = cancelled
+      ? []
+      : exhausted
+        ? [{ type: "RunOutput", data: { event: "error", data: giveUp } }]
+        : [{ type: "RunOutput", data: { event: "metadata", data: { run_id: run.run_id, attempt } } }];
     let revision: bigint;
     try {
       revision = (await this.o.store.append(runStream(run.run_id), [...claim.events, ...first], stream.revision)).nextExpectedRevision;
@@ -191,6 +201,10 @@ export class RunWorker {
     }
     entry.claimed = true;
     const base = stream.base_checkpoint_id !== undefined ? stream.base_checkpoint_id : latest;
+    if (exhausted) {
+      await this.end(run, revision, { status: "error", error: giveUp, reason: giveUp.message, ended_at: this.o.now() }, base);
+      return;
+    }
     if (cancelled) {
       // Asked to stop while its owner was gone: end it instead of resuming.
       await this.end(run, revision, { status: stream.cancel === "rollback" ? "rollback" : "interrupted", reason: "cancelled while its worker was down", ended_at: this.o.now() }, base);
