@@ -110,6 +110,9 @@ t.test("assistants", async (t) => {
     t.ok(Object.keys(subgraphs).includes("child"), `namespaces: ${Object.keys(subgraphs)}`);
     const recursive = await client.assistants.getSubgraphs("subgraph", { recurse: true });
     t.ok(Object.keys(recursive).some((k) => k.includes("|")), "recursion reaches nested subgraphs");
+    const one = await client.assistants.getSubgraphs("subgraph", { namespace: "child" });
+    t.same(Object.keys(one), ["child"], "one namespace");
+    t.ok(one.child.state_schema, "with its schemas");
   });
 
   t.test("bad input: 404 unknown graph (listing known ones), 422 with field and reason, never 500", async (t) => {
