@@ -244,4 +244,19 @@ t.test("runs lifecycle", async (t) => {
     });
     t.same(contents(forked), ["one", "You said: one", "other", "You said: other"]);
   });
+
+  t.test("wait with on_disconnect=cancel: leaving cancels the run; keep-alive headers come first", async (t) => {
+    const thread = await client.threads.create();
+    const controller = new AbortController();
+    const res = await fetch(`${srv.url}/threads/${thread.thread_id}/runs/wait`, {
+      method: "POST", headers: { "content-type": "application/json" }, signal: controller.signal,
+      body: JSON.stringify({ assistant_id: "delay", input: { delay: 60_000 }, on_disconnect: "cancel" }),
+    });
+    t.equal(res.status, 200, "headers are sent before the run ends");
+    t.match(res.headers.get("content-type"), /^application\/json/);
+    const runId = res.headers.get("content-location")!.split("/").pop()!;
+    controller.abort();
+    await client.runs.join(thread.thread_id, runId);
+    t.equal((await client.runs.get(thread.thread_id, runId)).status, "interrupted");
+  });
 });
