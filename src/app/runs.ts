@@ -203,7 +203,13 @@ export class RunsService {
     const stamp = { graph_id: assistant.graph_id, assistant_id: assistant.assistant_id };
     const { decision } = await execute(ctx, threadsProjection, tid, threadStream(tid), (s) => decideEnqueueRun(s && !s.deleted ? s : undefined, run, stamp));
     const action: CancelAction | undefined = decision.strategy === "rollback" ? "rollback" : decision.strategy === "interrupt" ? "interrupt" : undefined;
-    if (action) await Promise.all(decision.cancel.map((id) => this.cancel(tid, id, action)));
+    if (action) {
+      // A run that ended (or was removed) meanwhile needs no cancelling.
+      const gone = (error: unknown) => {
+        if (!(error instanceof HttpError && error.statusCode === 404)) throw error;
+      };
+      await Promise.all(decision.cancel.map((id) => this.cancel(tid, id, action).catch(gone)));
+    }
     return run;
   }
 
