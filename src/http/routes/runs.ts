@@ -127,39 +127,41 @@ export function runRoutes(ctx: AppContext, runs: RunsService): FastifyPluginAsyn
     const tags = ["runs"];
 
     for (const prefix of ["/threads", "/thread"]) {
-      r.post(`${prefix}/:thread_id/runs`, { schema: { tags, params: ThreadParams, body: RunCreateStateful } }, async (req, reply) => {
+      // The singular prefix is an alias (the webhook docs use it): served, not listed twice in the OpenAPI document.
+      const hide = prefix === "/thread";
+      r.post(`${prefix}/:thread_id/runs`, { schema: { tags, hide, params: ThreadParams, body: RunCreateStateful } }, async (req, reply) => {
         const run = await runs.create(req.params.thread_id, req.body as RunRequest, headersOf(req));
         reply.header("Content-Location", runPath(run, false));
         return run;
       });
 
-      r.post(`${prefix}/:thread_id/runs/stream`, { schema: { tags, params: ThreadParams, body: RunCreateStateful } }, async (req, reply) => {
+      r.post(`${prefix}/:thread_id/runs/stream`, { schema: { tags, hide, params: ThreadParams, body: RunCreateStateful } }, async (req, reply) => {
         const run = await runs.create(req.params.thread_id, req.body as RunRequest, headersOf(req));
         const path = runPath(run, false);
         await streamRun(reply, run, { "Content-Location": path, Location: `${path}/stream` }, "start", run.kwargs.on_disconnect === "cancel");
       });
 
-      r.post(`${prefix}/:thread_id/runs/wait`, { schema: { tags, params: ThreadParams, body: RunCreateStateful } }, async (req, reply) => {
+      r.post(`${prefix}/:thread_id/runs/wait`, { schema: { tags, hide, params: ThreadParams, body: RunCreateStateful } }, async (req, reply) => {
         const run = await runs.create(req.params.thread_id, req.body as RunRequest, headersOf(req));
         const path = runPath(run, false);
         await waitRun(reply, run, { "Content-Location": path, Location: `${path}/join` }, run.kwargs.on_disconnect === "cancel");
       });
 
-      r.get(`${prefix}/:thread_id/runs`, { schema: { tags, params: ThreadParams, querystring: ListQuery } }, async (req) => {
+      r.get(`${prefix}/:thread_id/runs`, { schema: { tags, hide, params: ThreadParams, querystring: ListQuery } }, async (req) => {
         const select = req.query.select === undefined ? undefined : Array.isArray(req.query.select) ? req.query.select : [req.query.select];
         return runs.list(req.params.thread_id, req.query).map((r) => pick(r, select));
       });
 
-      r.get(`${prefix}/:thread_id/runs/:run_id`, { schema: { tags, params: RunParams } }, async (req) =>
+      r.get(`${prefix}/:thread_id/runs/:run_id`, { schema: { tags, hide, params: RunParams } }, async (req) =>
         runs.get(req.params.thread_id, req.params.run_id),
       );
 
-      r.delete(`${prefix}/:thread_id/runs/:run_id`, { schema: { tags, params: RunParams } }, async (req, reply) => {
+      r.delete(`${prefix}/:thread_id/runs/:run_id`, { schema: { tags, hide, params: RunParams } }, async (req, reply) => {
         await runs.delete(req.params.thread_id, req.params.run_id);
         reply.code(204).send();
       });
 
-      r.post(`${prefix}/:thread_id/runs/:run_id/cancel`, { schema: { tags, params: RunParams, querystring: CancelQuery } }, async (req, reply) => {
+      r.post(`${prefix}/:thread_id/runs/:run_id/cancel`, { schema: { tags, hide, params: RunParams, querystring: CancelQuery } }, async (req, reply) => {
         const run = runs.get(req.params.thread_id, req.params.run_id);
         await runs.cancel(req.params.thread_id, req.params.run_id, req.query.action);
         if (!req.query.wait) {
@@ -169,13 +171,13 @@ export function runRoutes(ctx: AppContext, runs: RunsService): FastifyPluginAsyn
         await waitRun(reply, run, {}, false);
       });
 
-      r.get(`${prefix}/:thread_id/runs/:run_id/join`, { schema: { tags, params: RunParams, querystring: JoinQuery } }, async (req, reply) => {
+      r.get(`${prefix}/:thread_id/runs/:run_id/join`, { schema: { tags, hide, params: RunParams, querystring: JoinQuery } }, async (req, reply) => {
         const run = runs.get(req.params.thread_id, req.params.run_id);
         const path = runPath(run, false);
         await waitRun(reply, run, { "Content-Location": path, Location: `${path}/join` }, req.query.cancel_on_disconnect);
       });
 
-      r.get(`${prefix}/:thread_id/runs/:run_id/stream`, { schema: { tags, params: RunParams, querystring: JoinStreamQuery } }, async (req, reply) => {
+      r.get(`${prefix}/:thread_id/runs/:run_id/stream`, { schema: { tags, hide, params: RunParams, querystring: JoinStreamQuery } }, async (req, reply) => {
         const run = runs.get(req.params.thread_id, req.params.run_id);
         const from = parseLastEventId(req.headers["last-event-id"]);
         const path = runPath(run, false);
