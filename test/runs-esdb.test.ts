@@ -56,6 +56,19 @@ t.test("two processes share one EventStoreDB", async (t) => {
     t.comment(`owners: ${owners.size}`);
   });
 
+  t.test("streams tail the run stream on EventStoreDB too (live and with Last-Event-ID)", async (t) => {
+    const thread = await b.client.threads.create();
+    let runId = "";
+    const parts = [];
+    for await (const p of b.client.runs.stream(thread.thread_id, "agent", {
+      input: { messages: [{ role: "user", content: "s" }] }, streamMode: ["updates"], onRunCreated: (m) => (runId = m.run_id),
+    })) parts.push({ event: p.event, data: p.data, id: p.id });
+    t.same(parts.map((p) => p.event), ["metadata", "updates"]);
+    const replay = [];
+    for await (const p of a.client.runs.joinStream(thread.thread_id, runId, { lastEventId: parts[0].id })) replay.push({ event: p.event, data: p.data, id: p.id });
+    t.same(replay, parts.slice(1), "resumed through the other process");
+  });
+
   t.test("kill -9 of the owner: the other process takes the run over after its lease", async (t) => {
     // Only the victim is up when the run starts, so it is the owner.
     b.proc.child.kill("SIGTERM");
