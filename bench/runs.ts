@@ -6,7 +6,7 @@
  *   - `runs.wait` throughput at concurrency 16 and 64
  *   - SSE (`/runs/stream`, stream_mode values): time to the first event and to the end
  *   - `POST /threads` throughput at concurrency 64
- *   - server RSS after the load
+ *   - server RSS at start and after the load (every read model is in memory, so it grows with the log)
  *   - in-process `graph.invoke` rate of the same graph (no server, no checkpointer) and our ratio
  * Run: npx tsx bench/runs.ts   (prints one JSON object)
  */
@@ -82,6 +82,7 @@ export async function benchRuns(): Promise<Record<string, unknown>> {
     }));
   };
   try {
+    const rssAtStart = await rssMiB(child.pid!);
     // warm-up: JIT, graph, SQLite pages
     for (let i = 0; i < 50; i++) await wait(await newThread());
 
@@ -141,7 +142,7 @@ export async function benchRuns(): Promise<Record<string, unknown>> {
       wait_throughput: throughput,
       sse: { first_event: summary(first), end: summary(end) },
       threads_create_per_s_c64: threadsPerS,
-      server_rss_mib: rss,
+      server_rss_mib: { at_start: rssAtStart, after_load: rss, runs_in_log: 50 + SEQUENTIAL + 2 * PER_CONCURRENCY + SSE_RUNS, threads_in_log: 50 + SEQUENTIAL + 2 * PER_CONCURRENCY + SSE_RUNS + THREADS },
       in_process_invoke_per_s: invokePerS,
       server_c64_vs_in_process: +(throughput.c64_runs_per_s / invokePerS).toFixed(3),
       targets: { wait_p50_ms: 10, c64_runs_per_s: 300, sse_first_event_p50_ms: 5, threads_per_s: 4000, rss_mib: 120 },
