@@ -5,6 +5,7 @@ RUN apt-get update && apt-get install -y --no-install-recommends python3 make g+
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --no-audit --no-fund
 COPY . .
+RUN npm run build
 ENV HOST=0.0.0.0 PORT=2024 DATA_DIR=/data
 EXPOSE 2024
-CMD ["npx", "tsx", "src/main.ts"]
+CMD ["node", "--enable-source-maps", "dist/main.js"]

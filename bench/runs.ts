@@ -1,5 +1,6 @@
 /**
- * Runs benchmark: the server as a child process (`node --import tsx src/main.ts`, SQLite store with
+ * Runs benchmark: the server as a child process, started as `npm start` does (the esbuild bundle
+ * `dist/main.js`, built first), SQLite store with
  * synchronous=FULL, the repository's langgraph.json with the example graph `agent`), driven over
  * HTTP on 127.0.0.1 with keep-alive connections. A new thread per run.
  *   - `runs.wait` latency, sequential (p50/p99)
@@ -10,7 +11,7 @@
  *   - in-process `graph.invoke` rate of the same graph (no server, no checkpointer) and our ratio
  * Run: npx tsx bench/runs.ts   (prints one JSON object)
  */
-import { spawn } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
@@ -36,7 +37,8 @@ function summary(ms: number[]) {
 }
 
 async function startServer(dataDir: string, env: Record<string, string>) {
-  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
+  execFileSync("npm", ["run", "build", "--silent"], { cwd: root, stdio: "inherit" });
+  const child = spawn(process.execPath, ["--enable-source-maps", "dist/main.js"], {
     cwd: root,
     env: { ...process.env, HOST: "127.0.0.1", PORT: "0", DATA_DIR: dataDir, LANGGRAPH_JSON: path.join(root, "langgraph.json"), LOG_LEVEL: "silent", ...env },
     stdio: ["ignore", "pipe", "inherit"],

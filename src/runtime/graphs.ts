@@ -2,20 +2,18 @@
  * Graph registry: the graphs of `langgraph.json`, loaded once at startup.
  *
  * Each `graphs.<id>` entry names a TypeScript (or JavaScript) file and an export. The file is
- * loaded at runtime through tsx. An export may be
+ * loaded at runtime (TypeScript transpiled by esbuild). An export may be
  *   - a compiled LangGraph.js graph                   (kind "compiled", cached),
  *   - a Promise of one                                (kind "promise", awaited at load, cached),
  *   - an uncompiled StateGraph builder                (kind "builder", compiled at load, cached),
  *   - a factory `(config) => graph | Promise<graph>`  (kind "factory", called on every `get`
  *     with the run's config; the result may also be a builder).
  *
- * Loading note: tsx's `tsImport()` loads a file in a private namespace, which gives the graph
- * its own copy of `@langchain/langgraph` / `@langchain/core` (different classes than the
- * server's: `instanceof`, Command, checkpointer classes would not match). We therefore register
- * tsx's loader once for the process (`register()` from "tsx/esm/api", harmless when the
- * process already runs under tsx) and use a plain `import()`, so graphs share the server's
- * module instances.
+ * Loading note: graphs must share the server's module instances of `@langchain/langgraph` /
+ * `@langchain/core` (tsx's `tsImport()` would give them private copies); see `importFile`.
  */
+import { randomUUID } from "node:crypto";
+import { rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 import type { RunnableConfig } from "@langchain/core/runnables";
@@ -109,18 +107,29 @@ export class GraphLoadError extends Error {
 // ---------------------------------------------------------------------------------------------
 // loading
 
-let tsxRegistered: Promise<void> | undefined;
+const TYPESCRIPT = /\.(ts|mts|cts|tsx)$/;
 
-function ensureTsx(): Promise<void> {
-  tsxRegistered ??= import("tsx/esm/api").then(({ register }) => {
-    register();
-  });
-  return tsxRegistered;
-}
-
+/**
+ * Loads a graph file. TypeScript is transpiled with esbuild (bundling the file's own relative
+ * imports, keeping packages external) into a hidden .mjs beside the source, imported, then
+ * removed. Beside the source, bare imports resolve to the same node_modules as the server's, so
+ * graphs share the server's module instances (`instanceof`, Command, checkpointer classes match);
+ * and no module-loader hook thread is started (on Node 20 a loader costs a second V8 isolate).
+ */
 async function importFile(file: string): Promise<Record<string, unknown>> {
-  await ensureTsx();
-  return (await import(pathToFileURL(file).href)) as Record<string, unknown>;
+  if (!TYPESCRIPT.test(file)) return (await import(pathToFileURL(file).href)) as Record<string, unknown>;
+  const { build } = await import("esbuild");
+  const result = await build({
+    entryPoints: [file], bundle: true, packages: "external", format: "esm", platform: "node", target: "node20",
+    write: false, sourcemap: "inline", logLevel: "silent",
+  });
+  const compiled = path.join(path.dirname(file), `.${path.basename(file)}.${randomUUID()}.mjs`);
+  await writeFile(compiled, result.outputFiles[0].contents);
+  try {
+    return (await import(pathToFileURL(compiled).href)) as Record<string, unknown>;
+  } finally {
+    await rm(compiled, { force: true });
+  }
 }
 
 function isObject(value: unknown): value is Record<string, unknown> {

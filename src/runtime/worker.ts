@@ -1,4 +1,4 @@
-import { randomUUID } from "node:crypto";
+import { ulid } from "ulid";
 import type { BaseCheckpointSaver } from "@langchain/langgraph-checkpoint";
 import { WrongExpectedVersionError, type EventStore, type RecordedEvent } from "../eventstore/types.js";
 import type { ProjectionRunner } from "../projections/runner.js";
@@ -25,7 +25,7 @@ export interface WorkerOptions extends CompletionDeps {
   store: EventStore;
   runner: ProjectionRunner;
   graphs: GraphSource;
-  checkpointer: BaseCheckpointSaver & { latestCheckpointId(threadId: string): string | null };
+  checkpointer: BaseCheckpointSaver & { latestCheckpointId(threadId: string): Promise<string | null> };
   /** Runs executed at once by this process. */
   maxConcurrentRuns: number;
   /** A run executing longer than this is aborted and ends with status `timeout` (default: none). */
@@ -73,7 +73,8 @@ export class RunWorker {
   private stopping = false;
 
   constructor(private readonly o: WorkerOptions) {
-    this.owner = o.owner ?? `worker-${randomUUID()}`;
+    // A ULID sorts by creation time, so the audit trail shows which worker generation claimed a run.
+    this.owner = o.owner ?? `worker-${ulid()}`;
     this.leaseMs = o.leaseMs ?? 30_000;
   }
 
@@ -178,7 +179,7 @@ export class RunWorker {
     const run = view.run;
     const stream = takeover ? await loadRunStream(this.o.store, run.run_id) : view.stream;
     const nowMs = Date.now();
-    const latest = this.o.checkpointer.latestCheckpointId(run.thread_id);
+    const latest = await this.o.checkpointer.latestCheckpointId(run.thread_id);
     const claim = decideClaim(stream, { owner: this.owner, now: this.o.now(), nowMs, leaseMs: this.leaseMs, takeover, baseCheckpointId: latest });
     if (!claim.ok) return;
     const attempt = stream.attempt + 1;
