@@ -240,7 +240,12 @@ export function evolveCheckpoints(
   }
 }
 
-/** Checkpoints, blobs and pending writes per thread, keyed by thread id, from `checkpoints-*`. */
+/**
+ * Checkpoints, blobs and pending writes per thread, keyed by thread id, from `checkpoints-*`.
+ * Not in the server's global runner (it would keep every thread forever): the checkpointer folds
+ * one thread's stream with `evolveCheckpoints` on demand. This form folds many streams at once
+ * (tests, tools).
+ */
 export const checkpointsProjection: Projection<ThreadCheckpoints> = {
   name: "checkpoints",
   streamPrefixes: [CHECKPOINT_STREAM_PREFIX],

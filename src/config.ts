@@ -23,6 +23,8 @@ const EnvSchema = z.object({
   RUN_LEASE_SECS: z.coerce.number().positive().default(30),
   /** SQLite `synchronous`: FULL (default) makes every acknowledged append survive power loss. */
   SQLITE_SYNCHRONOUS: z.enum(["FULL", "NORMAL"]).default("FULL"),
+  /** Threads whose folded checkpoints stay in memory; others are re-read from their stream when used. */
+  CHECKPOINT_CACHE_THREADS: z.coerce.number().int().positive().default(1000),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("warn"),
 });
 
@@ -40,6 +42,7 @@ export interface Config {
   runTimeoutSecs: number;
   runLeaseSecs: number;
   sqliteSynchronous: "FULL" | "NORMAL";
+  checkpointCacheThreads: number;
   logLevel: string;
 }
 
@@ -72,6 +75,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     runTimeoutSecs: e.BG_JOB_TIMEOUT_SECS,
     runLeaseSecs: e.RUN_LEASE_SECS,
     sqliteSynchronous: e.SQLITE_SYNCHRONOUS,
+    checkpointCacheThreads: e.CHECKPOINT_CACHE_THREADS,
     logLevel: e.LOG_LEVEL,
   };
 }

@@ -28,6 +28,8 @@ export interface RunningServer {
   storeKind: EventStore["kind"];
   store: EventStore;
   runner: ProjectionRunner;
+  /** The LangGraph checkpointer (its cache holds recently used threads' checkpoints). */
+  checkpointer: EventSourcedCheckpointSaver;
   http: FastifyInstance;
   /** Stops accepting, finishes in-flight requests and appends, closes the store. */
   close(): Promise<void>;
@@ -53,9 +55,11 @@ export async function startServer(config: Config): Promise<RunningServer> {
   let http: FastifyInstance | undefined;
   let worker: RunWorker | undefined;
   let runs: RunsService | undefined;
+  let checkpointer: EventSourcedCheckpointSaver;
   try {
     await runner.start();
-    const checkpointer = new EventSourcedCheckpointSaver({ store, runner });
+    // Created once history is folded: its cache follows only live events (other processes' appends).
+    checkpointer = new EventSourcedCheckpointSaver({ store, live: runner, cacheThreads: config.checkpointCacheThreads });
     const ctx: AppContext = { config, langgraph, store, runner, graphs, checkpointer, now: isoNow };
     await ensureDefaultAssistants(ctx, graphs.defaultAssistants());
     const lifecycle = threadLifecycle(ctx);
@@ -114,6 +118,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
     storeKind: store.kind,
     store,
     runner,
+    checkpointer,
     http: app,
     close() {
       closing ??= (async () => {
@@ -121,6 +126,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
         runService.close();
         await app.close();
         await runner.stop();
+        checkpointer.close();
         await store.close();
       })();
       return closing;

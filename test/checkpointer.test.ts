@@ -10,8 +10,8 @@ import { checkpointEventSchemas, checkpointStream } from "../src/domain/checkpoi
 import { openSqliteStore } from "../src/eventstore/sqlite.js";
 import type { EventStore } from "../src/eventstore/types.js";
 import { withSchemas } from "../src/eventstore/validating.js";
-import { ProjectionRunner } from "../src/projections/runner.js";
-import { EventSourcedCheckpointSaver, checkpointsProjection } from "../src/runtime/checkpointer.js";
+import { EventSourcedCheckpointSaver } from "../src/runtime/checkpointer.js";
+import { describeThread } from "../projections/checkpoints.js";
 
 // Tiny offline graphs: a counter that answers every human message, and one that asks a question.
 const State = new StateSchema({ messages: MessagesValue });
@@ -40,25 +40,20 @@ function askGraph(checkpointer: EventSourcedCheckpointSaver) {
 
 interface Opened {
   store: EventStore;
-  runner: ProjectionRunner;
   saver: EventSourcedCheckpointSaver;
   close(): Promise<void>;
 }
 
-/** Opens the store in `dir` and rebuilds the projection from its log. */
+/** Opens the store in `dir`; the saver folds each thread's stream when it is first used. */
 async function open(dir: string): Promise<Opened> {
   const store = withSchemas(await openSqliteStore({ path: path.join(dir, "events.sqlite") }), (type) =>
     Object.hasOwn(checkpointEventSchemas, type) ? checkpointEventSchemas[type] : undefined,
   );
-  const runner = new ProjectionRunner(store, [checkpointsProjection]);
-  await runner.start();
-  const saver = new EventSourcedCheckpointSaver({ store, runner });
+  const saver = new EventSourcedCheckpointSaver({ store });
   return {
     store,
-    runner,
     saver,
     async close() {
-      await runner.stop();
       await store.close();
     },
   };
@@ -149,13 +144,13 @@ t.test("a compiled StateGraph keeps its state on the event log", async (t) => {
   );
   t.equal(events.filter((e) => e.type === "CheckpointSaved").length, 6);
 
-  // Close and reopen: a new runner folds the log from the start and gives the same state.
-  const snapshot = opened.runner.snapshot();
+  // Close and reopen: the new saver folds the thread's stream from the start and gives the same state.
+  const snapshot = describeThread(await opened.saver.cache.get("t-1"));
   await opened.close();
   opened = await open(dir);
   graph = chatGraph(opened.saver);
   t.same(await picture(graph, thread("t-1")), before, "state and history are identical after a rebuild");
-  t.same(opened.runner.snapshot(), snapshot, "the rebuilt read model equals the live one");
+  t.same(describeThread(await opened.saver.cache.get("t-1")), snapshot, "the rebuilt read model equals the live one");
 
   // And the thread goes on from there.
   const third = await graph.invoke({ messages: [new HumanMessage({ id: "h-3", content: "third" })] }, thread("t-1"));

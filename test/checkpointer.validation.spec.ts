@@ -7,11 +7,10 @@ import { checkpointEventSchemas } from "../src/domain/checkpoint-events.js";
 import { openSqliteStore } from "../src/eventstore/sqlite.js";
 import type { EventStore } from "../src/eventstore/types.js";
 import { withSchemas } from "../src/eventstore/validating.js";
-import { ProjectionRunner } from "../src/projections/runner.js";
-import { EventSourcedCheckpointSaver, checkpointsProjection } from "../src/runtime/checkpointer.js";
+import { EventSourcedCheckpointSaver } from "../src/runtime/checkpointer.js";
 
 /** What each saver under test holds, so that destroyCheckpointer can release it. */
-const resources = new WeakMap<EventSourcedCheckpointSaver, { store: EventStore; runner: ProjectionRunner; dir: string }>();
+const resources = new WeakMap<EventSourcedCheckpointSaver, { store: EventStore; dir: string }>();
 
 const initializer: CheckpointSaverTestInitializer<EventSourcedCheckpointSaver> = {
   checkpointerName: "event-sourced-saver",
@@ -20,17 +19,15 @@ const initializer: CheckpointSaverTestInitializer<EventSourcedCheckpointSaver> =
     const store = withSchemas(await openSqliteStore({ path: path.join(dir, "events.sqlite") }), (type) =>
       Object.hasOwn(checkpointEventSchemas, type) ? checkpointEventSchemas[type] : undefined,
     );
-    const runner = new ProjectionRunner(store, [checkpointsProjection]);
-    await runner.start();
-    const saver = new EventSourcedCheckpointSaver({ store, runner });
-    resources.set(saver, { store, runner, dir });
+    // A cache of two threads: the suite's threads are evicted and reloaded from the log all along.
+    const saver = new EventSourcedCheckpointSaver({ store, cacheThreads: 2 });
+    resources.set(saver, { store, dir });
     return saver;
   },
   async destroyCheckpointer(saver) {
     const held = resources.get(saver);
     if (!held) return;
     resources.delete(saver);
-    await held.runner.stop();
     await held.store.close();
     rmSync(held.dir, { recursive: true, force: true });
   },

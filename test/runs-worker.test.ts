@@ -28,7 +28,7 @@ t.test("workers sharing a store", async (t) => {
   const store = withSchemas(await openSqliteStore({ path: path.join(dir, "events.sqlite"), synchronous: "NORMAL" }), schemaForEventType);
   const runner = new ProjectionRunner(store, allProjections);
   await runner.start();
-  const checkpointer = new EventSourcedCheckpointSaver({ store, runner });
+  const checkpointer = new EventSourcedCheckpointSaver({ store, live: runner });
   const langgraph = await loadLanggraphConfig(TEST_GRAPHS);
   const graphs = await loadGraphRegistry(langgraph.config, langgraph.baseDir, { graphDefaults: {} });
   const ctx: AppContext = { config: loadConfig({ DATA_DIR: dir }), langgraph, store, runner, graphs, checkpointer, now: isoNow };

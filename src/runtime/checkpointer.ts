@@ -16,7 +16,9 @@ import {
   type SerializerProtocol,
 } from "@langchain/langgraph-checkpoint";
 import {
+  CHECKPOINT_STREAM_PREFIX,
   checkpointStream,
+  threadIdOfCheckpointStream,
   type ChannelBlob,
   type CheckpointSaved,
   type CheckpointsCopied,
@@ -26,13 +28,11 @@ import {
   type SerializedValue,
   type StoredCheckpointJson,
 } from "../domain/checkpoint-events.js";
-import type { EventData, EventStore } from "../eventstore/types.js";
-import type { ProjectionRunner } from "../projections/runner.js";
+import type { EventData, EventStore, RecordedEvent } from "../eventstore/types.js";
 import {
   blobOf,
   checkpointOf,
   checkpointsNewestFirst,
-  checkpointsProjection,
   latestCheckpointOf,
   namespaceOf,
   namespacesOf,
@@ -43,37 +43,60 @@ import {
   type ThreadCheckpoints,
   type WriteEntry,
 } from "../../projections/checkpoints.js";
+import { ThreadCheckpointsCache } from "./checkpoint-cache.js";
 
-export { checkpointsProjection };
+/** Threads whose folded checkpoints are kept when the caller does not say (CHECKPOINT_CACHE_THREADS). */
+export const DEFAULT_CHECKPOINT_CACHE_THREADS = 1000;
 
 export interface EventSourcedCheckpointSaverOptions {
   store: EventStore;
-  /** Must have `checkpointsProjection` registered and be started. */
-  runner: ProjectionRunner;
   serde?: SerializerProtocol;
+  /** Threads whose folded checkpoints stay in memory (least recently used dropped first). */
+  cacheThreads?: number;
+  /**
+   * A started `$all` subscription (the ProjectionRunner) whose live events keep held threads up
+   * to date with appends by other processes (EventStoreDB). Without it, only this process's own
+   * appends and fresh reads (copy, rollback, the claim's base checkpoint) see them.
+   */
+  live?: { onApplied(listener: (event: RecordedEvent) => void): () => void };
 }
 
 /**
  * LangGraph checkpointer on the event log. Writes append to `checkpoints-{thread_id}` and return
- * once the local projection has folded them (read-your-writes); reads come from the projection.
+ * once the thread's cached state includes them (read-your-writes); reads fold the thread's own
+ * stream on demand and keep the most recently used threads (see ThreadCheckpointsCache).
  * Like the Postgres saver, a put stores only the channels listed in `newVersions` (as blobs keyed
  * by channel and version) and reads rebuild `channel_values` from the blobs that match the
  * checkpoint's `channel_versions`.
  */
 export class EventSourcedCheckpointSaver extends BaseCheckpointSaver {
   private readonly store: EventStore;
-  private readonly runner: ProjectionRunner;
+  /** Exposed for tests and diagnostics (how many threads are held). */
+  readonly cache: ThreadCheckpointsCache;
+  private readonly unsubscribe: (() => void) | undefined;
 
   constructor(options: EventSourcedCheckpointSaverOptions) {
     super(options.serde);
     this.store = options.store;
-    this.runner = options.runner;
+    this.cache = new ThreadCheckpointsCache({
+      store: options.store,
+      maxThreads: options.cacheThreads ?? DEFAULT_CHECKPOINT_CACHE_THREADS,
+    });
+    const cache = this.cache;
+    this.unsubscribe = options.live?.onApplied((event) => {
+      if (event.streamId.startsWith(CHECKPOINT_STREAM_PREFIX)) cache.observed(event);
+    });
+  }
+
+  /** Stops following the live subscription. */
+  close(): void {
+    this.unsubscribe?.();
   }
 
   async getTuple(config: RunnableConfig): Promise<CheckpointTuple | undefined> {
     const threadId = config.configurable?.thread_id;
     if (threadId === undefined || threadId === null) return undefined;
-    const thread = this.thread(String(threadId));
+    const thread = await this.cache.get(String(threadId));
     const checkpointNs: string = config.configurable?.checkpoint_ns ?? "";
     const ns = thread && namespaceOf(thread, checkpointNs);
     if (!thread || !ns) return undefined;
@@ -91,10 +114,8 @@ export class EventSourcedCheckpointSaver extends BaseCheckpointSaver {
     const beforeId: string | undefined = before?.configurable?.checkpoint_id;
     // Read models are persistent values: holding them across the awaits below is safe.
     const threads =
-      threadId !== undefined && threadId !== null
-        ? [this.thread(String(threadId))].filter((t): t is ThreadCheckpoints => t !== undefined)
-        : this.runner.values(checkpointsProjection);
-    for (const thread of threads) {
+      threadId !== undefined && threadId !== null ? this.oneThread(String(threadId)) : this.everyThread();
+    for await (const thread of threads) {
       for (const nsName of namespacesOf(thread)) {
         if (onlyNs !== undefined && nsName !== onlyNs) continue;
         const ns = namespaceOf(thread, nsName) as NamespaceCheckpoints;
@@ -156,7 +177,7 @@ export class EventSourcedCheckpointSaver extends BaseCheckpointSaver {
     }));
     // A retry of writes already stored would change nothing (the fold keeps the first regular
     // write per (task, idx)); skip the append. The fold stays the authority under races.
-    const thread = this.thread(threadId);
+    const thread = await this.cache.get(threadId);
     const ns = thread && namespaceOf(thread, checkpointNs);
     if (ns && indexed.length > 0) {
       const stored = new Set(pendingWritesOf(ns, checkpointId).map((w) => `${w.task_id}\u0000${w.idx}`));
@@ -186,7 +207,8 @@ export class EventSourcedCheckpointSaver extends BaseCheckpointSaver {
    * `rollback` discards what the cancelled run wrote). Checkpoint ids are time-ordered. One append.
    */
   async discardAfter(threadId: string, afterCheckpointId: string | null, reason?: string): Promise<number> {
-    const thread = this.thread(threadId);
+    // Fresh: what another process's run on this thread wrote must be discarded too.
+    const thread = await this.cache.fresh(threadId);
     if (!thread) return 0;
     const checkpoints: CheckpointsDiscarded["checkpoints"] = [];
     for (const nsName of namespacesOf(thread)) {
@@ -203,9 +225,12 @@ export class EventSourcedCheckpointSaver extends BaseCheckpointSaver {
     return checkpoints.length;
   }
 
-  /** Id of the thread's latest root checkpoint, without loading it (null when it has none). */
-  latestCheckpointId(threadId: string): string | null {
-    const thread = this.thread(threadId);
+  /**
+   * Id of the thread's latest root checkpoint, including what other processes appended (null when
+   * it has none); the base a rollback returns to, so it must not be stale.
+   */
+  async latestCheckpointId(threadId: string): Promise<string | null> {
+    const thread = await this.cache.fresh(threadId);
     const ns = thread && namespaceOf(thread, "");
     return (ns && latestCheckpointOf(ns)?.checkpoint_id) ?? null;
   }
@@ -219,8 +244,7 @@ export class EventSourcedCheckpointSaver extends BaseCheckpointSaver {
   async copyThread(fromThreadId: string, toThreadId: string): Promise<void> {
     if (fromThreadId === toThreadId) throw new Error("copyThread: source and target thread are the same");
     // Include what other processes appended to the source before we were asked.
-    await this.runner.waitFor(await this.store.headPosition());
-    const source = this.thread(fromThreadId);
+    const source = await this.cache.fresh(fromThreadId);
     const copied = source ? copyEvents(source, toThreadId) : [];
     const marker: CheckpointsCopied = {
       thread_id: toThreadId,
@@ -230,13 +254,39 @@ export class EventSourcedCheckpointSaver extends BaseCheckpointSaver {
     await this.append(toThreadId, [{ type: "CheckpointsCopied", data: marker }, ...copied]);
   }
 
-  private thread(threadId: string): ThreadCheckpoints | undefined {
-    return this.runner.get(checkpointsProjection, threadId);
+  private async *oneThread(threadId: string): AsyncGenerator<ThreadCheckpoints> {
+    const thread = await this.cache.get(threadId);
+    if (thread) yield thread;
+  }
+
+  /**
+   * Every thread with checkpoints, in order of first appearance in the log. Only `list()` without
+   * a thread_id needs it (tools and the validation suite, no route): it scans `$all` for the
+   * thread ids, then folds one thread at a time without making them resident.
+   */
+  private async *everyThread(): AsyncGenerator<ThreadCheckpoints> {
+    const ids = new Set<string>();
+    let from = 0n;
+    for (;;) {
+      const page = await this.store.readAll({ fromPosition: from, maxCount: 1000, filter: { streamPrefixes: [CHECKPOINT_STREAM_PREFIX] } });
+      for (const event of page) ids.add(threadIdOfCheckpointStream(event.streamId) as string);
+      if (page.length < 1000) break;
+      from = page[page.length - 1].position + 1n;
+    }
+    for (const id of ids) {
+      const thread = await this.cache.peek(id);
+      if (thread) yield thread;
+    }
   }
 
   private async append(threadId: string, events: EventData[]): Promise<void> {
     const result = await this.store.append(checkpointStream(threadId), events, "any");
-    await this.runner.waitFor(result.position);
+    // The append's events hold the revisions up to `nextExpectedRevision`, in order.
+    const first = result.nextExpectedRevision - BigInt(events.length) + 1n;
+    await this.cache.appended(
+      threadId,
+      events.map((e, i) => ({ revision: first + BigInt(i), type: e.type, data: e.data })),
+    );
   }
 
   private async tupleOf(
