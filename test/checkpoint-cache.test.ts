@@ -210,6 +210,13 @@ t.test("concurrent puts and writes on one thread keep revision order; each call 
 t.test("memory stays bounded in entry count; list() over all threads does not flush the cache", async (t) => {
   const store = await openStore(t);
   const saver = new EventSourcedCheckpointSaver({ store, cacheThreads: 5 });
+  // A thread with more events than one page of the `$all` scan in list().
+  const busy = await saver.put(thread("busy"), checkpoint(0), { source: "input", step: -1, parents: {} }, {});
+  const writes = Array.from({ length: 1100 }, (_, k) => ({
+    type: "PendingWritesSaved",
+    data: { thread_id: "busy", checkpoint_ns: "", checkpoint_id: busy.configurable?.checkpoint_id, task_id: `task-${k}`, task_path: "", writes: [] },
+  }));
+  await store.append(checkpointStream("busy"), writes);
   for (let i = 0; i < 50; i += 1) {
     const config = await saver.put(thread(`t-${i}`), checkpoint(i), { source: "input", step: -1, parents: {} }, {});
     await saver.getTuple(config);
@@ -220,12 +227,13 @@ t.test("memory stays bounded in entry count; list() over all threads does not fl
   t.same(held, ["t-45", "t-46", "t-47", "t-48", "t-49"], "the most recently used are kept");
 
   const all = await collect(saver.list({ configurable: {} }));
-  t.equal(all.length, 50, "list without thread_id sees every thread in the log");
-  t.same(new Set(all.map((c) => c.config.configurable?.thread_id)).size, 50);
+  t.equal(all.length, 51, "list without thread_id sees every thread in the log");
+  t.same(new Set(all.map((c) => c.config.configurable?.thread_id)).size, 51);
+  t.equal(all[all.length - 1].config.configurable?.thread_id, "t-49", "in order of first appearance, past the first page");
   t.same(Array.from({ length: 50 }, (_, i) => `t-${i}`).filter((id) => saver.cache.has(id)), held, "the scan kept the cache as it was");
 
   await saver.deleteThread("t-3");
-  t.equal((await collect(saver.list({ configurable: {} }))).length, 49, "a deleted thread is not listed");
+  t.equal((await collect(saver.list({ configurable: {} }))).length, 50, "a deleted thread is not listed");
 });
 
 t.test("CHECKPOINT_CACHE_THREADS configures the bound", async (t) => {

@@ -266,12 +266,19 @@ export class EventSourcedCheckpointSaver extends BaseCheckpointSaver {
    */
   private async *everyThread(): AsyncGenerator<ThreadCheckpoints> {
     const ids = new Set<string>();
-    let from = 0n;
+    const pageSize = 1000;
+    let from: bigint | "start" = "start";
+    let seen = -1n;
     for (;;) {
-      const page = await this.store.readAll({ fromPosition: from, maxCount: 1000, filter: { streamPrefixes: [CHECKPOINT_STREAM_PREFIX] } });
-      for (const event of page) ids.add(threadIdOfCheckpointStream(event.streamId) as string);
-      if (page.length < 1000) break;
-      from = page[page.length - 1].position + 1n;
+      const page = await this.store.readAll({ fromPosition: from, maxCount: pageSize, filter: { streamPrefixes: [CHECKPOINT_STREAM_PREFIX] } });
+      for (const event of page) {
+        if (event.position <= seen) continue;
+        ids.add(threadIdOfCheckpointStream(event.streamId) as string);
+        seen = event.position;
+      }
+      if (page.length < pageSize) break;
+      // Inclusive start at the last event seen (skipped above): an ESDB position + 1 is no position.
+      from = seen;
     }
     for (const id of ids) {
       const thread = await this.cache.peek(id);
