@@ -1,5 +1,6 @@
 import t from "tap";
 import { startTestServer } from "./support/server.js";
+import { expectErrors, type ErrorCase } from "./support/http.js";
 
 /** Assistants through the official SDK against the real server. */
 
@@ -120,7 +121,7 @@ t.test("assistants", async (t) => {
     t.equal(unknownGraph.status, 404);
     t.match(((await unknownGraph.json()) as { detail: string }).detail, /Graph 'nope' not found. Expected one of: .*"agent"/);
 
-    const cases: [string, string, unknown, number, RegExp][] = [
+    const cases: ErrorCase[] = [
       ["POST", "/assistants", { graph_id: 42 }, 422, /graph_id/],
       ["POST", "/assistants", {}, 422, /graph_id/],
       ["POST", "/assistants", { graph_id: "agent", bogus: 1 }, 422, /bogus|Unrecognized/],
@@ -136,16 +137,7 @@ t.test("assistants", async (t) => {
       ["POST", "/assistants/agent/latest", { version: 99 }, 404, /version not found/],
       ["PATCH", "/assistants/agent", { graph_id: "nope" }, 404, /not found/],
     ];
-    for (const [method, path, body, status, detail] of cases) {
-      const res = await fetch(`${srv.url}${path}`, {
-        method,
-        headers: body === undefined ? {} : { "content-type": "application/json" },
-        body: body === undefined ? undefined : JSON.stringify(body),
-      });
-      const json = (await res.json()) as { detail: string };
-      t.equal(res.status, status, `${method} ${path} ${JSON.stringify(body)} → ${status} (${json.detail})`);
-      t.match(json.detail, detail);
-    }
+    await expectErrors(t, srv.url, cases);
     const malformed = await fetch(`${srv.url}/assistants`, { method: "POST", headers: { "content-type": "application/json" }, body: "{not json" });
     t.equal(malformed.status, 422);
     t.match(((await malformed.json()) as { detail: string }).detail, /JSON/);

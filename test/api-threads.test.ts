@@ -1,5 +1,6 @@
 import t from "tap";
 import { startTestServer } from "./support/server.js";
+import { expectErrors, type ErrorCase } from "./support/http.js";
 
 /** Threads, thread state and history through the official SDK against the real server. */
 
@@ -104,7 +105,7 @@ t.test("threads", async (t) => {
 
   t.test("bad input: 422 naming the field, 404 for unknown ids, huge bodies 413, nothing changed", async (t) => {
     const thread = await client.threads.create({ metadata: { keep: true } });
-    const cases: [string, string, unknown, number, RegExp][] = [
+    const cases: ErrorCase[] = [
       ["GET", "/threads/not-a-uuid", undefined, 422, /thread_id: must be a UUID/],
       ["GET", "/threads/00000000-0000-4000-8000-000000000000", undefined, 404, /not found/],
       ["PATCH", "/threads/00000000-0000-4000-8000-000000000000", { metadata: {} }, 404, /not found/],
@@ -120,16 +121,7 @@ t.test("threads", async (t) => {
       ["POST", `/threads/${thread.thread_id}/history`, { limit: "ten" }, 422, /limit/],
       ["POST", `/threads/${thread.thread_id}/state`, { values: { messages: [] } }, 400, /graph/],
     ];
-    for (const [method, path, body, status, detail] of cases) {
-      const res = await fetch(`${srv.url}${path}`, {
-        method,
-        headers: body === undefined ? {} : { "content-type": "application/json" },
-        body: body === undefined ? undefined : JSON.stringify(body),
-      });
-      const json = (await res.json()) as { detail: string };
-      t.equal(res.status, status, `${method} ${path} → ${status} (${json.detail})`);
-      t.match(json.detail, detail);
-    }
+    await expectErrors(t, srv.url, cases);
     const huge = await fetch(`${srv.url}/threads`, {
       method: "POST", headers: { "content-type": "application/json" },
       body: JSON.stringify({ metadata: { blob: "x".repeat(11 * 1024 * 1024) } }),

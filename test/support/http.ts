@@ -1,0 +1,18 @@
+import type { Test } from "tap";
+
+/** One bad request and what the server must answer: method, path, JSON body, status, detail pattern. */
+export type ErrorCase = [method: string, path: string, body: unknown, status: number, detail: RegExp];
+
+/** Sends each request and checks the status and the `{"detail"}` body. */
+export async function expectErrors(t: Test, baseUrl: string, cases: ErrorCase[]): Promise<void> {
+  for (const [method, path, body, status, detail] of cases) {
+    const res = await fetch(`${baseUrl}${path}`, {
+      method,
+      headers: body === undefined ? {} : { "content-type": "application/json" },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const json = (await res.json()) as { detail: string };
+    t.equal(res.status, status, `${method} ${path} ${JSON.stringify(body) ?? ""} → ${status} (${json.detail})`);
+    t.match(json.detail, detail);
+  }
+}
