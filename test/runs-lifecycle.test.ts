@@ -1,4 +1,5 @@
 import t from "tap";
+import { expectErrors } from "./support/http.js";
 import { startTestServer, type TestServer } from "./support/server.js";
 
 /** Runs through the official SDK against the real server: wait, create + join, cancel, double-texting, interrupts, stateless. */
@@ -67,26 +68,25 @@ t.test("runs lifecycle", async (t) => {
 
   t.test("404 and 422", async (t) => {
     const thread = await client.threads.create();
-    const post = (path: string, body: unknown) =>
-      fetch(`${srv.url}${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
-    let res = await post(`/threads/${thread.thread_id}/runs`, { assistant_id: "nope" });
-    t.equal(res.status, 404);
-    t.match(await res.json(), { detail: /No assistant found/ });
-    res = await post(`/threads/${thread.thread_id}/runs`, { assistant_id: "00000000-0000-4000-8000-000000000000" });
-    t.equal(res.status, 404);
-    res = await post(`/threads/00000000-0000-4000-8000-000000000001/runs`, { assistant_id: "agent" });
-    t.equal(res.status, 404);
-    res = await post(`/threads/${thread.thread_id}/runs`, { assistant_id: "agent", stream_mode: ["nope"] });
-    t.equal(res.status, 422);
-    t.match(await res.json(), { detail: /^body\.stream_mode/ });
-    res = await post(`/threads/${thread.thread_id}/runs`, { assistant_id: "agent", multitask_strategy: "later" });
-    t.equal(res.status, 422);
-    t.match(await res.json(), { detail: /^body\.multitask_strategy: / });
-    res = await post(`/threads/not-a-uuid/runs`, { assistant_id: "agent" });
-    t.equal(res.status, 422);
-    res = await fetch(`${srv.url}/threads/${thread.thread_id}/runs/00000000-0000-4000-8000-000000000002`);
-    t.equal(res.status, 404);
-    t.same(await res.json(), { detail: "Run not found" });
+    const runs = `/threads/${thread.thread_id}/runs`;
+    await expectErrors(t, srv.url, [
+      ["POST", runs, { assistant_id: "nope" }, 404, /No assistant found/],
+      ["POST", runs, { assistant_id: "00000000-0000-4000-8000-000000000000" }, 404, /assistant/i],
+      ["POST", "/threads/00000000-0000-4000-8000-000000000001/runs", { assistant_id: "agent" }, 404, /not found/i],
+      ["POST", runs, { assistant_id: "agent", stream_mode: ["nope"] }, 422, /^body\.stream_mode/],
+      ["POST", runs, { assistant_id: "agent", multitask_strategy: "later" }, 422, /^body\.multitask_strategy: /],
+      ["POST", runs, { input: {} }, 422, /assistant_id/],
+      ["POST", runs, { assistant_id: 7 }, 422, /assistant_id/],
+      ["POST", runs, { assistant_id: "agent", after_seconds: "soon" }, 422, /after_seconds/],
+      ["POST", runs, { assistant_id: "agent", config: [] }, 422, /config/],
+      ["POST", `${runs}/wait`, { assistant_id: "agent", if_not_exists: "maybe" }, 422, /if_not_exists/],
+      ["POST", "/runs/wait", { assistant_id: "agent", on_completion: "never" }, 422, /on_completion/],
+      ["POST", "/runs/batch", [], 422, /body/],
+      ["POST", "/threads/not-a-uuid/runs", { assistant_id: "agent" }, 422, /thread_id/],
+      ["GET", `${runs}/00000000-0000-4000-8000-000000000002`, undefined, 404, /^Run not found$/],
+      ["POST", `${runs}/00000000-0000-4000-8000-000000000002/cancel`, undefined, 404, /not found/i],
+    ]);
+    t.same(await client.runs.list(thread.thread_id), [], "rejected requests created no run");
   });
 
   t.test("if_not_exists=create makes the thread", async (t) => {
