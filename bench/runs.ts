@@ -139,7 +139,7 @@ export async function benchRuns(): Promise<Record<string, unknown>> {
     const invokePerS = Math.round(INVOKES / ((performance.now() - g0) / 1000));
 
     return {
-      setup: { store: "sqlite synchronous=FULL", graph: "agent (graphs/agent.ts)", n_jobs_per_worker: Number(maxJobs), client: "undici keep-alive, 127.0.0.1" },
+      setup: { store: "sqlite synchronous=FULL", graph: "agent (src/graphs/agent.ts)", n_jobs_per_worker: Number(maxJobs), client: "undici keep-alive, 127.0.0.1" },
       wait_sequential: summary(latencies),
       wait_throughput: throughput,
       sse: { first_event: summary(first), end: summary(end) },

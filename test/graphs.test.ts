@@ -85,7 +85,7 @@ t.test("repository langgraph.json and the example graph", async (t) => {
   const loaded = await loadLanggraphConfig(path.join(root, "langgraph.json"), { applyEnv: false });
   t.equal(loaded.baseDir, root);
   t.same(Object.keys(loaded.config.graphs), ["agent"]);
-  t.match(loaded.config.graphs.agent, { path: "./graphs/agent.ts", exportName: "graph" });
+  t.match(loaded.config.graphs.agent, { path: "./src/graphs/agent.ts", exportName: "graph" });
 
   const registry = await loadGraphRegistry(loaded.config, loaded.baseDir, { graphDefaults: {} });
   t.same(registry.ids(), ["agent"]);
@@ -341,7 +341,7 @@ t.test("invalid langgraph.json files give one-line errors", async (t) => {
 });
 
 t.test("graph files that do not provide a graph", async (t) => {
-  const agentFile = path.join(root, "graphs", "agent.ts");
+  const agentFile = path.join(root, "src", "graphs", "agent.ts");
   await t.rejects(loadGraphRegistry(parseLanggraphConfig({ graphs: { x: `${agentFile}:nope` } }), tmp), {
     name: "GraphLoadError",
     message: /^Graph "x": .* has no export "nope"$/,

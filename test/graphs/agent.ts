@@ -1,2 +1,2 @@
 /** `agent`: the example graph of the repository root (compiled-graph export). */
-export { graph } from "../../graphs/agent.js";
+export { graph } from "../../src/graphs/agent.js";

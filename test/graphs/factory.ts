@@ -6,7 +6,7 @@
 import { AIMessage } from "@langchain/core/messages";
 import type { RunnableConfig } from "@langchain/core/runnables";
 import { END, START, MessagesValue, StateGraph, StateSchema } from "@langchain/langgraph";
-import { contentText } from "../../graphs/agent.js";
+import { contentText } from "../../src/graphs/agent.js";
 
 const State = new StateSchema({ messages: MessagesValue });
 
