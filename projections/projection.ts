@@ -39,3 +39,21 @@ export function applyEvent(
     else entities.set(key, next);
   }
 }
+
+/**
+ * The read model of an aggregate that owns its stream (`<prefix><id>`): one entity per stream,
+ * keyed by the id, folded with the aggregate's own evolve and the event's stream revision (kept
+ * so the next command can append with it as the expected revision).
+ */
+export function aggregateProjection<S, E>(
+  name: string,
+  prefix: string,
+  evolve: (state: S | undefined, event: E, revision: bigint) => S,
+): Projection<S> {
+  return {
+    name,
+    streamPrefixes: [prefix],
+    key: (event) => event.streamId.slice(prefix.length),
+    evolve: (state, event) => evolve(state, { type: event.type, data: event.data } as E, event.revision),
+  };
+}
