@@ -1,4 +1,5 @@
 import { z } from "zod";
+import type { EventsOf } from "./event-types.js";
 import type { Decision } from "./decision.js";
 import type { JsonObject } from "./json.js";
 
@@ -24,9 +25,7 @@ export const assistantEventSchemas = {
   AssistantDeleted: z.object({ deleted_at: z.string() }),
 } satisfies Record<string, z.ZodType>;
 
-export type AssistantEvent = {
-  [K in keyof typeof assistantEventSchemas]: { type: K; data: z.infer<(typeof assistantEventSchemas)[K]> };
-}[keyof typeof assistantEventSchemas];
+export type AssistantEvent = EventsOf<typeof assistantEventSchemas>;
 
 export interface AssistantVersion {
   assistant_id: string;

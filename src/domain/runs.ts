@@ -1,4 +1,5 @@
 import { z } from "zod";
+import type { EventsOf } from "./event-types.js";
 import type { EventData } from "../eventstore/types.js";
 import type { RunRecord, RunStatus } from "./run-record.js";
 import { FinalRunStatusSchema, type FinalRunStatus } from "./threads.js";
@@ -47,9 +48,7 @@ export const runEventSchemas = {
   }),
 } satisfies Record<string, z.ZodType>;
 
-export type RunStreamEvent = {
-  [K in keyof typeof runEventSchemas]: { type: K; data: z.infer<(typeof runEventSchemas)[K]> };
-}[keyof typeof runEventSchemas];
+export type RunStreamEvent = EventsOf<typeof runEventSchemas>;
 export type RunEnded = z.infer<typeof runEventSchemas.RunEnded>;
 
 /** What the run stream says, folded. */

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import type { EventsOf } from "./event-types.js";
 import type { EventData } from "../eventstore/types.js";
 import type { JsonObject } from "./json.js";
 import { RunRecordSchema, type RunRecord, type MultitaskStrategy } from "./run-record.js";
@@ -40,9 +41,7 @@ export const threadEventSchemas = {
   RunDeleted: z.object({ run_id: z.string(), deleted_at: z.string() }),
 } satisfies Record<string, z.ZodType>;
 
-export type ThreadEvent = {
-  [K in keyof typeof threadEventSchemas]: { type: K; data: z.infer<(typeof threadEventSchemas)[K]> };
-}[keyof typeof threadEventSchemas];
+export type ThreadEvent = EventsOf<typeof threadEventSchemas>;
 
 export interface Thread {
   thread_id: string;
