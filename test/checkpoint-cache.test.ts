@@ -2,9 +2,8 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import t from "tap";
-import { AIMessage, HumanMessage, type BaseMessage } from "@langchain/core/messages";
+import { HumanMessage, type BaseMessage } from "@langchain/core/messages";
 import type { RunnableConfig } from "@langchain/core/runnables";
-import { END, START, MessagesValue, StateGraph, StateSchema } from "@langchain/langgraph";
 import type { Checkpoint, CheckpointTuple } from "@langchain/langgraph-checkpoint";
 import { ConfigError, loadConfig } from "../src/config.js";
 import { checkpointEventSchemas, checkpointStream, type CheckpointSaved } from "../src/domain/checkpoint-events.js";
@@ -15,6 +14,7 @@ import { ProjectionRunner } from "../src/projections/runner.js";
 import { ThreadCheckpointsCache } from "../src/runtime/checkpoint-cache.js";
 import { DEFAULT_CHECKPOINT_CACHE_THREADS, EventSourcedCheckpointSaver } from "../src/runtime/checkpointer.js";
 import { describeThread } from "../projections/checkpoints.js";
+import { chatGraph } from "./support/chat-graph.js";
 
 // The checkpointer's bounded read model: per-thread folds in an LRU, kept consistent with the log.
 
@@ -30,17 +30,6 @@ async function openStore(t: { teardown(fn: () => Promise<void>): void }): Promis
   return store;
 }
 
-const State = new StateSchema({ messages: MessagesValue });
-function chatGraph(checkpointer: EventSourcedCheckpointSaver) {
-  return new StateGraph(State)
-    .addNode("reply", (state) => {
-      const last = state.messages[state.messages.length - 1];
-      return { messages: [new AIMessage({ id: `ai-${state.messages.length}`, content: `echo: ${String(last?.content)}` })] };
-    })
-    .addEdge(START, "reply")
-    .addEdge("reply", END)
-    .compile({ checkpointer });
-}
 
 const thread = (id: string): RunnableConfig => ({ configurable: { thread_id: id } });
 const contents = (messages: BaseMessage[]) => messages.map((m) => [m.getType(), m.content]);

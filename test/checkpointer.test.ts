@@ -4,7 +4,7 @@ import path from "node:path";
 import t from "tap";
 import { AIMessage, HumanMessage, type BaseMessage } from "@langchain/core/messages";
 import type { RunnableConfig } from "@langchain/core/runnables";
-import { Command, END, START, MessagesValue, StateGraph, StateSchema, interrupt } from "@langchain/langgraph";
+import { Command, END, START, StateGraph, interrupt } from "@langchain/langgraph";
 import type { CheckpointTuple } from "@langchain/langgraph-checkpoint";
 import { checkpointEventSchemas, checkpointStream } from "../src/domain/checkpoint-events.js";
 import { openSqliteStore } from "../src/eventstore/sqlite.js";
@@ -12,23 +12,13 @@ import type { EventStore } from "../src/eventstore/types.js";
 import { withSchemas } from "../src/eventstore/validating.js";
 import { EventSourcedCheckpointSaver } from "../src/runtime/checkpointer.js";
 import { describeThread } from "../projections/checkpoints.js";
+import { ChatState, chatGraph } from "./support/chat-graph.js";
 
 // Tiny offline graphs: a counter that answers every human message, and one that asks a question.
-const State = new StateSchema({ messages: MessagesValue });
 
-function chatGraph(checkpointer: EventSourcedCheckpointSaver) {
-  return new StateGraph(State)
-    .addNode("reply", (state) => {
-      const last = state.messages[state.messages.length - 1];
-      return { messages: [new AIMessage({ id: `ai-${state.messages.length}`, content: `echo: ${String(last?.content)}` })] };
-    })
-    .addEdge(START, "reply")
-    .addEdge("reply", END)
-    .compile({ checkpointer });
-}
 
 function askGraph(checkpointer: EventSourcedCheckpointSaver) {
-  return new StateGraph(State)
+  return new StateGraph(ChatState)
     .addNode("ask", () => {
       const answer = interrupt({ question: "Continue?" });
       return { messages: [new AIMessage({ id: "ai-answer", content: `You answered: ${String(answer)}` })] };
