@@ -3,8 +3,10 @@ import type { Config } from "./config.js";
 import { openStore } from "./eventstore/open.js";
 import { withSchemas } from "./eventstore/validating.js";
 import type { EventStore } from "./eventstore/types.js";
-import { ProjectionRunner } from "./projections/runner.js";
-import { allProjections } from "./projections/all.js";
+import { openReadModels, READ_MODELS_FILE, type ReadModels } from "./read-models/all.js";
+import { LiveFeed } from "./eventstore/live-feed.js";
+import { rmSync } from "node:fs";
+import path from "node:path";
 import { schemaForEventType } from "./domain/events.js";
 import { buildHttpApp } from "./http/app.js";
 import { metaRoutes } from "./http/routes/meta.js";
@@ -27,7 +29,7 @@ export interface RunningServer {
   port: number;
   storeKind: EventStore["kind"];
   store: EventStore;
-  runner: ProjectionRunner;
+  readModels: ReadModels;
   /** The LangGraph checkpointer (its cache holds recently used threads' checkpoints). */
   checkpointer: EventSourcedCheckpointSaver;
   http: FastifyInstance;
@@ -51,20 +53,24 @@ export async function startServer(config: Config): Promise<RunningServer> {
     graphDefaults: parseLanggraphConfigEnv(config.langgraphConfig),
   });
   const store = withSchemas(await openStore(config), schemaForEventType);
-  const runner = new ProjectionRunner(store, allProjections);
+  let readModels: ReadModels | undefined;
+  let liveCheckpoints: LiveFeed | undefined;
   let http: FastifyInstance | undefined;
   let worker: RunWorker | undefined;
   let runs: RunsService | undefined;
   let checkpointer: EventSourcedCheckpointSaver;
   try {
-    await runner.start();
-    // Created once history is folded: its cache follows only live events (other processes' appends).
-    checkpointer = new EventSourcedCheckpointSaver({ store, live: runner, cacheThreads: config.checkpointCacheThreads });
-    const ctx: AppContext = { config, langgraph, store, runner, graphs, checkpointer, now: isoNow };
+    readModels = await openReadModelsFor(store, config.dataDir);
+    await readModels.store.start(store);
+    // With a shared store, other processes append checkpoints too: the cache follows them live.
+    // A SQLite store belongs to this process alone, whose own appends keep the cache current.
+    liveCheckpoints = store.kind === "sqlite" ? undefined : new LiveFeed(store, { streamPrefixes: ["checkpoints-"] });
+    checkpointer = new EventSourcedCheckpointSaver({ store, live: liveCheckpoints, cacheThreads: config.checkpointCacheThreads });
+    const ctx: AppContext = { config, langgraph, store, readModels, graphs, checkpointer, now: isoNow };
     await ensureDefaultAssistants(ctx, graphs.defaultAssistants());
     const lifecycle = threadLifecycle(ctx);
     const completion = {
-      store, runner, now: ctx.now,
+      store, readModels, now: ctx.now,
       deleteThreadCheckpoints: (id: string) => checkpointer.deleteThread(id),
       discardCheckpointsAfter: async (threadId: string, after: string | null, reason: string) => void (await checkpointer.discardAfter(threadId, after, reason)),
     };
@@ -102,7 +108,8 @@ export async function startServer(config: Config): Promise<RunningServer> {
     await http?.close().catch(() => undefined);
     await worker?.stop().catch(() => undefined);
     runs?.close();
-    await runner.stop().catch(() => undefined);
+    await readModels?.store.close().catch(() => undefined);
+    await liveCheckpoints?.close().catch(() => undefined);
     await store.close().catch(() => undefined);
     throw error;
   }
@@ -111,13 +118,15 @@ export async function startServer(config: Config): Promise<RunningServer> {
   const app = http;
   const runWorker = worker!;
   const runService = runs!;
+  const models = readModels!;
+  const feed = liveCheckpoints;
   let closing: Promise<void> | undefined;
   return {
     url: `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${port}`,
     port,
     storeKind: store.kind,
     store,
-    runner,
+    readModels: models,
     checkpointer,
     http: app,
     close() {
@@ -125,11 +134,24 @@ export async function startServer(config: Config): Promise<RunningServer> {
         await runWorker.stop();
         runService.close();
         await app.close();
-        await runner.stop();
+        await models.store.close();
+        await feed?.close();
         checkpointer.close();
         await store.close();
       })();
       return closing;
     },
   };
+}
+
+/**
+ * Opens DATA_DIR/read-models.sqlite. A database ahead of the log (the log was replaced or
+ * truncated) cannot be trusted: it is removed and rebuilt from the log.
+ */
+async function openReadModelsFor(store: EventStore, dataDir: string): Promise<ReadModels> {
+  const models = openReadModels(dataDir);
+  if (models.store.position <= (await store.headPosition())) return models;
+  models.store.db.close();
+  for (const suffix of ["", "-wal", "-shm"]) rmSync(path.join(dataDir, READ_MODELS_FILE) + suffix, { force: true });
+  return openReadModels(dataDir);
 }

@@ -10,7 +10,7 @@ import { checkpointEventSchemas, checkpointStream, type CheckpointSaved } from "
 import { openSqliteStore } from "../src/eventstore/sqlite.js";
 import type { EventStore } from "../src/eventstore/types.js";
 import { withSchemas } from "../src/eventstore/validating.js";
-import { ProjectionRunner } from "../src/projections/runner.js";
+import { LiveFeed } from "../src/eventstore/live-feed.js";
 import { ThreadCheckpointsCache } from "../src/runtime/checkpoint-cache.js";
 import { DEFAULT_CHECKPOINT_CACHE_THREADS, EventSourcedCheckpointSaver } from "../src/runtime/checkpointer.js";
 import { describeThread } from "../projections/checkpoints.js";
@@ -125,16 +125,16 @@ t.test("another writer's append is seen: by a fresh read, and by our next append
 
 t.test("with a live feed, held threads follow other processes' appends", async (t) => {
   const store = await openStore(t);
-  const runner = new ProjectionRunner(store, []);
-  await runner.start();
-  t.teardown(() => runner.stop());
-  const mine = new EventSourcedCheckpointSaver({ store, live: runner });
+  const feed = new LiveFeed(store, { streamPrefixes: ["checkpoints-"] });
+  t.teardown(() => feed.close());
+  const mine = new EventSourcedCheckpointSaver({ store, live: feed });
   t.teardown(() => mine.close());
   const theirs = new EventSourcedCheckpointSaver({ store });
   const first = await mine.put(thread("t"), checkpoint(1), { source: "input", step: -1, parents: {} }, {});
   await mine.getTuple(first);
+  const delivered = new Promise<void>((resolve) => feed.onApplied(() => resolve()));
   await theirs.put(first, checkpoint(2), { source: "loop", step: 0, parents: {} }, {});
-  await runner.waitFor(await store.headPosition());
+  await delivered;
   t.ok(mine.cache.has("t"), "still held: the event was the next revision");
   t.equal((await mine.getTuple(thread("t")))?.checkpoint.id, checkpointId(2));
 

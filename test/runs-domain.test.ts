@@ -10,7 +10,7 @@ import {
   type RunStreamEvent,
   type RunStreamState,
 } from "../src/domain/runs.js";
-import { runsProjection, threadRunsProjection } from "../projections/runs.js";
+import { runsProjection } from "../projections/runs.js";
 import { StreamModeMapper, toWire } from "../src/runtime/stream-modes.js";
 import { schemaForEventType } from "../src/domain/events.js";
 import type { RecordedEvent } from "../src/eventstore/types.js";
@@ -96,10 +96,8 @@ t.test("projection: runs by id and per thread; rollback and delete remove them",
   const fin = rec("thread-t1", 2, "RunFinished", { run_id: "r1", status: "success", finished_at: NOW });
   const runs = apply(runsProjection, [enq, claim, out, end, fin]);
   t.match(runs.get("r1"), { stream: { revision: 2n, attempt: 1, ended: { status: "success" } }, threadFinished: true });
-  t.same(apply(threadRunsProjection, [enq, fin]).get("t1"), ["r1"]);
   const rolledBack = rec("thread-t1", 2, "RunFinished", { run_id: "r1", status: "rollback", finished_at: NOW });
   t.equal(apply(runsProjection, [enq, claim, rolledBack]).get("r1"), undefined);
-  t.same(apply(threadRunsProjection, [enq, rolledBack]).get("t1"), []);
   t.equal(apply(runsProjection, [enq, fin, rec("thread-t1", 3, "RunDeleted", { run_id: "r1", deleted_at: NOW })]).get("r1"), undefined);
 });
 

@@ -1,3 +1,6 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
 import t from "tap";
 import { Client } from "@langchain/langgraph-sdk";
 import { startEsdbTestDouble } from "./support/esdb-test-double.js";
@@ -18,7 +21,10 @@ t.test("two processes share one EventStoreDB", async (t) => {
   const env = { EVENTSTORE_URL: esdb.connectionString, LANGGRAPH_JSON: TEST_GRAPHS, RUN_LEASE_SECS: "0.6" };
   const procs: ServerProcess[] = [];
   const start = async () => {
-    const p = await spawnServer(env);
+    // Each process keeps its own read models (disposable caches of the shared log).
+    const dataDir = await mkdtemp(path.join(os.tmpdir(), "agent-server-esdb-"));
+    t.teardown(() => rm(dataDir, { recursive: true, force: true }));
+    const p = await spawnServer({ ...env, DATA_DIR: dataDir });
     t.ok(p.url, `server started ${p.stderr}`);
     procs.push(p);
     return { proc: p, client: new Client({ apiUrl: p.url! }) };

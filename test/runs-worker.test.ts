@@ -5,8 +5,7 @@ import t from "tap";
 import { openSqliteStore } from "../src/eventstore/sqlite.js";
 import { withSchemas } from "../src/eventstore/validating.js";
 import { schemaForEventType } from "../src/domain/events.js";
-import { ProjectionRunner } from "../src/projections/runner.js";
-import { allProjections } from "../src/projections/all.js";
+import { openReadModels } from "../src/read-models/all.js";
 import { EventSourcedCheckpointSaver } from "../src/runtime/checkpointer.js";
 import { loadLanggraphConfig } from "../src/runtime/langgraph-config.js";
 import { loadGraphRegistry } from "../src/runtime/graphs.js";
@@ -26,15 +25,15 @@ import { TEST_GRAPHS } from "./support/server.js";
 t.test("workers sharing a store", async (t) => {
   const dir = await mkdtemp(path.join(os.tmpdir(), "agent-server-workers-"));
   const store = withSchemas(await openSqliteStore({ path: path.join(dir, "events.sqlite"), synchronous: "NORMAL" }), schemaForEventType);
-  const runner = new ProjectionRunner(store, allProjections);
-  await runner.start();
-  const checkpointer = new EventSourcedCheckpointSaver({ store, live: runner });
+  const readModels = openReadModels(dir);
+  await readModels.store.start(store);
+  const checkpointer = new EventSourcedCheckpointSaver({ store });
   const langgraph = await loadLanggraphConfig(TEST_GRAPHS);
   const graphs = await loadGraphRegistry(langgraph.config, langgraph.baseDir, { graphDefaults: {} });
-  const ctx: AppContext = { config: loadConfig({ DATA_DIR: dir }), langgraph, store, runner, graphs, checkpointer, now: isoNow };
+  const ctx: AppContext = { config: loadConfig({ DATA_DIR: dir }), langgraph, store, readModels, graphs, checkpointer, now: isoNow };
   await ensureDefaultAssistants(ctx, graphs.defaultAssistants());
   const completion = {
-    store, runner, now: isoNow,
+    store, readModels, now: isoNow,
     deleteThreadCheckpoints: (id: string) => checkpointer.deleteThread(id),
     discardCheckpointsAfter: async (id: string, after: string | null) => void (await checkpointer.discardAfter(id, after)),
   };
@@ -45,7 +44,7 @@ t.test("workers sharing a store", async (t) => {
   t.teardown(async () => {
     for (const w of workers) await w.stop();
     runs.close();
-    await runner.stop();
+    await readModels.store.close();
     await store.close();
     await rm(dir, { recursive: true, force: true });
   });
@@ -99,8 +98,8 @@ t.test("workers sharing a store", async (t) => {
     }
     await sub.close();
     await runs.cancel(null, run.run_id, "interrupt");
-    const view = await runs.waitDone(run.run_id);
-    t.equal(view?.stream.ended?.status, "interrupted");
+    await runs.waitDone(run.run_id);
+    t.equal((await runs.terminalEvent(run.run_id))?.status, "interrupted");
   });
 
   t.test("a run longer than the timeout is aborted and ends with status timeout", async (t) => {
@@ -110,8 +109,8 @@ t.test("workers sharing a store", async (t) => {
     workers.push(strict);
     await strict.start();
     const run = await runs.create(null, { assistant_id: "delay", input: { delay: 60_000 }, on_completion: "keep" });
-    const view = await runs.waitDone(run.run_id);
-    t.match(view?.stream.ended, { status: "timeout", error: { error: "TimeoutError" } });
+    await runs.waitDone(run.run_id);
+    t.match(await runs.terminalEvent(run.run_id), { status: "timeout", error: { error: "TimeoutError" } });
     const outputs = (await store.readStream(runStream(run.run_id))).filter((e) => e.type === "RunOutput").map((e) => (e.data as { event: string }).event);
     t.same(outputs, ["metadata", "values", "error"]);
   });
@@ -133,6 +132,8 @@ t.test("workers sharing a store", async (t) => {
       if (item.event.type === "RunClaimed") {
         attempts.push((item.event.data as { attempt: number }).attempt);
         await current.stop(); // dies with its claim open
+        // A fresh process starts with its read models caught up with the log.
+        await readModels.store.waitFor(item.event.position);
         current = dying(++n);
         workers.push(current);
         await current.start(); // a fresh process on an exclusive store takes over at once
@@ -141,8 +142,8 @@ t.test("workers sharing a store", async (t) => {
     }
     await sub.close();
     t.same(attempts, [1, 2, 3, 4]);
-    const view = await runs.waitDone(run.run_id);
-    t.match(view?.stream.ended, { status: "error", error: { error: "RunAttemptsExhausted" } });
+    await runs.waitDone(run.run_id);
+    t.match(await runs.terminalEvent(run.run_id), { status: "error", error: { error: "RunAttemptsExhausted" } });
     const outputs = (await store.readStream(runStream(run.run_id))).filter((e) => e.type === "RunOutput").map((e) => (e.data as { event: string }).event);
     t.equal(outputs[outputs.length - 1], "error");
   });

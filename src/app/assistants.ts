@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { validate as isUuid } from "uuid";
 import type { AppContext } from "./context.js";
 import { execute } from "./commands.js";
-import { assistantsProjection } from "../../projections/assistants.js";
+import { catchUpWithStream } from "./commands.js";
 import {
   assistantStream,
   decideCreateAssistant,
@@ -11,10 +11,13 @@ import {
   decideSetLatestVersion,
   type Assistant,
   type AssistantState,
+  type AssistantVersion,
   type CreateAssistant,
   type PatchAssistant,
 } from "../domain/assistants.js";
-import { jsonContains, sortBy, type JsonObject, type SortOrder } from "../domain/json.js";
+import type { JsonObject } from "../domain/json.js";
+import type { AssistantFilter, AssistantSortField } from "../read-models/assistants.js";
+import type { SortOrder } from "../read-models/statements.js";
 import { HttpError } from "../http/errors.js";
 import { defaultAssistantId as defaultAssistantIdFor } from "../runtime/graphs.js";
 import { WrongExpectedVersionError } from "../eventstore/types.js";
@@ -29,18 +32,32 @@ export function resolveAssistantId(ctx: AppContext, idOrGraph: string): string {
 }
 
 export function findAssistant(ctx: AppContext, assistantId: string): Assistant | undefined {
-  const s = ctx.runner.get(assistantsProjection, assistantId);
-  return s && !s.deleted ? s.current : undefined;
+  return ctx.readModels.assistants.get(assistantId);
 }
 
-export function getAssistant(ctx: AppContext, idOrGraph: string): Assistant {
-  const found = findAssistant(ctx, resolveAssistantId(ctx, idOrGraph));
+/** Like findAssistant; a miss first catches up with the assistant's own stream (another process may have written it). */
+export async function findAssistantConsistent(ctx: AppContext, assistantId: string): Promise<Assistant | undefined> {
+  const found = findAssistant(ctx, assistantId);
+  if (found) return found;
+  await catchUpWithStream(ctx, assistantStream(assistantId));
+  return findAssistant(ctx, assistantId);
+}
+
+export async function getAssistant(ctx: AppContext, idOrGraph: string): Promise<Assistant> {
+  const found = await findAssistantConsistent(ctx, resolveAssistantId(ctx, idOrGraph));
   if (!found) throw new HttpError(404, "Assistant not found");
   return found;
 }
 
-function liveState(ctx: AppContext, idOrGraph: string): AssistantState {
-  const s = ctx.runner.get(assistantsProjection, resolveAssistantId(ctx, idOrGraph));
+const loadAssistant = (ctx: AppContext, id: string) => () => ctx.readModels.assistants.load(id);
+
+async function liveState(ctx: AppContext, idOrGraph: string): Promise<AssistantState> {
+  const id = resolveAssistantId(ctx, idOrGraph);
+  let s = ctx.readModels.assistants.load(id);
+  if (!s || s.deleted) {
+    await catchUpWithStream(ctx, assistantStream(id));
+    s = ctx.readModels.assistants.load(id);
+  }
   if (!s || s.deleted) throw new HttpError(404, "Assistant not found");
   return s;
 }
@@ -55,7 +72,7 @@ export async function createAssistant(ctx: AppContext, cmd: Omit<CreateAssistant
   assertKnownGraph(ctx, cmd.graph_id);
   const assistantId = cmd.assistant_id?.toLowerCase() ?? randomUUID();
   const now = ctx.now();
-  const { state } = await execute(ctx, assistantsProjection, assistantId, assistantStream(assistantId), (s) =>
+  const { state } = await execute(ctx, loadAssistant(ctx, assistantId), assistantStream(assistantId), (s) =>
     decideCreateAssistant(s, { ...cmd, assistant_id: assistantId }, now),
   );
   return state!.current;
@@ -65,55 +82,40 @@ export async function patchAssistant(ctx: AppContext, idOrGraph: string, cmd: Pa
   if (cmd.graph_id !== undefined) assertKnownGraph(ctx, cmd.graph_id);
   const id = resolveAssistantId(ctx, idOrGraph);
   const now = ctx.now();
-  const { state } = await execute(ctx, assistantsProjection, id, assistantStream(id), (s) => decidePatchAssistant(s, cmd, now));
+  const { state } = await execute(ctx, loadAssistant(ctx, id), assistantStream(id), (s) => decidePatchAssistant(s, cmd, now));
   return state!.current;
 }
 
 export async function setLatestVersion(ctx: AppContext, idOrGraph: string, version: number): Promise<Assistant> {
   const id = resolveAssistantId(ctx, idOrGraph);
   const now = ctx.now();
-  const { state } = await execute(ctx, assistantsProjection, id, assistantStream(id), (s) => decideSetLatestVersion(s, version, now));
+  const { state } = await execute(ctx, loadAssistant(ctx, id), assistantStream(id), (s) => decideSetLatestVersion(s, version, now));
   return state!.current;
 }
 
 export async function deleteAssistant(ctx: AppContext, idOrGraph: string): Promise<string> {
   const id = resolveAssistantId(ctx, idOrGraph);
   const now = ctx.now();
-  await execute(ctx, assistantsProjection, id, assistantStream(id), (s) => decideDeleteAssistant(s, now));
+  await execute(ctx, loadAssistant(ctx, id), assistantStream(id), (s) => decideDeleteAssistant(s, now));
   return id;
 }
 
-export interface AssistantQuery {
-  metadata?: JsonObject;
-  graph_id?: string;
-  name?: string;
-}
+export type AssistantQuery = AssistantFilter;
 
-export function matchingAssistants(ctx: AppContext, q: AssistantQuery): Assistant[] {
-  const name = q.name?.toLowerCase();
-  return ctx.runner
-    .values(assistantsProjection)
-    .filter((s) => !s.deleted)
-    .map((s) => s.current)
-    .filter((a) => (q.graph_id === undefined || a.graph_id === q.graph_id)
-      && (name === undefined || a.name.toLowerCase().includes(name))
-      && (q.metadata === undefined || jsonContains(a.metadata, q.metadata)));
+export function countAssistants(ctx: AppContext, q: AssistantQuery): number {
+  return ctx.readModels.assistants.count(q);
 }
 
 export function searchAssistants(
   ctx: AppContext,
-  q: AssistantQuery & { sort_by?: keyof Assistant; sort_order?: SortOrder; limit: number; offset: number },
+  q: AssistantQuery & { sort_by?: AssistantSortField; sort_order?: SortOrder; limit: number; offset: number },
 ): { page: Assistant[]; total: number } {
-  const all = sortBy(matchingAssistants(ctx, q), q.sort_by ?? "created_at", q.sort_order ?? "desc");
-  return { page: all.slice(q.offset, q.offset + q.limit), total: all.length };
+  return ctx.readModels.assistants.search(q);
 }
 
-export function assistantVersions(ctx: AppContext, idOrGraph: string, q: { metadata?: JsonObject; limit: number; offset: number }) {
-  const s = liveState(ctx, idOrGraph);
-  return s.versions
-    .filter((v) => q.metadata === undefined || jsonContains(v.metadata, q.metadata))
-    .sort((a, b) => b.version - a.version)
-    .slice(q.offset, q.offset + q.limit);
+export async function assistantVersions(ctx: AppContext, idOrGraph: string, q: { metadata?: JsonObject; limit: number; offset: number }): Promise<AssistantVersion[]> {
+  const s = await liveState(ctx, idOrGraph);
+  return ctx.readModels.assistants.versions(s.current.assistant_id, q);
 }
 
 /**
@@ -133,7 +135,7 @@ export async function ensureDefaultAssistants(
     if (!created.ok) continue;
     try {
       const result = await ctx.store.append(assistantStream(assistantId), created.events, "no_stream");
-      await ctx.runner.waitFor(result.position);
+      await ctx.readModels.store.waitFor(result.position);
     } catch (error) {
       if (!(error instanceof WrongExpectedVersionError)) throw error;
     }

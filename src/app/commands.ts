@@ -1,35 +1,51 @@
 import { WrongExpectedVersionError, type EventStore } from "../eventstore/types.js";
-import type { ProjectionRunner } from "../projections/runner.js";
-import type { Projection } from "../../projections/projection.js";
+import type { ReadModels } from "../read-models/all.js";
 import type { Decision } from "../domain/decision.js";
 import { HttpError } from "../http/errors.js";
 
 const MAX_ATTEMPTS = 5;
+/** How long a read waits for the local read models to show a position another process reported. */
+export const CATCH_UP_TIMEOUT_MS = 5_000;
+
+export interface CommandDeps {
+  store: EventStore;
+  readModels: ReadModels;
+}
+
+/**
+ * Waits until the local read models show every event of `stream`: one strongly consistent read of
+ * the stream's last position. What a reader does when its read model may lag behind another
+ * process (a get that misses, an append that met a newer revision).
+ */
+export async function catchUpWithStream(deps: CommandDeps, stream: string): Promise<void> {
+  const [last] = await deps.store.readStream(stream, { direction: "backwards", fromRevision: "end", maxCount: 1 });
+  if (last && last.position > deps.readModels.store.position) await deps.readModels.store.waitForAtMost(last.position, CATCH_UP_TIMEOUT_MS);
+}
 
 /**
  * Read → decide → append with the expected revision the read model saw → wait until the read model
  * shows the append (read-your-writes). A concurrent writer makes the append fail with
- * WrongExpectedVersion; then the read model is brought up to date and the decision is taken again.
+ * WrongExpectedVersion; then the read model is brought up to date with that stream and the
+ * decision is taken again.
  */
 export async function execute<S extends { revision: bigint }, R extends Decision>(
-  deps: { store: EventStore; runner: ProjectionRunner },
-  projection: Projection<S>,
-  key: string,
+  deps: CommandDeps,
+  load: () => S | undefined,
   stream: string,
   decide: (state: S | undefined) => R,
 ): Promise<{ state: S | undefined; decision: R & { ok: true } }> {
   for (let attempt = 1; ; attempt++) {
-    const state = deps.runner.get(projection, key);
+    const state = load();
     const decision = decide(state);
     if (!decision.ok) throw new HttpError(decision.status, decision.detail);
     if (decision.events.length === 0) return { state, decision: decision as R & { ok: true } };
     try {
       const result = await deps.store.append(stream, decision.events, state ? state.revision : "no_stream");
-      await deps.runner.waitFor(result.position);
-      return { state: deps.runner.get(projection, key), decision: decision as R & { ok: true } };
+      await deps.readModels.store.waitFor(result.position);
+      return { state: load(), decision: decision as R & { ok: true } };
     } catch (error) {
       if (!(error instanceof WrongExpectedVersionError) || attempt >= MAX_ATTEMPTS) throw error;
-      await deps.runner.waitFor(await deps.store.headPosition());
+      await catchUpWithStream(deps, stream);
     }
   }
 }

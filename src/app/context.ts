@@ -1,6 +1,6 @@
 import type { Config } from "../config.js";
 import type { EventStore } from "../eventstore/types.js";
-import type { ProjectionRunner } from "../projections/runner.js";
+import type { ReadModels } from "../read-models/all.js";
 import type { GraphRegistry } from "../runtime/graphs.js";
 import type { EventSourcedCheckpointSaver } from "../runtime/checkpointer.js";
 import type { LoadedLanggraphConfig } from "../runtime/langgraph-config.js";
@@ -11,7 +11,8 @@ export interface AppContext {
   /** The validated langgraph.json (graphs, http, webhooks). */
   langgraph: LoadedLanggraphConfig;
   store: EventStore;
-  runner: ProjectionRunner;
+  /** The indexed read models (DATA_DIR/read-models.sqlite) and their queries. */
+  readModels: ReadModels;
   graphs: GraphRegistry;
   checkpointer: EventSourcedCheckpointSaver;
   /** ISO 8601 with UTC offset, the Python server's timestamp format. */

@@ -1,18 +1,16 @@
 import { v7 as uuidv7, validate as isUuid } from "uuid";
 import type { AppContext } from "./context.js";
-import { execute } from "./commands.js";
-import { findAssistant } from "./assistants.js";
-import { createThread, threadState } from "./threads.js";
+import { catchUpWithStream, execute } from "./commands.js";
+import { findAssistantConsistent } from "./assistants.js";
+import { createThread, threadState, threadStateConsistent } from "./threads.js";
 import { defaultAssistantId } from "../runtime/graphs.js";
-import { threadsProjection } from "../../projections/threads.js";
-import { runsProjection, threadRunsProjection } from "../../projections/runs.js";
 import { decideEnqueueRun, threadStream } from "../domain/threads.js";
-import { decideCancel, publicRun, runStream, type CancelAction, type RunView } from "../domain/runs.js";
+import { decideCancel, publicRun, runStream, type CancelAction, type RunEnded, type RunStreamState, type RunView } from "../domain/runs.js";
 import type { MultitaskStrategy, RunRecord, RunStatus } from "../domain/run-record.js";
 import { isPlainObject, type JsonObject } from "../domain/json.js";
 import { WrongExpectedVersionError, type RecordedEvent } from "../eventstore/types.js";
 import { HttpError } from "../http/errors.js";
-import { completeOnThread, type CompletionDeps } from "../runtime/run-completion.js";
+import { completeOnThread, loadRunStream, type CompletionDeps } from "../runtime/run-completion.js";
 
 /** A run request as the routes validated it (snake_case, as on the wire). */
 export interface RunRequest {
@@ -51,9 +49,8 @@ export function configurableHeaders(headers: Record<string, string | string[] | 
 
 const obj = (v: unknown): JsonObject => (isPlainObject(v) ? v : {});
 
-/** The result a finished run reports to /wait and /join. */
-export function runResult(view: RunView | undefined): unknown {
-  const ended = view?.stream.ended;
+/** The result a finished run reports to /wait and /join, from its terminal event. */
+export function runResult(ended: RunEnded | undefined): unknown {
   if (!ended) return {};
   if (ended.error && ended.status !== "interrupted") return { __error__: ended.error };
   if (ended.status === "interrupted" && ended.interrupts && Object.keys(ended.interrupts).length) {
@@ -62,6 +59,9 @@ export function runResult(view: RunView | undefined): unknown {
   }
   return ended.values ?? {};
 }
+
+/** How many events from its end a run stream is searched for its terminal event (a lease renewal may race past it). */
+const TERMINAL_SEARCH = 8;
 
 /** Application service of runs: create (with double-texting), read, cancel, delete, wait. */
 export class RunsService {
@@ -74,7 +74,7 @@ export class RunsService {
     private readonly ctx: AppContext,
     private readonly completion: CompletionDeps,
   ) {
-    this.unsubscribe = ctx.runner.onApplied((event) => this.onEvent(event));
+    this.unsubscribe = ctx.readModels.store.onApplied((event) => this.onEvent(event));
   }
 
   /** Registers something to end at shutdown; returns the function that unregisters it. */
@@ -105,7 +105,23 @@ export class RunsService {
   }
 
   view(runId: string): RunView | undefined {
-    return this.ctx.runner.get(runsProjection, runId.toLowerCase());
+    return this.ctx.readModels.runs.load(runId.toLowerCase());
+  }
+
+  /**
+   * The run's terminal event, read from `run-{id}` (the read model keeps only its status): what
+   * /wait and /join return. Undefined while the run has not ended (or never existed).
+   */
+  async terminalEvent(runId: string): Promise<RunEnded | undefined> {
+    const tail = await this.ctx.store.readStream(runStream(runId.toLowerCase()), { direction: "backwards", fromRevision: "end", maxCount: TERMINAL_SEARCH });
+    const ended = tail.find((e) => e.type === "RunEnded");
+    return ended?.data as RunEnded | undefined;
+  }
+
+  /** Waits for the run's end (see waitDone), then returns what /wait and /join answer. */
+  async waitResult(runId: string, signal?: AbortSignal): Promise<unknown> {
+    await this.waitDone(runId, signal);
+    return runResult(await this.terminalEvent(runId));
   }
 
   /** Whether the run is over as far as its thread is concerned (or gone); a temporary thread is deleted by then. */
@@ -117,11 +133,11 @@ export class RunsService {
   }
 
   /** Resolves once the run ended and its thread shows it (or the run is gone). */
-  waitDone(runId: string, signal?: AbortSignal): Promise<RunView | undefined> {
+  waitDone(runId: string, signal?: AbortSignal): Promise<void> {
     const id = runId.toLowerCase();
-    if (this.closed || this.isDone(id) || signal?.aborted) return Promise.resolve(this.view(id));
+    if (this.closed || this.isDone(id) || signal?.aborted) return Promise.resolve();
     return new Promise((resolve) => {
-      const wake = () => resolve(this.view(id));
+      const wake = () => resolve();
       const list = this.waiters.get(id) ?? [];
       list.push(wake);
       this.waiters.set(id, list);
@@ -129,9 +145,9 @@ export class RunsService {
     });
   }
 
-  private assistantOf(idOrGraph: string) {
+  private async assistantOf(idOrGraph: string) {
     const id = isUuid(idOrGraph) ? idOrGraph.toLowerCase() : this.ctx.graphs.has(idOrGraph) ? defaultAssistantId(idOrGraph) : undefined;
-    const assistant = id ? findAssistant(this.ctx, id) : undefined;
+    const assistant = id ? await findAssistantConsistent(this.ctx, id) : undefined;
     if (!assistant) {
       throw new HttpError(404, `No assistant found for "${idOrGraph}". Make sure the assistant ID is for a valid assistant or a valid graph ID.`);
     }
@@ -141,14 +157,14 @@ export class RunsService {
   /** Creates a run on a thread (threadId) or on a new temporary thread (stateless, threadId null). */
   async create(threadId: string | null, req: RunRequest, headers: Record<string, string | string[] | undefined> = {}): Promise<RunRecord> {
     const ctx = this.ctx;
-    const assistant = this.assistantOf(req.assistant_id);
+    const assistant = await this.assistantOf(req.assistant_id);
     const stateless = threadId === null;
     let tid: string;
     if (stateless) {
       tid = (await createThread(ctx, { metadata: {}, if_exists: "raise" })).thread_id;
     } else {
       tid = threadId.toLowerCase();
-      if (!threadState(ctx, tid)) {
+      if (!(await threadStateConsistent(ctx, tid))) {
         if (req.if_not_exists !== "create") throw new HttpError(404, `Thread with ID ${threadId} not found`);
         await createThread(ctx, { thread_id: tid, metadata: {}, if_exists: "do_nothing" });
       }
@@ -201,7 +217,7 @@ export class RunsService {
       kwargs,
     };
     const stamp = { graph_id: assistant.graph_id, assistant_id: assistant.assistant_id };
-    const { decision } = await execute(ctx, threadsProjection, tid, threadStream(tid), (s) => decideEnqueueRun(s && !s.deleted ? s : undefined, run, stamp));
+    const { decision } = await execute(ctx, () => ctx.readModels.threads.load(tid), threadStream(tid), (s) => decideEnqueueRun(s && !s.deleted ? s : undefined, run, stamp));
     const action: CancelAction | undefined = decision.strategy === "rollback" ? "rollback" : decision.strategy === "interrupt" ? "interrupt" : undefined;
     if (action) {
       // A run that ended (or was removed) meanwhile needs no cancelling.
@@ -213,41 +229,40 @@ export class RunsService {
     return run;
   }
 
-  get(threadId: string | null, runId: string): RunRecord {
-    const v = this.view(runId);
+  /** The run as the API shows it; a miss catches up with its thread's stream first (another process may have created it). */
+  async get(threadId: string | null, runId: string): Promise<RunRecord> {
+    let v = this.view(runId);
+    if (!v && threadId !== null) {
+      await catchUpWithStream(this.ctx, threadStream(threadId.toLowerCase()));
+      v = this.view(runId);
+    }
     if (!v || (threadId !== null && v.run.thread_id !== threadId.toLowerCase())) throw new HttpError(404, "Run not found");
     if (threadId !== null && !threadState(this.ctx, threadId)) throw new HttpError(404, "Run not found");
     return publicRun(v);
   }
 
-  list(threadId: string, q: { limit: number; offset: number; status?: RunStatus }): RunRecord[] {
-    if (!threadState(this.ctx, threadId)) throw new HttpError(404, `Thread with ID ${threadId} not found`);
-    const ids = this.ctx.runner.get(threadRunsProjection, threadId.toLowerCase()) ?? [];
-    const runs: RunRecord[] = [];
-    for (let i = ids.length - 1; i >= 0; i--) {
-      const v = this.view(ids[i]);
-      if (!v) continue;
-      const r = publicRun(v);
-      if (q.status === undefined || r.status === q.status) runs.push(r);
-    }
-    return runs.slice(q.offset, q.offset + q.limit);
+  async list(threadId: string, q: { limit: number; offset: number; status?: RunStatus }): Promise<RunRecord[]> {
+    if (!(await threadStateConsistent(this.ctx, threadId))) throw new HttpError(404, `Thread with ID ${threadId} not found`);
+    return this.ctx.readModels.runs.listForThread(threadId.toLowerCase(), q);
   }
 
   /** Cancels one run: a pending one ends now, a running one is aborted by its worker. */
   async cancel(threadId: string | null, runId: string, action: CancelAction): Promise<void> {
     const id = runId.toLowerCase();
+    const v = this.view(id);
+    if (!v || (threadId !== null && v.run.thread_id !== threadId.toLowerCase())) throw new HttpError(404, "Run not found");
+    // The read model's view first; after a conflict, the run stream itself (strongly consistent).
+    let stream: RunStreamState = v.stream;
     for (let attempt = 0; ; attempt++) {
-      const v = this.view(id);
-      if (!v || (threadId !== null && v.run.thread_id !== threadId.toLowerCase())) throw new HttpError(404, "Run not found");
-      const decision = decideCancel(v.stream, action, this.ctx.now());
+      const decision = decideCancel(stream, action, this.ctx.now());
       if (decision.events.length === 0) return;
       try {
-        const expected = v.stream.owner ? "any" : v.stream.revision;
+        const expected = stream.owner ? "any" : stream.revision;
         const result = await this.ctx.store.append(runStream(id), decision.events, expected);
-        await this.ctx.runner.waitFor(result.position);
+        await this.ctx.readModels.store.waitFor(result.position);
       } catch (error) {
         if (!(error instanceof WrongExpectedVersionError) || attempt >= 5) throw error;
-        await this.ctx.runner.waitFor(await this.ctx.store.headPosition());
+        stream = await loadRunStream(this.ctx.store, id);
         continue;
       }
       if (decision.endsNow) await completeOnThread(this.completion, v.run, decision.endsNow, undefined);
@@ -261,11 +276,7 @@ export class RunsService {
     if (q.run_ids) {
       targets = q.run_ids.map((id) => this.view(id)).filter((v): v is RunView => !!v && (!q.thread_id || v.run.thread_id === q.thread_id.toLowerCase()));
     } else {
-      targets = this.ctx.runner.values(runsProjection).filter((v) => {
-        if (v.stream.ended) return false;
-        const s = publicRun(v).status;
-        return q.status === "all" || s === q.status;
-      });
+      targets = this.ctx.readModels.runs.activeWithStatus(q.status === "all" || q.status === undefined ? ["pending", "running"] : [q.status]);
     }
     targets = targets.filter((v) => !v.stream.ended);
     await Promise.all(targets.map((v) => this.cancel(null, v.run.run_id, action)));
@@ -277,12 +288,12 @@ export class RunsService {
     if (!v || v.run.thread_id !== threadId.toLowerCase()) throw new HttpError(404, "Run not found");
     if (!v.threadFinished) throw new HttpError(409, "Run is still active; cancel it before deleting it");
     const result = await this.ctx.store.append(threadStream(v.run.thread_id), [{ type: "RunDeleted", data: { run_id: v.run.run_id, deleted_at: this.ctx.now() } }], "any");
-    await this.ctx.runner.waitFor(result.position);
+    await this.ctx.readModels.store.waitFor(result.position);
   }
 
-  /** Cancels the active runs of a thread that is being deleted. */
+  /** Cancels the active runs of a thread about to be deleted (its runs leave the read model with it). */
   async cancelThreadRuns(threadId: string): Promise<void> {
-    const ids = this.ctx.runner.get(threadRunsProjection, threadId) ?? [];
-    await Promise.all(ids.map((id) => this.view(id)).filter((v) => v && !v.stream.ended).map((v) => this.cancel(null, v!.run.run_id, "interrupt").catch(() => undefined)));
+    const active = this.ctx.readModels.runs.activeOfThread(threadId);
+    await Promise.all(active.map((v) => this.cancel(null, v.run.run_id, "interrupt").catch(() => undefined)));
   }
 }

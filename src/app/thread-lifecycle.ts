@@ -9,7 +9,7 @@ export interface ThreadLifecycle {
   copy(threadId: string): Promise<Thread>;
   delete(threadId: string): Promise<void>;
   applySupersteps(threadId: string, supersteps: Parameters<typeof applySupersteps>[2]): Promise<Thread>;
-  /** Hooks other features register (e.g. runs cancel the thread's active runs on delete). */
+  /** Hooks other features register, run before the deletion (e.g. runs cancel the thread's active runs). */
   onDelete(hook: (threadId: string) => Promise<void>): void;
 }
 
@@ -19,7 +19,7 @@ export function threadLifecycle(ctx: AppContext): ThreadLifecycle {
     async copy(threadId) {
       let source: Thread;
       try {
-        source = getThread(ctx, threadId);
+        source = await getThread(ctx, threadId);
       } catch {
         throw new HttpError(409, `Thread ${threadId} not found`);
       }
@@ -33,8 +33,9 @@ export function threadLifecycle(ctx: AppContext): ThreadLifecycle {
       return copy;
     },
     async delete(threadId) {
-      await deleteThread(ctx, threadId);
+      // Hooks first: the thread's runs leave the read models with the thread.
       for (const hook of deleteHooks) await hook(threadId.toLowerCase());
+      await deleteThread(ctx, threadId);
       await ctx.checkpointer.deleteThread(threadId.toLowerCase());
     },
     applySupersteps: (threadId, supersteps) => applySupersteps(ctx, threadId, supersteps),

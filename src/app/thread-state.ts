@@ -2,7 +2,6 @@ import type { RunnableConfig } from "@langchain/core/runnables";
 import type { StateSnapshot } from "@langchain/langgraph";
 import type { AppContext } from "./context.js";
 import { getThread, threadState } from "./threads.js";
-import { threadsProjection } from "../../projections/threads.js";
 import { decideUpdateThreadState, threadIsBusy, threadStream } from "../domain/threads.js";
 import { isPlainObject, type JsonObject } from "../domain/json.js";
 import { HttpError } from "../http/errors.js";
@@ -67,7 +66,7 @@ export function interruptsByTask(snapshot: StateSnapshot): JsonObject {
 
 /** The thread's graph with our checkpointer, or undefined for a thread no graph has run on. */
 async function graphOfThread(ctx: AppContext, threadId: string): Promise<{ graph: CompiledGraph; config: RunnableConfig } | undefined> {
-  const thread = getThread(ctx, threadId);
+  const thread = await getThread(ctx, threadId);
   const graphId = thread.metadata.graph_id;
   if (typeof graphId !== "string" || !ctx.graphs.has(graphId)) return undefined;
   const config: RunnableConfig = { configurable: { thread_id: thread.thread_id, graph_id: graphId } };
@@ -110,7 +109,7 @@ async function recordThreadState(ctx: AppContext, threadId: string, graph: Compi
   const snapshot = await graph.getState({ configurable: { thread_id: config.configurable?.thread_id } });
   const update = { values: toWireJson(snapshot.values ?? {}), interrupts: interruptsByTask(snapshot) };
   const now = ctx.now();
-  await execute(ctx, threadsProjection, threadId, threadStream(threadId), (s) => decideUpdateThreadState(s, update, now));
+  await execute(ctx, () => ctx.readModels.threads.load(threadId), threadStream(threadId), (s) => decideUpdateThreadState(s, update, now));
 }
 
 function assertIdle(ctx: AppContext, threadId: string): void {

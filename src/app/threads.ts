@@ -1,7 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { AppContext } from "./context.js";
-import { execute } from "./commands.js";
-import { threadsProjection } from "../../projections/threads.js";
+import { catchUpWithStream, execute } from "./commands.js";
 import {
   decideCreateThread,
   decideDeleteThread,
@@ -11,21 +10,34 @@ import {
   type ThreadState,
   type ThreadStatus,
 } from "../domain/threads.js";
-import { jsonContains, sortBy, type JsonObject, type SortOrder } from "../domain/json.js";
+import type { JsonObject } from "../domain/json.js";
+import type { ThreadFilter, ThreadSortField } from "../read-models/threads.js";
+import type { SortOrder } from "../read-models/statements.js";
 import { HttpError } from "../http/errors.js";
 
 /** Application service of threads: commands through the deciders, queries on the read model. */
 
+/** The live thread's folded state in the local read model (undefined: unknown or deleted). */
 export function threadState(ctx: AppContext, threadId: string): ThreadState | undefined {
-  const s = ctx.runner.get(threadsProjection, threadId.toLowerCase());
+  const s = ctx.readModels.threads.load(threadId.toLowerCase());
   return s && !s.deleted ? s : undefined;
 }
 
-export function getThread(ctx: AppContext, threadId: string): Thread {
-  const s = threadState(ctx, threadId);
+/** Like threadState; a miss first catches up with the thread's own stream (another process may have written it). */
+export async function threadStateConsistent(ctx: AppContext, threadId: string): Promise<ThreadState | undefined> {
+  const found = threadState(ctx, threadId);
+  if (found) return found;
+  await catchUpWithStream(ctx, threadStream(threadId.toLowerCase()));
+  return threadState(ctx, threadId);
+}
+
+export async function getThread(ctx: AppContext, threadId: string): Promise<Thread> {
+  const s = await threadStateConsistent(ctx, threadId);
   if (!s) throw new HttpError(404, `Thread with ID ${threadId} not found`);
   return s.thread;
 }
+
+const loadThread = (ctx: AppContext, id: string) => () => ctx.readModels.threads.load(id);
 
 export async function createThread(
   ctx: AppContext,
@@ -33,7 +45,7 @@ export async function createThread(
 ): Promise<Thread> {
   const threadId = cmd.thread_id?.toLowerCase() ?? randomUUID();
   const now = ctx.now();
-  const { state } = await execute(ctx, threadsProjection, threadId, threadStream(threadId), (s) =>
+  const { state } = await execute(ctx, loadThread(ctx, threadId), threadStream(threadId), (s) =>
     decideCreateThread(s, { ...cmd, thread_id: threadId }, now),
   );
   return state!.thread;
@@ -42,7 +54,7 @@ export async function createThread(
 export async function patchThread(ctx: AppContext, threadId: string, metadata: JsonObject): Promise<Thread> {
   const id = threadId.toLowerCase();
   const now = ctx.now();
-  const { state } = await execute(ctx, threadsProjection, id, threadStream(id), (s) =>
+  const { state } = await execute(ctx, loadThread(ctx, id), threadStream(id), (s) =>
     decidePatchThread(s && !s.deleted ? s : undefined, metadata, now),
   );
   return state!.thread;
@@ -51,32 +63,18 @@ export async function patchThread(ctx: AppContext, threadId: string, metadata: J
 export async function deleteThread(ctx: AppContext, threadId: string): Promise<void> {
   const id = threadId.toLowerCase();
   const now = ctx.now();
-  await execute(ctx, threadsProjection, id, threadStream(id), (s) => decideDeleteThread(s, now));
+  await execute(ctx, loadThread(ctx, id), threadStream(id), (s) => decideDeleteThread(s, now));
 }
 
-export interface ThreadQuery {
-  metadata?: JsonObject;
-  values?: JsonObject;
-  status?: ThreadStatus;
-  ids?: string[];
-}
+export type ThreadQuery = ThreadFilter;
 
-export function matchingThreads(ctx: AppContext, q: ThreadQuery): Thread[] {
-  const ids = q.ids ? new Set(q.ids.map((i) => i.toLowerCase())) : undefined;
-  return ctx.runner
-    .values(threadsProjection)
-    .filter((s) => !s.deleted)
-    .map((s) => s.thread)
-    .filter((t) => (ids === undefined || ids.has(t.thread_id))
-      && (q.status === undefined || t.status === q.status)
-      && (q.metadata === undefined || jsonContains(t.metadata, q.metadata))
-      && (q.values === undefined || jsonContains(t.values, q.values)));
+export function countThreads(ctx: AppContext, q: ThreadQuery): number {
+  return ctx.readModels.threads.count(q);
 }
 
 export function searchThreads(
   ctx: AppContext,
-  q: ThreadQuery & { sort_by?: keyof Thread; sort_order?: SortOrder; limit: number; offset: number },
+  q: ThreadQuery & { sort_by?: ThreadSortField; sort_order?: SortOrder; limit: number; offset: number },
 ): { page: Thread[]; total: number } {
-  const all = sortBy(matchingThreads(ctx, q), q.sort_by ?? "created_at", q.sort_order ?? "desc");
-  return { page: all.slice(q.offset, q.offset + q.limit), total: all.length };
+  return ctx.readModels.threads.search(q);
 }

@@ -85,6 +85,8 @@ export function evolveThread(state: ThreadState | undefined, event: ThreadEvent,
     };
   }
   if (!state) throw new Error(`thread event ${event.type} before ThreadCreated`);
+  // A deleted thread is a tombstone: later marks (its cancelled runs finishing) only move its revision.
+  if (state.deleted) return { ...state, revision };
   const t = state.thread;
   switch (event.type) {
     case "ThreadUpdated":
@@ -98,7 +100,8 @@ export function evolveThread(state: ThreadState | undefined, event: ThreadEvent,
       };
     }
     case "ThreadDeleted":
-      return { ...state, revision, deleted: true };
+      // Its values leave the read model (the log keeps them); the revision stays for the next command.
+      return { ...state, revision, deleted: true, activeRuns: [], thread: { ...t, values: null, interrupts: {}, metadata: {} } };
     case "RunEnqueued": {
       const active = [...state.activeRuns, event.data.run.run_id];
       return {

@@ -1,8 +1,7 @@
 import { v5 as uuidv5 } from "uuid";
 import type { EventStore } from "../eventstore/types.js";
 import { WrongExpectedVersionError } from "../eventstore/types.js";
-import type { ProjectionRunner } from "../projections/runner.js";
-import { threadsProjection } from "../../projections/threads.js";
+import type { ReadModels } from "../read-models/all.js";
 import { runStream, emptyRunStream, evolveRunStream, threadFinishOf, type RunEnded, type RunStreamEvent, type RunStreamState } from "../domain/runs.js";
 import { threadStream } from "../domain/threads.js";
 import type { RunRecord } from "../domain/run-record.js";
@@ -13,7 +12,7 @@ export const finishedMarkId = (runId: string) => uuidv5(`RunFinished:${runId}`, 
 
 export interface CompletionDeps {
   store: EventStore;
-  runner: ProjectionRunner;
+  readModels: ReadModels;
   now(): string;
   /** Drops the checkpoints newer than `afterCheckpointId` (what a rolled-back run wrote). */
   discardCheckpointsAfter?(threadId: string, afterCheckpointId: string | null, reason: string): Promise<void>;
@@ -47,8 +46,8 @@ export async function completeOnThread(
   let position = (await deps.store.append(threadStream(run.thread_id), [mark], "any")).position;
   if (run.kwargs.temporary) {
     for (let attempt = 0; attempt < 5; attempt++) {
-      await deps.runner.waitFor(position);
-      const thread = deps.runner.get(threadsProjection, run.thread_id);
+      await deps.readModels.store.waitFor(position);
+      const thread = deps.readModels.threads.load(run.thread_id);
       if (!thread || thread.deleted || thread.activeRuns.length > 0) break;
       try {
         position = (await deps.store.append(threadStream(run.thread_id), [{ type: "ThreadDeleted", data: { deleted_at: deps.now() } }], thread.revision)).position;
@@ -60,5 +59,5 @@ export async function completeOnThread(
       }
     }
   }
-  await deps.runner.waitFor(position);
+  await deps.readModels.store.waitFor(position);
 }

@@ -1,9 +1,7 @@
 import { ulid } from "ulid";
 import type { BaseCheckpointSaver } from "@langchain/langgraph-checkpoint";
 import { WrongExpectedVersionError, type EventStore, type RecordedEvent } from "../eventstore/types.js";
-import type { ProjectionRunner } from "../projections/runner.js";
-import { runsProjection } from "../../projections/runs.js";
-import { threadsProjection } from "../../projections/threads.js";
+import type { ReadModels } from "../read-models/all.js";
 import {
   RUN_STREAM_PREFIX,
   decideClaim,
@@ -23,7 +21,7 @@ export const MAX_ATTEMPTS = 3;
 
 export interface WorkerOptions extends CompletionDeps {
   store: EventStore;
-  runner: ProjectionRunner;
+  readModels: ReadModels;
   graphs: GraphSource;
   checkpointer: BaseCheckpointSaver & { latestCheckpointId(threadId: string): Promise<string | null> };
   /** Runs executed at once by this process. */
@@ -85,10 +83,10 @@ export class RunWorker {
 
   /** Subscribes to the read models, recovers runs of dead processes, starts what is startable. */
   async start(): Promise<void> {
-    this.unsubscribe = this.o.runner.onApplied((event) => this.onEvent(event));
-    for (const v of this.o.runner.values(runsProjection)) if (v.stream.owner && !v.stream.ended) this.openClaims.add(v.run.run_id);
+    this.unsubscribe = this.o.readModels.store.onApplied((event) => this.onEvent(event));
+    for (const v of this.o.readModels.runs.openClaims()) this.openClaims.add(v.run.run_id);
     await this.recover();
-    for (const t of this.o.runner.values(threadsProjection)) if (!t.deleted && t.activeRuns.length) this.ready.add(t.thread.thread_id);
+    for (const threadId of this.o.readModels.threads.idsWithActiveRuns()) this.ready.add(threadId);
     this.pump();
     if (!this.o.exclusiveStore) {
       this.renewTimer = setInterval(() => void this.renewAndTakeOver(), Math.max(50, Math.floor(this.leaseMs / 3)));
@@ -137,10 +135,10 @@ export class RunWorker {
   }
 
   private startableHead(threadId: string): RunView | undefined {
-    const thread = this.o.runner.get(threadsProjection, threadId);
-    const head = thread?.activeRuns[0];
+    const thread = this.o.readModels.threads.load(threadId);
+    const head = thread && !thread.deleted ? thread.activeRuns[0] : undefined;
     if (!head || this.active.has(head)) return undefined;
-    const view = this.o.runner.get(runsProjection, head);
+    const view = this.o.readModels.runs.load(head);
     if (!view || view.stream.owner || view.stream.ended) return undefined;
     const notBefore = view.run.kwargs.not_before ? Date.parse(view.run.kwargs.not_before) : 0;
     const wait = notBefore - Date.now();
@@ -301,12 +299,13 @@ export class RunWorker {
    */
   private async recover(): Promise<void> {
     const nowMs = Date.now();
-    for (const view of this.o.runner.values(runsProjection)) {
+    for (const view of this.o.readModels.runs.endedUnmarked()) {
+      // The read model keeps only the terminal status: the thread's mark needs the full RunEnded.
+      const s = await loadRunStream(this.o.store, view.run.run_id);
+      if (s.ended) await completeOnThread(this.o, view.run, s.ended, s.base_checkpoint_id);
+    }
+    for (const view of this.o.readModels.runs.openClaims()) {
       const s = view.stream;
-      if (s.ended) {
-        if (!view.threadFinished) await completeOnThread(this.o, view.run, s.ended, s.base_checkpoint_id);
-        continue;
-      }
       if (!s.owner || s.owner === this.owner) continue;
       if (!this.o.exclusiveStore && (s.lease_expires_at ?? 0) > nowMs) continue;
       this.launch(view, true);
@@ -324,7 +323,7 @@ export class RunWorker {
     );
     await Promise.all(renewals);
     for (const runId of this.openClaims) {
-      const view = this.o.runner.get(runsProjection, runId);
+      const view = this.o.readModels.runs.load(runId);
       if (!view) {
         this.openClaims.delete(runId);
         continue;

@@ -7,13 +7,13 @@ import {
   createAssistant,
   deleteAssistant,
   getAssistant,
-  matchingAssistants,
+  countAssistants,
   patchAssistant,
   searchAssistants,
   setLatestVersion,
 } from "../../app/assistants.js";
 import { pick } from "../../domain/json.js";
-import { matchingThreads } from "../../app/threads.js";
+import { searchThreads } from "../../app/threads.js";
 import type { ThreadLifecycle } from "../../app/thread-lifecycle.js";
 import { IfExists, JsonObject, Limit, Offset, RunnableConfig, SortOrder, Uuid, paginationHeaders } from "../schemas.js";
 
@@ -80,7 +80,7 @@ export function assistantRoutes(ctx: AppContext, lifecycle: ThreadLifecycle): Fa
     });
 
     r.post("/assistants/count", { schema: { tags, body: z.strictObject(Filters).default({}) } }, async (req) =>
-      matchingAssistants(ctx, req.body).length,
+      countAssistants(ctx, req.body),
     );
 
     r.get("/assistants/:assistant_id", { schema: { tags, params: AssistantIdParams } }, async (req) =>
@@ -98,7 +98,12 @@ export function assistantRoutes(ctx: AppContext, lifecycle: ThreadLifecycle): Fa
         const assistantId = await deleteAssistant(ctx, req.params.assistant_id);
         if (req.query.delete_threads === "true") {
           // Threads the assistant ran on carry its id in their metadata (stamped at run creation).
-          for (const thread of matchingThreads(ctx, { metadata: { assistant_id: assistantId } })) await lifecycle.delete(thread.thread_id);
+          // Each delete takes the thread out of the search, so the first page is always the next one.
+          for (;;) {
+            const { page } = searchThreads(ctx, { metadata: { assistant_id: assistantId }, limit: 100, offset: 0 });
+            if (page.length === 0) break;
+            for (const thread of page) await lifecycle.delete(thread.thread_id);
+          }
         }
         reply.code(204).send();
       },
@@ -116,8 +121,8 @@ export function assistantRoutes(ctx: AppContext, lifecycle: ThreadLifecycle): Fa
     );
 
     const Bool = z.enum(["true", "false", "1", "0"]).transform((v) => v === "true" || v === "1");
-    const graphConfig = (id: string) => {
-      const a = getAssistant(ctx, id);
+    const graphConfig = async (id: string) => {
+      const a = await getAssistant(ctx, id);
       return { graphId: a.graph_id, config: { ...a.config, configurable: { ...(a.config.configurable as object), ...a.context } } };
     };
 
@@ -130,19 +135,19 @@ export function assistantRoutes(ctx: AppContext, lifecycle: ThreadLifecycle): Fa
         },
       },
       async (req) => {
-        const { graphId, config } = graphConfig(req.params.assistant_id);
+        const { graphId, config } = await graphConfig(req.params.assistant_id);
         return ctx.graphs.drawable(graphId, { config, xray: req.query.xray });
       },
     );
 
     r.get("/assistants/:assistant_id/schemas", { schema: { tags, params: AssistantIdParams } }, async (req) => {
-      const { graphId, config } = graphConfig(req.params.assistant_id);
+      const { graphId, config } = await graphConfig(req.params.assistant_id);
       return ctx.graphs.schemas(graphId, { config });
     });
 
     const SubgraphQuery = z.object({ recurse: Bool.optional() });
     r.get("/assistants/:assistant_id/subgraphs", { schema: { tags, params: AssistantIdParams, querystring: SubgraphQuery } }, async (req) => {
-      const { graphId, config } = graphConfig(req.params.assistant_id);
+      const { graphId, config } = await graphConfig(req.params.assistant_id);
       return ctx.graphs.subgraphs(graphId, { config, recurse: req.query.recurse });
     });
 
@@ -150,7 +155,7 @@ export function assistantRoutes(ctx: AppContext, lifecycle: ThreadLifecycle): Fa
       "/assistants/:assistant_id/subgraphs/:namespace",
       { schema: { tags, params: AssistantIdParams.extend({ namespace: z.string().min(1) }), querystring: SubgraphQuery } },
       async (req) => {
-        const { graphId, config } = graphConfig(req.params.assistant_id);
+        const { graphId, config } = await graphConfig(req.params.assistant_id);
         return ctx.graphs.subgraphs(graphId, { config, namespace: req.params.namespace, recurse: req.query.recurse });
       },
     );

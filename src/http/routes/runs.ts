@@ -2,7 +2,7 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
 import type { AppContext } from "../../app/context.js";
-import { runResult, type RunRequest, type RunsService } from "../../app/runs.js";
+import type { RunRequest, RunsService } from "../../app/runs.js";
 import { MultitaskStrategySchema, RunStatusSchema, type RunRecord } from "../../domain/run-record.js";
 import { CancelActionSchema } from "../../domain/runs.js";
 import { STREAM_MODES } from "../../runtime/stream-modes.js";
@@ -115,9 +115,9 @@ export function runRoutes(ctx: AppContext, runs: RunsService): FastifyPluginAsyn
       raw.flushHeaders();
       keepAlive = setInterval(() => raw.write("\n"), 5_000);
     }
-    const view = await runs.waitDone(run.run_id, controller.signal);
+    const result = await runs.waitResult(run.run_id, controller.signal);
     clearInterval(keepAlive);
-    if (!controller.signal.aborted) raw.end(JSON.stringify(runResult(view)));
+    if (!controller.signal.aborted) raw.end(JSON.stringify(result));
   }
 
   const headersOf = (req: FastifyRequest) => req.headers as Record<string, string | string[] | undefined>;
@@ -149,7 +149,7 @@ export function runRoutes(ctx: AppContext, runs: RunsService): FastifyPluginAsyn
 
       r.get(`${prefix}/:thread_id/runs`, { schema: { tags, hide, params: ThreadParams, querystring: ListQuery } }, async (req) => {
         const select = req.query.select === undefined ? undefined : Array.isArray(req.query.select) ? req.query.select : [req.query.select];
-        return runs.list(req.params.thread_id, req.query).map((r) => pick(r, select));
+        return (await runs.list(req.params.thread_id, req.query)).map((r) => pick(r, select));
       });
 
       r.get(`${prefix}/:thread_id/runs/:run_id`, { schema: { tags, hide, params: RunParams } }, async (req) =>
@@ -162,7 +162,7 @@ export function runRoutes(ctx: AppContext, runs: RunsService): FastifyPluginAsyn
       });
 
       r.post(`${prefix}/:thread_id/runs/:run_id/cancel`, { schema: { tags, hide, params: RunParams, querystring: CancelQuery } }, async (req, reply) => {
-        const run = runs.get(req.params.thread_id, req.params.run_id);
+        const run = await runs.get(req.params.thread_id, req.params.run_id);
         await runs.cancel(req.params.thread_id, req.params.run_id, req.query.action);
         if (!req.query.wait) {
           reply.code(202).send();
@@ -172,13 +172,13 @@ export function runRoutes(ctx: AppContext, runs: RunsService): FastifyPluginAsyn
       });
 
       r.get(`${prefix}/:thread_id/runs/:run_id/join`, { schema: { tags, hide, params: RunParams, querystring: JoinQuery } }, async (req, reply) => {
-        const run = runs.get(req.params.thread_id, req.params.run_id);
+        const run = await runs.get(req.params.thread_id, req.params.run_id);
         const path = runPath(run, false);
         await waitRun(reply, run, { "Content-Location": path, Location: `${path}/join` }, req.query.cancel_on_disconnect);
       });
 
       r.get(`${prefix}/:thread_id/runs/:run_id/stream`, { schema: { tags, hide, params: RunParams, querystring: JoinStreamQuery } }, async (req, reply) => {
-        const run = runs.get(req.params.thread_id, req.params.run_id);
+        const run = await runs.get(req.params.thread_id, req.params.run_id);
         const from = parseLastEventId(req.headers["last-event-id"]);
         const path = runPath(run, false);
         await streamRun(reply, run, { "Content-Location": path, Location: `${path}/stream` }, from, req.query.cancel_on_disconnect, req.query.stream_mode);
@@ -210,7 +210,7 @@ export function runRoutes(ctx: AppContext, runs: RunsService): FastifyPluginAsyn
     });
 
     r.get("/runs/:run_id/stream", { schema: { tags, params: StatelessRunParams, querystring: JoinStreamQuery } }, async (req, reply) => {
-      const run = runs.get(null, req.params.run_id);
+      const run = await runs.get(null, req.params.run_id);
       const from = parseLastEventId(req.headers["last-event-id"]);
       const path = runPath(run, true);
       await streamRun(reply, run, { "Content-Location": path, Location: `${path}/stream` }, from, req.query.cancel_on_disconnect, req.query.stream_mode);

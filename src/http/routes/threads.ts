@@ -2,7 +2,7 @@ import type { FastifyPluginAsync } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
 import type { AppContext } from "../../app/context.js";
-import { createThread, getThread, matchingThreads, patchThread, searchThreads } from "../../app/threads.js";
+import { countThreads, createThread, getThread, patchThread, searchThreads } from "../../app/threads.js";
 import { ThreadStatusSchema } from "../../domain/threads.js";
 import { pick } from "../../domain/json.js";
 import { IfExists, JsonObject, Limit, Offset, SortOrder, ThreadIdParams, Uuid, paginationHeaders } from "../schemas.js";
@@ -59,7 +59,7 @@ export function threadRoutes(ctx: AppContext, lifecycle: ThreadLifecycle): Fasti
       return page.map((t) => pick(t, req.body.select));
     });
 
-    r.post("/threads/count", { schema: { tags, body: z.strictObject(Filters).default({}) } }, async (req) => matchingThreads(ctx, req.body).length);
+    r.post("/threads/count", { schema: { tags, body: z.strictObject(Filters).default({}) } }, async (req) => countThreads(ctx, req.body));
 
     r.get("/threads/:thread_id", { schema: { tags, params: ThreadIdParams, querystring: z.object({ include: z.unknown().optional() }) } }, async (req) =>
       getThread(ctx, req.params.thread_id),

@@ -1,0 +1,35 @@
+import type { EventFilter, EventStore, RecordedEvent, Subscription } from "./types.js";
+
+/**
+ * Live events of some streams (no history), fanned out to in-process listeners: e.g. other
+ * processes' checkpoint appends for the checkpointer's cache on a shared store.
+ */
+export class LiveFeed {
+  private readonly listeners = new Set<(event: RecordedEvent) => void>();
+  private readonly subscription: Subscription;
+  private readonly done: Promise<void>;
+
+  constructor(store: EventStore, filter: EventFilter) {
+    const subscription = store.subscribeToAll({ fromPosition: "end", filter });
+    this.subscription = subscription;
+    this.done = (async () => {
+      try {
+        for await (const item of subscription) {
+          if (item.kind === "event") for (const listener of this.listeners) listener(item.event);
+        }
+      } catch (error) {
+        console.error(`live feed ended: ${(error as Error).message}`);
+      }
+    })();
+  }
+
+  onApplied(listener: (event: RecordedEvent) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  async close(): Promise<void> {
+    await this.subscription.close();
+    await this.done;
+  }
+}

@@ -1,0 +1,35 @@
+import path from "node:path";
+import type { TableProjection } from "./table.js";
+import { ReadModelStore } from "./store.js";
+import { assistantsTable, AssistantsReadModel } from "./assistants.js";
+import { threadsTable, ThreadsReadModel } from "./threads.js";
+import { runsTable, RunsReadModel } from "./runs.js";
+
+/** Every table the read-model database holds, fed by one filtered `$all` subscription. */
+export const allTables: TableProjection[] = [assistantsTable, threadsTable, runsTable];
+
+/** File name of the read-model database inside DATA_DIR. */
+export const READ_MODELS_FILE = "read-models.sqlite";
+
+/** The read-model database and the queries of each read model. */
+export interface ReadModels {
+  store: ReadModelStore;
+  assistants: AssistantsReadModel;
+  threads: ThreadsReadModel;
+  runs: RunsReadModel;
+}
+
+export function readModelsOf(store: ReadModelStore): ReadModels {
+  return {
+    store,
+    assistants: new AssistantsReadModel(store.db),
+    threads: new ThreadsReadModel(store.db),
+    runs: new RunsReadModel(store.db),
+  };
+}
+
+/** Opens `DATA_DIR/read-models.sqlite` (or an in-memory database) with every table. */
+export function openReadModels(dataDir: string | ":memory:", tables: readonly TableProjection[] = allTables): ReadModels {
+  const file = dataDir === ":memory:" ? ":memory:" : path.join(dataDir, READ_MODELS_FILE);
+  return readModelsOf(ReadModelStore.open({ file, tables }));
+}

@@ -1,0 +1,146 @@
+import type Database from "better-sqlite3";
+import type { RecordedEvent } from "../eventstore/types.js";
+import type { TableProjection } from "./table.js";
+import { runsProjection } from "../../projections/runs.js";
+import { RUN_STREAM_PREFIX, publicRun, runEventSchemas, runStatusOf, type RunStreamState, type RunView } from "../domain/runs.js";
+import type { RunRecord, RunStatus } from "../domain/run-record.js";
+import type { SqlFragment } from "./json-filter.js";
+import { StatementCache } from "./statements.js";
+
+const THREAD = "thread-";
+/** Run events the read model folds: not the output chunks (they stay in `run-{id}` for the streams). */
+const RUN_EVENT_TYPES = Object.keys(runEventSchemas).filter((t) => t !== "RunOutput");
+
+/**
+ * Runs: the record as created, the status the API shows, and the folded stream state (claim,
+ * lease, cancel request, terminal status; never the results). A deleted thread's runs leave the
+ * table; the log keeps them.
+ */
+export const runsTable: TableProjection = {
+  name: "runs",
+  version: 1,
+  ddl: [
+    `CREATE TABLE runs (
+       run_id TEXT PRIMARY KEY,
+       thread_id TEXT NOT NULL,
+       assistant_id TEXT NOT NULL,
+       status TEXT NOT NULL,
+       created_at TEXT NOT NULL,
+       record TEXT NOT NULL,
+       stream TEXT NOT NULL,
+       thread_finished INTEGER NOT NULL,
+       claimed_open INTEGER NOT NULL,
+       ended_unmarked INTEGER NOT NULL
+     )`,
+    // A thread's runs, newest first (run ids are UUIDv7: they sort by creation).
+    "CREATE INDEX runs_thread ON runs (thread_id, run_id)",
+    "CREATE INDEX runs_status ON runs (status, run_id)",
+    "CREATE INDEX runs_assistant ON runs (assistant_id, run_id)",
+    // What the run worker looks at when it starts: open claims, and ended runs whose thread was not told.
+    "CREATE INDEX runs_claimed_open ON runs (run_id) WHERE claimed_open = 1",
+    "CREATE INDEX runs_ended_unmarked ON runs (run_id) WHERE ended_unmarked = 1",
+  ],
+  streamPrefixes: [THREAD, RUN_STREAM_PREFIX],
+  eventTypes: ["RunEnqueued", "RunFinished", "RunDeleted", "ThreadDeleted", ...RUN_EVENT_TYPES],
+  prepare(db) {
+    const load = loader(db);
+    const upsert = db.prepare(`INSERT INTO runs (run_id, thread_id, assistant_id, status, created_at, record, stream, thread_finished, claimed_open, ended_unmarked)
+      VALUES (@run_id, @thread_id, @assistant_id, @status, @created_at, @record, @stream, @thread_finished, @claimed_open, @ended_unmarked)
+      ON CONFLICT (run_id) DO UPDATE SET status = excluded.status, stream = excluded.stream, thread_finished = excluded.thread_finished,
+        claimed_open = excluded.claimed_open, ended_unmarked = excluded.ended_unmarked`);
+    const remove = db.prepare("DELETE FROM runs WHERE run_id = ?");
+    const removeThreadRuns = db.prepare("DELETE FROM runs WHERE thread_id = ?");
+    return (event: RecordedEvent) => {
+      if (event.type === "ThreadDeleted") {
+        removeThreadRuns.run(event.streamId.slice(THREAD.length));
+        return;
+      }
+      const key = runsProjection.key(event);
+      if (key === undefined) return;
+      const before = load(key);
+      const after = runsProjection.evolve(before, event);
+      if (!after) {
+        if (before) remove.run(key);
+        return;
+      }
+      const s = after.stream;
+      upsert.run({
+        run_id: key, thread_id: after.run.thread_id, assistant_id: after.run.assistant_id, status: runStatusOf(s), created_at: after.run.created_at,
+        record: before ? "" : JSON.stringify(after.run), stream: encodeStream(s), thread_finished: after.threadFinished ? 1 : 0,
+        claimed_open: s.owner && !s.ended ? 1 : 0, ended_unmarked: s.ended && !after.threadFinished ? 1 : 0,
+      });
+    };
+  },
+};
+
+/** bigint revisions survive the trip through JSON as strings. */
+function encodeStream(s: RunStreamState): string {
+  return JSON.stringify({ ...s, revision: typeof s.revision === "bigint" ? String(s.revision) : s.revision });
+}
+
+function decodeStream(text: string): RunStreamState {
+  const s = JSON.parse(text) as Omit<RunStreamState, "revision"> & { revision: string };
+  return { ...s, revision: s.revision === "no_stream" ? "no_stream" : BigInt(s.revision) };
+}
+
+interface RunRow {
+  record: string;
+  stream: string;
+  thread_finished: number;
+}
+
+const viewOf = (r: RunRow): RunView => ({ run: JSON.parse(r.record) as RunRecord, stream: decodeStream(r.stream), threadFinished: r.thread_finished === 1 });
+
+function loader(db: Database.Database): (id: string) => RunView | undefined {
+  const row = db.prepare("SELECT record, stream, thread_finished FROM runs WHERE run_id = ?");
+  return (id) => {
+    const r = row.get(id) as RunRow | undefined;
+    return r && viewOf(r);
+  };
+}
+
+/** Queries of the runs read model. */
+export class RunsReadModel {
+  readonly load: (id: string) => RunView | undefined;
+  private readonly cache: StatementCache;
+
+  constructor(private readonly db: Database.Database) {
+    this.load = loader(db);
+    this.cache = new StatementCache(db);
+  }
+
+  /** A thread's runs, newest first, as the API shows them. */
+  listForThread(threadId: string, q: { limit: number; offset: number; status?: RunStatus; extra?: readonly SqlFragment[] }): RunRecord[] {
+    const where: SqlFragment[] = [{ sql: "thread_id = ?", params: [threadId] }];
+    if (q.status !== undefined) where.push({ sql: "status = ?", params: [q.status] });
+    if (q.extra) where.push(...q.extra);
+    const sql = `SELECT record, stream, thread_finished FROM runs WHERE ${where.map((w) => `(${w.sql})`).join(" AND ")} ORDER BY run_id DESC LIMIT ? OFFSET ?`;
+    return (this.cache.get(sql).all(...where.flatMap((w) => w.params), q.limit, q.offset) as RunRow[]).map((r) => publicRun(viewOf(r)));
+  }
+
+  /** Runs not ended, of the given statuses (pending, running). */
+  activeWithStatus(statuses: readonly RunStatus[]): RunView[] {
+    const sql = "SELECT record, stream, thread_finished FROM runs WHERE status IN (SELECT value FROM json_each(?)) ORDER BY run_id";
+    return (this.cache.get(sql).all(JSON.stringify(statuses)) as RunRow[]).map(viewOf);
+  }
+
+  /** A thread's runs that have not ended. */
+  activeOfThread(threadId: string): RunView[] {
+    const sql = "SELECT record, stream, thread_finished FROM runs WHERE thread_id = ? AND status IN ('pending', 'running') ORDER BY run_id";
+    return (this.cache.get(sql).all(threadId) as RunRow[]).map(viewOf);
+  }
+
+  /** Runs claimed by some worker and not ended. */
+  openClaims(): RunView[] {
+    return (this.cache.get("SELECT record, stream, thread_finished FROM runs WHERE claimed_open = 1").all() as RunRow[]).map(viewOf);
+  }
+
+  /** Runs that ended but whose thread has not got its RunFinished mark (a crash in between). */
+  endedUnmarked(): RunView[] {
+    return (this.cache.get("SELECT record, stream, thread_finished FROM runs WHERE ended_unmarked = 1").all() as RunRow[]).map(viewOf);
+  }
+
+  count(): number {
+    return Number(this.db.prepare("SELECT count(*) FROM runs").pluck().get());
+  }
+}

@@ -1,0 +1,261 @@
+import { mkdirSync, rmSync } from "node:fs";
+import path from "node:path";
+import Database from "better-sqlite3";
+import type { EventFilter, EventStore, RecordedEvent, Subscription } from "../eventstore/types.js";
+import { StoreUnavailableError } from "../eventstore/types.js";
+import type { TableProjection } from "./table.js";
+
+/** Version of the store's own layout (meta table, batching); part of the schema fingerprint. */
+const STORE_LAYOUT = 1;
+/** Events folded per transaction at most (bounds the time one batch holds the event loop). */
+const MAX_BATCH = 2000;
+/** SQLite page cache of the read-model database (KiB, negative = size): what reads may keep in memory. */
+const CACHE_KIB = 8192;
+
+const META_DDL = `CREATE TABLE IF NOT EXISTS read_model_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID`;
+
+export interface ReadModelStoreOptions {
+  /** Path of the database file, or ":memory:". */
+  file: string;
+  tables: readonly TableProjection[];
+}
+
+type Waiter = { position: bigint; resolve: () => void; reject: (e: unknown) => void };
+
+/**
+ * The read-model database: indexed tables written by the TableProjections, fed by one catch-up
+ * subscription to `$all` that the store filters to the streams and event types they fold.
+ *
+ * Each batch of events is applied in one transaction together with the position of its last event,
+ * so the tables and the position can never disagree, whatever the moment of a crash. A start
+ * resumes after the stored position; a missing database or a changed schema fingerprint (a table's
+ * version, its DDL, or the layout) rebuilds everything from position 0. Nothing per entity is kept
+ * in memory: readers query the tables.
+ */
+export class ReadModelStore {
+  readonly db: Database.Database;
+  private readonly applyFns: { table: TableProjection; apply: (event: RecordedEvent) => void }[];
+  private readonly filter: EventFilter;
+  private readonly writePosition: Database.Statement;
+  private applied: bigint;
+  private subscription: Subscription | undefined;
+  private done: Promise<void> | undefined;
+  private waiters: Waiter[] = [];
+  private failure: unknown;
+  private readonly listeners = new Set<(event: RecordedEvent) => void>();
+  /** Whether this start found no usable database and folds the log from position 0. */
+  readonly rebuilding: boolean;
+
+  private constructor(db: Database.Database, readonly tables: readonly TableProjection[], rebuilding: boolean) {
+    this.db = db;
+    this.rebuilding = rebuilding;
+    this.applyFns = tables.map((table) => ({ table, apply: table.prepare(db) }));
+    this.filter = {
+      streamPrefixes: [...new Set(tables.flatMap((t) => t.streamPrefixes))],
+      eventTypes: [...new Set(tables.flatMap((t) => t.eventTypes))],
+    };
+    this.writePosition = db.prepare("INSERT INTO read_model_meta (key, value) VALUES ('position', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value");
+    const stored = db.prepare("SELECT value FROM read_model_meta WHERE key = 'position'").pluck().get() as string | undefined;
+    this.applied = stored === undefined ? -1n : BigInt(stored);
+  }
+
+  /** Opens (or creates, or rebuilds when its schema changed) the database. */
+  static open(options: ReadModelStoreOptions): ReadModelStore {
+    const fingerprint = schemaFingerprint(options.tables);
+    let db = openFile(options.file);
+    let rebuilding = false;
+    const found = readFingerprint(db);
+    if (found !== fingerprint) {
+      rebuilding = true;
+      if (found !== undefined && options.file !== ":memory:") {
+        // Another schema: read models are disposable caches of the log, so start over.
+        db.close();
+        removeDatabase(options.file);
+        db = openFile(options.file);
+      }
+      db.transaction(() => {
+        db.exec(META_DDL);
+        for (const table of options.tables) for (const ddl of table.ddl) db.exec(ddl);
+        db.prepare("INSERT INTO read_model_meta (key, value) VALUES ('fingerprint', ?)").run(fingerprint);
+      }).immediate();
+    }
+    return new ReadModelStore(db, options.tables, rebuilding);
+  }
+
+  /** Position of the last event applied (and committed); -1n when none. */
+  get position(): bigint {
+    return this.applied;
+  }
+
+  /** The store-side filter of the subscription (for rebuild tools and diagnostics). */
+  get eventFilter(): EventFilter {
+    return this.filter;
+  }
+
+  /**
+   * Subscribes after the stored position; resolves once the log's history is applied. Then follows
+   * the log live until `stop`.
+   */
+  start(store: EventStore): Promise<void> {
+    const from = this.applied < 0n ? "start" : this.applied;
+    const subscription = store.subscribeToAll({ fromPosition: from, filter: this.filter });
+    this.subscription = subscription;
+    return new Promise<void>((resolveCaughtUp, rejectCaughtUp) => {
+      this.done = (async () => {
+        const batch: RecordedEvent[] = [];
+        let flushScheduled = false;
+        const flush = () => {
+          flushScheduled = false;
+          if (batch.length === 0) return;
+          this.commit(batch);
+          const events = batch.splice(0);
+          this.release();
+          for (const event of events) for (const listener of this.listeners) listener(event);
+        };
+        try {
+          for await (const item of subscription) {
+            if (item.kind === "caughtUp") {
+              flush();
+              resolveCaughtUp();
+              continue;
+            }
+            batch.push(item.event);
+            if (batch.length >= MAX_BATCH) flush();
+            else if (!flushScheduled) {
+              // Everything the subscription has at hand now goes into one transaction; the batch is
+              // written as soon as it has to wait for more.
+              flushScheduled = true;
+              setImmediate(() => {
+                try {
+                  flush();
+                } catch (error) {
+                  this.fail(error, rejectCaughtUp);
+                  void subscription.close();
+                }
+              });
+            }
+          }
+          flush();
+          resolveCaughtUp();
+        } catch (error) {
+          this.fail(error, rejectCaughtUp);
+        }
+      })();
+    });
+  }
+
+  /** Resolves once every event up to `position` that the read models fold has been applied. */
+  waitFor(position: bigint): Promise<void> {
+    if (this.failure) return Promise.reject(this.failure);
+    if (position <= this.applied) return Promise.resolve();
+    return new Promise((resolve, reject) => this.waiters.push({ position, resolve, reject }));
+  }
+
+  /** Like waitFor, but gives up (resolving false) after `ms`: for positions another process reported. */
+  waitForAtMost(position: bigint, ms: number): Promise<boolean> {
+    if (position <= this.applied) return Promise.resolve(true);
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => resolve(false), ms);
+      timer.unref();
+      this.waitFor(position).then(
+        () => {
+          clearTimeout(timer);
+          resolve(true);
+        },
+        () => {
+          clearTimeout(timer);
+          resolve(false);
+        },
+      );
+    });
+  }
+
+  /**
+   * Calls `listener` for each applied event once its batch is committed (the tables show it),
+   * e.g. so the run worker learns that a run became startable. Returns the unsubscribe function.
+   */
+  onApplied(listener: (event: RecordedEvent) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  async stop(): Promise<void> {
+    await this.subscription?.close();
+    await this.done;
+    for (const w of this.waiters.splice(0)) w.reject(new Error("read-model store stopped"));
+  }
+
+  /** Stops and closes the database. */
+  async close(): Promise<void> {
+    await this.stop();
+    if (this.db.open) this.db.close();
+  }
+
+  private commit(batch: readonly RecordedEvent[]): void {
+    const last = batch[batch.length - 1].position;
+    this.db.transaction(() => {
+      for (const event of batch) {
+        for (const { table, apply } of this.applyFns) if (concerns(table, event)) apply(event);
+      }
+      this.writePosition.run(String(last));
+    })();
+    this.applied = last;
+  }
+
+  private fail(error: unknown, reject: (e: unknown) => void): void {
+    if (this.failure) return;
+    this.failure = error;
+    reject(error);
+    for (const w of this.waiters.splice(0)) w.reject(error);
+  }
+
+  private release(): void {
+    if (this.waiters.length === 0) return;
+    const still: Waiter[] = [];
+    for (const w of this.waiters) (w.position <= this.applied ? w.resolve() : still.push(w));
+    this.waiters = still;
+  }
+}
+
+function concerns(table: TableProjection, event: RecordedEvent): boolean {
+  return table.streamPrefixes.some((p) => event.streamId.startsWith(p)) && table.eventTypes.includes(event.type);
+}
+
+/** Changes whenever a table's version or DDL changes: such a database is rebuilt from the log. */
+export function schemaFingerprint(tables: readonly TableProjection[]): string {
+  return JSON.stringify({ layout: STORE_LAYOUT, tables: tables.map((t) => [t.name, t.version, t.ddl]) });
+}
+
+function openFile(file: string): Database.Database {
+  try {
+    if (file !== ":memory:") mkdirSync(path.dirname(file), { recursive: true });
+    const db = new Database(file, { timeout: 200 });
+    // One process owns its read models: taking the write lock now makes a second process sharing
+    // the data directory fail at start, instead of both writing the same tables.
+    db.pragma("locking_mode = EXCLUSIVE");
+    db.pragma("journal_mode = WAL");
+    db.exec("BEGIN IMMEDIATE; COMMIT");
+    // The log is the source of truth: a commit lost to power loss is re-applied from the stored position.
+    db.pragma("synchronous = NORMAL");
+    db.pragma(`cache_size = -${CACHE_KIB}`);
+    db.pragma("temp_store = MEMORY");
+    return db;
+  } catch (error) {
+    const code = (error as { code?: string }).code;
+    if (code === "SQLITE_BUSY" || code === "SQLITE_LOCKED") throw new StoreUnavailableError(`read-model database ${file} is locked by another process (give each server process its own DATA_DIR)`, { cause: error });
+    throw new StoreUnavailableError(`cannot open read-model database ${file}: ${(error as Error).message}`, { cause: error });
+  }
+}
+
+function readFingerprint(db: Database.Database): string | undefined {
+  const hasMeta = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'read_model_meta'").get();
+  if (!hasMeta) {
+    const tables = db.prepare("SELECT count(*) FROM sqlite_master").pluck().get() as number;
+    return tables === 0 ? undefined : "unknown";
+  }
+  return db.prepare("SELECT value FROM read_model_meta WHERE key = 'fingerprint'").pluck().get() as string | undefined;
+}
+
+function removeDatabase(file: string): void {
+  for (const suffix of ["", "-wal", "-shm"]) rmSync(file + suffix, { force: true });
+}

@@ -1,0 +1,164 @@
+import type Database from "better-sqlite3";
+import type { RecordedEvent } from "../eventstore/types.js";
+import type { TableProjection } from "./table.js";
+import { threadsProjection } from "../../projections/threads.js";
+import { threadEventSchemas, type Thread, type ThreadState, type ThreadStatus } from "../domain/threads.js";
+import type { JsonObject } from "../domain/json.js";
+import { metadataFilterSql, metadataIndexDdl, prepareMetadataIndex } from "./metadata-index.js";
+import { containsSql, type SqlFragment } from "./json-filter.js";
+import { pageAndCount, countWhere, StatementCache, type SortOrder } from "./statements.js";
+
+const PREFIX = "thread-";
+
+const COLUMNS = "thread_id, revision, deleted, status, resting_status, active_runs, created_at, updated_at, state_updated_at, metadata, config, \"values\", interrupts, error";
+
+/**
+ * Threads, one row each. A deleted thread stays as a tombstone (id and revision, for the next
+ * command's expected revision) without its values or metadata.
+ */
+export const threadsTable: TableProjection = {
+  name: "threads",
+  version: 1,
+  ddl: [
+    `CREATE TABLE threads (
+       thread_id TEXT PRIMARY KEY,
+       revision INTEGER NOT NULL,
+       deleted INTEGER NOT NULL,
+       status TEXT NOT NULL,
+       resting_status TEXT NOT NULL,
+       active_runs TEXT NOT NULL,
+       created_at TEXT NOT NULL,
+       updated_at TEXT NOT NULL,
+       state_updated_at TEXT NOT NULL,
+       metadata TEXT NOT NULL,
+       config TEXT NOT NULL,
+       "values" TEXT,
+       interrupts TEXT NOT NULL,
+       error TEXT
+     )`,
+    "CREATE INDEX threads_created ON threads (deleted, created_at)",
+    "CREATE INDEX threads_updated ON threads (deleted, updated_at)",
+    "CREATE INDEX threads_state_updated ON threads (deleted, state_updated_at)",
+    "CREATE INDEX threads_status ON threads (deleted, status, created_at)",
+    // The run worker's start-up question: which threads have runs waiting? Only those rows are indexed.
+    "CREATE INDEX threads_with_active_runs ON threads (thread_id) WHERE active_runs <> '[]'",
+    ...metadataIndexDdl("threads"),
+  ],
+  streamPrefixes: [PREFIX],
+  eventTypes: Object.keys(threadEventSchemas),
+  prepare(db) {
+    const load = loader(db);
+    const upsert = db.prepare(`INSERT INTO threads (${COLUMNS}) VALUES (@thread_id, @revision, @deleted, @status, @resting_status, @active_runs,
+        @created_at, @updated_at, @state_updated_at, @metadata, @config, @values, @interrupts, @error)
+      ON CONFLICT (thread_id) DO UPDATE SET revision = excluded.revision, deleted = excluded.deleted, status = excluded.status,
+        resting_status = excluded.resting_status, active_runs = excluded.active_runs, created_at = excluded.created_at,
+        updated_at = excluded.updated_at, state_updated_at = excluded.state_updated_at, metadata = excluded.metadata,
+        config = excluded.config, "values" = excluded."values", interrupts = excluded.interrupts, error = excluded.error`);
+    const index = prepareMetadataIndex(db, "threads");
+    return (event: RecordedEvent) => {
+      const id = event.streamId.slice(PREFIX.length);
+      const before = load(id);
+      const after = threadsProjection.evolve(before, event);
+      if (!after) return;
+      const t = after.thread;
+      const metadata = JSON.stringify(t.metadata);
+      upsert.run({
+        thread_id: id, revision: after.revision, deleted: after.deleted ? 1 : 0, status: t.status, resting_status: after.restingStatus,
+        active_runs: JSON.stringify(after.activeRuns), created_at: t.created_at, updated_at: t.updated_at, state_updated_at: t.state_updated_at,
+        metadata, config: JSON.stringify(t.config), values: t.values === undefined || t.values === null ? null : JSON.stringify(t.values),
+        interrupts: JSON.stringify(t.interrupts), error: t.error === undefined ? null : JSON.stringify(t.error),
+      });
+      if (!before || before.deleted !== after.deleted || JSON.stringify(before.thread.metadata) !== metadata) index.replace(id, after.deleted ? undefined : t.metadata);
+    };
+  },
+};
+
+interface ThreadRow {
+  thread_id: string;
+  revision: number | bigint;
+  deleted: number;
+  status: ThreadStatus;
+  resting_status: ThreadState["restingStatus"];
+  active_runs: string;
+  created_at: string;
+  updated_at: string;
+  state_updated_at: string;
+  metadata: string;
+  config: string;
+  values: string | null;
+  interrupts: string;
+  error: string | null;
+}
+
+function threadOf(r: ThreadRow): Thread {
+  const thread: Thread = {
+    thread_id: r.thread_id, created_at: r.created_at, updated_at: r.updated_at, state_updated_at: r.state_updated_at,
+    metadata: JSON.parse(r.metadata), status: r.status, config: JSON.parse(r.config), values: r.values === null ? null : JSON.parse(r.values),
+    interrupts: JSON.parse(r.interrupts),
+  };
+  if (r.error !== null) thread.error = JSON.parse(r.error);
+  return thread;
+}
+
+function stateOf(r: ThreadRow): ThreadState {
+  return { revision: BigInt(r.revision), deleted: r.deleted === 1, activeRuns: JSON.parse(r.active_runs), restingStatus: r.resting_status, thread: threadOf(r) };
+}
+
+function loader(db: Database.Database): (id: string) => ThreadState | undefined {
+  const row = db.prepare(`SELECT ${COLUMNS} FROM threads WHERE thread_id = ?`);
+  return (id) => {
+    const r = row.get(id) as ThreadRow | undefined;
+    return r && stateOf(r);
+  };
+}
+
+export type ThreadSortField = "thread_id" | "status" | "created_at" | "updated_at" | "state_updated_at";
+
+export interface ThreadFilter {
+  metadata?: JsonObject;
+  values?: JsonObject;
+  status?: ThreadStatus;
+  ids?: string[];
+  /** Extra conditions (e.g. the custom-auth filters) over the `metadata` column. */
+  extra?: readonly SqlFragment[];
+}
+
+/** Queries of the threads read model. */
+export class ThreadsReadModel {
+  /** The folded state, tombstones included (undefined: never created). */
+  readonly load: (id: string) => ThreadState | undefined;
+  private readonly cache: StatementCache;
+  private readonly withActiveRuns: Database.Statement;
+
+  constructor(db: Database.Database) {
+    this.load = loader(db);
+    this.cache = new StatementCache(db);
+    this.withActiveRuns = db.prepare("SELECT thread_id FROM threads WHERE active_runs <> '[]' AND deleted = 0").pluck();
+  }
+
+  search(q: ThreadFilter & { sort_by?: ThreadSortField; sort_order?: SortOrder; limit: number; offset: number }): { page: Thread[]; total: number } {
+    const { rows, total } = pageAndCount(this.cache, "threads", COLUMNS, "thread_id", {
+      where: conditions(q), sortColumn: q.sort_by ?? "created_at", sortOrder: q.sort_order ?? "desc", limit: q.limit, offset: q.offset,
+    });
+    return { page: (rows as ThreadRow[]).map(threadOf), total };
+  }
+
+  count(q: ThreadFilter): number {
+    return countWhere(this.cache, "threads", conditions(q));
+  }
+
+  /** Threads that have pending or running runs (what the run worker looks at when it starts). */
+  idsWithActiveRuns(): string[] {
+    return this.withActiveRuns.all() as string[];
+  }
+}
+
+function conditions(q: ThreadFilter): SqlFragment[] {
+  const where: SqlFragment[] = [{ sql: "deleted = 0", params: [] }];
+  if (q.ids !== undefined) where.push({ sql: `thread_id IN (SELECT value FROM json_each(?))`, params: [JSON.stringify(q.ids.map((i) => i.toLowerCase()))] });
+  if (q.status !== undefined) where.push({ sql: "status = ?", params: [q.status] });
+  if (q.metadata !== undefined) where.push(metadataFilterSql("threads", "thread_id", "metadata", q.metadata));
+  if (q.values !== undefined) where.push(containsSql('"values"', q.values));
+  if (q.extra) where.push(...q.extra);
+  return where;
+}
