@@ -30,7 +30,10 @@ export async function benchRuns(options: BenchOptions = { tiny: false, big: fals
   const size = options.tiny ? TINY : FULL;
   const dataDir = await mkdtemp(path.join(os.tmpdir(), "agent-server-bench-runs-"));
   const maxJobs = process.env.N_JOBS_PER_WORKER ?? "64";
-  const server = await startBenchServer(dataDir, { N_JOBS_PER_WORKER: maxJobs });
+  const server = await startBenchServer(dataDir, { N_JOBS_PER_WORKER: maxJobs }).catch(async (error: unknown) => {
+    await rm(dataDir, { recursive: true, force: true });
+    throw error;
+  });
   const pool = new Pool(server.url, { connections: 128, pipelining: 1, keepAliveTimeout: 30_000 });
   const post = async (p: string, body: unknown) => {
     const res = await pool.request({ path: p, method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });

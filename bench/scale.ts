@@ -24,7 +24,7 @@ import { promisify } from "node:util";
 import { jsonClient, runPool, type JsonClient } from "./support/http.js";
 import { parseBenchOptions, type BenchOptions } from "./support/options.js";
 import { cpuMs, repoRoot, rssMiB, startBenchServer, waitOk, type BenchServer } from "./support/server.js";
-import { check, perSecond, round2, summary, tally, type Checked } from "./support/stats.js";
+import { check, findEventsPerSecond, perSecond, round2, summary, tally, type Checked } from "./support/stats.js";
 
 const SIZES = {
   full: { threads: 100_000, runs: 10_000, probe: 5_000, warmup: 1_000, sequentialRuns: 200, queries: 300 },
@@ -87,16 +87,7 @@ async function rebuildEventsPerSecond(dataDir: string): Promise<{ events_per_s: 
   });
   const json = stdout.slice(stdout.indexOf("{"), stdout.lastIndexOf("}") + 1);
   const output = JSON.parse(json) as unknown;
-  const find = (value: unknown): number | null => {
-    if (!value || typeof value !== "object") return null;
-    for (const [key, v] of Object.entries(value)) {
-      if (typeof v === "number" && /events.*(per|_?\/).*s/i.test(key)) return v;
-      const inner = find(v);
-      if (inner !== null) return inner;
-    }
-    return null;
-  };
-  return { events_per_s: find(output), output };
+  return { events_per_s: findEventsPerSecond(output), output };
 }
 
 export async function benchScale(options: BenchOptions = { tiny: false, big: false }): Promise<Record<string, unknown>> {

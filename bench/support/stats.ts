@@ -58,3 +58,17 @@ export function tally(checks: Record<string, Checked>): { passed: number; failed
     not_measured: all.filter((c) => c.pass === null).length,
   };
 }
+
+/**
+ * The events/s a rebuild reported: the first number whose key reads like "events per second"
+ * (events_per_s, eventsPerSecond, events/s …), searched depth-first; null if there is none.
+ */
+export function findEventsPerSecond(output: unknown): number | null {
+  if (!output || typeof output !== "object") return null;
+  for (const [key, value] of Object.entries(output)) {
+    if (typeof value === "number" && /events.*(per|\/).*s/i.test(key)) return value;
+    const inner = findEventsPerSecond(value);
+    if (inner !== null) return inner;
+  }
+  return null;
+}
