@@ -1,6 +1,7 @@
 #!/usr/bin/env node
-// The whole test suite, as `npm test` runs it: typecheck, the tap suites under c8 coverage, and the
-// LangGraph checkpointer validation suite under vitest. Ends with one line "N passed, M failed" and
+// The whole test suite, as `npm test` runs it: typecheck, the tap suites under c8 coverage, every
+// benchmark once in tiny mode (one test each: it must exit 0 and print its JSON), and the LangGraph
+// checkpointer validation suite under vitest. Ends with one line "N passed, M failed" and
 // exits non-zero on any failure (or when no test ran at all).
 import { spawn } from "node:child_process";
 import { mkdirSync, readFileSync, rmSync } from "node:fs";
@@ -45,6 +46,57 @@ function countTap(tap) {
   return { passed, failed, skipped, fileFailures };
 }
 
+/** Runs a command with stdout captured (not echoed), stderr inherited; kills its whole process group after timeoutMs. */
+function capture(cmd, args, timeoutMs) {
+  return new Promise((resolve) => {
+    const child = spawn(cmd, args, { cwd: root, stdio: ["ignore", "pipe", "inherit"], env: process.env, detached: true });
+    let out = "";
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      try { process.kill(-child.pid, "SIGKILL"); } catch { /* already gone */ }
+    }, timeoutMs);
+    child.stdout.on("data", (chunk) => { out += chunk; });
+    child.on("close", (code, signal) => {
+      clearTimeout(timer);
+      resolve({ code: code ?? (signal ? 1 : 0), out, timedOut });
+    });
+  });
+}
+
+/**
+ * Every benchmark `bench/run.ts --list` names, once with --tiny, so none can rot unnoticed. Each is
+ * one test: it passes when it exits 0 and its stdout is the JSON object holding its result.
+ */
+async function runBenches() {
+  const counts = { passed: 0, failed: 0 };
+  const list = await capture(bin("tsx"), ["bench/run.ts", "--list"], 60_000);
+  const names = list.out.split("\n").map((l) => l.trim()).filter(Boolean);
+  if (list.code !== 0 || names.length === 0) {
+    console.log("not ok - bench --list: no benchmarks listed");
+    counts.failed++;
+    return counts;
+  }
+  for (const name of names) {
+    const t0 = Date.now();
+    const res = await capture(bin("tsx"), ["bench/run.ts", name, "--tiny"], 180_000);
+    let problem = res.timedOut ? "timed out" : res.code !== 0 ? `exited with ${res.code}` : "";
+    if (!problem) {
+      try {
+        const result = JSON.parse(res.out)[name];
+        if (!result || typeof result !== "object") problem = `no "${name}" object in its JSON`;
+      } catch {
+        problem = "printed no JSON";
+      }
+    }
+    const secs = ((Date.now() - t0) / 1000).toFixed(1);
+    console.log(problem ? `not ok - bench ${name} --tiny: ${problem} (${secs}s)` : `ok - bench ${name} --tiny (${secs}s)`);
+    if (problem) counts.failed++;
+    else counts.passed++;
+  }
+  return counts;
+}
+
 const totals = { passed: 0, failed: 0, skipped: 0 };
 const steps = [];
 
@@ -65,6 +117,11 @@ totals.failed += tapCounts.failed;
 totals.skipped += tapCounts.skipped;
 steps.push(["tap", tap.code === 0 && tapCounts.failed === 0]);
 if (tap.code !== 0 && tapCounts.failed === 0) totals.failed++;
+
+const benchCounts = await runBenches();
+totals.passed += benchCounts.passed;
+totals.failed += benchCounts.failed;
+steps.push(["bench --tiny", benchCounts.failed === 0]);
 
 const vitestReport = path.join(resultsDir, "vitest.json");
 const vitest = await run(bin("vitest"), ["run", "--config", "test/vitest.config.ts", "--reporter=default", "--reporter=json", `--outputFile.json=${vitestReport}`]);

@@ -4,7 +4,7 @@
  *   (b) appends of 100-event batches
  *   (c) catch-up read rate of subscribeToAll over the whole log
  * Each is measured 3 times; the median is reported with every run.
- * Run: npx tsx bench/eventstore.ts   (prints one JSON object)
+ * Run: npm run bench -- eventstore [--tiny]   (or npx tsx bench/eventstore.ts; prints one JSON object)
  */
 import { mkdtemp, rm, stat } from "node:fs/promises";
 import os from "node:os";
@@ -12,12 +12,13 @@ import path from "node:path";
 import { pathToFileURL } from "node:url";
 import { openSqliteStore, type SqliteEventStore } from "../src/eventstore/sqlite.js";
 import type { EventData } from "../src/eventstore/types.js";
+import { parseBenchOptions, type BenchOptions } from "./support/options.js";
 
 const RUNS = 3;
 const WRITERS = 16;
-const SINGLE_EVENTS = 16_000;
 const BATCH_SIZE = 100;
-const BATCHES = 300;
+const FULL = { singleEvents: 16_000, batches: 300 };
+const TINY = { singleEvents: 800, batches: 10 };
 
 /** A ~1 KB JSON payload shaped like a run/message event. */
 function payload(n: number): Record<string, unknown> {
@@ -65,7 +66,8 @@ async function measure(
   return { events, eventsPerSecond: median(rates), runs: rates, transactions };
 }
 
-export async function benchEventStore(): Promise<Record<string, unknown>> {
+export async function benchEventStore(options: BenchOptions = { tiny: false, big: false }): Promise<Record<string, unknown>> {
+  const { singleEvents: SINGLE_EVENTS, batches: BATCHES } = options.tiny ? TINY : FULL;
   const dir = await mkdtemp(path.join(os.tmpdir(), "bench-eventstore-"));
   const file = path.join(dir, "events.sqlite");
   try {
@@ -121,6 +123,7 @@ export async function benchEventStore(): Promise<Record<string, unknown>> {
     await store.close();
     const { size } = await stat(file);
     return {
+      mode: options.tiny ? "tiny" : "full",
       adapter: "sqlite",
       synchronous: "FULL",
       eventBytes,
@@ -137,5 +140,5 @@ export async function benchEventStore(): Promise<Record<string, unknown>> {
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(path.resolve(process.argv[1])).href) {
-  console.log(JSON.stringify(await benchEventStore()));
+  console.log(JSON.stringify(await benchEventStore(parseBenchOptions(process.argv.slice(2)))));
 }

@@ -1,18 +1,30 @@
 /**
  * `npm run bench`: runs every benchmark in turn and prints one JSON object with their numbers.
- * Pick some with arguments: `npm run bench -- eventstore runs`.
+ * Pick some with arguments: `npm run bench -- eventstore runs`. Flags: `--tiny` (a few seconds each,
+ * what `npm test` runs), `--big` (largest sizes), `--list` (print the benchmark names, one a line).
  */
-const benches: Record<string, () => Promise<Record<string, unknown>>> = {
-  eventstore: async () => (await import("./eventstore.js")).benchEventStore(),
-  runs: async () => (await import("./runs.js")).benchRuns(),
+import type { BenchOptions } from "./support/options.js";
+import { parseBenchOptions } from "./support/options.js";
+
+const benches: Record<string, (options: BenchOptions) => Promise<Record<string, unknown>>> = {
+  eventstore: async (o) => (await import("./eventstore.js")).benchEventStore(o),
+  runs: async (o) => (await import("./runs.js")).benchRuns(o),
+  scale: async (o) => (await import("./scale.js")).benchScale(o),
 };
 
-const wanted = process.argv.slice(2).filter((a) => a !== "--");
-const selected = wanted.length ? wanted : Object.keys(benches);
-const results: Record<string, unknown> = { node: process.version, platform: `${process.platform}-${process.arch}` };
-for (const name of selected) {
-  const bench = benches[name];
-  if (!bench) throw new Error(`unknown benchmark "${name}"; known: ${Object.keys(benches).join(", ")}`);
-  results[name] = await bench();
+const args = process.argv.slice(2).filter((a) => a !== "--");
+if (args.includes("--list")) {
+  console.log(Object.keys(benches).join("\n"));
+  process.exit(0);
 }
+const options = parseBenchOptions(args);
+const wanted = args.filter((a) => !a.startsWith("--"));
+const selected = wanted.length ? wanted : Object.keys(benches);
+const unknown = selected.filter((name) => !benches[name]);
+if (unknown.length) {
+  console.error(`unknown benchmark "${unknown.join('", "')}"; known: ${Object.keys(benches).join(", ")}`);
+  process.exit(2);
+}
+const results: Record<string, unknown> = { node: process.version, platform: `${process.platform}-${process.arch}`, ...options };
+for (const name of selected) results[name] = await benches[name](options);
 console.log(JSON.stringify(results, null, 2));

@@ -1,0 +1,210 @@
+/**
+ * Scale benchmark: a store filled through the HTTP API, then a restart on it.
+ *   fill:    POST /threads with metadata {user: "u<k mod 1000>", n: k} (concurrency 32) up to THREADS,
+ *            then RUNS runs via POST /threads/{id}/runs/wait with the example graph `agent`
+ *   measures (each against its target, with pass/fail):
+ *     - idle RSS of the server on an empty store
+ *     - POST /threads throughput on an empty store and at the filled size, and the degradation
+ *     - runs.wait latency (sequential p50/p99), and at concurrency 16 the server CPU per run
+ *     - RSS while filled
+ *     - POST /threads/search {metadata: {user}, limit: 10} and POST /threads/count p50/p99
+ *     - restart (SIGTERM, start on the same DATA_DIR): time to the first GET /ok 200 (the server
+ *       listens only once its read models caught up; the counts are checked after it), RSS after it
+ *     - full read-model rebuild events/s, if the project has an `npm run rebuild` script (else null)
+ * Sizes: 100,000 threads / 10,000 runs; `--big` 1,000,000 threads; `--tiny` 2,000 threads / 200 runs.
+ * Run: npm run bench -- scale [--big | --tiny]   (prints one JSON object)
+ */
+import { execFile } from "node:child_process";
+import { randomUUID } from "node:crypto";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { pathToFileURL } from "node:url";
+import { promisify } from "node:util";
+import { jsonClient, runPool, type JsonClient } from "./support/http.js";
+import { parseBenchOptions, type BenchOptions } from "./support/options.js";
+import { cpuMs, repoRoot, rssMiB, startBenchServer, waitOk, type BenchServer } from "./support/server.js";
+import { check, findEventsPerSecond, perSecond, round2, summary, tally, type Checked } from "./support/stats.js";
+
+const SIZES = {
+  full: { threads: 100_000, runs: 10_000, probe: 5_000, warmup: 1_000, sequentialRuns: 200, queries: 300 },
+  big: { threads: 1_000_000, runs: 10_000, probe: 5_000, warmup: 1_000, sequentialRuns: 200, queries: 300 },
+  tiny: { threads: 2_000, runs: 200, probe: 300, warmup: 300, sequentialRuns: 20, queries: 30 },
+};
+const FILL_CONCURRENCY = 32;
+const RUN_CONCURRENCY = 16;
+const USERS = 1000;
+/** Quiet time before reading idle RSS: start-up garbage is collected lazily. A measurement, not a synchronisation. */
+const IDLE_SETTLE_MS = 1000;
+
+const input = { messages: [{ role: "user", content: "hello" }] };
+
+const progress = (msg: string) => process.stderr.write(`[scale] ${msg}\n`);
+
+/** Threads k = from … to-1 get metadata {user: "u<k mod 1000>", n: k}; the ids of k < keep.length are kept. */
+async function createThreads(http: JsonClient, from: number, to: number, keep: string[]): Promise<number> {
+  const step = Math.max(1, Math.floor((to - from) / 10));
+  return runPool(to - from, FILL_CONCURRENCY, async (i) => {
+    const k = from + i;
+    const threadId = randomUUID();
+    await http.post("/threads", { thread_id: threadId, metadata: { user: `u${k % USERS}`, n: k } });
+    if (k < keep.length) keep[k] = threadId;
+    if (i > 0 && i % step === 0 && to - from >= 10_000) progress(`threads ${k}/${to}`);
+  });
+}
+
+/** Threads with metadata user u<user> among k = 0 … total-1. */
+function expectedPerUser(total: number, user: number): number {
+  return Math.floor(total / USERS) + (user < total % USERS ? 1 : 0);
+}
+
+async function runWait(http: JsonClient, threadId: string): Promise<number> {
+  const t0 = performance.now();
+  const result = await http.post<{ messages?: { content?: unknown }[] }>(`/threads/${threadId}/runs/wait`, { assistant_id: "agent", input });
+  const ms = performance.now() - t0;
+  if (!JSON.stringify(result).includes("You said: hello")) throw new Error(`unexpected runs.wait result ${JSON.stringify(result).slice(0, 300)}`);
+  return ms;
+}
+
+/** Sequential latencies of `query(i)` after a short warm-up. */
+async function latencies(n: number, query: (i: number) => Promise<void>): Promise<number[]> {
+  for (let i = 0; i < Math.min(20, n); i++) await query(i);
+  const ms: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const t0 = performance.now();
+    await query(i);
+    ms.push(performance.now() - t0);
+  }
+  return ms;
+}
+
+/** `npm run rebuild` with DATA_DIR, when package.json has it: its events/s (the first "events…per…s" number of its JSON). */
+async function rebuildEventsPerSecond(dataDir: string): Promise<{ events_per_s: number | null; output?: unknown; note?: string }> {
+  const pkg = JSON.parse(await readFile(path.join(repoRoot, "package.json"), "utf8")) as { scripts?: Record<string, string> };
+  if (!pkg.scripts?.rebuild) return { events_per_s: null, note: "no `npm run rebuild` script" };
+  const { stdout } = await promisify(execFile)("npm", ["run", "rebuild", "--silent"], {
+    cwd: repoRoot, env: { ...process.env, DATA_DIR: dataDir }, maxBuffer: 64 * 1024 * 1024, timeout: 30 * 60_000,
+  });
+  const json = stdout.slice(stdout.indexOf("{"), stdout.lastIndexOf("}") + 1);
+  const output = JSON.parse(json) as unknown;
+  return { events_per_s: findEventsPerSecond(output), output };
+}
+
+export async function benchScale(options: BenchOptions = { tiny: false, big: false }): Promise<Record<string, unknown>> {
+  const mode = options.tiny ? "tiny" : options.big ? "big" : "full";
+  const size = SIZES[mode];
+  const dataDir = await mkdtemp(path.join(os.tmpdir(), "agent-server-bench-scale-"));
+  const env = { N_JOBS_PER_WORKER: process.env.N_JOBS_PER_WORKER ?? "16" };
+  let server: BenchServer | undefined;
+  let http: JsonClient | undefined;
+  try {
+    server = await startBenchServer(dataDir, env);
+    http = jsonClient(server.url, FILL_CONCURRENCY);
+    await waitOk(server.url);
+    await new Promise((r) => setTimeout(r, IDLE_SETTLE_MS));
+    const idleRss = await rssMiB(server.pid);
+
+    // Threads: warm-up, a probe on the (nearly) empty store, the fill, a probe at the filled size.
+    const runThreads: string[] = new Array(size.runs);
+    await createThreads(http, 0, size.warmup, runThreads);
+    const emptyMs = await createThreads(http, size.warmup, size.warmup + size.probe, runThreads);
+    progress(`filling ${size.threads} threads`);
+    const fillFrom = size.warmup + size.probe;
+    const fillTo = size.threads - size.probe;
+    const fillMs = await createThreads(http, fillFrom, fillTo, runThreads);
+    const filledMs = await createThreads(http, fillTo, size.threads, runThreads);
+    const createEmpty = perSecond(size.probe, emptyMs);
+    const createFilled = perSecond(size.probe, filledMs);
+
+    // Runs: a few to warm up, a sequential sample for latency, the rest at concurrency 16 for CPU per run.
+    progress(`${size.runs} runs`);
+    const warmRuns = Math.min(20, size.runs);
+    for (let i = 0; i < warmRuns; i++) await runWait(http, runThreads[i]);
+    const sequential: number[] = [];
+    for (let i = warmRuns; i < warmRuns + size.sequentialRuns; i++) sequential.push(await runWait(http, runThreads[i]));
+    const concurrentFrom = warmRuns + size.sequentialRuns;
+    const concurrent: number[] = [];
+    const cpu0 = await cpuMs(server.pid);
+    const concurrentMs = await runPool(size.runs - concurrentFrom, RUN_CONCURRENCY, async (i) => {
+      concurrent.push(await runWait(http!, runThreads[concurrentFrom + i]));
+    });
+    const cpuPerRun = ((await cpuMs(server.pid)) - cpu0) / concurrent.length;
+    const filledRss = await rssMiB(server.pid);
+
+    // Metadata search (limit 10) and count, on users spread over the 1000.
+    const user = (i: number) => (i * 7919) % USERS;
+    const search = await latencies(size.queries, async (i) => {
+      const page = await http!.post<unknown[]>("/threads/search", { metadata: { user: `u${user(i)}` }, limit: 10 });
+      if (page.length !== Math.min(10, expectedPerUser(size.threads, user(i)))) throw new Error(`search u${user(i)} returned ${page.length} threads`);
+    });
+    const count = await latencies(size.queries, async (i) => {
+      const n = await http!.post<number>("/threads/count", { metadata: { user: `u${user(i)}` } });
+      if (n !== expectedPerUser(size.threads, user(i))) throw new Error(`count u${user(i)} = ${n}, expected ${expectedPerUser(size.threads, user(i))}`);
+    });
+
+    // Restart on the same data directory.
+    progress("restart");
+    await http.close();
+    http = undefined;
+    await server.stop();
+    server = undefined;
+    const restarted = await startBenchServer(dataDir, env);
+    server = restarted;
+    const restartMs = restarted.startMs + (await waitOk(restarted.url));
+    http = jsonClient(restarted.url, 1);
+    const total = await http.post<number>("/threads/count", {});
+    if (total !== size.threads) throw new Error(`after restart: ${total} threads, expected ${size.threads}`);
+    const restartRss = await rssMiB(restarted.pid);
+    await http.close();
+    http = undefined;
+    await restarted.stop();
+    server = undefined;
+
+    progress("rebuild");
+    const rebuild = await rebuildEventsPerSecond(dataDir);
+
+    const searchS = summary(search);
+    const countS = summary(count);
+    const waitS = summary(sequential);
+    const degradation = round2((1 - createFilled / createEmpty) * 100);
+    const checks: Record<string, Checked> = {
+      rss_filled_mib: check(filledRss, { max: 150, unit: "MiB" }),
+      rss_after_restart_mib: check(restartRss, { max: 150, unit: "MiB" }),
+      idle_rss_empty_store_mib: check(idleRss, { max: 110, unit: "MiB" }),
+      restart_to_ok_ms: check(Math.round(restartMs), { max: 1000, unit: "ms" }),
+      rebuild_events_per_s: check(rebuild.events_per_s, { min: 50_000, unit: "events/s" }),
+      search_metadata_limit10_p50_ms: check(searchS.p50_ms, { max: 5, unit: "ms" }),
+      count_metadata_p50_ms: check(countS.p50_ms, { max: 5, unit: "ms" }),
+      threads_create_filled_per_s: check(createFilled, { min: 4000, unit: "threads/s" }),
+      threads_create_degradation_pct: check(degradation, { max: 20, unit: "% (filled vs empty store)" }),
+      runs_wait_p50_ms: check(waitS.p50_ms, { max: 8, unit: "ms (sequential)" }),
+      server_cpu_ms_per_run: check(round2(cpuPerRun), { max: 3, unit: "ms (concurrency 16, echo graph)" }),
+    };
+    return {
+      setup: {
+        mode, threads: size.threads, runs: size.runs, users: USERS, store: "sqlite", graph: "agent (src/graphs/agent.ts)",
+        fill_concurrency: FILL_CONCURRENCY, run_concurrency: RUN_CONCURRENCY, n_jobs_per_worker: Number(env.N_JOBS_PER_WORKER),
+      },
+      checks,
+      result: tally(checks),
+      details: {
+        fill_threads_per_s: perSecond(fillTo - fillFrom, fillMs),
+        threads_create_per_s: { empty_store: createEmpty, filled: createFilled, probe: size.probe, concurrency: FILL_CONCURRENCY },
+        runs_wait_sequential: waitS,
+        runs_wait_c16: { ...summary(concurrent), runs_per_s: perSecond(concurrent.length, concurrentMs) },
+        search_metadata_limit10: searchS,
+        count_metadata: countS,
+        restart: { to_listening_ms: Math.round(restarted.startMs), to_ok_ms: Math.round(restartMs) },
+        rebuild,
+      },
+    };
+  } finally {
+    await http?.close();
+    await server?.stop();
+    await rm(dataDir, { recursive: true, force: true });
+  }
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(path.resolve(process.argv[1])).href) {
+  console.log(JSON.stringify(await benchScale(parseBenchOptions(process.argv.slice(2))), null, 2));
+}

@@ -1,0 +1,16 @@
+/** Size switches every benchmark understands. */
+export interface BenchOptions {
+  /** A few seconds' worth of work: `npm test` runs every benchmark this way to prove it still completes. */
+  tiny: boolean;
+  /** The largest size a benchmark offers (scale: 1,000,000 threads). */
+  big: boolean;
+}
+
+/** `--tiny` / `--big` on the command line, or BENCH_TINY=1 / BENCH_BIG=1 in the environment. */
+export function parseBenchOptions(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): BenchOptions {
+  const on = (v: string | undefined) => !!v && v !== "0" && v !== "false";
+  return {
+    tiny: argv.includes("--tiny") || on(env.BENCH_TINY),
+    big: argv.includes("--big") || on(env.BENCH_BIG),
+  };
+}

@@ -1,0 +1,107 @@
+/**
+ * The server as a benchmark drives it: built and started as `npm start` does (`npm run build`, then
+ * `node dist/main.js`), HOST=127.0.0.1 PORT=0, its own DATA_DIR. The child is the server process
+ * itself (no npm wrapper), so its /proc entries are the server's memory and CPU.
+ */
+import { execFileSync, spawn, type ChildProcess } from "node:child_process";
+import { once } from "node:events";
+import { readFile } from "node:fs/promises";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { request } from "undici";
+
+export const repoRoot = path.dirname(path.dirname(path.dirname(fileURLToPath(import.meta.url))));
+
+let built = false;
+
+/** Bundles src/main.ts into dist/main.js once per benchmark process; build output goes to stderr so stdout stays JSON. */
+export function buildServer(): void {
+  if (built) return;
+  execFileSync("npm", ["run", "build", "--silent"], { cwd: repoRoot, stdio: ["ignore", 2, 2] });
+  built = true;
+}
+
+export interface BenchServer {
+  child: ChildProcess;
+  pid: number;
+  url: string;
+  /** Milliseconds from spawn to the listening line (history folded, read models caught up). */
+  startMs: number;
+  /** SIGTERM, then resolves once the process exited. */
+  stop(): Promise<void>;
+}
+
+/** Starts the built server and resolves once it printed its listening line (rejects if it exits first). */
+export async function startBenchServer(dataDir: string, env: Record<string, string> = {}): Promise<BenchServer> {
+  buildServer();
+  const t0 = performance.now();
+  const child = spawn(process.execPath, ["--enable-source-maps", "dist/main.js"], {
+    cwd: repoRoot,
+    env: {
+      ...process.env,
+      LANGGRAPH_JSON: path.join(repoRoot, "langgraph.json"),
+      LOG_LEVEL: "silent",
+      ...env,
+      HOST: "127.0.0.1",
+      PORT: "0",
+      DATA_DIR: dataDir,
+    },
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  const exited = once(child, "exit");
+  const url = await new Promise<string>((resolve, reject) => {
+    let out = "";
+    child.stdout!.setEncoding("utf8").on("data", (chunk: string) => {
+      out += chunk;
+      const m = /listening on (http:\/\/\S+)/.exec(out);
+      if (m) resolve(m[1]);
+    });
+    void exited.then(([code, signal]) => reject(new Error(`server exited (${code ?? signal}) before listening`)));
+  });
+  const startMs = performance.now() - t0;
+  child.stdout!.resume(); // keep draining its log lines
+  return {
+    child,
+    pid: child.pid!,
+    url,
+    startMs,
+    async stop() {
+      if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM");
+      await exited;
+    },
+  };
+}
+
+/** GET /ok until it answers 200; resolves with the milliseconds that took. */
+export async function waitOk(url: string, timeoutMs = 30_000): Promise<number> {
+  const t0 = performance.now();
+  for (;;) {
+    try {
+      const res = await request(`${url}/ok`);
+      await res.body.dump();
+      if (res.statusCode === 200) return performance.now() - t0;
+    } catch {
+      // not accepting connections yet
+    }
+    if (performance.now() - t0 > timeoutMs) throw new Error(`${url}/ok did not answer 200 within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+/** Resident set size of a process, MiB (VmRSS of /proc/<pid>/status). */
+export async function rssMiB(pid: number): Promise<number> {
+  const status = await readFile(`/proc/${pid}/status`, "utf8");
+  const kb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? NaN);
+  return Math.round((kb / 1024) * 10) / 10;
+}
+
+let clockTicks: number | undefined;
+
+/** CPU time a process has used so far (user + system), milliseconds, from /proc/<pid>/stat. */
+export async function cpuMs(pid: number): Promise<number> {
+  clockTicks ??= Number(execFileSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).trim()) || 100;
+  const stat = await readFile(`/proc/${pid}/stat`, "utf8");
+  // Fields after the parenthesised command name: state is field 3, utime 14, stime 15.
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return ((Number(fields[11]) + Number(fields[12])) / clockTicks) * 1000;
+}

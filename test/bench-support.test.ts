@@ -1,0 +1,55 @@
+import t from "tap";
+import { parseBenchOptions } from "../bench/support/options.js";
+import { cpuMs, rssMiB } from "../bench/support/server.js";
+import { check, findEventsPerSecond, percentile, perSecond, summary, tally } from "../bench/support/stats.js";
+
+/** The benchmark helpers: options, statistics and target checks (pure), and the /proc readers. */
+
+t.test("parseBenchOptions: flags or environment", async (t) => {
+  t.same(parseBenchOptions([], {}), { tiny: false, big: false });
+  t.same(parseBenchOptions(["scale", "--tiny"], {}), { tiny: true, big: false });
+  t.same(parseBenchOptions(["--big"], {}), { tiny: false, big: true });
+  t.same(parseBenchOptions([], { BENCH_TINY: "1" }), { tiny: true, big: false });
+  t.same(parseBenchOptions([], { BENCH_TINY: "0", BENCH_BIG: "false" }), { tiny: false, big: false });
+});
+
+t.test("percentile and summary of latencies", async (t) => {
+  const ms = Array.from({ length: 100 }, (_, i) => 100 - i); // 100 … 1, unsorted
+  t.equal(percentile([...ms].sort((a, b) => a - b), 50), 51);
+  t.same(summary(ms), { n: 100, p50_ms: 51, p99_ms: 100, mean_ms: 50.5 });
+  t.same(summary([3.14159]), { n: 1, p50_ms: 3.14, p99_ms: 3.14, mean_ms: 3.14 });
+  t.throws(() => percentile([], 50), /no samples/);
+  t.equal(perSecond(500, 250), 2000);
+});
+
+t.test("check: upper and lower bounds, unmeasured values", async (t) => {
+  t.same(check(120, { max: 150, unit: "MiB" }), { value: 120, target: "≤ 150 MiB", pass: true });
+  t.same(check(151, { max: 150, unit: "MiB" }), { value: 151, target: "≤ 150 MiB", pass: false });
+  t.same(check(3999, { min: 4000, unit: "threads/s" }), { value: 3999, target: "≥ 4000 threads/s", pass: false });
+  t.same(check(null, { min: 50_000, unit: "events/s" }), { value: null, target: "≥ 50000 events/s", pass: null });
+  t.same(check(Number.NaN, { max: 1, unit: "ms" }).pass, null);
+  t.same(
+    tally({ a: check(1, { max: 2, unit: "" }), b: check(3, { max: 2, unit: "" }), c: check(null, { max: 2, unit: "" }) }),
+    { passed: 1, failed: 1, not_measured: 1 },
+  );
+});
+
+t.test("findEventsPerSecond: the rebuild script's number, wherever it sits", async (t) => {
+  t.equal(findEventsPerSecond({ events: 10, events_per_s: 81234 }), 81234);
+  t.equal(findEventsPerSecond({ rebuild: { eventsPerSecond: 5 } }), 5);
+  t.equal(findEventsPerSecond({ "events/s": 7 }), 7);
+  t.equal(findEventsPerSecond({ events: 10, ms: 3 }), null);
+  t.equal(findEventsPerSecond("not json"), null);
+});
+
+t.test("rssMiB and cpuMs read this process's /proc entries", async (t) => {
+  const rss = await rssMiB(process.pid);
+  t.ok(rss > 10 && rss < 4096, `RSS ${rss} MiB`);
+  const before = await cpuMs(process.pid);
+  const until = Date.now() + 50;
+  while (Date.now() < until); // burn CPU so utime must grow
+  const after = await cpuMs(process.pid);
+  t.ok(after > before, `CPU ${before} → ${after} ms`);
+  const own = process.cpuUsage();
+  t.ok(Math.abs(after - (own.user + own.system) / 1000) < 200, "agrees with process.cpuUsage()");
+});
