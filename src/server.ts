@@ -5,6 +5,8 @@ import { withSchemas } from "./eventstore/validating.js";
 import type { EventStore } from "./eventstore/types.js";
 import { openReadModels, READ_MODELS_FILE, type ReadModels } from "./read-models/all.js";
 import { LiveFeed } from "./eventstore/live-feed.js";
+import { recordingPositions } from "./app/request-context.js";
+import { logPositionHooks } from "./http/log-position.js";
 import { rmSync } from "node:fs";
 import path from "node:path";
 import { schemaForEventType } from "./domain/events.js";
@@ -52,7 +54,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
   const graphs = await loadGraphRegistry(langgraph.config, langgraph.baseDir, {
     graphDefaults: parseLanggraphConfigEnv(config.langgraphConfig),
   });
-  const store = withSchemas(await openStore(config), schemaForEventType);
+  const store = recordingPositions(withSchemas(await openStore(config), schemaForEventType));
   let readModels: ReadModels | undefined;
   let liveCheckpoints: LiveFeed | undefined;
   let http: FastifyInstance | undefined;
@@ -81,6 +83,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
       bodyLimit: config.bodyLimit,
       apiKey: config.apiKey,
       logLevel: config.logLevel,
+      hooks: [logPositionHooks(readModels.store)],
       routes: [
         metaRoutes({ storeKind: store.kind, langgraphJsVersion: LANGGRAPH_JS_VERSION, webhooksEnabled: false }),
         assistantRoutes(ctx, lifecycle),

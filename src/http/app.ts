@@ -12,6 +12,8 @@ export interface HttpAppOptions {
   logLevel: string;
   /** Resource plugins, each registering its routes with their zod schemas. */
   routes: FastifyPluginAsync[];
+  /** Cross-cutting hooks added to the root app before any route (they apply to every route). */
+  hooks?: ((app: FastifyInstance) => void)[];
 }
 
 /** The fastify app: JSON everywhere, zod-validated routes, `{"detail"}` errors, OpenAPI at /openapi.json. */
@@ -35,6 +37,7 @@ export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInst
   app.addContentTypeParser("text/plain", { parseAs: "string" }, app.getDefaultJsonParser("error", "error"));
 
   if (options.apiKey) requireApiKey(app, options.apiKey);
+  for (const hook of options.hooks ?? []) hook(app);
 
   await app.register(fastifySwagger, {
     openapi: {

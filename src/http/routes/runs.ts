@@ -8,6 +8,7 @@ import { CancelActionSchema } from "../../domain/runs.js";
 import { STREAM_MODES } from "../../runtime/stream-modes.js";
 import { JsonObject, RunnableConfig, Uuid } from "../schemas.js";
 import { pick } from "../../domain/json.js";
+import { logPositionHeaders } from "../../app/request-context.js";
 import { SseWriter, parseLastEventId, streamModeFilter, tailRunStream } from "../sse.js";
 
 const StreamMode = z.enum(STREAM_MODES as [string, ...string[]]);
@@ -81,7 +82,7 @@ export function runRoutes(ctx: AppContext, runs: RunsService): FastifyPluginAsyn
     cancelOnDisconnect: boolean,
     modes?: string[],
   ) {
-    const sse = new SseWriter(reply, headers);
+    const sse = new SseWriter(reply, { ...headers, ...logPositionHeaders() });
     const untrack = runs.track(() => sse.end());
     if (cancelOnDisconnect) {
       sse.onClose(() => {
@@ -103,7 +104,7 @@ export function runRoutes(ctx: AppContext, runs: RunsService): FastifyPluginAsyn
   async function waitRun(reply: FastifyReply, run: RunRecord, headers: Record<string, string>, cancelOnDisconnect: boolean, status = 200) {
     reply.hijack();
     const raw = reply.raw;
-    raw.writeHead(status, { "Content-Type": "application/json", ...headers });
+    raw.writeHead(status, { "Content-Type": "application/json", ...headers, ...logPositionHeaders() });
     const controller = new AbortController();
     raw.on("close", () => {
       if (raw.writableEnded) return;

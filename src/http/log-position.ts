@@ -1,0 +1,29 @@
+import type { FastifyInstance } from "fastify";
+import type { ReadModelStore } from "../read-models/store.js";
+import { logPositionHeaders, runInRequestContext } from "../app/request-context.js";
+import { CATCH_UP_TIMEOUT_MS } from "../app/commands.js";
+
+const HEADER = "x-log-position";
+
+/**
+ * Read-your-writes across processes (behind a load balancer): every response to a write carries
+ * `X-Log-Position`, the log position of its last append; a request that sends it back waits until
+ * this process's read models reached it (at most CATCH_UP_TIMEOUT_MS) before it is served.
+ */
+export function logPositionHooks(readModels: ReadModelStore): (app: FastifyInstance) => void {
+  return (app) => {
+    app.addHook("onRequest", (_request, _reply, done) => runInRequestContext({}, done));
+    app.addHook("preHandler", async (request, reply) => {
+      const given = request.headers[HEADER];
+      if (given === undefined) return;
+      if (typeof given !== "string" || !/^\d{1,20}$/.test(given)) {
+        return reply.code(422).send({ detail: `X-Log-Position: expected a log position (a non-negative integer), got ${JSON.stringify(given)}` });
+      }
+      await readModels.waitForAtMost(BigInt(given), CATCH_UP_TIMEOUT_MS);
+    });
+    app.addHook("onSend", async (_request, reply, payload) => {
+      reply.headers(logPositionHeaders());
+      return payload;
+    });
+  };
+}
