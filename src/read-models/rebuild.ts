@@ -1,0 +1,36 @@
+import { rmSync } from "node:fs";
+import path from "node:path";
+import { loadConfig } from "../config.js";
+import { openStore } from "../eventstore/open.js";
+import { openReadModels, READ_MODELS_FILE } from "./all.js";
+
+/**
+ * `npm run rebuild`: deletes DATA_DIR/read-models.sqlite and folds the whole log into a new one,
+ * printing how fast. With the embedded store the server must be stopped (it holds the log's lock).
+ */
+async function main(): Promise<void> {
+  const config = loadConfig();
+  const store = await openStore(config);
+  try {
+    const file = path.join(config.dataDir, READ_MODELS_FILE);
+    for (const suffix of ["", "-wal", "-shm"]) rmSync(file + suffix, { force: true });
+    const models = openReadModels(config.dataDir);
+    let events = 0;
+    models.store.onApplied(() => events++);
+    const started = process.hrtime.bigint();
+    await models.store.start(store);
+    const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+    const position = models.store.position;
+    await models.store.close();
+    console.log(JSON.stringify({
+      rebuild: { file, events, seconds: Number(seconds.toFixed(3)), events_per_s: Math.round(events / Math.max(seconds, 1e-9)), position: String(position) },
+    }));
+  } finally {
+    await store.close();
+  }
+}
+
+main().catch((error: unknown) => {
+  console.error(`rebuild: ${error instanceof Error ? error.message : String(error)}`);
+  process.exit(1);
+});
