@@ -1,10 +1,11 @@
 import type Database from "better-sqlite3";
 import type { RecordedEvent } from "../eventstore/types.js";
 import type { TableProjection } from "./table.js";
+import { BatchedEntities } from "./batch.js";
 import { assistantsProjection } from "../../projections/assistants.js";
 import { assistantEventSchemas, type Assistant, type AssistantState, type AssistantVersion } from "../domain/assistants.js";
 import type { JsonObject } from "../domain/json.js";
-import { metadataFilterSql, metadataIndexDdl, prepareMetadataIndex } from "./metadata-index.js";
+import { metadataIndexDdl, metadataSource, prepareMetadataIndex, type FilteredSource } from "./metadata-index.js";
 import { containsSql, type SqlFragment } from "./json-filter.js";
 import { pageAndCount, countWhere, StatementCache, type SortOrder } from "./statements.js";
 
@@ -13,7 +14,7 @@ const PREFIX = "assistant-";
 /** Assistants (current version per row, every version in `assistant_versions`); deleted ones stay as tombstones with their revision. */
 export const assistantsTable: TableProjection = {
   name: "assistants",
-  version: 1,
+  version: 2,
   ddl: [
     `CREATE TABLE assistants (
        assistant_id TEXT PRIMARY KEY,
@@ -26,10 +27,10 @@ export const assistantsTable: TableProjection = {
        metadata TEXT NOT NULL,
        data TEXT NOT NULL
      )`,
-    "CREATE INDEX assistants_created ON assistants (deleted, created_at)",
-    "CREATE INDEX assistants_updated ON assistants (deleted, updated_at)",
-    "CREATE INDEX assistants_graph ON assistants (deleted, graph_id, created_at)",
-    "CREATE INDEX assistants_name ON assistants (deleted, name)",
+    "CREATE INDEX assistants_created ON assistants (created_at) WHERE deleted = 0",
+    "CREATE INDEX assistants_updated ON assistants (updated_at) WHERE deleted = 0",
+    "CREATE INDEX assistants_graph ON assistants (graph_id, created_at) WHERE deleted = 0",
+    "CREATE INDEX assistants_name ON assistants (name) WHERE deleted = 0",
     `CREATE TABLE assistant_versions (
        assistant_id TEXT NOT NULL,
        version INTEGER NOT NULL,
@@ -50,10 +51,7 @@ export const assistantsTable: TableProjection = {
     const dropVersions = db.prepare("DELETE FROM assistant_versions WHERE assistant_id = ?");
     const insertVersion = db.prepare("INSERT INTO assistant_versions (assistant_id, version, metadata, data) VALUES (?, ?, ?, ?)");
     const index = prepareMetadataIndex(db, "assistants");
-    return (event: RecordedEvent) => {
-      const id = event.streamId.slice(PREFIX.length);
-      const before = load(id);
-      const after = assistantsProjection.evolve(before, event);
+    const write = (id: string, before: AssistantState | undefined, after: AssistantState | undefined) => {
       if (!after) return;
       const a = after.current;
       upsert.run({
@@ -66,7 +64,12 @@ export const assistantsTable: TableProjection = {
       if (!after.deleted) {
         for (const v of after.versions.slice(grows ? before!.versions.length : 0)) insertVersion.run(id, v.version, JSON.stringify(v.metadata), JSON.stringify(v));
       }
-      index.replace(id, after.deleted ? undefined : a.metadata);
+      index.replace(id, after.deleted ? undefined : a.metadata, !before);
+    };
+    const entities = new BatchedEntities<AssistantState>(load, write);
+    return {
+      apply: (event: RecordedEvent) => entities.update(event.streamId.slice(PREFIX.length), (state) => assistantsProjection.evolve(state, event)),
+      flush: () => entities.flush(),
     };
   },
 };
@@ -115,14 +118,16 @@ export class AssistantsReadModel {
   }
 
   search(q: AssistantFilter & { sort_by?: AssistantSortField; sort_order?: SortOrder; limit: number; offset: number }): { page: Assistant[]; total: number } {
-    const { rows, total } = pageAndCount(this.cache, "assistants", "data", "assistant_id", {
-      where: conditions(q), sortColumn: q.sort_by ?? "created_at", sortOrder: q.sort_order ?? "desc", limit: q.limit, offset: q.offset,
+    const source = sourceOf(q);
+    const { rows, total } = pageAndCount(this.cache, source.from, "assistants.data", "assistants.assistant_id", {
+      where: source.where, sortColumn: `assistants.${q.sort_by ?? "created_at"}`, sortOrder: q.sort_order ?? "desc", limit: q.limit, offset: q.offset,
     });
     return { page: (rows as { data: string }[]).map((r) => JSON.parse(r.data) as Assistant), total };
   }
 
   count(q: AssistantFilter): number {
-    return countWhere(this.cache, "assistants", conditions(q));
+    const source = sourceOf(q);
+    return countWhere(this.cache, source.from, source.where);
   }
 
   /** Versions of a live assistant, newest first. */
@@ -134,11 +139,11 @@ export class AssistantsReadModel {
   }
 }
 
-function conditions(q: AssistantFilter): SqlFragment[] {
-  const where: SqlFragment[] = [{ sql: "deleted = 0", params: [] }];
-  if (q.graph_id !== undefined) where.push({ sql: "graph_id = ?", params: [q.graph_id] });
-  if (q.name !== undefined) where.push({ sql: "instr(lower(name), ?) > 0", params: [q.name.toLowerCase()] });
-  if (q.metadata !== undefined) where.push(metadataFilterSql("assistants", "assistant_id", "metadata", q.metadata));
+function sourceOf(q: AssistantFilter): FilteredSource {
+  const source = metadataSource("assistants", "assistant_id", "metadata", q.metadata);
+  const where: SqlFragment[] = [{ sql: "assistants.deleted = 0", params: [] }, ...source.where];
+  if (q.graph_id !== undefined) where.push({ sql: "assistants.graph_id = ?", params: [q.graph_id] });
+  if (q.name !== undefined) where.push({ sql: "instr(lower(assistants.name), ?) > 0", params: [q.name.toLowerCase()] });
   if (q.extra) where.push(...q.extra);
-  return where;
+  return { from: source.from, where };
 }

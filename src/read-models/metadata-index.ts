@@ -1,5 +1,5 @@
 import type Database from "better-sqlite3";
-import { and, containsSql, indexValueOf, isScalar, type SqlFragment } from "./json-filter.js";
+import { containsSql, indexValueOf, isScalar, type SqlFragment } from "./json-filter.js";
 import type { JsonObject } from "../domain/json.js";
 
 /**
@@ -16,31 +16,47 @@ export function metadataIndexDdl(table: string): string[] {
 }
 
 export interface MetadataIndexWriter {
-  /** Replaces the entity's index rows (undefined: the entity left the read model). */
-  replace(id: string, metadata: JsonObject | undefined): void;
+  /** Replaces the entity's index rows (undefined: the entity left the read model); `fresh`: it has none yet. */
+  replace(id: string, metadata: JsonObject | undefined, fresh?: boolean): void;
 }
 
 export function prepareMetadataIndex(db: Database.Database, table: string): MetadataIndexWriter {
   const remove = db.prepare(`DELETE FROM ${table}_metadata WHERE id = ?`);
   const insert = db.prepare(`INSERT INTO ${table}_metadata (id, key, value) VALUES (?, ?, ?)`);
   return {
-    replace(id, metadata) {
-      remove.run(id);
+    replace(id, metadata, fresh = false) {
+      if (!fresh) remove.run(id);
       if (!metadata) return;
       for (const [key, value] of Object.entries(metadata)) if (isScalar(value)) insert.run(id, key, indexValueOf(value));
     },
   };
 }
 
-/** WHERE fragment: the entity's metadata contains `filter` (top-level scalars through the index). */
-export function metadataFilterSql(table: string, idColumn: string, metadataColumn: string, filter: JsonObject): SqlFragment {
-  const parts: SqlFragment[] = [];
-  for (const [key, value] of Object.entries(filter)) {
-    if (isScalar(value)) {
-      parts.push({ sql: `${idColumn} IN (SELECT id FROM ${table}_metadata WHERE key = ? AND value = ?)`, params: [key, indexValueOf(value)] });
+/** Where a query reads its rows from, and the conditions on them. */
+export interface FilteredSource {
+  /** The FROM clause. */
+  from: string;
+  where: SqlFragment[];
+}
+
+/**
+ * The rows of `table` whose metadata contains `filter`. The first top-level scalar entry drives the
+ * query from the index (`CROSS JOIN` fixes that join order, so the planner cannot prefer walking a
+ * sort index over every row); further scalar entries are index lookups, nested ones JSON functions
+ * on the remaining rows.
+ */
+export function metadataSource(table: string, idColumn: string, metadataColumn: string, filter: JsonObject | undefined): FilteredSource {
+  const where: SqlFragment[] = [];
+  let from = table;
+  for (const [key, value] of Object.entries(filter ?? {})) {
+    if (isScalar(value) && from === table) {
+      from = `${table}_metadata AS driver CROSS JOIN ${table} ON ${table}.${idColumn} = driver.id`;
+      where.push({ sql: "driver.key = ? AND driver.value = ?", params: [key, indexValueOf(value)] });
+    } else if (isScalar(value)) {
+      where.push({ sql: `${table}.${idColumn} IN (SELECT id FROM ${table}_metadata WHERE key = ? AND value = ?)`, params: [key, indexValueOf(value)] });
     } else {
-      parts.push(containsSql(metadataColumn, { [key]: value }));
+      where.push(containsSql(`${table}.${metadataColumn}`, { [key]: value }));
     }
   }
-  return and(parts);
+  return { from, where };
 }

@@ -18,12 +18,16 @@ async function main(): Promise<void> {
     let events = 0;
     models.store.onApplied(() => events++);
     const started = process.hrtime.bigint();
+    const cpuBefore = process.cpuUsage();
     await models.store.start(store);
     const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+    const cpu = process.cpuUsage(cpuBefore);
+    const cpuSeconds = (cpu.user + cpu.system) / 1e6;
     const position = models.store.position;
     await models.store.close();
     console.log(JSON.stringify({
-      rebuild: { file, events, seconds: Number(seconds.toFixed(3)), events_per_s: Math.round(events / Math.max(seconds, 1e-9)), position: String(position) },
+      rebuild: { file, events, seconds: Number(seconds.toFixed(3)), events_per_s: Math.round(events / Math.max(seconds, 1e-9)),
+        cpu_seconds: Number(cpuSeconds.toFixed(3)), events_per_cpu_s: Math.round(events / Math.max(cpuSeconds, 1e-9)), position: String(position) },
     }));
   } finally {
     await store.close();

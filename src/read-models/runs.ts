@@ -1,6 +1,7 @@
 import type Database from "better-sqlite3";
 import type { RecordedEvent } from "../eventstore/types.js";
 import type { TableProjection } from "./table.js";
+import { BatchedEntities } from "./batch.js";
 import { runsProjection } from "../../projections/runs.js";
 import { RUN_STREAM_PREFIX, publicRun, runEventSchemas, runStatusOf, type RunStreamState, type RunView } from "../domain/runs.js";
 import type { RunRecord, RunStatus } from "../domain/run-record.js";
@@ -50,15 +51,7 @@ export const runsTable: TableProjection = {
         claimed_open = excluded.claimed_open, ended_unmarked = excluded.ended_unmarked`);
     const remove = db.prepare("DELETE FROM runs WHERE run_id = ?");
     const removeThreadRuns = db.prepare("DELETE FROM runs WHERE thread_id = ?");
-    return (event: RecordedEvent) => {
-      if (event.type === "ThreadDeleted") {
-        removeThreadRuns.run(event.streamId.slice(THREAD.length));
-        return;
-      }
-      const key = runsProjection.key(event);
-      if (key === undefined) return;
-      const before = load(key);
-      const after = runsProjection.evolve(before, event);
+    const write = (key: string, before: RunView | undefined, after: RunView | undefined) => {
       if (!after) {
         if (before) remove.run(key);
         return;
@@ -69,6 +62,20 @@ export const runsTable: TableProjection = {
         record: before ? "" : JSON.stringify(after.run), stream: encodeStream(s), thread_finished: after.threadFinished ? 1 : 0,
         claimed_open: s.owner && !s.ended ? 1 : 0, ended_unmarked: s.ended && !after.threadFinished ? 1 : 0,
       });
+    };
+    const entities = new BatchedEntities<RunView>(load, write);
+    return {
+      apply(event: RecordedEvent) {
+        if (event.type === "ThreadDeleted") {
+          // Set-based: write what the batch changed so far, then remove every run of the thread.
+          entities.flush();
+          removeThreadRuns.run(event.streamId.slice(THREAD.length));
+          return;
+        }
+        const key = runsProjection.key(event);
+        if (key !== undefined) entities.update(key, (state) => runsProjection.evolve(state, event));
+      },
+      flush: () => entities.flush(),
     };
   },
 };

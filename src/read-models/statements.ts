@@ -39,19 +39,19 @@ export interface PageQuery {
   offset: number;
 }
 
-/** `SELECT <columns> FROM <table> WHERE … ORDER BY … LIMIT … OFFSET …` and the matching count. */
-export function pageAndCount(cache: StatementCache, table: string, columns: string, idColumn: string, q: PageQuery): { rows: unknown[]; total: number } {
+/** `SELECT <columns> FROM <from> WHERE … ORDER BY … LIMIT … OFFSET …` and the matching count. */
+export function pageAndCount(cache: StatementCache, from: string, columns: string, idColumn: string, q: PageQuery): { rows: unknown[]; total: number } {
   const where = q.where.length ? q.where.map((w) => `(${w.sql})`).join(" AND ") : "1";
   const params = q.where.flatMap((w) => w.params);
   const dir = q.sortOrder === "asc" ? "ASC" : "DESC";
   const rows = cache
-    .get(`SELECT ${columns} FROM ${table} WHERE ${where} ORDER BY ${q.sortColumn} ${dir}, ${idColumn} ${dir} LIMIT ? OFFSET ?`)
+    .get(`SELECT ${columns} FROM ${from} WHERE ${where} ORDER BY ${q.sortColumn} ${dir}, ${idColumn} ${dir} LIMIT ? OFFSET ?`)
     .all(...params, q.limit, q.offset);
-  const total = countWhere(cache, table, q.where);
+  const total = countWhere(cache, from, q.where);
   return { rows, total };
 }
 
-export function countWhere(cache: StatementCache, table: string, conditions: readonly SqlFragment[]): number {
+export function countWhere(cache: StatementCache, from: string, conditions: readonly SqlFragment[]): number {
   const where = conditions.length ? conditions.map((w) => `(${w.sql})`).join(" AND ") : "1";
-  return Number(cache.get(`SELECT count(*) FROM ${table} WHERE ${where}`).pluck().get(...conditions.flatMap((w) => w.params)));
+  return Number(cache.get(`SELECT count(*) FROM ${from} WHERE ${where}`).pluck().get(...conditions.flatMap((w) => w.params)));
 }

@@ -11,6 +11,8 @@ const STORE_LAYOUT = 1;
 const MAX_BATCH = 2000;
 /** SQLite page cache of the read-model database (KiB, negative = size): what reads may keep in memory. */
 const CACHE_KIB = 8192;
+/** Page cache while a rebuild writes the database (given back once it is done). */
+const REBUILD_CACHE_KIB = 65536;
 
 const META_DDL = `CREATE TABLE IF NOT EXISTS read_model_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID`;
 
@@ -34,7 +36,7 @@ type Waiter = { position: bigint; resolve: () => void; reject: (e: unknown) => v
  */
 export class ReadModelStore {
   readonly db: Database.Database;
-  private readonly applyFns: { table: TableProjection; apply: (event: RecordedEvent) => void }[];
+  private readonly writers: { table: TableProjection; apply: (event: RecordedEvent) => void; flush?: () => void }[];
   private readonly filter: EventFilter;
   private readonly writePosition: Database.Statement;
   private applied: bigint;
@@ -43,13 +45,19 @@ export class ReadModelStore {
   private waiters: Waiter[] = [];
   private failure: unknown;
   private readonly listeners = new Set<(event: RecordedEvent) => void>();
+  /** What is left to do once a rebuild has folded the log (undefined: not rebuilding). */
+  private pendingRebuild: { indexes: string[]; fingerprint: string } | undefined;
   /** Whether this start found no usable database and folds the log from position 0. */
   readonly rebuilding: boolean;
 
-  private constructor(db: Database.Database, readonly tables: readonly TableProjection[], rebuilding: boolean) {
+  private constructor(db: Database.Database, readonly tables: readonly TableProjection[], rebuild: { indexes: string[]; fingerprint: string } | undefined) {
     this.db = db;
-    this.rebuilding = rebuilding;
-    this.applyFns = tables.map((table) => ({ table, apply: table.prepare(db) }));
+    this.rebuilding = rebuild !== undefined;
+    this.pendingRebuild = rebuild;
+    this.writers = tables.map((table) => {
+      const prepared = table.prepare(db);
+      return typeof prepared === "function" ? { table, apply: prepared } : { table, apply: (e: RecordedEvent) => prepared.apply(e), flush: () => prepared.flush() };
+    });
     this.filter = {
       streamPrefixes: [...new Set(tables.flatMap((t) => t.streamPrefixes))],
       eventTypes: [...new Set(tables.flatMap((t) => t.eventTypes))],
@@ -59,27 +67,31 @@ export class ReadModelStore {
     this.applied = stored === undefined ? -1n : BigInt(stored);
   }
 
-  /** Opens (or creates, or rebuilds when its schema changed) the database. */
+  /**
+   * Opens (or creates, or rebuilds when its schema changed) the database. A rebuild creates the
+   * tables now and their indexes once the log is folded (bulk inserts are faster without them);
+   * the fingerprint is written last, so a rebuild cut short starts over at the next start.
+   */
   static open(options: ReadModelStoreOptions): ReadModelStore {
     const fingerprint = schemaFingerprint(options.tables);
     let db = openFile(options.file);
-    let rebuilding = false;
-    const found = readFingerprint(db);
-    if (found !== fingerprint) {
-      rebuilding = true;
-      if (found !== undefined && options.file !== ":memory:") {
-        // Another schema: read models are disposable caches of the log, so start over.
-        db.close();
-        removeDatabase(options.file);
-        db = openFile(options.file);
-      }
-      db.transaction(() => {
-        db.exec(META_DDL);
-        for (const table of options.tables) for (const ddl of table.ddl) db.exec(ddl);
-        db.prepare("INSERT INTO read_model_meta (key, value) VALUES ('fingerprint', ?)").run(fingerprint);
-      }).immediate();
+    if (readFingerprint(db) === fingerprint) return new ReadModelStore(db, options.tables, undefined);
+    if (hasTables(db)) {
+      // Another schema, or a rebuild that did not finish: read models are disposable caches of the log.
+      db.close();
+      removeDatabase(options.file);
+      db = openFile(options.file);
     }
-    return new ReadModelStore(db, options.tables, rebuilding);
+    const ddl = options.tables.flatMap((t) => t.ddl);
+    const isIndex = (statement: string) => /^\s*CREATE\s+(UNIQUE\s+)?INDEX\b/i.test(statement);
+    db.transaction(() => {
+      db.exec(META_DDL);
+      for (const statement of ddl) if (!isIndex(statement)) db.exec(statement);
+    }).immediate();
+    // A rebuild writes the whole database once: a larger page cache and fewer WAL checkpoints for it.
+    db.pragma(`cache_size = -${REBUILD_CACHE_KIB}`);
+    db.pragma("wal_autocheckpoint = 16384");
+    return new ReadModelStore(db, options.tables, { indexes: ddl.filter(isIndex), fingerprint });
   }
 
   /** Position of the last event applied (and committed); -1n when none. */
@@ -116,6 +128,7 @@ export class ReadModelStore {
           for await (const item of subscription) {
             if (item.kind === "caughtUp") {
               flush();
+              this.finishRebuild();
               resolveCaughtUp();
               continue;
             }
@@ -136,6 +149,7 @@ export class ReadModelStore {
             }
           }
           flush();
+          this.finishRebuild();
           resolveCaughtUp();
         } catch (error) {
           this.fail(error, rejectCaughtUp);
@@ -191,12 +205,28 @@ export class ReadModelStore {
     if (this.db.open) this.db.close();
   }
 
+  /** After a rebuild folded the log: the indexes, then the fingerprint that marks the database complete. */
+  private finishRebuild(): void {
+    const pending = this.pendingRebuild;
+    if (!pending) return;
+    this.pendingRebuild = undefined;
+    this.db.transaction(() => {
+      for (const statement of pending.indexes) this.db.exec(statement);
+      this.db.prepare("INSERT INTO read_model_meta (key, value) VALUES ('fingerprint', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value").run(pending.fingerprint);
+    })();
+    this.db.pragma("wal_checkpoint(TRUNCATE)");
+    this.db.pragma("wal_autocheckpoint = 1000");
+    this.db.pragma(`cache_size = -${CACHE_KIB}`);
+    this.db.pragma("shrink_memory");
+  }
+
   private commit(batch: readonly RecordedEvent[]): void {
     const last = batch[batch.length - 1].position;
     this.db.transaction(() => {
       for (const event of batch) {
-        for (const { table, apply } of this.applyFns) if (concerns(table, event)) apply(event);
+        for (const { table, apply } of this.writers) if (concerns(table, event)) apply(event);
       }
+      for (const { flush } of this.writers) flush?.();
       this.writePosition.run(String(last));
     })();
     this.applied = last;
@@ -249,11 +279,12 @@ function openFile(file: string): Database.Database {
 
 function readFingerprint(db: Database.Database): string | undefined {
   const hasMeta = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'read_model_meta'").get();
-  if (!hasMeta) {
-    const tables = db.prepare("SELECT count(*) FROM sqlite_master").pluck().get() as number;
-    return tables === 0 ? undefined : "unknown";
-  }
+  if (!hasMeta) return undefined;
   return db.prepare("SELECT value FROM read_model_meta WHERE key = 'fingerprint'").pluck().get() as string | undefined;
+}
+
+function hasTables(db: Database.Database): boolean {
+  return (db.prepare("SELECT count(*) FROM sqlite_master").pluck().get() as number) > 0;
 }
 
 function removeDatabase(file: string): void {

@@ -20,6 +20,15 @@ export interface TableProjection {
   readonly streamPrefixes: readonly string[];
   /** …and of one of these types (never RunOutput or checkpoint blobs, which projections do not need). */
   readonly eventTypes: readonly string[];
-  /** Prepares statements once the tables exist; returns the function that folds one event into them. */
-  prepare(db: Database.Database): (event: RecordedEvent) => void;
+  /**
+   * Prepares statements once the tables exist; returns the function that folds one event into
+   * them, or that function with a `flush` the store calls before each batch commits (for adapters
+   * that keep the batch's changed entities until then, see BatchedEntities).
+   */
+  prepare(db: Database.Database): ((event: RecordedEvent) => void) | TableWriter;
+}
+
+export interface TableWriter {
+  apply(event: RecordedEvent): void;
+  flush(): void;
 }

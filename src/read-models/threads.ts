@@ -1,16 +1,20 @@
 import type Database from "better-sqlite3";
 import type { RecordedEvent } from "../eventstore/types.js";
 import type { TableProjection } from "./table.js";
+import { BatchedEntities } from "./batch.js";
 import { threadsProjection } from "../../projections/threads.js";
 import { threadEventSchemas, type Thread, type ThreadState, type ThreadStatus } from "../domain/threads.js";
 import type { JsonObject } from "../domain/json.js";
-import { metadataFilterSql, metadataIndexDdl, prepareMetadataIndex } from "./metadata-index.js";
+import { metadataIndexDdl, metadataSource, prepareMetadataIndex, type FilteredSource } from "./metadata-index.js";
 import { containsSql, type SqlFragment } from "./json-filter.js";
 import { pageAndCount, countWhere, StatementCache, type SortOrder } from "./statements.js";
 
 const PREFIX = "thread-";
 
-const COLUMNS = "thread_id, revision, deleted, status, resting_status, active_runs, created_at, updated_at, state_updated_at, metadata, config, \"values\", interrupts, error";
+const COLUMN_NAMES = "thread_id, revision, deleted, status, resting_status, active_runs, created_at, updated_at, state_updated_at, metadata, config, \"values\", interrupts, error";
+const COLUMNS = COLUMN_NAMES;
+/** The same columns qualified, for queries that join the metadata index. */
+const QUALIFIED = COLUMN_NAMES.split(", ").map((c) => `threads.${c}`).join(", ");
 
 /**
  * Threads, one row each. A deleted thread stays as a tombstone (id and revision, for the next
@@ -18,7 +22,7 @@ const COLUMNS = "thread_id, revision, deleted, status, resting_status, active_ru
  */
 export const threadsTable: TableProjection = {
   name: "threads",
-  version: 1,
+  version: 2,
   ddl: [
     `CREATE TABLE threads (
        thread_id TEXT PRIMARY KEY,
@@ -36,10 +40,11 @@ export const threadsTable: TableProjection = {
        interrupts TEXT NOT NULL,
        error TEXT
      )`,
-    "CREATE INDEX threads_created ON threads (deleted, created_at)",
-    "CREATE INDEX threads_updated ON threads (deleted, updated_at)",
-    "CREATE INDEX threads_state_updated ON threads (deleted, state_updated_at)",
-    "CREATE INDEX threads_status ON threads (deleted, status, created_at)",
+    // Sort orders and the status filter over live threads only (tombstones are never listed).
+    "CREATE INDEX threads_created ON threads (created_at) WHERE deleted = 0",
+    "CREATE INDEX threads_updated ON threads (updated_at) WHERE deleted = 0",
+    "CREATE INDEX threads_state_updated ON threads (state_updated_at) WHERE deleted = 0",
+    "CREATE INDEX threads_status ON threads (status, created_at) WHERE deleted = 0",
     // The run worker's start-up question: which threads have runs waiting? Only those rows are indexed.
     "CREATE INDEX threads_with_active_runs ON threads (thread_id) WHERE active_runs <> '[]'",
     ...metadataIndexDdl("threads"),
@@ -55,10 +60,7 @@ export const threadsTable: TableProjection = {
         updated_at = excluded.updated_at, state_updated_at = excluded.state_updated_at, metadata = excluded.metadata,
         config = excluded.config, "values" = excluded."values", interrupts = excluded.interrupts, error = excluded.error`);
     const index = prepareMetadataIndex(db, "threads");
-    return (event: RecordedEvent) => {
-      const id = event.streamId.slice(PREFIX.length);
-      const before = load(id);
-      const after = threadsProjection.evolve(before, event);
+    const write = (id: string, before: ThreadState | undefined, after: ThreadState | undefined) => {
       if (!after) return;
       const t = after.thread;
       const metadata = JSON.stringify(t.metadata);
@@ -68,7 +70,12 @@ export const threadsTable: TableProjection = {
         metadata, config: JSON.stringify(t.config), values: t.values === undefined || t.values === null ? null : JSON.stringify(t.values),
         interrupts: JSON.stringify(t.interrupts), error: t.error === undefined ? null : JSON.stringify(t.error),
       });
-      if (!before || before.deleted !== after.deleted || JSON.stringify(before.thread.metadata) !== metadata) index.replace(id, after.deleted ? undefined : t.metadata);
+      if (!before || before.deleted !== after.deleted || JSON.stringify(before.thread.metadata) !== metadata) index.replace(id, after.deleted ? undefined : t.metadata, !before);
+    };
+    const entities = new BatchedEntities<ThreadState>(load, write);
+    return {
+      apply: (event: RecordedEvent) => entities.update(event.streamId.slice(PREFIX.length), (state) => threadsProjection.evolve(state, event)),
+      flush: () => entities.flush(),
     };
   },
 };
@@ -137,14 +144,16 @@ export class ThreadsReadModel {
   }
 
   search(q: ThreadFilter & { sort_by?: ThreadSortField; sort_order?: SortOrder; limit: number; offset: number }): { page: Thread[]; total: number } {
-    const { rows, total } = pageAndCount(this.cache, "threads", COLUMNS, "thread_id", {
-      where: conditions(q), sortColumn: q.sort_by ?? "created_at", sortOrder: q.sort_order ?? "desc", limit: q.limit, offset: q.offset,
+    const source = sourceOf(q);
+    const { rows, total } = pageAndCount(this.cache, source.from, QUALIFIED, "threads.thread_id", {
+      where: source.where, sortColumn: `threads.${q.sort_by ?? "created_at"}`, sortOrder: q.sort_order ?? "desc", limit: q.limit, offset: q.offset,
     });
     return { page: (rows as ThreadRow[]).map(threadOf), total };
   }
 
   count(q: ThreadFilter): number {
-    return countWhere(this.cache, "threads", conditions(q));
+    const source = sourceOf(q);
+    return countWhere(this.cache, source.from, source.where);
   }
 
   /** Threads that have pending or running runs (what the run worker looks at when it starts). */
@@ -153,12 +162,12 @@ export class ThreadsReadModel {
   }
 }
 
-function conditions(q: ThreadFilter): SqlFragment[] {
-  const where: SqlFragment[] = [{ sql: "deleted = 0", params: [] }];
-  if (q.ids !== undefined) where.push({ sql: `thread_id IN (SELECT value FROM json_each(?))`, params: [JSON.stringify(q.ids.map((i) => i.toLowerCase()))] });
-  if (q.status !== undefined) where.push({ sql: "status = ?", params: [q.status] });
-  if (q.metadata !== undefined) where.push(metadataFilterSql("threads", "thread_id", "metadata", q.metadata));
-  if (q.values !== undefined) where.push(containsSql('"values"', q.values));
+function sourceOf(q: ThreadFilter): FilteredSource {
+  const source = metadataSource("threads", "thread_id", "metadata", q.metadata);
+  const where: SqlFragment[] = [{ sql: "threads.deleted = 0", params: [] }, ...source.where];
+  if (q.ids !== undefined) where.push({ sql: `threads.thread_id IN (SELECT value FROM json_each(?))`, params: [JSON.stringify(q.ids.map((i) => i.toLowerCase()))] });
+  if (q.status !== undefined) where.push({ sql: "threads.status = ?", params: [q.status] });
+  if (q.values !== undefined) where.push(containsSql('threads."values"', q.values));
   if (q.extra) where.push(...q.extra);
-  return where;
+  return { from: source.from, where };
 }
