@@ -32,7 +32,6 @@ import {
   StateGraph,
   StateSchema,
 } from "@langchain/langgraph";
-import { request } from "undici";
 
 export const AgentState = new StateSchema({ messages: MessagesValue });
 
@@ -85,6 +84,8 @@ async function modelReply(
   signal: AbortSignal | undefined,
 ): Promise<AIMessage> {
   const url = `${baseUrl.replace(/\/+$/, "")}/chat/completions`;
+  // Loaded only when a model is configured: the offline reply needs no HTTP client in memory.
+  const { request } = await import("undici");
   const res = await request(url, {
     method: "POST",
     headers: { "content-type": "application/json", authorization: `Bearer ${apiKey}` },
