@@ -4,6 +4,7 @@ import {
   checkpointStream,
   type CheckpointSaved,
   type PendingWritesSaved,
+  type SerializedValue,
 } from "../src/domain/checkpoint-events.js";
 import type { RecordedEvent } from "../src/eventstore/types.js";
 import {
@@ -98,8 +99,8 @@ function ns(state: ThreadCheckpoints | undefined, name = ""): NamespaceCheckpoin
   return found;
 }
 
-const decoded = (v: [string, string] | null | undefined) =>
-  v ? JSON.parse(Buffer.from(v[1], "base64").toString("utf8")) : v;
+const decoded = (v: SerializedValue | null | undefined) =>
+  v ? JSON.parse(Buffer.from(v[1] as string, "base64").toString("utf8")) : v;
 
 const history = () => [
   saved("t1", "c1", { versions: { messages: 1, count: 1 }, blobs: { messages: [1, ["hi"]], count: [1, 1] }, source: "input" }),
