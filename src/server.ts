@@ -59,7 +59,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
   try {
     await runner.start();
     // Created once history is folded: its cache follows only live events (other processes' appends).
-    checkpointer = new EventSourcedCheckpointSaver({ store, live: runner, cacheThreads: config.checkpointCacheThreads });
+    checkpointer = new EventSourcedCheckpointSaver({ store, live: runner, cacheThreads: config.checkpointCacheThreads, cacheBytes: config.checkpointCacheBytes });
     const ctx: AppContext = { config, langgraph, store, runner, graphs, checkpointer, now: isoNow };
     await ensureDefaultAssistants(ctx, graphs.defaultAssistants());
     const lifecycle = threadLifecycle(ctx);
