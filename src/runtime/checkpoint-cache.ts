@@ -51,8 +51,8 @@ export interface ThreadCheckpointsCacheOptions {
   maxBytes?: number;
 }
 
-/** Events per page when a miss reads a stream backwards to its latest snapshot. */
-const TAIL_PAGE = 64;
+/** Events of the first page when a miss reads a stream backwards (doubling per page, up to 512). */
+const TAIL_FIRST_PAGE = 8;
 /** Events per page of a full forward read. */
 const FULL_PAGE = 1000;
 
@@ -267,8 +267,9 @@ export class ThreadCheckpointsCache {
     const newestFirst: RecordedEvent[] = [];
     let snapshot: RecordedEvent | undefined;
     let from: bigint | "end" = "end";
-    scan: for (;;) {
-      const page = await this.store.readStream(stream, { direction: "backwards", fromRevision: from, maxCount: TAIL_PAGE });
+    let pageSize = TAIL_FIRST_PAGE;
+    scan: for (;; pageSize = Math.min(pageSize * 2, 512)) {
+      const page = await this.store.readStream(stream, { direction: "backwards", fromRevision: from, maxCount: pageSize });
       for (const event of page) {
         if (event.type === "CheckpointsSnapshot") {
           snapshot = event;
@@ -278,7 +279,7 @@ export class ThreadCheckpointsCache {
         if (event.type === "CheckpointsDeleted" || event.type === "CheckpointsCopied") break scan;
       }
       const last = page[page.length - 1];
-      if (page.length < TAIL_PAGE || last.revision === 0n) break;
+      if (page.length < pageSize || last.revision === 0n) break;
       from = last.revision - 1n;
     }
     const events = newestFirst.reverse();
