@@ -15,7 +15,7 @@ import {
   type PendingWrite,
   type SerializerProtocol,
 } from "@langchain/langgraph-checkpoint";
-import { createHash } from "node:crypto";
+import { createHash, randomUUID } from "node:crypto";
 import {
   CHECKPOINT_SNAPSHOT_STREAM_PREFIX,
   CHECKPOINT_STREAM_PREFIX,
@@ -246,27 +246,29 @@ export class EventSourcedCheckpointSaver extends BaseCheckpointSaver {
    */
   async discardAfter(threadId: string, afterCheckpointId: string | null, reason?: string): Promise<number> {
     // The whole stream (what another process's run on this thread wrote must be discarded too, and
-    // a state folded from a snapshot does not hold the older checkpoints).
-    const { state: thread, revision } = await this.cache.full(threadId);
-    if (!thread) return 0;
-    const checkpoints: CheckpointsDiscarded["checkpoints"] = [];
-    for (const nsName of namespacesOf(thread)) {
-      const ns = namespaceOf(thread, nsName) as NamespaceCheckpoints;
-      for (const entry of checkpointsNewestFirst(ns)) {
-        if (afterCheckpointId !== null && entry.checkpoint_id <= afterCheckpointId) break;
-        checkpoints.push({ checkpoint_ns: nsName, checkpoint_id: entry.checkpoint_id });
+    // a state folded from a snapshot does not hold the older checkpoints). The append expects the
+    // revision read: if the stream moved on meanwhile, read again.
+    for (;;) {
+      const { state: thread, revision } = await this.cache.full(threadId);
+      if (!thread) return 0;
+      const checkpoints: CheckpointsDiscarded["checkpoints"] = [];
+      for (const nsName of namespacesOf(thread)) {
+        const ns = namespaceOf(thread, nsName) as NamespaceCheckpoints;
+        for (const entry of checkpointsNewestFirst(ns)) {
+          if (afterCheckpointId !== null && entry.checkpoint_id <= afterCheckpointId) break;
+          checkpoints.push({ checkpoint_ns: nsName, checkpoint_id: entry.checkpoint_id });
+        }
       }
-    }
-    if (checkpoints.length === 0) return 0;
-    const data: CheckpointsDiscarded = { thread_id: threadId, checkpoints };
-    if (reason) data.reason = reason;
-    const last = await this.append(threadId, [{ type: "CheckpointsDiscarded", data }], revision);
-    if (last !== undefined) {
+      if (checkpoints.length === 0) return 0;
+      const data: CheckpointsDiscarded = { thread_id: threadId, checkpoints };
+      if (reason) data.reason = reason;
+      const last = await this.append(threadId, [{ type: "CheckpointsDiscarded", data }], revision);
+      if (last === undefined) continue;
       // A cached state folded from an older snapshot may no longer know the latest: snapshot now.
       const after = evolveCheckpoints(thread, { type: "CheckpointsDiscarded", data }, threadId);
       await this.writeSnapshot(threadId, after, last);
+      return checkpoints.length;
     }
-    return checkpoints.length;
   }
 
   /**
@@ -298,7 +300,7 @@ export class EventSourcedCheckpointSaver extends BaseCheckpointSaver {
     const sourceRevision = String(source.revision);
     const unfinished = await this.unfinishedCopy(fromThreadId, toThreadId, sourceRevision, copied.length);
     if (unfinished?.done) return;
-    const operationId = unfinished?.operationId ?? operationEventId(`copy:${fromThreadId}:${toThreadId}`, Date.now() + Math.random());
+    const operationId = unfinished?.operationId ?? randomUUID();
     const marker: CheckpointsCopied = {
       thread_id: toThreadId,
       from_thread_id: fromThreadId,
