@@ -140,7 +140,7 @@ export class ThreadCheckpointsCache {
 
   /**
    * The thread's checkpoints as of everything this process appended and saw appended; a miss
-   * folds the whole stream. Appends by other processes show up once the `$all` subscription
+   * reads the stream's tail back to its latest snapshot (the state may then be `partial`). Appends by other processes show up once the `$all` subscription
    * delivers them (`observed`), as with any projection.
    */
   async get(threadId: string): Promise<ThreadCheckpoints | undefined> {

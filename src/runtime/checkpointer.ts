@@ -95,6 +95,10 @@ export interface EventSourcedCheckpointSaverOptions {
  * LangGraph checkpointer on the event log. Writes append to `checkpoints-{thread_id}` and return
  * once the thread's cached state includes them (read-your-writes); reads fold the thread's own
  * stream on demand and keep the most recently used threads (see ThreadCheckpointsCache).
+ * Every `snapshotEvery` checkpoints a CheckpointsSnapshot is appended, so a cache miss reads only
+ * the tail of the stream; reads such a state cannot answer (history, old checkpoints) read the
+ * whole stream, uncached. Events stay under EventStoreDB's 1 MiB append limit: large values live
+ * in their own streams (`fit`), and a copy is written in several idempotent appends.
  * Like the Postgres saver, a put stores only the channels listed in `newVersions` (as blobs keyed
  * by channel and version) and reads rebuild `channel_values` from the blobs that match the
  * checkpoint's `channel_versions`.
