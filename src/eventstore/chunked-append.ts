@@ -148,13 +148,30 @@ export async function putLargeJson(store: EventStore, streamPrefix: string, id: 
   const sha256 = createHash("sha256").update(text).digest("hex");
   const stream = `${streamPrefix}${id}`;
   const pieces = sliceText(text);
+  const ref: LargeJsonRef = { stream, sha256, chunks: pieces.length, bytes: Buffer.byteLength(text, "utf8") };
+  // What an earlier put of this value wrote (in order, so a prefix) is not sent again: this does
+  // not rely on the store recognising a retried append (EventStoreDB only does for recent ones).
+  const written = await chunksWritten(store, ref);
+  if (written === pieces.length) return ref;
   await appendInBatches(
     store,
     stream,
     pieces.map((piece, index) => ({ type: LARGE_JSON_CHUNK, data: { sha256, index, count: pieces.length, text: piece } })),
-    { operationId: `${stream}:${sha256}` },
+    { operationId: `${stream}:${sha256}`, skip: written },
   );
-  return { stream, sha256, chunks: pieces.length, bytes: Buffer.byteLength(text, "utf8") };
+  return ref;
+}
+
+/** How many of the ref's chunks, from the first on, are in its stream (ids tell, no text is compared). */
+async function chunksWritten(store: EventStore, ref: LargeJsonRef): Promise<number> {
+  const operationId = `${ref.stream}:${ref.sha256}`;
+  let next = 0;
+  for (let from = 0n; ; ) {
+    const page = await store.readStream(ref.stream, { fromRevision: from, maxCount: 64 });
+    for (const event of page) if (next < ref.chunks && event.id === operationEventId(operationId, next)) next += 1;
+    if (page.length < 64 || next === ref.chunks) return next;
+    from = page[page.length - 1].revision + 1n;
+  }
 }
 
 /** A ref's chunks are missing or do not hash to it (never written completely, or tampered with). */
