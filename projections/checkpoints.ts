@@ -114,6 +114,13 @@ export interface NamespaceCheckpoints {
   readonly blobs: PMap<SerializedValue | null>;
   /** By checkpoint id, then `writeKey(task_id, idx)`. */
   readonly writes: PMap<PMap<WriteEntry>>;
+  /**
+   * Set in a state folded from a snapshot: the snapshot's latest checkpoint id. Checkpoints older
+   * than it (and their writes) may be missing; everything saved after the snapshot is here.
+   */
+  readonly horizon?: string;
+  /** A discard removed a checkpoint at or before the horizon: `latest` can no longer be trusted. */
+  readonly stale?: boolean;
 }
 
 export interface ThreadCheckpoints {
@@ -122,6 +129,8 @@ export interface ThreadCheckpoints {
   readonly namespaces: PMap<NamespaceCheckpoints>;
   /** Set when the thread's checkpoints were copied from another thread. */
   readonly copied_from: string | null;
+  /** Folded from a snapshot, not from the start of the stream: see `horizon` and `answerable`. */
+  readonly partial?: boolean;
 }
 
 /** Version types matter (1 and "1" are different versions), so the key keeps them apart. */
@@ -159,10 +168,10 @@ function saveCheckpoint(state: ThreadCheckpoints, data: CheckpointSaved): Thread
     metadata: data.metadata,
   };
   return withNamespace(state, data.checkpoint_ns, {
+    ...ns,
     checkpoints: pmapSet(ns.checkpoints, data.checkpoint_id, entry),
     latest: data.checkpoint_id > ns.latest ? data.checkpoint_id : ns.latest,
     blobs,
-    writes: ns.writes,
   });
 }
 
@@ -213,7 +222,16 @@ function discardCheckpoints(state: ThreadCheckpoints, data: CheckpointsDiscarded
     }
     let writes = pmapEmpty<PMap<WriteEntry>>();
     for (const [id, w] of pmapEntries(ns.writes)) if (!ids.has(id)) writes = pmapSet(writes, id, w);
-    next = withNamespace(next, nsName, { checkpoints, latest, blobs: ns.blobs, writes });
+    // Older checkpoints than the horizon are not here: if one was discarded, the true latest may be one of them.
+    const stale = ns.stale || (ns.horizon !== undefined && [...ids].some((id) => id <= (ns.horizon as string)));
+    next = withNamespace(next, nsName, {
+      checkpoints,
+      latest,
+      blobs: ns.blobs,
+      writes,
+      ...(ns.horizon === undefined ? {} : { horizon: ns.horizon }),
+      ...(stale ? { stale } : {}),
+    });
   }
   return next;
 }
@@ -235,6 +253,9 @@ export function evolveCheckpoints(
       return emptyThread(threadId, event.data.from_thread_id);
     case "CheckpointsDiscarded":
       return state && discardCheckpoints(state, event.data);
+    case "CheckpointsSnapshot":
+      // A summary of what came before: the forward fold already has it (a miss starts from it).
+      return state;
     default:
       return state;
   }
@@ -257,6 +278,99 @@ export const checkpointsProjection: Projection<ThreadCheckpoints> = {
       threadIdOfCheckpointStream(event.streamId) ?? "",
     ),
 };
+
+// ---------------------------------------------------------------------------------------------
+// Snapshots: what a cache miss needs, so that it costs the latest state, not the whole history.
+// ---------------------------------------------------------------------------------------------
+
+export interface SnapshotNamespace {
+  readonly checkpoint_ns: string;
+  /** The namespace's latest checkpoint. */
+  readonly checkpoint: CheckpointEntry;
+  /** Every blob the latest checkpoint's channel_versions name: `[channel, version, value]`. */
+  readonly blobs: [channel: string, version: number | string, value: SerializedValue | null][];
+  /** Pending writes of the latest checkpoint and of checkpoints not saved (yet): `[checkpoint_id, writes]`. */
+  readonly writes: [checkpointId: string, writes: WriteEntry[]][];
+}
+
+/** The content of a `CheckpointsSnapshot` (kept in its own stream). */
+export interface SnapshotContent {
+  readonly thread_id: string;
+  readonly copied_from: string | null;
+  readonly namespaces: SnapshotNamespace[];
+}
+
+/**
+ * The snapshot of a state, or undefined when the state cannot vouch for it (a partial state whose
+ * latest is stale or whose latest checkpoint reads a blob it does not hold): then the caller
+ * snapshots the full fold instead.
+ */
+export function snapshotOf(state: ThreadCheckpoints | undefined): SnapshotContent | undefined {
+  if (!state) return undefined;
+  const namespaces: SnapshotNamespace[] = [];
+  for (const nsName of namespacesOf(state)) {
+    const ns = namespaceOf(state, nsName) as NamespaceCheckpoints;
+    if (ns.stale) return undefined;
+    const latest = latestCheckpointOf(ns);
+    if (!latest) continue; // no checkpoint left: a namespace without one reads as absent
+    const blobs: SnapshotNamespace["blobs"] = [];
+    for (const [channel, version] of Object.entries(latest.checkpoint.channel_versions)) {
+      const value = blobOf(ns, channel, version);
+      if (value === undefined) {
+        if (state.partial) return undefined;
+        continue;
+      }
+      blobs.push([channel, version, value]);
+    }
+    const writes: SnapshotNamespace["writes"] = [];
+    for (const id of pmapKeys(ns.writes)) {
+      if (id === latest.checkpoint_id || !pmapHas(ns.checkpoints, id)) writes.push([id, pendingWritesOf(ns, id)]);
+    }
+    namespaces.push({ checkpoint_ns: nsName, checkpoint: latest, blobs, writes });
+  }
+  return { thread_id: state.thread_id, copied_from: state.copied_from, namespaces };
+}
+
+/** The partial state a snapshot stands for; events after the snapshot fold onto it as usual. */
+export function stateFromSnapshot(content: SnapshotContent): ThreadCheckpoints {
+  let namespaces = pmapEmpty<NamespaceCheckpoints>();
+  for (const n of content.namespaces) {
+    let blobs = pmapEmpty<SerializedValue | null>();
+    for (const [channel, version, value] of n.blobs) blobs = pmapSet(blobs, blobKey(channel, version), value);
+    let writes = pmapEmpty<PMap<WriteEntry>>();
+    for (const [id, list] of n.writes) {
+      let forCheckpoint = pmapEmpty<WriteEntry>();
+      for (const w of list) forCheckpoint = pmapSet(forCheckpoint, writeKey(w.task_id, w.idx), w);
+      writes = pmapSet(writes, id, forCheckpoint);
+    }
+    namespaces = pmapSet(namespaces, n.checkpoint_ns, {
+      checkpoints: pmapSet(pmapEmpty<CheckpointEntry>(), n.checkpoint.checkpoint_id, n.checkpoint),
+      latest: n.checkpoint.checkpoint_id,
+      blobs,
+      writes,
+      horizon: n.checkpoint.checkpoint_id,
+    });
+  }
+  return { thread_id: content.thread_id, namespaces, copied_from: content.copied_from, partial: true };
+}
+
+/**
+ * Whether a read of `checkpointId` (the latest when undefined) in `nsName` gets the same answer
+ * from this state as from the full fold. A complete state always does. A partial one does when
+ * the checkpoint is held, every blob it reads is held, and (for the latest) `latest` is not stale;
+ * a namespace it does not have has no checkpoint in the full fold either. Old-format checkpoints
+ * (v < 4) also read their parent's writes, which a partial state may lack.
+ */
+export function answerable(state: ThreadCheckpoints | undefined, nsName: string, checkpointId?: string): boolean {
+  if (!state || !state.partial) return true;
+  const ns = namespaceOf(state, nsName);
+  if (!ns) return checkpointId === undefined;
+  if (checkpointId === undefined && ns.stale) return false;
+  const entry = checkpointId === undefined ? latestCheckpointOf(ns) : checkpointOf(ns, checkpointId);
+  if (!entry) return checkpointId === undefined && ns.latest === "";
+  if (entry.checkpoint.v < 4 && entry.parent_checkpoint_id !== null) return false;
+  return Object.entries(entry.checkpoint.channel_versions).every(([channel, version]) => blobOf(ns, channel, version) !== undefined);
+}
 
 // ---------------------------------------------------------------------------------------------
 // Queries over the read model (pure; the saver deserializes what they return).

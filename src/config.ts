@@ -25,6 +25,8 @@ const EnvSchema = z.object({
   SQLITE_SYNCHRONOUS: z.enum(["FULL", "NORMAL"]).default("FULL"),
   /** Threads whose folded checkpoints stay in memory; others are re-read from their stream when used. */
   CHECKPOINT_CACHE_THREADS: z.coerce.number().int().positive().default(1000),
+  /** Bytes (serialized size) the cached threads' checkpoints may take together. */
+  CHECKPOINT_CACHE_BYTES: z.coerce.number().int().positive().default(32 * 1024 * 1024),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("warn"),
 });
 
@@ -43,6 +45,7 @@ export interface Config {
   runLeaseSecs: number;
   sqliteSynchronous: "FULL" | "NORMAL";
   checkpointCacheThreads: number;
+  checkpointCacheBytes: number;
   logLevel: string;
 }
 
@@ -76,6 +79,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     runLeaseSecs: e.RUN_LEASE_SECS,
     sqliteSynchronous: e.SQLITE_SYNCHRONOUS,
     checkpointCacheThreads: e.CHECKPOINT_CACHE_THREADS,
+    checkpointCacheBytes: e.CHECKPOINT_CACHE_BYTES,
     logLevel: e.LOG_LEVEL,
   };
 }

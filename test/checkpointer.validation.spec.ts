@@ -12,15 +12,17 @@ import { EventSourcedCheckpointSaver } from "../src/runtime/checkpointer.js";
 /** What each saver under test holds, so that destroyCheckpointer can release it. */
 const resources = new WeakMap<EventSourcedCheckpointSaver, { store: EventStore; dir: string }>();
 
-const initializer: CheckpointSaverTestInitializer<EventSourcedCheckpointSaver> = {
-  checkpointerName: "event-sourced-saver",
+const initializerWith = (
+  name: string,
+  options: { cacheThreads: number; snapshotEvery?: number },
+): CheckpointSaverTestInitializer<EventSourcedCheckpointSaver> => ({
+  checkpointerName: name,
   async createCheckpointer() {
     const dir = mkdtempSync(path.join(tmpdir(), "checkpointer-validation-"));
     const store = withSchemas(await openSqliteStore({ path: path.join(dir, "events.sqlite") }), (type) =>
       Object.hasOwn(checkpointEventSchemas, type) ? checkpointEventSchemas[type] : undefined,
     );
-    // A cache of two threads: the suite's threads are evicted and reloaded from the log all along.
-    const saver = new EventSourcedCheckpointSaver({ store, cacheThreads: 2 });
+    const saver = new EventSourcedCheckpointSaver({ store, ...options });
     resources.set(saver, { store, dir });
     return saver;
   },
@@ -31,9 +33,17 @@ const initializer: CheckpointSaverTestInitializer<EventSourcedCheckpointSaver> =
     await held.store.close();
     rmSync(held.dir, { recursive: true, force: true });
   },
-};
+});
+
+// A cache of two threads: the suite's threads are evicted and reloaded from the log all along.
+const initializer = initializerWith("event-sourced-saver", { cacheThreads: 2 });
+// A snapshot after every checkpoint and a cache of one thread: reads are served from states
+// folded from a snapshot (partial), and fall back to the whole stream where those cannot answer.
+const snapshotting = initializerWith("event-sourced-saver (snapshot every checkpoint)", { cacheThreads: 1, snapshotEvery: 1 });
 
 // The standard suite (~718 tests), then the opt-in beta suite for getDeltaChannelHistory, which
 // exercises the base class's walk over our getTuple (parent chain, pending-write order, seeds).
 validate(initializer);
 deltaChannelHistoryTests(initializer);
+validate(snapshotting);
+deltaChannelHistoryTests(snapshotting);

@@ -4,6 +4,7 @@ import {
   checkpointStream,
   type CheckpointSaved,
   type PendingWritesSaved,
+  type SerializedValue,
 } from "../src/domain/checkpoint-events.js";
 import type { RecordedEvent } from "../src/eventstore/types.js";
 import {
@@ -16,6 +17,9 @@ import {
   namespaceOf,
   namespacesOf,
   pendingWritesOf,
+  answerable,
+  snapshotOf,
+  stateFromSnapshot,
   type NamespaceCheckpoints,
   type ThreadCheckpoints,
 } from "../projections/checkpoints.js";
@@ -98,8 +102,8 @@ function ns(state: ThreadCheckpoints | undefined, name = ""): NamespaceCheckpoin
   return found;
 }
 
-const decoded = (v: [string, string] | null | undefined) =>
-  v ? JSON.parse(Buffer.from(v[1], "base64").toString("utf8")) : v;
+const decoded = (v: SerializedValue | null | undefined) =>
+  v ? JSON.parse(Buffer.from(v[1] as string, "base64").toString("utf8")) : v;
 
 const history = () => [
   saved("t1", "c1", { versions: { messages: 1, count: 1 }, blobs: { messages: [1, ["hi"]], count: [1, 1] }, source: "input" }),
@@ -318,4 +322,52 @@ t.test("unknown event types on the stream leave the state as it was", async (t) 
   const state = fold(history());
   t.equal(checkpointsProjection.evolve(state, recorded("t1", "SomethingElse", {})), state);
   t.equal(checkpointsProjection.evolve(undefined, recorded("t1", "SomethingElse", {})), undefined);
+});
+
+t.test("snapshots: a state folded from one answers the latest reads like the full fold, and knows what it cannot answer", async (t) => {
+  const before = history();
+  const full = fold(before);
+  const content = snapshotOf(full);
+  t.ok(content, "a complete state always has a snapshot");
+  // The content is JSON (it is stored as such): a round trip changes nothing.
+  const partial = stateFromSnapshot(JSON.parse(JSON.stringify(content)));
+  t.ok(partial.partial);
+  t.same(namespacesOf(partial), namespacesOf(full!), "every namespace");
+  for (const name of namespacesOf(full!)) {
+    t.same(latestCheckpointOf(ns(partial, name)), latestCheckpointOf(ns(full, name)), `latest of ${JSON.stringify(name)}`);
+    t.ok(answerable(partial, name), `latest of ${JSON.stringify(name)} is answerable`);
+  }
+  t.same(blobOf(ns(partial), "messages", 2), blobOf(ns(full), "messages", 2), "the blobs the latest reads");
+  t.same(pendingWritesOf(ns(partial), "c3"), pendingWritesOf(ns(full), "c3"));
+  t.notOk(answerable(partial, "", "c1"), "an older checkpoint is not held");
+  t.ok(answerable(partial, "", "c3"));
+  t.ok(answerable(partial, "absent"), "a namespace absent from the snapshot has no latest");
+  t.notOk(answerable(partial, "absent", "c1"));
+  t.ok(answerable(full, "", "c1"), "a complete state answers everything");
+
+  // Events after the snapshot fold onto it like onto the full state.
+  const after = [
+    writes("t1", "c3", "task-c", [[0, "count", 3]]),
+    saved("t1", "c4", { parent: "c3", versions: { messages: 3, count: 2 }, blobs: { messages: [3, ["m3"]] } }),
+  ];
+  const fullAfter = fold(after, full);
+  const partialAfter = fold(after, partial);
+  t.same(latestCheckpointOf(ns(partialAfter)), latestCheckpointOf(ns(fullAfter)));
+  t.same(pendingWritesOf(ns(partialAfter), "c3"), pendingWritesOf(ns(fullAfter), "c3"));
+  t.ok(answerable(partialAfter, ""));
+
+  // A rollback to after the horizon keeps the latest known; one past it makes it stale.
+  const discard = (ids: string[]) =>
+    recorded("t1", "CheckpointsDiscarded", { thread_id: "t1", checkpoints: ids.map((id) => ({ checkpoint_ns: "", checkpoint_id: id })) });
+  const rolledBack = fold([discard(["c4"])], partialAfter);
+  t.equal(latestCheckpointOf(ns(rolledBack))?.checkpoint_id, "c3");
+  t.ok(answerable(rolledBack, ""), "the horizon itself is still there");
+  const pastHorizon = fold([discard(["c4", "c3"])], partialAfter);
+  t.ok(ns(pastHorizon).stale, "the true latest (c2) is older than the snapshot");
+  t.notOk(answerable(pastHorizon, ""), "so the latest must be read from the history");
+  t.equal(snapshotOf(pastHorizon), undefined, "and a stale state makes no snapshot");
+  t.equal(latestCheckpointOf(ns(fold([discard(["c4", "c3"])], fullAfter)))?.checkpoint_id, "c2", "(the full fold knows)");
+
+  // A snapshot event changes nothing in a forward fold.
+  t.equal(fold([recorded("t1", "CheckpointsSnapshot", { thread_id: "t1", ref: {}, checkpoints: 1 })], full), full);
 });

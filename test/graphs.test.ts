@@ -474,3 +474,62 @@ t.test("LANGGRAPH_CONFIG", async (t) => {
     { graph_id: "agent", config: { configurable: { model_name: "m" } }, context: { c: 1 } },
   ]);
 });
+
+/** Child processes of this process whose command line mentions esbuild (from /proc: Linux). */
+async function esbuildChildren(): Promise<number[]> {
+  const { readdir, readFile } = await import("node:fs/promises");
+  const pids: number[] = [];
+  for (const name of await readdir("/proc")) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = await readFile(`/proc/${name}/stat`, "utf8");
+      // Fields after the parenthesised command: state, ppid, …
+      const [state, ppid] = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      if (Number(ppid) !== process.pid || state === "Z") continue; // a zombie holds no memory
+      const cmdline = await readFile(`/proc/${name}/cmdline`, "utf8");
+      if (cmdline.includes("esbuild")) pids.push(Number(name));
+    } catch {
+      // the process ended while we looked
+    }
+  }
+  return pids;
+}
+
+/**
+ * esbuild children of this process that were not in `before`. tsx (the test runner's loader) runs an
+ * esbuild service of its own in this process, so only new ones count. esbuild's `stop()` sends the
+ * service SIGTERM without waiting for it: give the new ones up to 10 s to exit (polling /proc, there
+ * is no exit event for a process we did not spawn ourselves).
+ */
+async function newEsbuildChildrenAfterExit(before: number[]): Promise<number[]> {
+  const fresh = async () => (await esbuildChildren()).filter((pid) => !before.includes(pid));
+  const deadline = Date.now() + 10_000;
+  let left = await fresh();
+  while (left.length > 0 && Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    left = await fresh();
+  }
+  return left;
+}
+
+t.test("no esbuild service process is left once the graphs are loaded", { skip: process.platform !== "linux" && "reads /proc" }, async (t) => {
+  const before = await esbuildChildren();
+  // The probe sees the service while it runs (else the assertions below would prove nothing).
+  const esbuild = await import("esbuild");
+  await esbuild.transform("const a: number = 1", { loader: "ts" });
+  t.ok((await esbuildChildren()).some((pid) => !before.includes(pid)), "the probe sees esbuild's service process");
+  await esbuild.stop();
+  t.same(await newEsbuildChildrenAfterExit(before), [], "stop() ends it");
+
+  const agentFile = path.join(root, "src", "graphs", "agent.ts");
+  const [a, b] = await Promise.all([
+    loadGraphRegistry(parseLanggraphConfig({ graphs: { a: `${agentFile}:graph` } }), tmp),
+    loadGraphRegistry(parseLanggraphConfig({ graphs: { b: `${agentFile}:builder` } }), tmp),
+  ]);
+  t.equal(a.kind("a"), "compiled", "a TypeScript graph was loaded");
+  t.equal(b.kind("b"), "builder", "concurrent loads both finish (one does not stop esbuild under the other)");
+  t.same(await newEsbuildChildrenAfterExit(before), [], "no esbuild child process remains");
+  // A later load starts the service again and stops it again.
+  await loadGraphRegistry(parseLanggraphConfig({ graphs: { c: `${agentFile}:graph` } }), tmp);
+  t.same(await newEsbuildChildrenAfterExit(before), [], "none after a second load either");
+});

@@ -1,4 +1,5 @@
 import { z, type ZodType } from "zod";
+import { largeJsonEventSchemas, largeJsonRefSchema } from "../eventstore/chunked-append.js";
 
 /**
  * The LangGraph checkpointer's event catalogue. One stream per thread, `checkpoints-{thread_id}`;
@@ -21,9 +22,21 @@ export function threadIdOfCheckpointStream(streamId: string): string | undefined
   return streamId.startsWith(CHECKPOINT_STREAM_PREFIX) ? streamId.slice(CHECKPOINT_STREAM_PREFIX.length) : undefined;
 }
 
-/** A value serialized with `serde.dumpsTyped`: `[type, base64 of the bytes]`. */
-export const serializedValueSchema = z.tuple([z.string().min(1), z.string()]);
+/**
+ * A value serialized with `serde.dumpsTyped`: `[type, base64 of the bytes]`, or, for a value too
+ * large to sit in the event (see `putLargeJson`), `[type, ref]` where the ref names the stream
+ * that holds the base64 text. The fold keeps both forms as they are; only reads resolve refs.
+ */
+export const serializedValueSchema = z.union([
+  z.tuple([z.string().min(1), z.string()]),
+  z.tuple([z.string().min(1), largeJsonRefSchema]),
+]);
 export type SerializedValue = z.infer<typeof serializedValueSchema>;
+
+/** Streams of the checkpoint values kept apart: `checkpoint-value-{sha256}` (content-addressed). */
+export const CHECKPOINT_VALUE_STREAM_PREFIX = "checkpoint-value-";
+/** Streams of the snapshots' contents: `checkpoint-snapshot-{thread_id}`. */
+export const CHECKPOINT_SNAPSHOT_STREAM_PREFIX = "checkpoint-snapshot-";
 
 export const channelVersionSchema = z.union([z.number(), z.string()]);
 
@@ -105,6 +118,14 @@ export const checkpointsCopiedSchema = z.object({
   thread_id: z.string().min(1),
   from_thread_id: z.string().min(1),
   checkpoints: z.number().int().nonnegative(),
+  /**
+   * A copy larger than one append is written in several (see `appendInBatches`): these name the
+   * operation (its event ids derive from it), the source's revision it copies, and how many
+   * events follow this one, so that a retry after a crash can finish it.
+   */
+  operation_id: z.string().optional(),
+  source_revision: z.string().optional(),
+  events: z.number().int().nonnegative().optional(),
 });
 export type CheckpointsCopied = z.infer<typeof checkpointsCopiedSchema>;
 
@@ -120,12 +141,27 @@ export const checkpointsDiscardedSchema = z.object({
 });
 export type CheckpointsDiscarded = z.infer<typeof checkpointsDiscardedSchema>;
 
+/**
+ * A snapshot of the thread's fold as of the revision before this event: the content (in its own
+ * stream, `ref`) holds, per namespace, the latest checkpoint with the blobs it reads and its
+ * pending writes. A cache miss reads the stream backwards to the latest snapshot and folds
+ * forward from there (see ThreadCheckpointsCache); the forward fold itself ignores the event.
+ */
+export const checkpointsSnapshotSchema = z.object({
+  thread_id: z.string().min(1),
+  ref: largeJsonRefSchema,
+  /** CheckpointSaved events folded into the snapshot's state since the previous one (information). */
+  checkpoints: z.number().int().nonnegative(),
+});
+export type CheckpointsSnapshot = z.infer<typeof checkpointsSnapshotSchema>;
+
 export const CheckpointEventTypes = {
   CheckpointSaved: "CheckpointSaved",
   PendingWritesSaved: "PendingWritesSaved",
   CheckpointsDeleted: "CheckpointsDeleted",
   CheckpointsCopied: "CheckpointsCopied",
   CheckpointsDiscarded: "CheckpointsDiscarded",
+  CheckpointsSnapshot: "CheckpointsSnapshot",
 } as const;
 
 export type CheckpointEvent =
@@ -133,13 +169,19 @@ export type CheckpointEvent =
   | { type: "PendingWritesSaved"; data: PendingWritesSaved }
   | { type: "CheckpointsDeleted"; data: CheckpointsDeleted }
   | { type: "CheckpointsCopied"; data: CheckpointsCopied }
-  | { type: "CheckpointsDiscarded"; data: CheckpointsDiscarded };
+  | { type: "CheckpointsDiscarded"; data: CheckpointsDiscarded }
+  | { type: "CheckpointsSnapshot"; data: CheckpointsSnapshot };
 
-/** Event type → schema of its data, for `withSchemas`. */
+/**
+ * Event type → schema of its data, for `withSchemas`. Includes the chunks of the values and
+ * snapshot contents the saver keeps in streams of their own (`putLargeJson`).
+ */
 export const checkpointEventSchemas: Record<string, ZodType> = {
+  ...largeJsonEventSchemas,
   [CheckpointEventTypes.CheckpointSaved]: checkpointSavedSchema,
   [CheckpointEventTypes.PendingWritesSaved]: pendingWritesSavedSchema,
   [CheckpointEventTypes.CheckpointsDeleted]: checkpointsDeletedSchema,
   [CheckpointEventTypes.CheckpointsCopied]: checkpointsCopiedSchema,
   [CheckpointEventTypes.CheckpointsDiscarded]: checkpointsDiscardedSchema,
+  [CheckpointEventTypes.CheckpointsSnapshot]: checkpointsSnapshotSchema,
 };

@@ -6,12 +6,14 @@ import {
   ANY,
   NO_STREAM,
   STREAM_EXISTS,
+  MaxAppendSizeExceededError,
   WrongExpectedVersionError as ClientWrongExpectedVersionError,
   type AppendExpectedRevision,
   type Position,
   type ResolvedEvent,
 } from "@eventstore/db-client";
 import {
+  AppendTooLargeError,
   StoreUnavailableError,
   WrongExpectedVersionError,
   type CurrentRevision,
@@ -115,6 +117,13 @@ export function toWrongExpectedVersion(
 ): WrongExpectedVersionError | undefined {
   if (!(error instanceof ClientWrongExpectedVersionError)) return undefined;
   return new WrongExpectedVersionError(stream, expected, toCurrentRevision(error.actualVersion));
+}
+
+/** The server's `MaximumAppendSizeExceeded` (the append was refused whole), as ours. */
+export function toAppendTooLarge(error: unknown, stream: string): AppendTooLargeError | undefined {
+  if (!(error instanceof MaxAppendSizeExceededError)) return undefined;
+  const max = Number.isFinite(error.maxAppendSize) ? error.maxAppendSize : 1_048_576;
+  return new AppendTooLargeError(stream, max);
 }
 
 /** Hides the password of `esdb://user:password@host`. */

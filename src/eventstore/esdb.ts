@@ -57,6 +57,7 @@ import {
   isSystem,
   redactConnectionString,
   toAppendOptions,
+  toAppendTooLarge,
   toClientPosition,
   toRecordedEvent,
   toStoreUnavailable,
@@ -146,7 +147,7 @@ class EsdbStore implements EventStore {
         toAppendOptions(expected),
       );
     } catch (error) {
-      throw toWrongExpectedVersion(error, stream, expected) ?? this.mapError(error);
+      throw toWrongExpectedVersion(error, stream, expected) ?? toAppendTooLarge(error, stream) ?? this.mapError(error);
     }
     const nextExpectedRevision = result.nextExpectedRevision;
     // For one event the append's position is that event's. For several, which event's position the server

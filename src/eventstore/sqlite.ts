@@ -13,8 +13,11 @@ import { GroupCommit, type Outcome } from "./sqlite-group-commit.js";
 import { openDatabase, type Synchronous } from "./sqlite-schema.js";
 import { CatchUpSubscription, CommitHub, type CatchUpSource } from "./sqlite-subscription.js";
 import {
+  AppendTooLargeError,
+  MAX_APPEND_SIZE,
   StoreUnavailableError,
   WrongExpectedVersionError,
+  eventSize,
   type AllSubscriptionOptions,
   type AppendResult,
   type EventData,
@@ -162,6 +165,9 @@ class SqliteStore implements SqliteEventStore {
     // Generated ids are time-ordered (UUIDv7): the unique index on event_id then grows at its right edge. Random (v4)
     // ids scatter each commit over many index pages, which halves the throughput of large batches with synchronous=FULL.
     const prepared = checkAppend(stream, events, expected, { newId: uuidv7 }, toStored);
+    // EventStoreDB's limit, so that both stores accept the same appends.
+    const size = prepared.reduce((sum, e) => sum + eventSize(e.type, e.data, e.metadata), 0);
+    if (size > MAX_APPEND_SIZE) throw new AppendTooLargeError(stream, MAX_APPEND_SIZE, size);
     this.ensureOpen();
     return this.queue.submit({ stream, expected, events: prepared, mayBeRetry: events[0]?.id !== undefined });
   }

@@ -110,6 +110,36 @@ export class WrongExpectedVersionError extends Error {
   }
 }
 
+/**
+ * EventStoreDB's default `MaxAppendSize`: one append (all its events' data, metadata and types) may hold at most
+ * this many bytes. Every adapter enforces it, so that what works on SQLite also works on EventStoreDB.
+ */
+export const MAX_APPEND_SIZE = 1_048_576;
+
+/**
+ * Bytes an append counts against MAX_APPEND_SIZE, as EventStoreDB sizes an event (`Event.SizeOnDisk`): data bytes
+ * + metadata bytes + 2 × the type's length. Data and metadata are the UTF-8 JSON texts the stores write.
+ */
+export function eventSize(type: string, dataJson: string, metadataJson: string | null | undefined): number {
+  return Buffer.byteLength(dataJson, "utf8") + (metadataJson ? Buffer.byteLength(metadataJson, "utf8") : 0) + 2 * type.length;
+}
+
+/** An append larger than MAX_APPEND_SIZE (EventStoreDB: `MaximumAppendSizeExceeded`). Nothing was written. */
+export class AppendTooLargeError extends Error {
+  readonly code = "APPEND_TOO_LARGE";
+  constructor(
+    readonly stream: string,
+    readonly maxAppendSize: number,
+    /** Bytes the append counted, when the store says (EventStoreDB does not). */
+    readonly size?: number,
+  ) {
+    super(
+      `Append to stream "${stream}" is too large${size === undefined ? "" : ` (${size} bytes)`}: at most ${maxAppendSize} bytes per append; split it into several appends`,
+    );
+    this.name = "AppendTooLargeError";
+  }
+}
+
 /** An event that does not satisfy its schema; names where it is. */
 export class InvalidEventError extends Error {
   readonly code = "INVALID_EVENT";

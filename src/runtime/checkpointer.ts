@@ -15,8 +15,11 @@ import {
   type PendingWrite,
   type SerializerProtocol,
 } from "@langchain/langgraph-checkpoint";
+import { createHash, randomUUID } from "node:crypto";
 import {
+  CHECKPOINT_SNAPSHOT_STREAM_PREFIX,
   CHECKPOINT_STREAM_PREFIX,
+  CHECKPOINT_VALUE_STREAM_PREFIX,
   checkpointStream,
   threadIdOfCheckpointStream,
   type ChannelBlob,
@@ -24,12 +27,23 @@ import {
   type CheckpointsCopied,
   type CheckpointsDeleted,
   type CheckpointsDiscarded,
+  type CheckpointsSnapshot,
   type PendingWritesSaved,
   type SerializedValue,
   type StoredCheckpointJson,
+  type CheckpointEvent,
 } from "../domain/checkpoint-events.js";
-import type { EventData, EventStore, RecordedEvent } from "../eventstore/types.js";
+import { WrongExpectedVersionError, type EventData, type EventStore, type RecordedEvent } from "../eventstore/types.js";
 import {
+  APPEND_BUDGET,
+  appendInBatches,
+  getLargeJson,
+  operationEventId,
+  putLargeJson,
+  sizeOfEvent,
+} from "../eventstore/chunked-append.js";
+import {
+  answerable,
   blobOf,
   checkpointOf,
   checkpointsNewestFirst,
@@ -38,6 +52,8 @@ import {
   namespacesOf,
   pendingWritesOf,
   pmapKeys,
+  snapshotOf,
+  evolveCheckpoints,
   type CheckpointEntry,
   type NamespaceCheckpoints,
   type ThreadCheckpoints,
@@ -47,14 +63,28 @@ import { ThreadCheckpointsCache } from "./checkpoint-cache.js";
 
 /** Threads whose folded checkpoints are kept when the caller does not say (CHECKPOINT_CACHE_THREADS). */
 export const DEFAULT_CHECKPOINT_CACHE_THREADS = 1000;
+/** Bytes of folded checkpoints kept when the caller does not say (CHECKPOINT_CACHE_BYTES). */
+export const DEFAULT_CHECKPOINT_CACHE_BYTES = 32 * 1024 * 1024;
+/** A snapshot is written after this many checkpoints of a thread (see ThreadCheckpointsCache). */
+export const DEFAULT_SNAPSHOT_EVERY = 100;
+/**
+ * A serialized value (base64) above this many bytes is kept in its own stream
+ * (`checkpoint-value-{sha256}`) and the event holds its ref: events stay under EventStoreDB's
+ * append limit, and the cache holds refs, not megabytes.
+ */
+export const LARGE_VALUE_BYTES = 128 * 1024;
 
 export interface EventSourcedCheckpointSaverOptions {
   store: EventStore;
   serde?: SerializerProtocol;
   /** Threads whose folded checkpoints stay in memory (least recently used dropped first). */
   cacheThreads?: number;
+  /** Bytes (serialized size) the held threads may take together. */
+  cacheBytes?: number;
+  /** Checkpoints of a thread between two snapshots (a miss reads back to the latest one). */
+  snapshotEvery?: number;
   /**
-   * A started `$all` subscription (the ProjectionRunner) whose live events keep held threads up
+   * A live feed of `checkpoints-` events (LiveFeed, with a shared store) whose events keep held threads up
    * to date with appends by other processes (EventStoreDB). Without it, only this process's own
    * appends and fresh reads (copy, rollback, the claim's base checkpoint) see them.
    */
@@ -65,6 +95,10 @@ export interface EventSourcedCheckpointSaverOptions {
  * LangGraph checkpointer on the event log. Writes append to `checkpoints-{thread_id}` and return
  * once the thread's cached state includes them (read-your-writes); reads fold the thread's own
  * stream on demand and keep the most recently used threads (see ThreadCheckpointsCache).
+ * Every `snapshotEvery` checkpoints a CheckpointsSnapshot is appended, so a cache miss reads only
+ * the tail of the stream; reads such a state cannot answer (history, old checkpoints) read the
+ * whole stream, uncached. Events stay under EventStoreDB's 1 MiB append limit: large values live
+ * in their own streams (`fit`), and a copy is written in several idempotent appends.
  * Like the Postgres saver, a put stores only the channels listed in `newVersions` (as blobs keyed
  * by channel and version) and reads rebuild `channel_values` from the blobs that match the
  * checkpoint's `channel_versions`.
@@ -74,13 +108,16 @@ export class EventSourcedCheckpointSaver extends BaseCheckpointSaver {
   /** Exposed for tests and diagnostics (how many threads are held). */
   readonly cache: ThreadCheckpointsCache;
   private readonly unsubscribe: (() => void) | undefined;
+  private readonly snapshotEvery: number;
 
   constructor(options: EventSourcedCheckpointSaverOptions) {
     super(options.serde);
     this.store = options.store;
+    this.snapshotEvery = options.snapshotEvery ?? DEFAULT_SNAPSHOT_EVERY;
     this.cache = new ThreadCheckpointsCache({
       store: options.store,
       maxThreads: options.cacheThreads ?? DEFAULT_CHECKPOINT_CACHE_THREADS,
+      maxBytes: options.cacheBytes ?? DEFAULT_CHECKPOINT_CACHE_BYTES,
     });
     const cache = this.cache;
     this.unsubscribe = options.live?.onApplied((event) => {
@@ -96,11 +133,13 @@ export class EventSourcedCheckpointSaver extends BaseCheckpointSaver {
   async getTuple(config: RunnableConfig): Promise<CheckpointTuple | undefined> {
     const threadId = config.configurable?.thread_id;
     if (threadId === undefined || threadId === null) return undefined;
-    const thread = await this.cache.get(String(threadId));
+    let thread = await this.cache.get(String(threadId));
     const checkpointNs: string = config.configurable?.checkpoint_ns ?? "";
+    const checkpointId = getCheckpointId(config);
+    // A state folded from a snapshot lacks old checkpoints: read the history for those.
+    if (!answerable(thread, checkpointNs, checkpointId || undefined)) thread = (await this.cache.full(String(threadId))).state;
     const ns = thread && namespaceOf(thread, checkpointNs);
     if (!thread || !ns) return undefined;
-    const checkpointId = getCheckpointId(config);
     const entry = checkpointId ? checkpointOf(ns, checkpointId) : latestCheckpointOf(ns);
     return entry && this.tupleOf(thread.thread_id, checkpointNs, ns, entry);
   }
@@ -157,7 +196,9 @@ export class EventSourcedCheckpointSaver extends BaseCheckpointSaver {
       metadata: (await this.dumpJson(metadata)) as Record<string, unknown>,
       blobs,
     };
+    await this.fit(data.blobs);
     await this.append(threadId, [{ type: "CheckpointSaved", data }]);
+    await this.maybeSnapshot(threadId);
     return { configurable: { thread_id: threadId, checkpoint_ns: checkpointNs, checkpoint_id: checkpoint.id } };
   }
 
@@ -193,6 +234,7 @@ export class EventSourcedCheckpointSaver extends BaseCheckpointSaver {
         indexed.map(async (w) => ({ idx: w.idx, channel: w.channel, value: await this.dump(w.value) })),
       ),
     };
+    await this.fit(data.writes, data);
     await this.append(threadId, [{ type: "PendingWritesSaved", data }]);
   }
 
@@ -207,22 +249,30 @@ export class EventSourcedCheckpointSaver extends BaseCheckpointSaver {
    * `rollback` discards what the cancelled run wrote). Checkpoint ids are time-ordered. One append.
    */
   async discardAfter(threadId: string, afterCheckpointId: string | null, reason?: string): Promise<number> {
-    // Fresh: what another process's run on this thread wrote must be discarded too.
-    const thread = await this.cache.fresh(threadId);
-    if (!thread) return 0;
-    const checkpoints: CheckpointsDiscarded["checkpoints"] = [];
-    for (const nsName of namespacesOf(thread)) {
-      const ns = namespaceOf(thread, nsName) as NamespaceCheckpoints;
-      for (const entry of checkpointsNewestFirst(ns)) {
-        if (afterCheckpointId !== null && entry.checkpoint_id <= afterCheckpointId) break;
-        checkpoints.push({ checkpoint_ns: nsName, checkpoint_id: entry.checkpoint_id });
+    // The whole stream (what another process's run on this thread wrote must be discarded too, and
+    // a state folded from a snapshot does not hold the older checkpoints). The append expects the
+    // revision read: if the stream moved on meanwhile, read again.
+    for (;;) {
+      const { state: thread, revision } = await this.cache.full(threadId);
+      if (!thread) return 0;
+      const checkpoints: CheckpointsDiscarded["checkpoints"] = [];
+      for (const nsName of namespacesOf(thread)) {
+        const ns = namespaceOf(thread, nsName) as NamespaceCheckpoints;
+        for (const entry of checkpointsNewestFirst(ns)) {
+          if (afterCheckpointId !== null && entry.checkpoint_id <= afterCheckpointId) break;
+          checkpoints.push({ checkpoint_ns: nsName, checkpoint_id: entry.checkpoint_id });
+        }
       }
+      if (checkpoints.length === 0) return 0;
+      const data: CheckpointsDiscarded = { thread_id: threadId, checkpoints };
+      if (reason) data.reason = reason;
+      const last = await this.append(threadId, [{ type: "CheckpointsDiscarded", data }], revision);
+      if (last === undefined) continue;
+      // A cached state folded from an older snapshot may no longer know the latest: snapshot now.
+      const after = evolveCheckpoints(thread, { type: "CheckpointsDiscarded", data }, threadId);
+      await this.writeSnapshot(threadId, after, last);
+      return checkpoints.length;
     }
-    if (checkpoints.length === 0) return 0;
-    const data: CheckpointsDiscarded = { thread_id: threadId, checkpoints };
-    if (reason) data.reason = reason;
-    await this.append(threadId, [{ type: "CheckpointsDiscarded", data }]);
-    return checkpoints.length;
   }
 
   /**
@@ -230,7 +280,8 @@ export class EventSourcedCheckpointSaver extends BaseCheckpointSaver {
    * it has none); the base a rollback returns to, so it must not be stale.
    */
   async latestCheckpointId(threadId: string): Promise<string | null> {
-    const thread = await this.cache.fresh(threadId);
+    let thread = await this.cache.fresh(threadId);
+    if (!answerable(thread, "")) thread = (await this.cache.full(threadId)).state;
     const ns = thread && namespaceOf(thread, "");
     return (ns && latestCheckpointOf(ns)?.checkpoint_id) ?? null;
   }
@@ -238,24 +289,74 @@ export class EventSourcedCheckpointSaver extends BaseCheckpointSaver {
   /**
    * Replaces the checkpoints of `toThreadId` with a copy of those of `fromThreadId` (same
    * checkpoint ids, namespaces, blobs and pending writes; a `thread_id` in metadata is rewritten).
-   * One atomic append to the target stream: CheckpointsCopied, then per namespace and in id order
-   * one CheckpointSaved per checkpoint followed by its PendingWritesSaved (one per task).
+   * Appended to the target stream: CheckpointsCopied, then per namespace and in id order one
+   * CheckpointSaved per checkpoint followed by its PendingWritesSaved (one per task), then a
+   * snapshot. A copy can be far over one append's limit, so it is written in several appends
+   * (`appendInBatches`): not atomic, but idempotent and resumable. Its event ids derive from an
+   * operation id recorded in the CheckpointsCopied event; a retry after a crash finds that
+   * unfinished copy at the end of the target stream and writes only what is missing.
    */
   async copyThread(fromThreadId: string, toThreadId: string): Promise<void> {
     if (fromThreadId === toThreadId) throw new Error("copyThread: source and target thread are the same");
-    // Include what other processes appended to the source before we were asked.
-    const source = await this.cache.fresh(fromThreadId);
-    const copied = source ? copyEvents(source, toThreadId) : [];
+    // The whole source, including what other processes appended before we were asked.
+    const source = await this.cache.full(fromThreadId);
+    const copied = source.state ? copyEvents(source.state, toThreadId) : [];
+    const sourceRevision = String(source.revision);
+    const unfinished = await this.unfinishedCopy(fromThreadId, toThreadId, sourceRevision, copied.length);
+    if (unfinished?.done) return;
+    const operationId = unfinished?.operationId ?? randomUUID();
     const marker: CheckpointsCopied = {
       thread_id: toThreadId,
       from_thread_id: fromThreadId,
       checkpoints: copied.filter((e) => e.type === "CheckpointSaved").length,
+      operation_id: operationId,
+      source_revision: sourceRevision,
+      events: copied.length,
     };
-    await this.append(toThreadId, [{ type: "CheckpointsCopied", data: marker }, ...copied]);
+    const events: EventData[] = [{ type: "CheckpointsCopied", data: marker }, ...copied];
+    const stream = checkpointStream(toThreadId);
+    let last = await appendInBatches(this.store, stream, events, {
+      operationId,
+      skip: unfinished?.written ?? 0,
+      onAppended: (batch, lastRevision) => this.cache.appended(toThreadId, revisioned(batch, lastRevision)),
+    });
+    if (last < 0n) last = (await this.store.readStream(stream, { direction: "backwards", maxCount: 1 }))[0]?.revision ?? -1n;
+    // The copy's fold, so that a miss on the target reads the snapshot, not every copied checkpoint.
+    let state: ThreadCheckpoints | undefined;
+    for (const e of events) state = evolveCheckpoints(state, e as CheckpointEvent, toThreadId);
+    await this.writeSnapshot(toThreadId, state, last);
+  }
+
+  /**
+   * An earlier copy of the same source revision onto the target that the stream ends with: the
+   * target's last events are its CheckpointsCopied and some of its events, in order (ids tell).
+   * Reads at most the copy's length from the end of the target stream.
+   */
+  private async unfinishedCopy(
+    fromThreadId: string,
+    toThreadId: string,
+    sourceRevision: string,
+    copiedEvents: number,
+  ): Promise<{ operationId: string; written: number; done: boolean } | undefined> {
+    const tail = await this.store.readStream(checkpointStream(toThreadId), { direction: "backwards", maxCount: copiedEvents + 2 });
+    const at = tail.findIndex((e) => e.type === "CheckpointsCopied");
+    if (at < 0) return undefined;
+    const marker = tail[at].data as CheckpointsCopied;
+    const operationId = marker.operation_id;
+    if (!operationId || marker.from_thread_id !== fromThreadId || marker.source_revision !== sourceRevision) return undefined;
+    const ours = tail.slice(0, at + 1).reverse(); // the marker and what follows it, oldest first
+    const written = ours.findIndex((e, i) => e.id !== operationEventId(operationId, i));
+    if (written >= 0) {
+      // Something else follows the copy: done if the copy itself is whole (then this is a new copy).
+      return written === copiedEvents + 1 && ours[written].type === "CheckpointsSnapshot" ? { operationId, written, done: true } : undefined;
+    }
+    return { operationId, written: ours.length, done: ours.length === copiedEvents + 1 };
   }
 
   private async *oneThread(threadId: string): AsyncGenerator<ThreadCheckpoints> {
-    const thread = await this.cache.get(threadId);
+    let thread = await this.cache.get(threadId);
+    // History: a state folded from a snapshot holds only the latest checkpoints.
+    if (thread?.partial) thread = (await this.cache.full(threadId)).state;
     if (thread) yield thread;
   }
 
@@ -286,14 +387,62 @@ export class EventSourcedCheckpointSaver extends BaseCheckpointSaver {
     }
   }
 
-  private async append(threadId: string, events: EventData[]): Promise<void> {
-    const result = await this.store.append(checkpointStream(threadId), events, "any");
-    // The append's events hold the revisions up to `nextExpectedRevision`, in order.
-    const first = result.nextExpectedRevision - BigInt(events.length) + 1n;
-    await this.cache.appended(
-      threadId,
-      events.map((e, i) => ({ revision: first + BigInt(i), type: e.type, data: e.data })),
-    );
+  /**
+   * Appends to the thread's stream and waits until the cache has it. With `expected`, returns
+   * undefined instead of appending when the stream moved on (the caller's view is outdated).
+   */
+  private async append(threadId: string, events: EventData[], expected?: bigint): Promise<bigint | undefined> {
+    let result;
+    try {
+      result = await this.store.append(checkpointStream(threadId), events, expected ?? "any");
+    } catch (error) {
+      if (expected !== undefined && error instanceof WrongExpectedVersionError) return undefined;
+      throw error;
+    }
+    await this.cache.appended(threadId, revisioned(events, result.nextExpectedRevision));
+    return result.nextExpectedRevision;
+  }
+
+  /** Snapshots the thread once enough checkpoints were folded since the last snapshot. */
+  private async maybeSnapshot(threadId: string): Promise<void> {
+    const held = this.cache.held(threadId);
+    if (!held || held.sinceSnapshot < this.snapshotEvery) return;
+    await this.writeSnapshot(threadId, held.state, held.revision);
+  }
+
+  /**
+   * Appends a CheckpointsSnapshot of `state`, which must be the fold up to `revision`: its content
+   * first (own stream, any size), then the marker with that expected revision, so a marker never
+   * sits after events its content lacks (a concurrent append wins; the next put tries again).
+   */
+  private async writeSnapshot(threadId: string, state: ThreadCheckpoints | undefined, revision: bigint): Promise<void> {
+    let content = snapshotOf(state);
+    if (!content) {
+      const full = await this.cache.full(threadId);
+      if (full.revision !== revision) return;
+      content = snapshotOf(full.state);
+    }
+    if (!content || content.namespaces.length === 0) return;
+    const ref = await putLargeJson(this.store, CHECKPOINT_SNAPSHOT_STREAM_PREFIX, `${threadId}-${revision}`, content);
+    const data: CheckpointsSnapshot = { thread_id: threadId, ref, checkpoints: this.cache.held(threadId)?.sinceSnapshot ?? 0 };
+    await this.append(threadId, [{ type: "CheckpointsSnapshot", data }], revision);
+  }
+
+  /**
+   * Keeps an event under the append limit: values above LARGE_VALUE_BYTES, then the largest
+   * others until the event fits, move to their own streams (content-addressed, so a retried put
+   * or a copy shares them) and the event keeps their refs. Mutates the given slots.
+   */
+  private async fit(slots: { value: SerializedValue | null }[], event?: unknown): Promise<void> {
+    const inline = slots.filter((s): s is { value: [string, string] } => s.value !== null && typeof s.value[1] === "string");
+    inline.sort((a, b) => b.value[1].length - a.value[1].length);
+    const whole = () => sizeOfEvent({ type: "CheckpointSaved", data: event ?? { blobs: slots } });
+    for (const slot of inline) {
+      if (slot.value[1].length <= LARGE_VALUE_BYTES && whole() <= APPEND_BUDGET) break;
+      const [type, base64] = slot.value;
+      const sha256 = createHash("sha256").update(base64).digest("hex");
+      (slot as { value: SerializedValue }).value = [type, await putLargeJson(this.store, CHECKPOINT_VALUE_STREAM_PREFIX, sha256, base64)];
+    }
   }
 
   private async tupleOf(
@@ -344,7 +493,8 @@ export class EventSourcedCheckpointSaver extends BaseCheckpointSaver {
     return [type, Buffer.from(bytes).toString("base64")];
   }
 
-  private load([type, base64]: SerializedValue): Promise<unknown> {
+  private async load([type, stored]: SerializedValue): Promise<unknown> {
+    const base64 = typeof stored === "string" ? stored : ((await getLargeJson(this.store, stored)) as string);
     return this.serde.loadsTyped(type, new Uint8Array(Buffer.from(base64, "base64")));
   }
 
@@ -370,6 +520,12 @@ function requireThreadId(config: RunnableConfig, action: string): string {
     );
   }
   return String(threadId);
+}
+
+/** Events of one acknowledged append with their revisions (the last one is `lastRevision`). */
+function revisioned(events: EventData[], lastRevision: bigint) {
+  const first = lastRevision - BigInt(events.length) + 1n;
+  return events.map((e, i) => ({ revision: first + BigInt(i), type: e.type, data: e.data }));
 }
 
 /** PostgreSQL `@>` containment, as the official servers filter metadata; plain equality for scalars. */

@@ -119,6 +119,7 @@ const TYPESCRIPT = /\.(ts|mts|cts|tsx)$/;
 async function importFile(file: string): Promise<Record<string, unknown>> {
   if (!TYPESCRIPT.test(file)) return (await import(pathToFileURL(file).href)) as Record<string, unknown>;
   const { build } = await import("esbuild");
+  esbuildUsed = true;
   const result = await build({
     entryPoints: [file], bundle: true, packages: "external", format: "esm", platform: "node", target: "node20",
     write: false, sourcemap: "inline", logLevel: "silent",
@@ -343,6 +344,27 @@ export async function loadGraphRegistry(
   options: LoadGraphRegistryOptions = {},
 ): Promise<GraphRegistry> {
   const defaults = options.graphDefaults ?? parseLanggraphConfigEnv(process.env.LANGGRAPH_CONFIG);
+  loadsInProgress += 1;
+  try {
+    return new GraphRegistry(await loadEntries(config, baseDir), defaults);
+  } finally {
+    loadsInProgress -= 1;
+    // esbuild's service is a child process (~12 MiB) that outlives the builds: stop it once no
+    // load needs it any more. A later build starts a new one on demand.
+    if (loadsInProgress === 0 && esbuildUsed) {
+      esbuildUsed = false;
+      const { stop } = await import("esbuild");
+      await stop();
+    }
+  }
+}
+
+/** Registries being loaded now (they may share esbuild's service). */
+let loadsInProgress = 0;
+/** Set by `importFile` when it used esbuild's service. */
+let esbuildUsed = false;
+
+async function loadEntries(config: { graphs: Record<string, GraphSpec> }, baseDir: string): Promise<Entry[]> {
   const entries: Entry[] = [];
   for (const [id, spec] of Object.entries(config.graphs)) {
     const file = path.resolve(baseDir, spec.path);
@@ -373,5 +395,5 @@ export async function loadGraphRegistry(
       entries.push({ id, spec, file, kind: "builder", graph: toCompiled(value, what) });
     }
   }
-  return new GraphRegistry(entries, defaults);
+  return entries;
 }

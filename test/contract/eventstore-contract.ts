@@ -9,6 +9,8 @@
 import { randomUUID } from "node:crypto";
 import type { Test } from "tap";
 import {
+  AppendTooLargeError,
+  MAX_APPEND_SIZE,
   WrongExpectedVersionError,
   type AppendResult,
   type CurrentRevision,
@@ -174,6 +176,31 @@ export function eventStoreContract(t: Test, factory: () => Promise<StoreUnderTes
     t.ok(strictlyIncreasing(read.map((e) => e.position)), "positions strictly increase");
     t.equal(result.position, read[2].position, "result.position is the position of the last event");
     t.ok((await store.headPosition()) >= result.position, "headPosition is at least the last appended position");
+  });
+
+  test("an append over 1 MiB (EventStoreDB's default MaxAppendSize) is refused whole with AppendTooLargeError", async (t, store) => {
+    const { stream } = namespace();
+    const s = stream(1);
+    // Each event: 2 × "Big".length + the JSON text of its data (the string plus its two quotes).
+    const filler = (bytes: number) => "x".repeat(bytes - 2 - 6);
+    const atLimit = await store.append(s, [ev("Big", filler(MAX_APPEND_SIZE / 2)), ev("Big", filler(MAX_APPEND_SIZE / 2))]);
+    t.equal(atLimit.nextExpectedRevision, 1n, "exactly 1 MiB is accepted");
+    for (const [what, events] of [
+      ["one event one byte over", [ev("Big", filler(MAX_APPEND_SIZE + 1))]],
+      ["three events together over", [ev("Big", filler(400_000)), ev("Big", filler(400_000)), ev("Big", filler(400_000))]],
+      ["metadata counts too", [ev("Big", filler(MAX_APPEND_SIZE - 20), { metadata: { pad: "y".repeat(64) } })]],
+    ] as const) {
+      try {
+        await store.append(s, [...events]);
+        t.fail(`${what}: the append succeeded`);
+      } catch (error) {
+        t.ok(error instanceof AppendTooLargeError, `${what}: AppendTooLargeError (${String(error)})`);
+        t.equal((error as AppendTooLargeError).maxAppendSize, MAX_APPEND_SIZE, `${what}: names the limit`);
+        t.equal((error as AppendTooLargeError).stream, s, `${what}: names the stream`);
+      }
+    }
+    t.equal((await store.readStream(s)).length, 2, "nothing of the refused appends was written");
+    t.equal((await store.append(s, [ev("Small", { ok: true })])).nextExpectedRevision, 2n, "the stream takes appends afterwards");
   });
 
   test("expected revision no_stream", async (t, store) => {

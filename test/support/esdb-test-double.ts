@@ -31,7 +31,13 @@
  * Not implemented (the adapter does not use them): Gossip/cluster discovery (single-node connection strings
  * only), link resolution (`resolveLinks` is ignored: there are no links), deletes/tombstones, stream metadata
  * semantics, persistent subscriptions, projections, users, operations, authentication (insecure mode accepts
- * everything), deadlines, max append size.
+ * everything), deadlines.
+ *
+ * Max append size: like EventStoreDB's default `MaxAppendSize`, an append whose events total more than 1 MiB
+ * (data + metadata + 2 × type length per event, EventStoreDB's `Event.SizeOnDisk`) is refused whole, reported
+ * as the server does: Append fails with INVALID_ARGUMENT and the trailers `exception:
+ * maximum-append-size-exceeded`, `maximum-append-size`; BatchAppend answers a `google.rpc.Status` packing
+ * `event_store.client.MaximumAppendSizeExceeded`. `maxAppendSize` changes the limit.
  */
 import { createRequire } from "node:module";
 import { randomUUID } from "node:crypto";
@@ -71,6 +77,13 @@ export interface EsdbTestDoubleOptions {
   batchAppend?: boolean;
   /** Send a CaughtUp message when a subscription has delivered its history (servers >= 23.10). Default true. */
   caughtUpMessages?: boolean;
+  /** Bytes one append may hold (EventStoreDB's `MaxAppendSize`). Default 1,048,576. */
+  maxAppendSize?: number;
+  /**
+   * Called before each append is applied; an error it throws fails that append (as UNAVAILABLE, like a
+   * connection lost mid-write) and nothing of it is written. For tests of crashes between appends.
+   */
+  beforeAppend?: (stream: string, events: number) => void;
 }
 
 export interface EsdbTestDouble {
@@ -115,6 +128,11 @@ type WriteResult =
   | { ok: false; current: bigint | "no_stream"; expected: Expected };
 
 class InvalidRequest extends Error {}
+
+/** What EventStoreDB counts of an event against MaxAppendSize (`Event.SizeOnDisk`). */
+function sizeOnDisk(e: ProposedEvent): number {
+  return e.data.length + e.customMetadata.length + 2 * e.type.length;
+}
 
 class Log {
   readonly all: StoredEvent[] = [];
@@ -380,6 +398,17 @@ function filterAllows(filter: Filter | undefined, e: StoredEvent): boolean {
 export async function startEsdbTestDouble(options: EsdbTestDoubleOptions = {}): Promise<EsdbTestDouble> {
   const batchAppendEnabled = options.batchAppend ?? true;
   const caughtUpMessages = options.caughtUpMessages ?? true;
+  const maxAppendSize = options.maxAppendSize ?? 1_048_576;
+  const tooLarge = (events: ProposedEvent[]) => events.reduce((sum, e) => sum + sizeOnDisk(e), 0) > maxAppendSize;
+  /** The injected failure of an append, if any (see `beforeAppend`). */
+  const injectedFailure = (streamName: string, events: ProposedEvent[]): string | undefined => {
+    try {
+      options.beforeAppend?.(streamName, events.length);
+      return undefined;
+    } catch (err) {
+      return err instanceof Error ? err.message : String(err);
+    }
+  };
   const log = new Log();
   let closing = false;
 
@@ -467,6 +496,20 @@ export async function startEsdbTestDouble(options: EsdbTestDoubleOptions = {}): 
           if (!header) throw new InvalidRequest("append without options");
           const streamName = streamNameOf(header.getStreamIdentifier());
           const expected = expectedFrom(header, "revision");
+          if (tooLarge(proposed)) {
+            const metadata = new grpc.Metadata();
+            metadata.set("exception", "maximum-append-size-exceeded");
+            metadata.set("maximum-append-size", String(maxAppendSize));
+            failed = true;
+            callback({ code: grpc.status.INVALID_ARGUMENT, details: `Maximum Append Size of ${maxAppendSize} Exceeded.`, metadata });
+            return;
+          }
+          const injected = injectedFailure(streamName, proposed);
+          if (injected !== undefined) {
+            failed = true;
+            callback({ code: grpc.status.UNAVAILABLE, details: injected });
+            return;
+          }
           const result = log.write(streamName, expected, proposed);
           const resp = new streamsPb.AppendResp();
           if (result.ok) {
@@ -531,8 +574,34 @@ export async function startEsdbTestDouble(options: EsdbTestDoubleOptions = {}): 
           for (const m of req.getProposedMessagesList()) write.events.push(proposedEvent(m));
           if (!req.getIsFinal()) return;
           pending.delete(correlationId);
-          const result = log.write(write.streamName, write.expected, write.events);
           resp.setStreamIdentifier(streamIdentifier(write.streamName));
+          if (tooLarge(write.events)) {
+            const exceeded = new sharedPb.MaximumAppendSizeExceeded();
+            exceeded.setMaxappendsize(maxAppendSize);
+            const details = new googleAnyPb.Any();
+            details.pack(exceeded.serializeBinary(), "event_store.client.MaximumAppendSizeExceeded");
+            const status = new statusPb.Status();
+            status.setCode(grpc.status.INVALID_ARGUMENT as number as StatusPb.Status.AsObject["code"]);
+            status.setMessage(`Maximum Append Size of ${maxAppendSize} Exceeded.`);
+            status.setDetails(details);
+            resp.setError(status);
+            call.write(resp);
+            return;
+          }
+          const injected = injectedFailure(write.streamName, write.events);
+          if (injected !== undefined) {
+            // The client can only decode packed details: an `Unknown` one becomes its UnknownError.
+            const details = new googleAnyPb.Any();
+            details.pack(new sharedPb.Unknown().serializeBinary(), "event_store.client.Unknown");
+            const status = new statusPb.Status();
+            status.setCode(grpc.status.UNAVAILABLE as number as StatusPb.Status.AsObject["code"]);
+            status.setMessage(injected);
+            status.setDetails(details);
+            resp.setError(status);
+            call.write(resp);
+            return;
+          }
+          const result = log.write(write.streamName, write.expected, write.events);
           if (result.ok) {
             const success = new streamsPb.BatchAppendResp.Success();
             if (result.currentRevision < 0n) success.setNoStream(new googleEmptyPb.Empty());
