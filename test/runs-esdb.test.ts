@@ -18,7 +18,7 @@ import { runStream } from "../src/domain/runs.js";
 t.test("two processes share one EventStoreDB", async (t) => {
   const esdb = await startEsdbTestDouble();
   t.teardown(() => esdb.close());
-  const env = { EVENTSTORE_URL: esdb.connectionString, LANGGRAPH_JSON: TEST_GRAPHS, RUN_LEASE_SECS: "0.6" };
+  const env = { EVENTSTORE_URL: esdb.connectionString, LANGGRAPH_JSON: TEST_GRAPHS, RUN_LEASE_SECS: "2" };
   const procs: ServerProcess[] = [];
   const start = async () => {
     // Each process keeps its own read models (disposable caches of the shared log).
