@@ -1,6 +1,7 @@
 import { v7 as uuidv7, validate as isUuid } from "uuid";
 import type { AppContext } from "./context.js";
 import { catchUpWithStream, execute } from "./commands.js";
+import { externalizeIfLarge, resolveLarge } from "./large-values.js";
 import { findAssistantConsistent } from "./assistants.js";
 import { createThread, threadState, threadStateConsistent } from "./threads.js";
 import { defaultAssistantId } from "../runtime/graphs.js";
@@ -121,7 +122,8 @@ export class RunsService {
   /** Waits for the run's end (see waitDone), then returns what /wait and /join answer. */
   async waitResult(runId: string, signal?: AbortSignal): Promise<unknown> {
     await this.waitDone(runId, signal);
-    return runResult(await this.terminalEvent(runId));
+    const ended = await this.terminalEvent(runId);
+    return runResult(ended && { ...ended, values: await resolveLarge(this.ctx.store, ended.values) });
   }
 
   /** Whether the run is over as far as its thread is concerned (or gone); a temporary thread is deleted by then. */
@@ -190,7 +192,8 @@ export class RunsService {
     const afterMs = Math.max(0, (req.after_seconds ?? 0) * 1000);
     const createdAt = afterMs > 0 ? new Date(Date.parse(now) + afterMs).toISOString().replace("Z", "+00:00") : now;
     const kwargs: RunRecord["kwargs"] = {
-      input: req.input ?? null,
+      // Inputs too large for one event are written beside the run and referenced (resolved by the worker).
+      input: await externalizeIfLarge(ctx.store, "run-input-", runId, req.input ?? null),
       config,
       context: { ...assistant.context, ...obj(req.context) },
       stream_mode: streamMode,
@@ -198,7 +201,7 @@ export class RunsService {
       subgraphs: req.stream_subgraphs ?? false,
       resumable: req.stream_resumable ?? false,
     };
-    if (req.command !== undefined && req.command !== null) kwargs.command = req.command;
+    if (req.command !== undefined && req.command !== null) kwargs.command = await externalizeIfLarge(ctx.store, "run-command-", runId, req.command);
     if (req.interrupt_before !== undefined) kwargs.interrupt_before = req.interrupt_before;
     if (req.interrupt_after !== undefined) kwargs.interrupt_after = req.interrupt_after;
     if (req.webhook !== undefined) kwargs.webhook = req.webhook;

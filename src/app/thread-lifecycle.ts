@@ -1,5 +1,5 @@
 import type { AppContext } from "./context.js";
-import { createThread, deleteThread, getThread } from "./threads.js";
+import { createThread, deleteThread, threadStateConsistent } from "./threads.js";
 import { applySupersteps } from "./thread-state.js";
 import { HttpError } from "../http/errors.js";
 import type { Thread } from "../domain/threads.js";
@@ -17,12 +17,9 @@ export function threadLifecycle(ctx: AppContext): ThreadLifecycle {
   const deleteHooks: ((threadId: string) => Promise<void>)[] = [];
   return {
     async copy(threadId) {
-      let source: Thread;
-      try {
-        source = await getThread(ctx, threadId);
-      } catch {
-        throw new HttpError(409, `Thread ${threadId} not found`);
-      }
+      // The folded state as stored: values written beside the thread stay a reference in the copy too.
+      const source = (await threadStateConsistent(ctx, threadId))?.thread;
+      if (!source) throw new HttpError(409, `Thread ${threadId} not found`);
       const copy = await createThread(ctx, {
         metadata: { ...source.metadata },
         if_exists: "raise",

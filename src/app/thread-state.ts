@@ -2,6 +2,7 @@ import type { RunnableConfig } from "@langchain/core/runnables";
 import type { StateSnapshot } from "@langchain/langgraph";
 import type { AppContext } from "./context.js";
 import { getThread, threadState } from "./threads.js";
+import { externalizeIfLarge } from "./large-values.js";
 import { decideUpdateThreadState, threadIsBusy, threadStream } from "../domain/threads.js";
 import { isPlainObject, type JsonObject } from "../domain/json.js";
 import { HttpError } from "../http/errors.js";
@@ -107,7 +108,7 @@ export async function getThreadHistory(
 /** Folds the graph's latest state into the thread read model (values, interrupts, status). */
 async function recordThreadState(ctx: AppContext, threadId: string, graph: CompiledGraph, config: RunnableConfig): Promise<void> {
   const snapshot = await graph.getState({ configurable: { thread_id: config.configurable?.thread_id } });
-  const update = { values: toWireJson(snapshot.values ?? {}), interrupts: interruptsByTask(snapshot) };
+  const update = { values: await externalizeIfLarge(ctx.store, "thread-values-", threadId, toWireJson(snapshot.values ?? {})), interrupts: interruptsByTask(snapshot) };
   const now = ctx.now();
   await execute(ctx, () => ctx.readModels.threads.load(threadId), threadStream(threadId), (s) => decideUpdateThreadState(s, update, now));
 }

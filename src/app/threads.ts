@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { AppContext } from "./context.js";
 import { catchUpWithStream, execute } from "./commands.js";
+import { isLargeValueMarker, resolveLarge } from "./large-values.js";
 import {
   decideCreateThread,
   decideDeleteThread,
@@ -34,7 +35,12 @@ export async function threadStateConsistent(ctx: AppContext, threadId: string): 
 export async function getThread(ctx: AppContext, threadId: string): Promise<Thread> {
   const s = await threadStateConsistent(ctx, threadId);
   if (!s) throw new HttpError(404, `Thread with ID ${threadId} not found`);
-  return s.thread;
+  return withValues(ctx, s.thread);
+}
+
+/** The thread with its values resolved when they were too large for one event (see large-values.ts). */
+async function withValues(ctx: AppContext, thread: Thread): Promise<Thread> {
+  return isLargeValueMarker(thread.values) ? { ...thread, values: await resolveLarge(ctx.store, thread.values) } : thread;
 }
 
 const loadThread = (ctx: AppContext, id: string) => () => ctx.readModels.threads.load(id);
@@ -72,9 +78,10 @@ export function countThreads(ctx: AppContext, q: ThreadQuery): number {
   return ctx.readModels.threads.count(q);
 }
 
-export function searchThreads(
+export async function searchThreads(
   ctx: AppContext,
   q: ThreadQuery & { sort_by?: ThreadSortField; sort_order?: SortOrder; limit: number; offset: number },
-): { page: Thread[]; total: number } {
-  return ctx.readModels.threads.search(q);
+): Promise<{ page: Thread[]; total: number }> {
+  const { page, total } = ctx.readModels.threads.search(q);
+  return { page: await Promise.all(page.map((t) => withValues(ctx, t))), total };
 }

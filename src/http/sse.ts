@@ -2,6 +2,7 @@ import type { FastifyReply } from "fastify";
 import type { EventStore } from "../eventstore/types.js";
 import { runStream } from "../domain/runs.js";
 import { HttpError } from "./errors.js";
+import { isLargeValueMarker, resolveLarge } from "../app/large-values.js";
 
 /** Idle time after which a `: heartbeat` comment keeps the connection (and the SDK's watchdog) alive. */
 export const HEARTBEAT_MS = 5_000;
@@ -139,7 +140,9 @@ export async function tailRunStream(
       if (e.type === "RunOutput") {
         const d = e.data as { event: string; data: unknown };
         if (!accept(d.event)) continue;
-        const backpressure = sse.event(d.event, d.data, e.revision);
+        // A chunk too large for one event was written beside the run (see RunStreamWriter).
+        const data = isLargeValueMarker(d.data) ? await resolveLarge(store, d.data) : d.data;
+        const backpressure = sse.event(d.event, data, e.revision);
         if (backpressure) await backpressure;
       } else if (e.type === "RunEnded") {
         break;

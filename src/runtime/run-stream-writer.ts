@@ -1,9 +1,15 @@
-import type { EventData, EventStore } from "../eventstore/types.js";
+import { AppendTooLargeError, type EventData, type EventStore } from "../eventstore/types.js";
+import { APPEND_BUDGET, planBatches, sizeOfEvent } from "../eventstore/chunked-append.js";
 
 /**
  * Appends a run's events to `run-{id}` in order, without making the graph wait for the disk:
  * events pushed while an append is in flight are batched into the next one (one transaction, one
  * fsync for many chunks). `drain()` resolves once everything pushed so far is durable.
+ *
+ * A batch over the store's append limit (1 MiB) is written in several appends, each with the
+ * revision the previous one left; an event too large on its own is first shrunk by `shrink`
+ * (which writes its payload beside the run and keeps a reference). Sizes are only computed after
+ * the store refused a batch, so ordinary runs pay nothing for it.
  */
 export class RunStreamWriter {
   private queue: EventData[] = [];
@@ -17,6 +23,7 @@ export class RunStreamWriter {
     private readonly store: EventStore,
     readonly stream: string,
     revision: bigint,
+    private readonly shrink: (event: EventData) => Promise<EventData> = async (event) => event,
   ) {
     this.revision = revision;
   }
@@ -33,8 +40,7 @@ export class RunStreamWriter {
         const batch = this.queue;
         this.queue = [];
         try {
-          const result = await this.store.append(this.stream, batch, "any");
-          this.revision = result.nextExpectedRevision;
+          await this.append(batch, false);
         } catch (error) {
           this.failure = error;
         }
@@ -44,22 +50,40 @@ export class RunStreamWriter {
     }
   }
 
+  /** One append; when the store refuses it as too large, shrunk events in several appends. */
+  private async append(batch: EventData[], checked: boolean): Promise<void> {
+    try {
+      const result = await this.store.append(this.stream, batch, checked ? this.revision : "any");
+      this.revision = result.nextExpectedRevision;
+      return;
+    } catch (error) {
+      if (!(error instanceof AppendTooLargeError)) throw error;
+    }
+    const shrunk: EventData[] = [];
+    for (const event of batch) shrunk.push(sizeOfEvent(event) > APPEND_BUDGET / 4 ? await this.shrink(event) : event);
+    for (const group of planBatches(this.stream, shrunk)) {
+      // Each part expects the revision the previous part left, so nothing interleaves unnoticed.
+      const result = await this.store.append(this.stream, group, checked ? this.revision : "any");
+      this.revision = result.nextExpectedRevision;
+    }
+  }
+
   /**
-   * Appends what is still queued plus `last` in one append with the expected revision (so a
-   * concurrent writer, e.g. a cancel request, makes it fail with WrongExpectedVersion instead of
-   * interleaving). Returns the revision of the last event.
+   * Appends what is still queued plus `last` with the expected revision (so a concurrent writer,
+   * e.g. a cancel request, makes it fail with WrongExpectedVersion instead of interleaving).
+   * Returns the revision of the last event.
    */
   async finish(last: EventData[]): Promise<bigint> {
     while (this.flushing) await this.flushing;
     if (this.failure) throw this.failure;
     const batch = [...this.queue.splice(0), ...last];
+    const before = this.revision;
     try {
-      const result = await this.store.append(this.stream, batch, this.revision);
-      this.revision = result.nextExpectedRevision;
+      await this.append(batch, true);
       return this.revision;
     } catch (error) {
       // Put the outputs back so a retry (after re-reading the stream) can still write them.
-      this.queue = batch.slice(0, batch.length - last.length);
+      if (this.revision === before) this.queue = batch.slice(0, batch.length - last.length);
       throw error;
     }
   }

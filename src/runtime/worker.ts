@@ -1,6 +1,6 @@
 import { ulid } from "ulid";
 import type { BaseCheckpointSaver } from "@langchain/langgraph-checkpoint";
-import { WrongExpectedVersionError, type EventStore, type RecordedEvent } from "../eventstore/types.js";
+import { WrongExpectedVersionError, type EventData, type EventStore, type RecordedEvent } from "../eventstore/types.js";
 import type { ReadModels } from "../read-models/all.js";
 import {
   RUN_STREAM_PREFIX,
@@ -14,6 +14,7 @@ import {
 import type { RunRecord } from "../domain/run-record.js";
 import { executeRun, type ExecutionOutcome, type GraphSource } from "./execute-run.js";
 import { RunStreamWriter } from "./run-stream-writer.js";
+import { externalizeIfLarge, resolveLarge } from "../app/large-values.js";
 import { completeOnThread, loadRunStream, type CompletionDeps } from "./run-completion.js";
 
 /** A run whose worker died this many times is ended with an error instead of being resumed again. */
@@ -218,10 +219,18 @@ export class RunWorker {
           entry.controller.abort(new Error(`run exceeded ${timeoutMs / 1000}s`));
         }, timeoutMs)
       : undefined;
-    const writer = new RunStreamWriter(this.o.store, runStream(run.run_id), revision);
+    // A chunk too large for one append (a whole large state in `values` mode) is written beside the run.
+    const shrink = async (e: EventData): Promise<EventData> => {
+      if (e.type !== "RunOutput") return e;
+      const d = e.data as { event: string; data: unknown };
+      return { ...e, data: { event: d.event, data: await externalizeIfLarge(this.o.store, "run-output-", run.run_id, d.data) } };
+    };
+    const writer = new RunStreamWriter(this.o.store, runStream(run.run_id), revision, shrink);
     const output = (event: string, data: unknown) => writer.push({ type: "RunOutput", data: { event, data } });
+    // A large input was written beside the run: the graph gets the value itself.
+    const kwargs = { ...run.kwargs, input: await resolveLarge(this.o.store, run.kwargs.input), command: await resolveLarge(this.o.store, run.kwargs.command) };
     const outcome = await executeRun({
-      run,
+      run: { ...run, kwargs },
       graphs: this.o.graphs,
       checkpointer: this.o.checkpointer,
       signal: entry.controller.signal,
@@ -234,11 +243,18 @@ export class RunWorker {
       return; // claim stays open: the next start resumes the run
     }
     const ended = this.endedOf(outcome, entry, takeover ? stream.owner : undefined);
+    // A final state too large for one event is written beside the run and referenced.
+    if (ended.values !== undefined) ended.values = await externalizeIfLarge(this.o.store, "run-values-", run.run_id, ended.values);
     if (ended.error) output("error", ended.error);
     try {
       await writer.finish([{ type: "RunEnded", data: ended }]);
     } catch (error) {
-      if (!(error instanceof WrongExpectedVersionError)) throw error;
+      if (!(error instanceof WrongExpectedVersionError)) {
+        // The log refused the outputs (never a hang with the claim held): the run ends with that error.
+        const failed: RunEnded = { status: "error", error: { error: (error as Error).name ?? "Error", message: (error as Error).message }, ended_at: this.o.now() };
+        await this.end(run, (await loadRunStream(this.o.store, run.run_id)).revision as bigint, failed, base);
+        return;
+      }
       // Someone appended meanwhile (a cancel request): write the rest, then end it the careful way.
       await writer.drain();
       await this.end(run, writer.revision, ended, base);

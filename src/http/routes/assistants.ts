@@ -100,7 +100,7 @@ export function assistantRoutes(ctx: AppContext, lifecycle: ThreadLifecycle): Fa
           // Threads the assistant ran on carry its id in their metadata (stamped at run creation).
           // Each delete takes the thread out of the search, so the first page is always the next one.
           for (;;) {
-            const { page } = searchThreads(ctx, { metadata: { assistant_id: assistantId }, limit: 100, offset: 0 });
+            const { page } = await searchThreads(ctx, { metadata: { assistant_id: assistantId }, limit: 100, offset: 0 });
             if (page.length === 0) break;
             for (const thread of page) await lifecycle.delete(thread.thread_id);
           }

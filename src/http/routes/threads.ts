@@ -54,7 +54,7 @@ export function threadRoutes(ctx: AppContext, lifecycle: ThreadLifecycle): Fasti
     });
 
     r.post("/threads/search", { schema: { tags, body: SearchBody.default({ limit: 10, offset: 0 }) } }, async (req, reply) => {
-      const { page, total } = searchThreads(ctx, req.body);
+      const { page, total } = await searchThreads(ctx, req.body);
       reply.headers(paginationHeaders(req.body.offset, page.length, total));
       return page.map((t) => pick(t, req.body.select));
     });
