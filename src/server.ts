@@ -87,6 +87,8 @@ export async function startServer(config: Config): Promise<RunningServer> {
       bodyLimit: config.bodyLimit,
       apiKey: config.apiKey,
       logLevel: config.logLevel,
+      cors: langgraph.config.http.cors,
+      auth,
       hooks: [logPositionHooks(readModels.store)],
       routes: [
         metaRoutes({ storeKind: store.kind, langgraphJsVersion: LANGGRAPH_JS_VERSION, webhooksEnabled: false }),
