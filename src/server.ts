@@ -1,4 +1,3 @@
-import path from "node:path";
 import type { FastifyInstance } from "fastify";
 import type { Config } from "./config.js";
 import { openStore } from "./eventstore/open.js";

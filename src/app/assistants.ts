@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import { validate as isUuid } from "uuid";
 import type { AppContext } from "./context.js";
 import { execute } from "./commands.js";
+import type { AuthFilters } from "../auth/filters.js";
 import { catchUpWithStream } from "./commands.js";
 import {
   assistantStream,
@@ -102,13 +103,15 @@ export async function deleteAssistant(ctx: AppContext, idOrGraph: string): Promi
 
 export type AssistantQuery = AssistantFilter;
 
-export function countAssistants(ctx: AppContext, q: AssistantQuery): number {
+// TODO(lead): apply `filters` in SQL (filtersToSql over the metadata column); not applied yet.
+export function countAssistants(ctx: AppContext, q: AssistantQuery, filters?: AuthFilters): number {
   return ctx.readModels.assistants.count(q);
 }
 
 export function searchAssistants(
   ctx: AppContext,
   q: AssistantQuery & { sort_by?: AssistantSortField; sort_order?: SortOrder; limit: number; offset: number },
+  filters?: AuthFilters, // TODO(lead): apply in SQL
 ): { page: Assistant[]; total: number } {
   return ctx.readModels.assistants.search(q);
 }

@@ -14,6 +14,7 @@ import type { JsonObject } from "../domain/json.js";
 import type { ThreadFilter, ThreadSortField } from "../read-models/threads.js";
 import type { SortOrder } from "../read-models/statements.js";
 import { HttpError } from "../http/errors.js";
+import type { AuthFilters } from "../auth/filters.js";
 
 /** Application service of threads: commands through the deciders, queries on the read model. */
 
@@ -68,13 +69,15 @@ export async function deleteThread(ctx: AppContext, threadId: string): Promise<v
 
 export type ThreadQuery = ThreadFilter;
 
-export function countThreads(ctx: AppContext, q: ThreadQuery): number {
+// TODO(lead): apply `filters` in SQL (filtersToSql over the metadata column); not applied yet.
+export function countThreads(ctx: AppContext, q: ThreadQuery, filters?: AuthFilters): number {
   return ctx.readModels.threads.count(q);
 }
 
 export function searchThreads(
   ctx: AppContext,
   q: ThreadQuery & { sort_by?: ThreadSortField; sort_order?: SortOrder; limit: number; offset: number },
+  filters?: AuthFilters, // TODO(lead): apply in SQL
 ): { page: Thread[]; total: number } {
   return ctx.readModels.threads.search(q);
 }
