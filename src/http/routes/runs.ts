@@ -1,3 +1,4 @@
+import type { OutgoingHttpHeaders } from "node:http";
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
@@ -109,7 +110,8 @@ export function runRoutes(ctx: AppContext, runs: RunsService): FastifyPluginAsyn
   async function waitRun(reply: FastifyReply, run: RunRecord, headers: Record<string, string>, cancelOnDisconnect: boolean, status = 200) {
     reply.hijack();
     const raw = reply.raw;
-    raw.writeHead(status, { "Content-Type": "application/json", ...headers, ...logPositionHeaders() });
+    // Headers hooks already set (CORS) would be lost on a hijacked reply otherwise.
+    raw.writeHead(status, { ...(reply.getHeaders() as OutgoingHttpHeaders), "Content-Type": "application/json", ...headers, ...logPositionHeaders() });
     const controller = new AbortController();
     raw.on("close", () => {
       if (raw.writableEnded) return;
