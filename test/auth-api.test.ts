@@ -149,14 +149,17 @@ t.test("custom auth", async (t) => {
     t.equal((await alice.assistants.get(aid)).assistant_id, aid);
   });
 
-  t.test("search and count show each user only their own", { todo: "needs SQL filters" }, async (t) => {
+  // Runs now; its assertions are todo (reported, not failing) until the read models apply the filters in SQL.
+  t.test("search and count show each user only their own", async (t) => {
+    const todo = { todo: "needs SQL filters" };
     const mine = await bob.threads.create({ metadata: { tag: "isolation" } });
     await alice.threads.create({ metadata: { tag: "isolation" } });
     const found = await bob.threads.search({ metadata: { tag: "isolation" } });
-    t.same(found.map((x) => x.thread_id), [mine.thread_id]);
-    t.equal(await bob.threads.count({ metadata: { tag: "isolation" } }), 1);
+    t.same(found.map((x) => x.thread_id), [mine.thread_id], "threads search", todo);
+    t.equal(await bob.threads.count({ metadata: { tag: "isolation" } }), 1, "threads count", todo);
     const assistants = await bob.assistants.search({ graphId: "agent" });
-    t.ok(assistants.every((a) => a.metadata?.owner === "bob"));
+    t.ok(assistants.length > 0 && assistants.every((a) => a.metadata?.owner === "bob"), "assistants search", todo);
+    t.equal(await bob.assistants.count({ graphId: "agent" }), assistants.length, "assistants count", todo);
   });
 
   t.test("graphs see langgraph_auth_user, _user_id and _permissions, which a client cannot forge", async (t) => {
