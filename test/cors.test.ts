@@ -35,7 +35,7 @@ t.test("default policy: like the official server", async (t) => {
   const created = await fetch(`${srv.url}/threads`, { method: "POST", headers: { origin: ORIGIN, "content-type": "application/json" }, body: "{}" });
   t.equal(created.headers.get("access-control-allow-origin"), "*");
   const exposed = created.headers.get("access-control-expose-headers")?.split(/,\s*/) ?? [];
-  t.same(exposed, ["Content-Location", "Location", "X-Pagination-Total", "X-Pagination-Next", "X-Request-Id"]);
+  t.same(exposed, ["Content-Location", "Location", "X-Pagination-Total", "X-Pagination-Next", "X-Request-Id", "X-Log-Position"]);
   for (const [method, url, body, status] of [
     ["GET", "/threads/00000000-0000-4000-8000-000000000000", undefined, 404],
     ["POST", "/threads/search", { limit: 0 }, 422],

@@ -13,8 +13,8 @@ import type { HttpConfig } from "../runtime/langgraph-config.js";
 export type CorsConfig = NonNullable<HttpConfig["cors"]>;
 
 export const API_METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"];
-/** Response headers a client of this API reads (stream resume, pagination, request ids). */
-export const EXPOSED_HEADERS = ["Content-Location", "Location", "X-Pagination-Total", "X-Pagination-Next", "X-Request-Id"];
+/** Response headers a client of this API reads (stream resume, pagination, request ids, read-your-writes position). */
+export const EXPOSED_HEADERS = ["Content-Location", "Location", "X-Pagination-Total", "X-Pagination-Next", "X-Request-Id", "X-Log-Position"];
 /** Always exposed, as the official server insists: the SDK needs them to resume streams and page. */
 const REQUIRED_EXPOSED = ["Content-Location", "X-Pagination-Total"];
 
