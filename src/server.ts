@@ -25,6 +25,7 @@ import { LANGGRAPH_JS_VERSION } from "./version.js";
 import { RunsService } from "./app/runs.js";
 import { runRoutes } from "./http/routes/runs.js";
 import { RunWorker } from "./runtime/worker.js";
+import { loadAuth } from "./auth/load.js";
 
 export interface RunningServer {
   url: string;
@@ -54,6 +55,8 @@ export async function startServer(config: Config): Promise<RunningServer> {
   const graphs = await loadGraphRegistry(langgraph.config, langgraph.baseDir, {
     graphDefaults: parseLanggraphConfigEnv(config.langgraphConfig),
   });
+  // A configured auth that cannot be loaded stops the start: never serve open by accident.
+  const auth = await loadAuth(langgraph.config.auth, langgraph.baseDir, path.basename(langgraph.configPath));
   const store = recordingPositions(withSchemas(await openStore(config), schemaForEventType));
   let readModels: ReadModels | undefined;
   let liveCheckpoints: LiveFeed | undefined;
@@ -83,6 +86,8 @@ export async function startServer(config: Config): Promise<RunningServer> {
       bodyLimit: config.bodyLimit,
       apiKey: config.apiKey,
       logLevel: config.logLevel,
+      cors: langgraph.config.http.cors,
+      auth,
       hooks: [logPositionHooks(readModels.store)],
       routes: [
         metaRoutes({ storeKind: store.kind, langgraphJsVersion: LANGGRAPH_JS_VERSION, webhooksEnabled: false }),

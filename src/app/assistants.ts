@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import { validate as isUuid } from "uuid";
 import type { AppContext } from "./context.js";
 import { execute } from "./commands.js";
+import { authConditions, type AuthFilters } from "../auth/filters.js";
 import { catchUpWithStream } from "./commands.js";
 import {
   assistantStream,
@@ -102,15 +103,17 @@ export async function deleteAssistant(ctx: AppContext, idOrGraph: string): Promi
 
 export type AssistantQuery = AssistantFilter;
 
-export function countAssistants(ctx: AppContext, q: AssistantQuery): number {
-  return ctx.readModels.assistants.count(q);
+/** Assistants matching `q` that the custom-auth `filters` let the user see (applied in the SQL query). */
+export function countAssistants(ctx: AppContext, q: AssistantQuery, filters?: AuthFilters): number {
+  return ctx.readModels.assistants.count({ ...q, extra: authConditions(filters, "assistants.metadata") });
 }
 
 export function searchAssistants(
   ctx: AppContext,
   q: AssistantQuery & { sort_by?: AssistantSortField; sort_order?: SortOrder; limit: number; offset: number },
+  filters?: AuthFilters,
 ): { page: Assistant[]; total: number } {
-  return ctx.readModels.assistants.search(q);
+  return ctx.readModels.assistants.search({ ...q, extra: authConditions(filters, "assistants.metadata") });
 }
 
 export async function assistantVersions(ctx: AppContext, idOrGraph: string, q: { metadata?: JsonObject; limit: number; offset: number }): Promise<AssistantVersion[]> {

@@ -12,6 +12,17 @@ import { isPlainObject, type JsonObject } from "../domain/json.js";
 import { WrongExpectedVersionError, type RecordedEvent } from "../eventstore/types.js";
 import { HttpError } from "../http/errors.js";
 import { completeOnThread, loadRunStream, type CompletionDeps } from "../runtime/run-completion.js";
+import type { AuthContext } from "../auth/engine.js";
+import { authConditions, type AuthFilters } from "../auth/filters.js";
+
+/** Keys of `configurable` that only the server sets (from the authenticated user), as the official server. */
+const AUTH_CONFIGURABLE_KEYS = ["langgraph_auth_user", "langgraph_auth_user_id", "langgraph_auth_permissions"];
+
+/** Who asked for the run, and the run id the auth handler was shown. */
+export interface RunCreateOptions {
+  auth?: AuthContext;
+  runId?: string;
+}
 
 /** A run request as the routes validated it (snake_case, as on the wire). */
 export interface RunRequest {
@@ -59,6 +70,11 @@ export function runResult(ended: RunEnded | undefined): unknown {
     if (all.length) return { ...obj(ended.values), __interrupt__: all };
   }
   return ended.values ?? {};
+}
+
+/** Runs whose thread the custom-auth `filters` let the user see, as a condition on the runs table. */
+function threadsOfRuns(filters: AuthFilters | undefined): { sql: string; params: unknown[] }[] {
+  return authConditions(filters, "threads.metadata").map((c) => ({ sql: `runs.thread_id IN (SELECT threads.thread_id FROM threads WHERE ${c.sql})`, params: c.params }));
 }
 
 /** How many events from its end a run stream is searched for its terminal event (a lease renewal may race past it). */
@@ -157,22 +173,28 @@ export class RunsService {
   }
 
   /** Creates a run on a thread (threadId) or on a new temporary thread (stateless, threadId null). */
-  async create(threadId: string | null, req: RunRequest, headers: Record<string, string | string[] | undefined> = {}): Promise<RunRecord> {
+  async create(
+    threadId: string | null,
+    req: RunRequest,
+    headers: Record<string, string | string[] | undefined> = {},
+    options: RunCreateOptions = {},
+  ): Promise<RunRecord> {
     const ctx = this.ctx;
     const assistant = await this.assistantOf(req.assistant_id);
     const stateless = threadId === null;
     let tid: string;
     if (stateless) {
-      tid = (await createThread(ctx, { metadata: {}, if_exists: "raise" })).thread_id;
+      // A thread made for a run carries the run's metadata (its owner, when auth added one), as the official server.
+      tid = (await createThread(ctx, { metadata: obj(req.metadata), if_exists: "raise" })).thread_id;
     } else {
       tid = threadId.toLowerCase();
       if (!(await threadStateConsistent(ctx, tid))) {
         if (req.if_not_exists !== "create") throw new HttpError(404, `Thread with ID ${threadId} not found`);
-        await createThread(ctx, { thread_id: tid, metadata: {}, if_exists: "do_nothing" });
+        await createThread(ctx, { thread_id: tid, metadata: obj(req.metadata), if_exists: "do_nothing" });
       }
     }
     const thread = threadState(ctx, tid)!.thread;
-    const runId = uuidv7();
+    const runId = options.runId ?? uuidv7();
     const now = ctx.now();
     const request = obj(req.config);
     const configurable: JsonObject = {
@@ -181,6 +203,13 @@ export class RunsService {
       ...configurableHeaders(headers),
       ...obj(request.configurable),
     };
+    // Never from the client or stored config: only the authenticated user sets these.
+    for (const key of AUTH_CONFIGURABLE_KEYS) delete configurable[key];
+    if (options.auth) {
+      configurable.langgraph_auth_user = JSON.parse(JSON.stringify(options.auth.user)) as JsonObject;
+      configurable.langgraph_auth_user_id = options.auth.user.identity;
+      configurable.langgraph_auth_permissions = [...options.auth.permissions];
+    }
     if (req.checkpoint_id) configurable.checkpoint_id = req.checkpoint_id;
     if (req.checkpoint) {
       for (const [k, v] of Object.entries(req.checkpoint)) if (v !== undefined && v !== null) configurable[k] = v;
@@ -244,9 +273,10 @@ export class RunsService {
     return publicRun(v);
   }
 
-  async list(threadId: string, q: { limit: number; offset: number; status?: RunStatus }): Promise<RunRecord[]> {
+  /** A thread's runs; the custom-auth `filters` apply to the runs' thread (in the SQL query). */
+  async list(threadId: string, q: { limit: number; offset: number; status?: RunStatus }, filters?: AuthFilters): Promise<RunRecord[]> {
     if (!(await threadStateConsistent(this.ctx, threadId))) throw new HttpError(404, `Thread with ID ${threadId} not found`);
-    return this.ctx.readModels.runs.listForThread(threadId.toLowerCase(), q);
+    return this.ctx.readModels.runs.listForThread(threadId.toLowerCase(), { ...q, extra: threadsOfRuns(filters) });
   }
 
   /** Cancels one run: a pending one ends now, a running one is aborted by its worker. */
@@ -274,12 +304,16 @@ export class RunsService {
   }
 
   /** Cancels runs by ids on a thread, or every run with a status (POST /runs/cancel). */
-  async cancelMany(q: { thread_id?: string; run_ids?: string[]; status?: "pending" | "running" | "all" }, action: CancelAction): Promise<number> {
+  async cancelMany(
+    q: { thread_id?: string; run_ids?: string[]; status?: "pending" | "running" | "all" },
+    action: CancelAction,
+    filters?: AuthFilters,
+  ): Promise<number> {
     let targets: RunView[];
     if (q.run_ids) {
       targets = q.run_ids.map((id) => this.view(id)).filter((v): v is RunView => !!v && (!q.thread_id || v.run.thread_id === q.thread_id.toLowerCase()));
     } else {
-      targets = this.ctx.readModels.runs.activeWithStatus(q.status === "all" || q.status === undefined ? ["pending", "running"] : [q.status]);
+      targets = this.ctx.readModels.runs.activeWithStatus(q.status === "all" || q.status === undefined ? ["pending", "running"] : [q.status], threadsOfRuns(filters));
     }
     targets = targets.filter((v) => !v.stream.ended);
     await Promise.all(targets.map((v) => this.cancel(null, v.run.run_id, action)));

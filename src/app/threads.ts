@@ -15,6 +15,7 @@ import type { JsonObject } from "../domain/json.js";
 import type { ThreadFilter, ThreadSortField } from "../read-models/threads.js";
 import type { SortOrder } from "../read-models/statements.js";
 import { HttpError } from "../http/errors.js";
+import { authConditions, type AuthFilters } from "../auth/filters.js";
 
 /** Application service of threads: commands through the deciders, queries on the read model. */
 
@@ -74,14 +75,16 @@ export async function deleteThread(ctx: AppContext, threadId: string): Promise<v
 
 export type ThreadQuery = ThreadFilter;
 
-export function countThreads(ctx: AppContext, q: ThreadQuery): number {
-  return ctx.readModels.threads.count(q);
+/** Threads matching `q` that the custom-auth `filters` let the user see (applied in the SQL query). */
+export function countThreads(ctx: AppContext, q: ThreadQuery, filters?: AuthFilters): number {
+  return ctx.readModels.threads.count({ ...q, extra: authConditions(filters, "threads.metadata") });
 }
 
 export async function searchThreads(
   ctx: AppContext,
   q: ThreadQuery & { sort_by?: ThreadSortField; sort_order?: SortOrder; limit: number; offset: number },
+  filters?: AuthFilters,
 ): Promise<{ page: Thread[]; total: number }> {
-  const { page, total } = ctx.readModels.threads.search(q);
+  const { page, total } = ctx.readModels.threads.search({ ...q, extra: authConditions(filters, "threads.metadata") });
   return { page: await Promise.all(page.map((t) => withValues(ctx, t))), total };
 }

@@ -1,8 +1,6 @@
 import { createHash, timingSafeEqual } from "node:crypto";
 import type { FastifyInstance } from "fastify";
-
-/** Routes anyone may call: liveness, server info and the API description. */
-const PUBLIC_PATHS = [/^\/ok$/, /^\/info$/, /^\/docs(\/.*)?$/, /^\/openapi\.json$/];
+import { isPublicRequest } from "./public-paths.js";
 
 const digest = (value: string) => createHash("sha256").update(value).digest();
 
@@ -10,8 +8,7 @@ const digest = (value: string) => createHash("sha256").update(value).digest();
 export function requireApiKey(app: FastifyInstance, apiKey: string): void {
   const expected = digest(apiKey);
   app.addHook("onRequest", async (request, reply) => {
-    const path = request.url.split("?")[0];
-    if (PUBLIC_PATHS.some((p) => p.test(path))) return;
+    if (isPublicRequest(request)) return;
     const given = request.headers["x-api-key"];
     const ok = typeof given === "string" && timingSafeEqual(digest(given), expected);
     if (!ok) return reply.code(401).send({ detail: "Missing or invalid API key (x-api-key header)" });

@@ -4,12 +4,20 @@ import fastifySwaggerUi from "@fastify/swagger-ui";
 import { jsonSchemaTransform, serializerCompiler, validatorCompiler } from "fastify-type-provider-zod";
 import { errorHandler } from "./errors.js";
 import { requireApiKey } from "./api-key.js";
+import fastifyCors from "@fastify/cors";
+import { corsOptions, type CorsConfig } from "./cors.js";
+import { installAuth } from "./auth.js";
+import type { AuthHandlers } from "../auth/handlers.js";
 import { VERSION } from "../version.js";
 
 export interface HttpAppOptions {
   bodyLimit: number;
   apiKey: string | undefined;
   logLevel: string;
+  /** `http.cors` of langgraph.json; absent = the official server's open policy. */
+  cors?: CorsConfig;
+  /** The configured Auth's handlers (`auth.path`); absent = no custom auth. */
+  auth?: AuthHandlers;
   /** Resource plugins, each registering its routes with their zod schemas. */
   routes: FastifyPluginAsync[];
   /** Cross-cutting hooks added to the root app before any route (they apply to every route). */
@@ -36,7 +44,11 @@ export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInst
   // The official JS server treats text/plain bodies as JSON; SDKs and curl users send both.
   app.addContentTypeParser("text/plain", { parseAs: "string" }, app.getDefaultJsonParser("error", "error"));
 
+  // Order of the onRequest hooks: CORS (answers preflights, adds its headers to every later
+  // response), then the API key (cheap, constant), then custom authentication.
+  await app.register(fastifyCors, corsOptions(options.cors));
   if (options.apiKey) requireApiKey(app, options.apiKey);
+  installAuth(app, options.auth);
   for (const hook of options.hooks ?? []) hook(app);
 
   await app.register(fastifySwagger, {

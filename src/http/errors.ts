@@ -7,6 +7,8 @@ export class HttpError extends Error {
   constructor(
     readonly statusCode: number,
     readonly detail: string,
+    /** Sent with the error (e.g. `WWW-Authenticate` from an auth handler). */
+    readonly headers: Record<string, string> = {},
   ) {
     super(detail);
     this.name = "HttpError";
@@ -34,7 +36,7 @@ function describeValidation(context: string | undefined, issues: ZodLikeIssue[])
 /** Maps every failure to a JSON `{"detail"}` body; validation → 422, never a 500 for bad input. */
 export function errorHandler(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
   if (error instanceof HttpError) {
-    reply.code(error.statusCode).send({ detail: error.detail });
+    reply.headers(error.headers).code(error.statusCode).send({ detail: error.detail });
     return;
   }
   if (hasZodFastifySchemaValidationErrors(error)) {

@@ -1,3 +1,4 @@
+import type { OutgoingHttpHeaders } from "node:http";
 import type { FastifyReply } from "fastify";
 import type { EventStore } from "../eventstore/types.js";
 import { runStream } from "../domain/runs.js";
@@ -26,6 +27,8 @@ export class SseWriter {
     reply.hijack();
     const raw = reply.raw;
     raw.writeHead(200, {
+      // Headers hooks already set (CORS) would be lost on a hijacked reply otherwise.
+      ...(reply.getHeaders() as OutgoingHttpHeaders),
       "Content-Type": "text/event-stream; charset=utf-8",
       "Cache-Control": "no-store",
       Connection: "keep-alive",

@@ -118,17 +118,18 @@ export class RunsReadModel {
 
   /** A thread's runs, newest first, as the API shows them. */
   listForThread(threadId: string, q: { limit: number; offset: number; status?: RunStatus; extra?: readonly SqlFragment[] }): RunRecord[] {
-    const where: SqlFragment[] = [{ sql: "thread_id = ?", params: [threadId] }];
-    if (q.status !== undefined) where.push({ sql: "status = ?", params: [q.status] });
+    const where: SqlFragment[] = [{ sql: "runs.thread_id = ?", params: [threadId] }];
+    if (q.status !== undefined) where.push({ sql: "runs.status = ?", params: [q.status] });
     if (q.extra) where.push(...q.extra);
     const sql = `SELECT record, stream, thread_finished FROM runs WHERE ${where.map((w) => `(${w.sql})`).join(" AND ")} ORDER BY run_id DESC LIMIT ? OFFSET ?`;
     return (this.cache.get(sql).all(...where.flatMap((w) => w.params), q.limit, q.offset) as RunRow[]).map((r) => publicRun(viewOf(r)));
   }
 
   /** Runs not ended, of the given statuses (pending, running). */
-  activeWithStatus(statuses: readonly RunStatus[]): RunView[] {
-    const sql = "SELECT record, stream, thread_finished FROM runs WHERE status IN (SELECT value FROM json_each(?)) ORDER BY run_id";
-    return (this.cache.get(sql).all(JSON.stringify(statuses)) as RunRow[]).map(viewOf);
+  activeWithStatus(statuses: readonly RunStatus[], extra: readonly SqlFragment[] = []): RunView[] {
+    const where = [{ sql: "runs.status IN (SELECT value FROM json_each(?))", params: [JSON.stringify(statuses)] }, ...extra];
+    const sql = `SELECT record, stream, thread_finished FROM runs WHERE ${where.map((w) => `(${w.sql})`).join(" AND ")} ORDER BY run_id`;
+    return (this.cache.get(sql).all(...where.flatMap((w) => w.params)) as RunRow[]).map(viewOf);
   }
 
   /** A thread's runs that have not ended. */

@@ -116,7 +116,7 @@ const TYPESCRIPT = /\.(ts|mts|cts|tsx)$/;
  * graphs share the server's module instances (`instanceof`, Command, checkpointer classes match);
  * and no module-loader hook thread is started (on Node 20 a loader costs a second V8 isolate).
  */
-async function importFile(file: string): Promise<Record<string, unknown>> {
+export async function importFile(file: string): Promise<Record<string, unknown>> {
   if (!TYPESCRIPT.test(file)) return (await import(pathToFileURL(file).href)) as Record<string, unknown>;
   const { build } = await import("esbuild");
   esbuildUsed = true;

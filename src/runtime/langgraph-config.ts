@@ -202,7 +202,7 @@ export const WebhooksConfigSchema = z
   });
 export type WebhooksConfig = z.output<typeof WebhooksConfigSchema>;
 
-/** Accepted and kept, not enforced yet. */
+/** `path` names the `Auth` instance (`./auth.ts:auth`) that authenticates and authorizes every request (src/auth/). */
 export const AuthConfigSchema = z.looseObject({
   path: z.string().optional(),
   disable_studio_auth: z.boolean().optional(),

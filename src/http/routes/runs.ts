@@ -1,3 +1,4 @@
+import type { OutgoingHttpHeaders } from "node:http";
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
@@ -10,6 +11,11 @@ import { JsonObject, RunnableConfig, Uuid } from "../schemas.js";
 import { pick } from "../../domain/json.js";
 import { logPositionHeaders } from "../../app/request-context.js";
 import { SseWriter, parseLastEventId, streamModeFilter, tailRunStream } from "../sse.js";
+import { v7 as uuidv7 } from "uuid";
+import { authorize } from "../auth.js";
+import { authorizeThread, threadVisible } from "../auth-guards.js";
+import { filterMatches } from "../../auth/filters.js";
+import { HttpError } from "../errors.js";
 
 const StreamMode = z.enum(STREAM_MODES as [string, ...string[]]);
 const NodeList = z.union([z.literal("*"), z.array(z.string())]);
@@ -104,7 +110,8 @@ export function runRoutes(ctx: AppContext, runs: RunsService): FastifyPluginAsyn
   async function waitRun(reply: FastifyReply, run: RunRecord, headers: Record<string, string>, cancelOnDisconnect: boolean, status = 200) {
     reply.hijack();
     const raw = reply.raw;
-    raw.writeHead(status, { "Content-Type": "application/json", ...headers, ...logPositionHeaders() });
+    // Headers hooks already set (CORS) would be lost on a hijacked reply otherwise.
+    raw.writeHead(status, { ...(reply.getHeaders() as OutgoingHttpHeaders), "Content-Type": "application/json", ...headers, ...logPositionHeaders() });
     const controller = new AbortController();
     raw.on("close", () => {
       if (raw.writableEnded) return;
@@ -123,6 +130,35 @@ export function runRoutes(ctx: AppContext, runs: RunsService): FastifyPluginAsyn
 
   const headersOf = (req: FastifyRequest) => req.headers as Record<string, string | string[] | undefined>;
 
+  /**
+   * `threads:create_run` (for stateless runs too, as the official server): the handler may add
+   * metadata (stored on the run, and on a thread made for it) or hide the thread (404).
+   */
+  async function createRun(req: FastifyRequest, threadId: string | null, body: RunRequest): Promise<RunRecord> {
+    const runId = uuidv7();
+    const { value, filters } = await authorize(req, "threads", "create_run", {
+      thread_id: threadId ?? undefined,
+      assistant_id: body.assistant_id,
+      run_id: runId,
+      status: "pending" as const,
+      metadata: body.metadata ?? {},
+      multitask_strategy: body.multitask_strategy ?? "enqueue",
+      if_not_exists: body.if_not_exists ?? "reject",
+      after_seconds: body.after_seconds ?? 0,
+      kwargs: { ...body } as Record<string, unknown>,
+    });
+    if (threadId !== null && !(await threadVisible(ctx, threadId, filters))) throw new HttpError(404, `Thread with ID ${threadId} not found`);
+    return runs.create(threadId, { ...body, metadata: value.metadata ?? {} }, headersOf(req), { auth: req.auth, runId });
+  }
+
+  /** A run reached without its thread in the path: visible when its metadata (its thread's at creation) passes. */
+  async function statelessRun(req: FastifyRequest, runId: string): Promise<RunRecord> {
+    const { filters } = await authorize(req, "threads", "read", { run_id: runId });
+    const run = await runs.get(null, runId);
+    if (filters && !(filterMatches(run.metadata, filters) && (await threadVisible(ctx, run.thread_id, filters)))) throw new HttpError(404, "Run not found");
+    return run;
+  }
+
   return async (app) => {
     const r = app.withTypeProvider<ZodTypeProvider>();
     const tags = ["runs"];
@@ -131,38 +167,42 @@ export function runRoutes(ctx: AppContext, runs: RunsService): FastifyPluginAsyn
       // The singular prefix is an alias (the webhook docs use it): served, not listed twice in the OpenAPI document.
       const hide = prefix === "/thread";
       r.post(`${prefix}/:thread_id/runs`, { schema: { tags, hide, params: ThreadParams, body: RunCreateStateful } }, async (req, reply) => {
-        const run = await runs.create(req.params.thread_id, req.body as RunRequest, headersOf(req));
+        const run = await createRun(req, req.params.thread_id, req.body as RunRequest);
         reply.header("Content-Location", runPath(run, false));
         return run;
       });
 
       r.post(`${prefix}/:thread_id/runs/stream`, { schema: { tags, hide, params: ThreadParams, body: RunCreateStateful } }, async (req, reply) => {
-        const run = await runs.create(req.params.thread_id, req.body as RunRequest, headersOf(req));
+        const run = await createRun(req, req.params.thread_id, req.body as RunRequest);
         const path = runPath(run, false);
         await streamRun(reply, run, { "Content-Location": path, Location: `${path}/stream` }, "start", run.kwargs.on_disconnect === "cancel");
       });
 
       r.post(`${prefix}/:thread_id/runs/wait`, { schema: { tags, hide, params: ThreadParams, body: RunCreateStateful } }, async (req, reply) => {
-        const run = await runs.create(req.params.thread_id, req.body as RunRequest, headersOf(req));
+        const run = await createRun(req, req.params.thread_id, req.body as RunRequest);
         const path = runPath(run, false);
         await waitRun(reply, run, { "Content-Location": path, Location: `${path}/join` }, run.kwargs.on_disconnect === "cancel");
       });
 
       r.get(`${prefix}/:thread_id/runs`, { schema: { tags, hide, params: ThreadParams, querystring: ListQuery } }, async (req) => {
         const select = req.query.select === undefined ? undefined : Array.isArray(req.query.select) ? req.query.select : [req.query.select];
-        return (await runs.list(req.params.thread_id, req.query)).map((r) => pick(r, select));
+        const { filters } = await authorizeThread(ctx, req, "search", req.params.thread_id, { thread_id: req.params.thread_id, status: req.query.status });
+        return (await runs.list(req.params.thread_id, req.query, filters)).map((r) => pick(r, select));
       });
 
-      r.get(`${prefix}/:thread_id/runs/:run_id`, { schema: { tags, hide, params: RunParams } }, async (req) =>
-        runs.get(req.params.thread_id, req.params.run_id),
-      );
+      r.get(`${prefix}/:thread_id/runs/:run_id`, { schema: { tags, hide, params: RunParams } }, async (req) => {
+        await authorizeThread(ctx, req, "read", req.params.thread_id, { ...req.params });
+        return runs.get(req.params.thread_id, req.params.run_id);
+      });
 
       r.delete(`${prefix}/:thread_id/runs/:run_id`, { schema: { tags, hide, params: RunParams } }, async (req, reply) => {
+        await authorizeThread(ctx, req, "delete", req.params.thread_id, { ...req.params });
         await runs.delete(req.params.thread_id, req.params.run_id);
         reply.code(204).send();
       });
 
       r.post(`${prefix}/:thread_id/runs/:run_id/cancel`, { schema: { tags, hide, params: RunParams, querystring: CancelQuery } }, async (req, reply) => {
+        await authorizeThread(ctx, req, "update", req.params.thread_id, { ...req.params, action: req.query.action });
         const run = await runs.get(req.params.thread_id, req.params.run_id);
         await runs.cancel(req.params.thread_id, req.params.run_id, req.query.action);
         if (!req.query.wait) {
@@ -173,12 +213,14 @@ export function runRoutes(ctx: AppContext, runs: RunsService): FastifyPluginAsyn
       });
 
       r.get(`${prefix}/:thread_id/runs/:run_id/join`, { schema: { tags, hide, params: RunParams, querystring: JoinQuery } }, async (req, reply) => {
+        await authorizeThread(ctx, req, "read", req.params.thread_id, { ...req.params });
         const run = await runs.get(req.params.thread_id, req.params.run_id);
         const path = runPath(run, false);
         await waitRun(reply, run, { "Content-Location": path, Location: `${path}/join` }, req.query.cancel_on_disconnect);
       });
 
       r.get(`${prefix}/:thread_id/runs/:run_id/stream`, { schema: { tags, hide, params: RunParams, querystring: JoinStreamQuery } }, async (req, reply) => {
+        await authorizeThread(ctx, req, "read", req.params.thread_id, { ...req.params });
         const run = await runs.get(req.params.thread_id, req.params.run_id);
         const from = parseLastEventId(req.headers["last-event-id"]);
         const path = runPath(run, false);
@@ -187,31 +229,31 @@ export function runRoutes(ctx: AppContext, runs: RunsService): FastifyPluginAsyn
     }
 
     r.post("/runs", { schema: { tags, body: RunCreateStateless } }, async (req, reply) => {
-      const run = await runs.create(null, req.body as RunRequest, headersOf(req));
+      const run = await createRun(req, null, req.body as RunRequest);
       reply.header("Content-Location", runPath(run, true));
       return run;
     });
 
     r.post("/runs/stream", { schema: { tags, body: RunCreateStateless } }, async (req, reply) => {
-      const run = await runs.create(null, req.body as RunRequest, headersOf(req));
+      const run = await createRun(req, null, req.body as RunRequest);
       const path = runPath(run, true);
       await streamRun(reply, run, { "Content-Location": path, Location: `${path}/stream` }, "start", run.kwargs.on_disconnect === "cancel");
     });
 
     r.post("/runs/wait", { schema: { tags, body: RunCreateStateless } }, async (req, reply) => {
-      const run = await runs.create(null, req.body as RunRequest, headersOf(req));
+      const run = await createRun(req, null, req.body as RunRequest);
       const path = runPath(run, true);
       await waitRun(reply, run, { "Content-Location": path }, run.kwargs.on_disconnect === "cancel");
     });
 
     r.post("/runs/batch", { schema: { tags, body: z.array(RunCreateStateless).min(1) } }, async (req) => {
       const created: RunRecord[] = [];
-      for (const body of req.body) created.push(await runs.create(null, body as RunRequest, headersOf(req)));
+      for (const body of req.body) created.push(await createRun(req, null, body as RunRequest));
       return created;
     });
 
     r.get("/runs/:run_id/stream", { schema: { tags, params: StatelessRunParams, querystring: JoinStreamQuery } }, async (req, reply) => {
-      const run = await runs.get(null, req.params.run_id);
+      const run = await statelessRun(req, req.params.run_id);
       const from = parseLastEventId(req.headers["last-event-id"]);
       const path = runPath(run, true);
       await streamRun(reply, run, { "Content-Location": path, Location: `${path}/stream` }, from, req.query.cancel_on_disconnect, req.query.stream_mode);
@@ -221,7 +263,15 @@ export function runRoutes(ctx: AppContext, runs: RunsService): FastifyPluginAsyn
       "/runs/cancel",
       { schema: { tags, body: CancelManyBody, querystring: z.object({ action: CancelActionSchema.default("interrupt") }) } },
       async (req, reply) => {
-        const n = await runs.cancelMany(req.body, req.query.action);
+        const { filters } = await authorize(req, "threads", "update", { ...req.body, action: req.query.action });
+        if (filters) {
+          // Named runs the user may not see are reported as missing, like unknown ones.
+          for (const runId of req.body.run_ids ?? []) {
+            const view = runs.view(runId);
+            if (view && !(filterMatches(view.run.metadata, filters) && (await threadVisible(ctx, view.run.thread_id, filters)))) throw new HttpError(404, "Run not found");
+          }
+        }
+        const n = await runs.cancelMany(req.body, req.query.action, filters);
         if (n === 0) {
           reply.code(404).send({ detail: "No matching runs to cancel" });
           return;

@@ -4,6 +4,7 @@ import { z } from "zod";
 import type { AppContext } from "../../app/context.js";
 import { getThreadHistory, getThreadState, updateThreadState } from "../../app/thread-state.js";
 import { JsonObject, ThreadIdParams } from "../schemas.js";
+import { authorizeThread } from "../auth-guards.js";
 
 const CheckpointRef = z.strictObject({
   checkpoint_id: z.string().optional(),
@@ -33,6 +34,12 @@ export function threadStateRoutes(ctx: AppContext): FastifyPluginAsync {
     const r = app.withTypeProvider<ZodTypeProvider>();
     const tags = ["thread state"];
     const ref = (checkpoint?: z.infer<typeof CheckpointRef>) => checkpoint && { ...checkpoint, thread_id: undefined };
+    // State and history are reads of the thread, a state update is an update (as the official server maps them).
+    app.addHook("preHandler", async (req) => {
+      const threadId = (req.params as { thread_id?: string }).thread_id;
+      if (threadId === undefined) return;
+      await authorizeThread(ctx, req, req.method === "POST" && /\/state$/.test(req.routeOptions.url ?? "") ? "update" : "read", threadId, { thread_id: threadId });
+    });
 
     r.get("/threads/:thread_id/state", { schema: { tags, params: ThreadIdParams, querystring: z.object({ subgraphs: Bool.optional() }) } }, async (req) =>
       getThreadState(ctx, req.params.thread_id, { subgraphs: req.query.subgraphs }),

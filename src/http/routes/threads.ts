@@ -2,7 +2,11 @@ import type { FastifyPluginAsync } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
 import type { AppContext } from "../../app/context.js";
-import { countThreads, createThread, getThread, patchThread, searchThreads } from "../../app/threads.js";
+import { countThreads, createThread, getThread, patchThread, searchThreads, threadStateConsistent } from "../../app/threads.js";
+import { authorize } from "../auth.js";
+import { authorizeThread } from "../auth-guards.js";
+import { filterMatches } from "../../auth/filters.js";
+import { HttpError } from "../errors.js";
 import { ThreadStatusSchema } from "../../domain/threads.js";
 import { pick } from "../../domain/json.js";
 import { IfExists, JsonObject, Limit, Offset, SortOrder, ThreadIdParams, Uuid, paginationHeaders } from "../schemas.js";
@@ -48,34 +52,53 @@ export function threadRoutes(ctx: AppContext, lifecycle: ThreadLifecycle): Fasti
     const tags = ["threads"];
 
     r.post("/threads", { schema: { tags, body: CreateBody.default({}) } }, async (req) => {
-      const thread = await createThread(ctx, { thread_id: req.body.thread_id, metadata: req.body.metadata ?? {}, if_exists: req.body.if_exists ?? "raise" });
+      const { value, filters } = await authorize(req, "threads", "create", {
+        thread_id: req.body.thread_id, metadata: req.body.metadata ?? {}, if_exists: req.body.if_exists ?? "raise",
+      });
+      // Someone else's thread with that id: a conflict, as for any existing thread (its content stays hidden).
+      const existing = value.thread_id ? (await threadStateConsistent(ctx, value.thread_id))?.thread : undefined;
+      if (existing && filters && !filterMatches(existing.metadata, filters)) throw new HttpError(409, `Thread with ID ${value.thread_id} already exists`);
+      const thread = await createThread(ctx, { thread_id: value.thread_id, metadata: value.metadata ?? {}, if_exists: value.if_exists ?? "raise" });
       if (req.body.supersteps?.length) return lifecycle.applySupersteps(thread.thread_id, req.body.supersteps);
       return thread;
     });
 
     r.post("/threads/search", { schema: { tags, body: SearchBody.default({ limit: 10, offset: 0 }) } }, async (req, reply) => {
-      const { page, total } = await searchThreads(ctx, req.body);
+      const { filters } = await authorize(req, "threads", "search", { ...req.body });
+      const { page, total } = await searchThreads(ctx, req.body, filters);
       reply.headers(paginationHeaders(req.body.offset, page.length, total));
       return page.map((t) => pick(t, req.body.select));
     });
 
-    r.post("/threads/count", { schema: { tags, body: z.strictObject(Filters).default({}) } }, async (req) => countThreads(ctx, req.body));
+    r.post("/threads/count", { schema: { tags, body: z.strictObject(Filters).default({}) } }, async (req) => {
+      const { filters } = await authorize(req, "threads", "search", { ...req.body });
+      return countThreads(ctx, req.body, filters);
+    });
 
-    r.get("/threads/:thread_id", { schema: { tags, params: ThreadIdParams, querystring: z.object({ include: z.unknown().optional() }) } }, async (req) =>
-      getThread(ctx, req.params.thread_id),
-    );
+    r.get("/threads/:thread_id", { schema: { tags, params: ThreadIdParams, querystring: z.object({ include: z.unknown().optional() }) } }, async (req) => {
+      await authorizeThread(ctx, req, "read", req.params.thread_id, { thread_id: req.params.thread_id });
+      return getThread(ctx, req.params.thread_id);
+    });
 
     r.patch(
       "/threads/:thread_id",
       { schema: { tags, params: ThreadIdParams, body: z.strictObject({ metadata: JsonObject.optional(), ttl: Ttl.optional() }) } },
-      async (req) => patchThread(ctx, req.params.thread_id, req.body.metadata ?? {}),
+      async (req) => {
+        const { value } = await authorizeThread(ctx, req, "update", req.params.thread_id, { thread_id: req.params.thread_id, metadata: req.body.metadata ?? {} });
+        return patchThread(ctx, req.params.thread_id, value.metadata ?? {});
+      },
     );
 
     r.delete("/threads/:thread_id", { schema: { tags, params: ThreadIdParams } }, async (req, reply) => {
+      await authorizeThread(ctx, req, "delete", req.params.thread_id, { thread_id: req.params.thread_id });
       await lifecycle.delete(req.params.thread_id);
       reply.code(204).send();
     });
 
-    r.post("/threads/:thread_id/copy", { schema: { tags, params: ThreadIdParams } }, async (req) => lifecycle.copy(req.params.thread_id));
+    r.post("/threads/:thread_id/copy", { schema: { tags, params: ThreadIdParams } }, async (req) => {
+      // As the official server: copying needs read access; the copy keeps the source's metadata (its owner).
+      await authorizeThread(ctx, req, "read", req.params.thread_id, { thread_id: req.params.thread_id });
+      return lifecycle.copy(req.params.thread_id);
+    });
   };
 }

@@ -1,0 +1,52 @@
+/**
+ * Per-resource authorization for the routes: runs the auth handler, then hides a single
+ * resource whose metadata does not pass the returned filters behind the same 404 a missing one
+ * gets (never 403: existence is not revealed). Without filters the routes' own lookups answer
+ * as before. Searches and counts get the filters to apply in their queries.
+ */
+import type { FastifyRequest } from "fastify";
+import type { AppContext } from "../app/context.js";
+import { threadStateConsistent } from "../app/threads.js";
+import { findAssistantConsistent, resolveAssistantId } from "../app/assistants.js";
+import { filterMatches, type AuthFilters } from "../auth/filters.js";
+import type { AuthAction } from "../auth/engine.js";
+import { authorize } from "./auth.js";
+import { HttpError } from "./errors.js";
+
+export interface Authorized<V> {
+  value: V;
+  filters: AuthFilters | undefined;
+}
+
+/** Authorizes `threads:<action>` on one thread; 404 when the thread exists but is not visible. */
+export async function authorizeThread<V>(ctx: AppContext, req: FastifyRequest, action: AuthAction<"threads">, threadId: string, value: V): Promise<Authorized<V>> {
+  const result = await authorize(req, "threads", action, value);
+  if (result.filters) {
+    // The consistent lookup: a thread another process just created must not slip past the check.
+    const thread = (await threadStateConsistent(ctx, threadId))?.thread;
+    if (thread && !filterMatches(thread.metadata, result.filters)) throw new HttpError(404, `Thread with ID ${threadId} not found`);
+  }
+  return result;
+}
+
+/** Authorizes `assistants:<action>` on one assistant (id or graph id); 404 when not visible. */
+export async function authorizeAssistant<V>(ctx: AppContext, req: FastifyRequest, action: AuthAction<"assistants">, idOrGraph: string, value: V): Promise<Authorized<V>> {
+  const result = await authorize(req, "assistants", action, value);
+  if (result.filters) {
+    let assistant;
+    try {
+      assistant = await findAssistantConsistent(ctx, resolveAssistantId(ctx, idOrGraph));
+    } catch {
+      assistant = undefined; // not an id: the route's own lookup answers
+    }
+    if (assistant && !filterMatches(assistant.metadata, result.filters)) throw new HttpError(404, "Assistant not found");
+  }
+  return result;
+}
+
+/** Whether a thread (by id) is visible under the filters; a missing thread counts as visible. */
+export async function threadVisible(ctx: AppContext, threadId: string, filters: AuthFilters | undefined): Promise<boolean> {
+  if (!filters) return true;
+  const thread = (await threadStateConsistent(ctx, threadId))?.thread;
+  return !thread || filterMatches(thread.metadata, filters);
+}

@@ -1,0 +1,13 @@
+import type { FastifyRequest } from "fastify";
+
+/** Routes anyone may call: liveness, server info, the API description and the agent card. */
+const PUBLIC_PATHS = [/^\/ok$/, /^\/info$/, /^\/docs(\/.*)?$/, /^\/openapi\.json$/, /^\/\.well-known\/agent-card\.json$/];
+
+export const isPublicPath = (path: string) => PUBLIC_PATHS.some((p) => p.test(path));
+
+/**
+ * Public routes, and OPTIONS requests: a CORS preflight carries no credentials (the browser
+ * strips them) and is answered by the CORS hook before any check; other OPTIONS requests reach
+ * no handler (404).
+ */
+export const isPublicRequest = (request: FastifyRequest) => request.method === "OPTIONS" || isPublicPath(request.url.split("?")[0]);
