@@ -132,7 +132,7 @@ export async function benchRuns(): Promise<Record<string, unknown>> {
 
     const rss = await rssMiB(child.pid!);
 
-    const { graph } = await import(pathToFileURL(path.join(root, "graphs", "agent.ts")).href);
+    const { graph } = await import(pathToFileURL(path.join(root, "src", "graphs", "agent.ts")).href);
     for (let i = 0; i < 100; i++) await graph.invoke(input);
     const g0 = performance.now();
     for (let i = 0; i < INVOKES; i++) await graph.invoke(input);
