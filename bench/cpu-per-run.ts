@@ -3,9 +3,14 @@
  * as a child process, `runs.wait` on a new thread per run at concurrency 16, and the server's CPU time
  * (utime + stime from /proc/<pid>/stat) read before and after the runs. Threads are created before the
  * measured window, so only the runs count.
- * Run: npx tsx bench/cpu-per-run.ts [runs]     (CPU_PROF_DIR=dir adds `node --cpu-prof` to the server)
+ * Run: npx tsx bench/cpu-per-run.ts [runs]
+ *   CPU_PROF_DIR=dir   adds `node --cpu-prof` to the server (wall-clock samples: fsync waits show as CPU)
+ *   PERF_DATA=file     records on-CPU samples of the measured window with `perf record -e cpu-clock`
+ *                      (server started with --perf-basic-prof, so JS functions have names)
+ *   NODE_ARGS="..."    more node flags for the server; SERVER_STDOUT=file keeps what it prints
  */
 import { execFileSync, spawn } from "node:child_process";
+import { createWriteStream } from "node:fs";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
@@ -27,7 +32,8 @@ export async function benchCpuPerRun(runs = 2_000): Promise<Record<string, unkno
   execFileSync("npm", ["run", "build", "--silent"], { cwd: root, stdio: "inherit" });
   const dataDir = await mkdtemp(path.join(os.tmpdir(), "agent-server-bench-cpu-"));
   const profDir = process.env.CPU_PROF_DIR;
-  const nodeArgs = profDir ? ["--cpu-prof", `--cpu-prof-dir=${path.resolve(profDir)}`] : [];
+  const perfData = process.env.PERF_DATA;
+  const nodeArgs = [...(process.env.NODE_ARGS?.split(" ").filter(Boolean) ?? []), ...(profDir ? ["--cpu-prof", `--cpu-prof-dir=${path.resolve(profDir)}`] : []), ...(perfData ? ["--perf-basic-prof"] : [])];
   const child = spawn(process.execPath, [...nodeArgs, "--enable-source-maps", "dist/main.js"], {
     cwd: root,
     env: { ...process.env, HOST: "127.0.0.1", PORT: "0", DATA_DIR: dataDir, LANGGRAPH_JSON: path.join(root, "langgraph.json"), LOG_LEVEL: "silent", N_JOBS_PER_WORKER: "64" },
@@ -38,7 +44,10 @@ export async function benchCpuPerRun(runs = 2_000): Promise<Record<string, unkno
   try {
     const url = await new Promise<string>((resolve, reject) => {
       let out = "";
+      const log = process.env.SERVER_STDOUT ? createWriteStream(process.env.SERVER_STDOUT) : undefined;
       child.stdout!.setEncoding("utf8").on("data", (chunk: string) => {
+        log?.write(chunk);
+        if (out.length > 100_000) return;
         out += chunk;
         const m = /listening on (http:\/\/\S+)/.exec(out);
         if (m) resolve(m[1]);
@@ -63,14 +72,19 @@ export async function benchCpuPerRun(runs = 2_000): Promise<Record<string, unkno
         while (next < n) await job(next++);
       }));
     };
-    const warm = await Promise.all(Array.from({ length: 200 }, () => newThread()));
+    const warm = await Promise.all(Array.from({ length: 500 }, () => newThread()));
     await pool(warm.length, (i) => wait(warm[i])); // JIT, graph, SQLite pages
     const threads = await Promise.all(Array.from({ length: runs }, () => newThread()));
+    const perf = perfData ? spawn("perf", ["record", "-q", "-e", "cpu-clock", "-F", "997", "-g", "-p", String(child.pid), "-o", path.resolve(perfData)], { stdio: "inherit" }) : undefined;
     const cpu0 = await cpuMs(child.pid!);
     const t0 = performance.now();
     await pool(runs, (i) => wait(threads[i]));
     const seconds = (performance.now() - t0) / 1000;
     const cpu = (await cpuMs(child.pid!)) - cpu0;
+    if (perf) {
+      perf.kill("SIGINT");
+      await new Promise((r) => perf.once("exit", r));
+    }
     return {
       runs,
       concurrency: CONCURRENCY,
