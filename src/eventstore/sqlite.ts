@@ -71,10 +71,11 @@ export async function openSqliteStore(options: SqliteStoreOptions): Promise<Sqli
 /** Rows per read for catch-up and filtered reads. */
 const PAGE_SIZE = 1000;
 /**
- * Recently committed events kept in memory: enough for live subscribers and for the end-of-run reads of the
- * streams of the runs in flight, small enough not to weigh on the heap.
+ * Recently committed events kept in memory: enough for live subscribers and for reads of the streams of the
+ * runs in flight (~11 events a run), few enough that most die young: events held much longer outlive V8's
+ * young generation and make every major GC dearer.
  */
-const RECENT_LIMITS = { maxEvents: 2048, maxBytes: 4 * 2 ** 20 };
+const RECENT_LIMITS = { maxEvents: 512, maxBytes: 2 * 2 ** 20 };
 /** Bounds one group-commit transaction (and so how long it holds the event loop). */
 const MAX_EVENTS_PER_TRANSACTION = 10_000;
 const MAX_INT64 = 2n ** 63n - 1n;
@@ -96,6 +97,11 @@ interface AppendJob {
   inserted?: CommittedEvent[];
 }
 
+/**
+ * Every query is prepared once. None binds its LIMIT: SQLite (3.4x, STAT4) lets the planner look at a bound LIMIT,
+ * so binding it expires the statement and every execution prepares it again (~8 µs each, measured). Pages use a
+ * literal LIMIT; reads with a caller's maxCount stop iterating instead.
+ */
 function prepareStatements(db: Database.Database) {
   const raw = (sql: string) => db.prepare(sql).raw();
   return {
@@ -108,15 +114,26 @@ function prepareStatements(db: Database.Database) {
       "INSERT INTO streams (stream_id, revision) VALUES (?, ?) ON CONFLICT (stream_id) DO UPDATE SET revision = excluded.revision",
     ),
     eventById: raw("SELECT stream_id, revision FROM events WHERE event_id = ?"),
-    idsFrom: raw("SELECT event_id, position FROM events WHERE stream_id = ? AND revision >= ? ORDER BY revision LIMIT ?"),
-    streamForwards: raw(`SELECT ${COLUMNS} FROM events WHERE stream_id = ? AND revision >= ? ORDER BY revision LIMIT ?`),
-    streamBackwards: raw(
-      `SELECT ${COLUMNS} FROM events WHERE stream_id = ? AND revision <= ? ORDER BY revision DESC LIMIT ?`,
-    ),
-    allForwards: raw(`SELECT ${COLUMNS} FROM events WHERE position >= ? ORDER BY position LIMIT ?`),
+    idsFrom: raw("SELECT event_id, position FROM events WHERE stream_id = ? AND revision >= ? ORDER BY revision"),
+    streamForwards: raw(`SELECT ${COLUMNS} FROM events WHERE stream_id = ? AND revision >= ? ORDER BY revision`),
+    streamPage: raw(`SELECT ${COLUMNS} FROM events WHERE stream_id = ? AND revision >= ? ORDER BY revision LIMIT ${PAGE_SIZE}`),
+    streamBackwards: raw(`SELECT ${COLUMNS} FROM events WHERE stream_id = ? AND revision <= ? ORDER BY revision DESC`),
+    allPage: raw(`SELECT ${COLUMNS} FROM events WHERE position >= ? ORDER BY position LIMIT ${PAGE_SIZE}`),
     /** One event type after a position: a range of the (type, position) index, then only those rows. */
-    typeForwards: raw(`SELECT ${COLUMNS} FROM events WHERE type = ? AND position >= ? ORDER BY position LIMIT ?`),
+    typePage: raw(`SELECT ${COLUMNS} FROM events WHERE type = ? AND position >= ? ORDER BY position LIMIT ${PAGE_SIZE}`),
   };
+}
+
+/** The first `max` rows of a query (all when max is undefined), without a bound LIMIT. */
+function take<R>(statement: Database.Statement, args: unknown[], max: number | undefined): R[] {
+  if (max === undefined) return statement.all(...args) as R[];
+  const rows: R[] = [];
+  if (max === 0) return rows;
+  for (const row of statement.iterate(...args) as IterableIterator<R>) {
+    rows.push(row);
+    if (rows.length >= max) break; // ends the iteration: the statement is reset
+  }
+  return rows;
 }
 
 class SqliteStore implements SqliteEventStore {
@@ -171,7 +188,6 @@ class SqliteStore implements SqliteEventStore {
 
   async readStream(stream: string, options: ReadStreamOptions = {}): Promise<RecordedEvent[]> {
     const { direction, maxCount, from } = readStreamArguments(stream, options);
-    const limit = maxCount ?? -1; // as a SQL LIMIT: -1 = no limit
     this.ensureOpen();
     let rows: Row[];
     if (direction === "forwards") {
@@ -179,10 +195,10 @@ class SqliteStore implements SqliteEventStore {
       const start = from === "start" ? 0n : from;
       const recent = this.recent.streamFrom(stream, start, maxCount ?? Infinity);
       if (recent) return recent.map(eventOf);
-      rows = this.sql.streamForwards.all(stream, start, limit) as Row[];
+      rows = take<Row>(this.sql.streamForwards, [stream, start], maxCount);
     } else {
       const start = from === "start" ? 0n : from === "end" ? MAX_INT64 : min(from, MAX_INT64);
-      rows = this.sql.streamBackwards.all(stream, start, limit) as Row[];
+      rows = take<Row>(this.sql.streamBackwards, [stream, start], maxCount);
     }
     return rows.map(toRecorded);
   }
@@ -212,13 +228,13 @@ class SqliteStore implements SqliteEventStore {
     this.ensureOpen();
     const start =
       from === "start" ? -1n : from === "end" ? ((this.sql.streamRevision.get(stream) as bigint | undefined) ?? -1n) : min(from, MAX_INT64 - 1n);
-    const query = this.sql.streamForwards;
+    const query = this.sql.streamPage;
     const recent = this.recent;
     const source: CatchUpSource = {
       readAfter(cursor) {
         const held = recent.streamFrom(stream, cursor + 1n, PAGE_SIZE);
         if (held) return { events: held.map(eventOf), cursor: held[held.length - 1]?.revision, atHead: held.length < PAGE_SIZE };
-        const rows = query.all(stream, cursor + 1n, PAGE_SIZE) as Row[];
+        const rows = query.all(stream, cursor + 1n) as Row[];
         const last = rows[rows.length - 1];
         return { events: parsed(rows), cursor: last?.[2], atHead: rows.length < PAGE_SIZE };
       },
@@ -257,7 +273,7 @@ class SqliteStore implements SqliteEventStore {
       return { events, cursor: held[held.length - 1]?.position, atHead: held.length < PAGE_SIZE };
     }
     if (filter?.eventTypes) return this.readTypesAfter(cursor, filter.eventTypes, filter.streamPrefixes);
-    const rows = this.sql.allForwards.all(cursor + 1n, PAGE_SIZE) as Row[];
+    const rows = this.sql.allPage.all(cursor + 1n) as Row[];
     const last = rows[rows.length - 1];
     const events = parsed(filter ? rows.filter((row) => matchesFilter(row[1], row[4], filter)) : rows);
     return { events, cursor: last?.[0], atHead: rows.length < PAGE_SIZE };
@@ -269,7 +285,7 @@ class SqliteStore implements SqliteEventStore {
    * another type before it is missed; when no page is full, every matching event up to the head is in hand.
    */
   private readTypesAfter(cursor: bigint, types: string[], prefixes: string[] | undefined): Page {
-    const perType = [...new Set(types)].map((type) => this.sql.typeForwards.all(type, cursor + 1n, PAGE_SIZE) as Row[]);
+    const perType = [...new Set(types)].map((type) => this.sql.typePage.all(type, cursor + 1n) as Row[]);
     let bound: bigint | undefined;
     for (const rows of perType) {
       if (rows.length === PAGE_SIZE && (bound === undefined || rows[PAGE_SIZE - 1][0] < bound)) bound = rows[PAGE_SIZE - 1][0];
@@ -337,7 +353,7 @@ class SqliteStore implements SqliteEventStore {
     const [streamId, revision] = first;
     if (streamId !== job.stream) return "partial";
     const n = job.events.length;
-    const rows = this.sql.idsFrom.all(job.stream, revision, n) as [string, bigint][];
+    const rows = take<[string, bigint]>(this.sql.idsFrom, [job.stream, revision], n);
     if (rows.length !== n || rows.some((row, i) => row[0] !== job.events[i].id)) return "partial";
     return { nextExpectedRevision: revision + BigInt(n - 1), position: rows[n - 1][1] };
   }
