@@ -6,7 +6,8 @@
  * Run: npx tsx bench/cpu-per-run.ts [runs]
  *   CPU_PROF_DIR=dir   adds `node --cpu-prof` to the server (wall-clock samples: fsync waits show as CPU)
  *   PERF_DATA=file     records on-CPU samples of the measured window with `perf record -e cpu-clock`
- *                      (server started with --perf-basic-prof, so JS functions have names)
+ *                      (server started with --perf-basic-prof, so JS functions have names; V8 then leaves
+ *                      isolate-*-v8.log files in the repository root: delete them)
  *   NODE_ARGS="..."    more node flags for the server; SERVER_STDOUT=file keeps what it prints
  */
 import { execFileSync, spawn } from "node:child_process";
