@@ -26,6 +26,7 @@ import { RunsService } from "./app/runs.js";
 import { runRoutes } from "./http/routes/runs.js";
 import { RunWorker } from "./runtime/worker.js";
 import { loadAuth } from "./auth/load.js";
+import { skipRunTreesUnlessTracing } from "./runtime/tracing.js";
 
 export interface RunningServer {
   url: string;
@@ -50,6 +51,7 @@ function describeListenError(error: unknown, config: Config): Error {
 
 /** Opens the log, folds it into the read models, and serves the API. */
 export async function startServer(config: Config): Promise<RunningServer> {
+  skipRunTreesUnlessTracing(); // before any graph runs: no LangSmith RunTree per node unless tracing is configured
   // Configuration and graphs first: a bad langgraph.json fails before anything is opened.
   const langgraph = await loadLanggraphConfig(config.langgraphJsonPath);
   const graphs = await loadGraphRegistry(langgraph.config, langgraph.baseDir, {

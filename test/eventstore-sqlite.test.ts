@@ -5,9 +5,19 @@ import os from "node:os";
 import path from "node:path";
 import { createInterface } from "node:readline";
 import { pathToFileURL } from "node:url";
+import Database from "better-sqlite3";
 import t, { type Test } from "tap";
 import { openSqliteStore } from "../src/eventstore/sqlite.js";
-import { StoreUnavailableError, WrongExpectedVersionError } from "../src/eventstore/types.js";
+import { CommittedEvent, RecentEvents } from "../src/eventstore/sqlite-recent.js";
+import {
+  StoreUnavailableError,
+  WrongExpectedVersionError,
+  matchesFilter,
+  type EventFilter,
+  type EventStore,
+  type RecordedEvent,
+  type SubscriptionItem,
+} from "../src/eventstore/types.js";
 import { eventStoreContract } from "./contract/eventstore-contract.js";
 
 async function tempDir(t: Test): Promise<string> {
@@ -231,4 +241,137 @@ for (let w = 0; w < 8; w++) void writer(w);
     return logged.get(`${a.stream}@${first}`)?.id !== a.id || logged.get(`${a.stream}@${last}`)?.position !== BigInt(a.position);
   });
   t.same(missing, [], "every acknowledged append is in the log after kill -9, at its acknowledged revision and position");
+});
+
+// ------------------------------------------------------------------------------------- hot path (read side)
+
+/** Events of three types over two stream categories, interleaved, more than two pages (1000 rows) of each. */
+async function mixedLog(store: EventStore, n: number): Promise<void> {
+  for (let i = 0; i < n; i += 500) {
+    await Promise.all(
+      Array.from({ length: Math.min(500, n - i) }, (_, k) => {
+        const j = i + k;
+        const type = ["Small", "Blob", "Other"][j % 3];
+        return store.append(`${j % 2 ? "a" : "b"}-${j % 7}`, [{ type, data: { j } }]);
+      }),
+    );
+  }
+}
+
+const positions = (events: RecordedEvent[]) => events.map((e) => e.position);
+
+t.test("reads filtered by type use the type index and give what filtering every row gives", async (t) => {
+  const file = path.join(await tempDir(t), "events.sqlite");
+  const writer = await openSqliteStore({ path: file });
+  await mixedLog(writer, 7_000);
+  const everything = await writer.readAll();
+  await writer.close();
+  const filters: EventFilter[] = [
+    { eventTypes: ["Small", "Other"] },
+    { eventTypes: ["Other", "Small", "Other"] },
+    { eventTypes: ["Blob"], streamPrefixes: ["a-"] },
+    { eventTypes: [] },
+    { eventTypes: ["Nothing"] },
+  ];
+  // A store just opened holds no recent events: every read goes to the database.
+  const store = await openSqliteStore({ path: file });
+  t.teardown(() => store.close());
+  for (const filter of filters) {
+    const expected = everything.filter((e) => matchesFilter(e.streamId, e.type, filter));
+    const what = JSON.stringify(filter);
+    t.same(positions(await store.readAll({ filter })), positions(expected), `readAll ${what}`);
+    t.same(positions(await store.readAll({ filter, maxCount: 1500 })), positions(expected.slice(0, 1500)), `readAll ${what}, maxCount`);
+    const from = everything[2345].position;
+    t.same(
+      positions(await store.readAll({ filter, fromPosition: from })),
+      positions(expected.filter((e) => e.position >= from)),
+      `readAll ${what} from a position`,
+    );
+    const seen: RecordedEvent[] = [];
+    for await (const item of store.subscribeToAll({ filter })) {
+      if (item.kind === "caughtUp") break;
+      seen.push(item.event);
+    }
+    t.same(positions(seen), positions(expected), `subscribeToAll ${what}`);
+  }
+});
+
+t.test("a version 1 file is upgraded in place: type index added, events kept", async (t) => {
+  const file = path.join(await tempDir(t), "events.sqlite");
+  const v1 = new Database(file);
+  v1.exec(`
+    CREATE TABLE events (
+      position INTEGER PRIMARY KEY AUTOINCREMENT, stream_id TEXT NOT NULL, revision INTEGER NOT NULL,
+      event_id TEXT NOT NULL UNIQUE, type TEXT NOT NULL, data TEXT NOT NULL, metadata TEXT, created INTEGER NOT NULL,
+      UNIQUE (stream_id, revision)
+    );
+    CREATE TABLE streams (stream_id TEXT PRIMARY KEY, revision INTEGER NOT NULL) WITHOUT ROWID;
+    INSERT INTO events (stream_id, revision, event_id, type, data, metadata, created)
+      VALUES ('order-1', 0, '${randomUUID()}', 'Placed', '{"total":3}', NULL, 1700000000000);
+    INSERT INTO streams VALUES ('order-1', 0);
+    PRAGMA user_version = 1;
+  `);
+  v1.close();
+
+  const store = await openSqliteStore({ path: file });
+  t.same((await store.readAll({ filter: { eventTypes: ["Placed"] } })).map((e) => e.data), [{ total: 3 }], "events kept, filtered read works");
+  await store.append("order-1", [{ type: "Paid", data: {} }], 0n);
+  await store.close();
+
+  const db = new Database(file, { readonly: true });
+  t.teardown(() => db.close());
+  t.equal(db.pragma("user_version", { simple: true }), 2, "schema version 2");
+  t.ok(db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = 'events_type_position'").get(), "type index exists");
+  const plan = db
+    .prepare("EXPLAIN QUERY PLAN SELECT data FROM events WHERE type = ? AND position >= ? ORDER BY position LIMIT ?")
+    .all("Placed", 0, 10) as { detail: string }[];
+  t.match(plan.map((p) => p.detail).join("; "), /USING INDEX events_type_position/, "a type read is an index range scan");
+});
+
+t.test("committed events reach every reader parsed once, frozen, and recent reads need no query", async (t) => {
+  const store = await openSqliteStore({ path: path.join(await tempDir(t), "events.sqlite") });
+  t.teardown(() => store.close());
+  const one = store.subscribeToStream("order-1")[Symbol.asyncIterator]();
+  const all = store.subscribeToAll()[Symbol.asyncIterator]();
+  t.equal((await one.next()).value?.kind, "caughtUp");
+  t.equal((await all.next()).value?.kind, "caughtUp");
+  await store.append("order-1", [{ type: "Placed", data: { lines: [{ sku: "x", qty: 1 }] } }]);
+  const a = (await one.next()).value as SubscriptionItem;
+  const b = (await all.next()).value as SubscriptionItem;
+  t.ok(a.kind === "event" && b.kind === "event" && a.event === b.event, "both subscribers got the same object");
+  const event = (a as { event: RecordedEvent }).event;
+  t.equal((await store.readStream("order-1"))[0], event, "a read of recent history gets it too");
+  t.ok(Object.isFrozen(event) && Object.isFrozen(event.data) && Object.isFrozen((event.data as { lines: object[] }).lines[0]), "deep-frozen");
+  t.throws(() => {
+    (event.data as { lines: { qty: number }[] }).lines[0].qty = 2;
+  }, TypeError, "a reader cannot change what the others see");
+  t.equal(store.stats().recentEvents, 1);
+});
+
+t.test("RecentEvents: holds the last events, answers only what it holds entirely", async (t) => {
+  const e = (position: number, stream: string, revision: number) =>
+    new CommittedEvent(BigInt(position), stream, BigInt(revision), randomUUID(), "E", `{"p":${position}}`, null, 0);
+  const recent = new RecentEvents(10n, { maxEvents: 3, maxBytes: 1 << 20 });
+  t.same(recent.after(10n, 100), [], "nothing after the head yet");
+  t.equal(recent.after(9n, 100), undefined, "before the head: not held");
+  t.equal(recent.streamFrom("s", 0n, 100), undefined, "a stream with nothing held: unknown");
+  recent.add([e(11, "s", 4), e(12, "t", 0)]);
+  recent.add([e(13, "s", 5)]);
+  t.same(recent.after(10n, 100)?.map((x) => x.position), [11n, 12n, 13n]);
+  t.same(recent.after(11n, 1)?.map((x) => x.position), [12n], "limit");
+  t.same(recent.streamFrom("s", 4n, 100)?.map((x) => x.revision), [4n, 5n]);
+  t.same(recent.streamFrom("s", 6n, 100), [], "after the end of the stream: nothing");
+  t.equal(recent.streamFrom("s", 3n, 100), undefined, "revision 3 is older than what is held");
+  recent.add([e(14, "t", 1)]); // evicts position 11
+  t.equal(recent.size, 3);
+  t.equal(recent.after(10n, 100), undefined, "evicted: position 11 is no longer held");
+  t.same(recent.after(11n, 100)?.map((x) => x.position), [12n, 13n, 14n]);
+  t.equal(recent.streamFrom("s", 4n, 100), undefined, "s@4 evicted");
+  t.same(recent.streamFrom("s", 5n, 100)?.map((x) => x.position), [13n]);
+  t.same(recent.after(11n, 100)?.[0].event.data, { p: 12 }, "parsed on demand");
+  t.equal(recent.after(11n, 100)?.[0].event, recent.after(11n, 100)?.[0].event, "once");
+
+  const small = new RecentEvents(0n, { maxEvents: 100, maxBytes: 200 });
+  small.add([e(1, "s", 0), e(2, "s", 1), e(3, "s", 2)]);
+  t.ok(small.size < 3, "the byte bound evicts too");
 });

@@ -5,8 +5,12 @@ import { StoreUnavailableError } from "./types.js";
 
 export type Synchronous = "FULL" | "NORMAL";
 
-/** Schema version kept in `PRAGMA user_version`. */
-const SCHEMA_VERSION = 1n;
+/**
+ * Schema version kept in `PRAGMA user_version`.
+ *   1: events and streams tables.
+ *   2: index on (type, position), for reads filtered by event type (an older file is upgraded in place).
+ */
+const SCHEMA_VERSION = 2n;
 
 /** How long an open waits for a lock held by a process that is just shutting down. */
 const LOCK_WAIT_MS = 200;
@@ -28,6 +32,12 @@ CREATE TABLE streams (
   revision  INTEGER NOT NULL                   -- revision of the last event
 ) WITHOUT ROWID;
 `;
+
+/**
+ * Version 2: reads filtered by type walk this index (type, then position, i.e. the rowid) one type at a time
+ * and touch only the rows they return, instead of every row of the log.
+ */
+const TYPE_INDEX = "CREATE INDEX IF NOT EXISTS events_type_position ON events (type, position);";
 
 /**
  * Opens (creating if needed) the event database, owned exclusively by this process.
@@ -79,9 +89,13 @@ function migrate(db: Database.Database, file: string): void {
         `database ${file} has schema version ${version}, newer than this server understands (${SCHEMA_VERSION})`,
       );
     }
-    const tables = db.prepare("SELECT count(*) FROM sqlite_master").pluck().get() as bigint;
-    if (tables !== 0n) throw new StoreUnavailableError(`database ${file} is not an event store (unknown tables, no schema version)`);
-    db.exec(SCHEMA);
+    if (version === 0n) {
+      const tables = db.prepare("SELECT count(*) FROM sqlite_master").pluck().get() as bigint;
+      if (tables !== 0n) throw new StoreUnavailableError(`database ${file} is not an event store (unknown tables, no schema version)`);
+      db.exec(SCHEMA);
+    }
+    // Upgrades, each from the version before; in the same transaction, so a crash leaves the old version intact.
+    db.exec(TYPE_INDEX); // 1 → 2
     db.pragma(`user_version = ${SCHEMA_VERSION}`);
   }).immediate();
 }

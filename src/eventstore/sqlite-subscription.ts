@@ -2,8 +2,8 @@ import type { RecordedEvent, Subscription, SubscriptionItem } from "./types.js";
 
 /** One synchronous read of the log after a cursor. */
 export interface Page {
-  /** Matching events after the cursor, in log order. */
-  events: RecordedEvent[];
+  /** Matching events after the cursor, in log order; may be parsed as iterated (a bad row then throws in its turn). */
+  events: Iterable<RecordedEvent>;
   /** Cursor of the last row examined (filtered-out rows count too); undefined when no row was found. */
   cursor: bigint | undefined;
   /** Fewer rows than a page were found: the read reached the head of the log. */

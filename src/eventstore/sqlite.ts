@@ -11,7 +11,9 @@ import {
 } from "./arguments.js";
 import { GroupCommit, type Outcome } from "./sqlite-group-commit.js";
 import { openDatabase, type Synchronous } from "./sqlite-schema.js";
-import { CatchUpSubscription, CommitHub, type CatchUpSource } from "./sqlite-subscription.js";
+import { CommittedEvent, RecentEvents } from "./sqlite-recent.js";
+import { COLUMNS, toRecorded, type Row } from "./sqlite-rows.js";
+import { CatchUpSubscription, CommitHub, type CatchUpSource, type Page } from "./sqlite-subscription.js";
 import {
   AppendTooLargeError,
   MAX_APPEND_SIZE,
@@ -24,6 +26,7 @@ import {
   type EventFilter,
   type EventStore,
   type ExpectedRevision,
+  matchesFilter,
   type ReadAllOptions,
   type ReadStreamOptions,
   type RecordedEvent,
@@ -48,6 +51,8 @@ export interface SqliteStoreStats {
   events: number;
   /** Subscriptions currently open (listening for commits). */
   subscriptions: number;
+  /** Recently committed events held in memory (reads of them need no query and share one parse). */
+  recentEvents: number;
 }
 
 export interface SqliteEventStore extends EventStore {
@@ -66,21 +71,14 @@ export async function openSqliteStore(options: SqliteStoreOptions): Promise<Sqli
   return new SqliteStore(openDatabase(file, synchronous), file);
 }
 
-/** Rows are read as arrays (`raw()`), in this column order. */
-type Row = [
-  position: bigint,
-  streamId: string,
-  revision: bigint,
-  eventId: string,
-  type: string,
-  data: string,
-  metadata: string | null,
-  created: bigint,
-];
-const COLUMNS = "position, stream_id, revision, event_id, type, data, metadata, created";
-
 /** Rows per read for catch-up and filtered reads. */
 const PAGE_SIZE = 1000;
+/**
+ * Recently committed events kept in memory: enough for live subscribers and for reads of the streams of the
+ * runs in flight (~11 events a run), few enough that most die young: events held much longer outlive V8's
+ * young generation and make every major GC dearer.
+ */
+const RECENT_LIMITS = { maxEvents: 512, maxBytes: 2 * 2 ** 20 };
 /** Bounds one group-commit transaction (and so how long it holds the event loop). */
 const MAX_EVENTS_PER_TRANSACTION = 10_000;
 const MAX_INT64 = 2n ** 63n - 1n;
@@ -98,8 +96,15 @@ interface AppendJob {
   events: PreparedEvent[];
   /** The first event came with its own id, so the append may be a retry. */
   mayBeRetry: boolean;
+  /** Filled by the write: the events it inserted, handed to the recent events once committed. */
+  inserted?: CommittedEvent[];
 }
 
+/**
+ * Every query is prepared once. None binds its LIMIT: SQLite (3.4x, STAT4) lets the planner look at a bound LIMIT,
+ * so binding it expires the statement and every execution prepares it again (~8 µs each, measured). Pages use a
+ * literal LIMIT; reads with a caller's maxCount stop iterating instead.
+ */
 function prepareStatements(db: Database.Database) {
   const raw = (sql: string) => db.prepare(sql).raw();
   return {
@@ -112,13 +117,26 @@ function prepareStatements(db: Database.Database) {
       "INSERT INTO streams (stream_id, revision) VALUES (?, ?) ON CONFLICT (stream_id) DO UPDATE SET revision = excluded.revision",
     ),
     eventById: raw("SELECT stream_id, revision FROM events WHERE event_id = ?"),
-    idsFrom: raw("SELECT event_id, position FROM events WHERE stream_id = ? AND revision >= ? ORDER BY revision LIMIT ?"),
-    streamForwards: raw(`SELECT ${COLUMNS} FROM events WHERE stream_id = ? AND revision >= ? ORDER BY revision LIMIT ?`),
-    streamBackwards: raw(
-      `SELECT ${COLUMNS} FROM events WHERE stream_id = ? AND revision <= ? ORDER BY revision DESC LIMIT ?`,
-    ),
-    allForwards: raw(`SELECT ${COLUMNS} FROM events WHERE position >= ? ORDER BY position LIMIT ?`),
+    idsFrom: raw("SELECT event_id, position FROM events WHERE stream_id = ? AND revision >= ? ORDER BY revision"),
+    streamForwards: raw(`SELECT ${COLUMNS} FROM events WHERE stream_id = ? AND revision >= ? ORDER BY revision`),
+    streamPage: raw(`SELECT ${COLUMNS} FROM events WHERE stream_id = ? AND revision >= ? ORDER BY revision LIMIT ${PAGE_SIZE}`),
+    streamBackwards: raw(`SELECT ${COLUMNS} FROM events WHERE stream_id = ? AND revision <= ? ORDER BY revision DESC`),
+    allPage: raw(`SELECT ${COLUMNS} FROM events WHERE position >= ? ORDER BY position LIMIT ${PAGE_SIZE}`),
+    /** One event type after a position: a range of the (type, position) index, then only those rows. */
+    typePage: raw(`SELECT ${COLUMNS} FROM events WHERE type = ? AND position >= ? ORDER BY position LIMIT ${PAGE_SIZE}`),
   };
+}
+
+/** The first `max` rows of a query (all when max is undefined), without a bound LIMIT. */
+function take<R>(statement: Database.Statement, args: unknown[], max: number | undefined): R[] {
+  if (max === undefined) return statement.all(...args) as R[];
+  const rows: R[] = [];
+  if (max === 0) return rows;
+  for (const row of statement.iterate(...args) as IterableIterator<R>) {
+    rows.push(row);
+    if (rows.length >= max) break; // ends the iteration: the statement is reset
+  }
+  return rows;
 }
 
 class SqliteStore implements SqliteEventStore {
@@ -128,12 +146,14 @@ class SqliteStore implements SqliteEventStore {
   private readonly hub = new CommitHub();
   private readonly counters = { transactions: 0, appends: 0, events: 0 };
   private readonly queue: GroupCommit<AppendJob, AppendResult>;
+  private readonly recent: RecentEvents;
 
   constructor(
     private readonly db: Database.Database,
     private readonly file: string,
   ) {
     this.sql = prepareStatements(db);
+    this.recent = new RecentEvents(this.head(), RECENT_LIMITS);
     // Nested transaction functions run as savepoints: an append that fails is undone alone.
     const appendOne = db.transaction((job: AppendJob, created: number) => this.write(job, created));
     const appendBatch = db.transaction((jobs: AppendJob[]): Outcome<AppendResult>[] => {
@@ -158,7 +178,7 @@ class SqliteStore implements SqliteEventStore {
   }
 
   stats(): SqliteStoreStats {
-    return { ...this.counters, subscriptions: this.hub.size };
+    return { ...this.counters, subscriptions: this.hub.size, recentEvents: this.recent.size };
   }
 
   async append(stream: string, events: EventData[], expected: ExpectedRevision = "any"): Promise<AppendResult> {
@@ -174,35 +194,32 @@ class SqliteStore implements SqliteEventStore {
 
   async readStream(stream: string, options: ReadStreamOptions = {}): Promise<RecordedEvent[]> {
     const { direction, maxCount, from } = readStreamArguments(stream, options);
-    const limit = maxCount ?? -1; // as a SQL LIMIT: -1 = no limit
     this.ensureOpen();
     let rows: Row[];
     if (direction === "forwards") {
       if (from === "end") return [];
-      rows = this.sql.streamForwards.all(stream, from === "start" ? 0n : from, limit) as Row[];
+      const start = from === "start" ? 0n : from;
+      const recent = this.recent.streamFrom(stream, start, maxCount ?? Infinity);
+      if (recent) return recent.map(eventOf);
+      rows = take<Row>(this.sql.streamForwards, [stream, start], maxCount);
     } else {
       const start = from === "start" ? 0n : from === "end" ? MAX_INT64 : min(from, MAX_INT64);
-      rows = this.sql.streamBackwards.all(stream, start, limit) as Row[];
+      rows = take<Row>(this.sql.streamBackwards, [stream, start], maxCount);
     }
     return rows.map(toRecorded);
   }
 
   async readAll(options: ReadAllOptions = {}): Promise<RecordedEvent[]> {
     const { from, maxCount } = readAllArguments(options);
-    const limit = maxCount ?? -1; // as a SQL LIMIT: -1 = no limit
     this.ensureOpen();
-    let position = from === "start" ? 0n : min(from, MAX_INT64);
-    const filter = options.filter;
-    if (!filter) return (this.sql.allForwards.all(position, limit) as Row[]).map(toRecorded);
-    const wanted = limit < 0 ? Infinity : limit;
+    const wanted = maxCount ?? Infinity;
     const out: RecordedEvent[] = [];
+    let cursor = (from === "start" ? 0n : min(from, MAX_INT64)) - 1n; // readAfter's cursor is exclusive
     while (out.length < wanted) {
-      const rows = this.sql.allForwards.all(position, PAGE_SIZE) as Row[];
-      for (const row of rows) {
-        if (out.length < wanted && rowMatches(row, filter)) out.push(toRecorded(row));
-      }
-      if (rows.length < PAGE_SIZE) break;
-      position = rows[rows.length - 1][0] + 1n;
+      const page = this.readAfter(cursor, options.filter);
+      for (const event of page.events) if (out.length < wanted) out.push(event);
+      if (page.atHead || page.cursor === undefined) break;
+      cursor = page.cursor;
     }
     return out;
   }
@@ -217,12 +234,15 @@ class SqliteStore implements SqliteEventStore {
     this.ensureOpen();
     const start =
       from === "start" ? -1n : from === "end" ? ((this.sql.streamRevision.get(stream) as bigint | undefined) ?? -1n) : min(from, MAX_INT64 - 1n);
-    const query = this.sql.streamForwards;
+    const query = this.sql.streamPage;
+    const recent = this.recent;
     const source: CatchUpSource = {
       readAfter(cursor) {
-        const rows = query.all(stream, cursor + 1n, PAGE_SIZE) as Row[];
+        const held = recent.streamFrom(stream, cursor + 1n, PAGE_SIZE);
+        if (held) return { events: held.map(eventOf), cursor: held[held.length - 1]?.revision, atHead: held.length < PAGE_SIZE };
+        const rows = query.all(stream, cursor + 1n) as Row[];
         const last = rows[rows.length - 1];
-        return { events: rows.map(toRecorded), cursor: last?.[2], atHead: rows.length < PAGE_SIZE };
+        return { events: parsed(rows), cursor: last?.[2], atHead: rows.length < PAGE_SIZE };
       },
       concerns: (touched) => touched.has(stream),
     };
@@ -235,14 +255,8 @@ class SqliteStore implements SqliteEventStore {
     const start = from === "start" ? -1n : from === "end" ? this.head() : min(from, MAX_INT64 - 1n);
     const filter = options.filter;
     const prefixes = filter?.streamPrefixes;
-    const query = this.sql.allForwards;
     const source: CatchUpSource = {
-      readAfter(cursor) {
-        const rows = query.all(cursor + 1n, PAGE_SIZE) as Row[];
-        const last = rows[rows.length - 1];
-        const events = filter ? rows.filter((row) => rowMatches(row, filter)).map(toRecorded) : rows.map(toRecorded);
-        return { events, cursor: last?.[0], atHead: rows.length < PAGE_SIZE };
-      },
+      readAfter: (cursor) => this.readAfter(cursor, filter),
       concerns: prefixes
         ? (touched) => {
             for (const stream of touched) if (prefixes.some((p) => stream.startsWith(p))) return true;
@@ -251,6 +265,41 @@ class SqliteStore implements SqliteEventStore {
         : () => true,
     };
     return new CatchUpSubscription(source, start, this.hub);
+  }
+
+  /**
+   * One page of `$all` strictly after `cursor`, filtered: from the recent events when they hold everything after
+   * the cursor, else from the database. Rows that the filter drops are never parsed.
+   */
+  private readAfter(cursor: bigint, filter: EventFilter | undefined): Page {
+    const held = this.recent.after(cursor, PAGE_SIZE);
+    if (held) {
+      const events: RecordedEvent[] = [];
+      for (const e of held) if (!filter || matchesFilter(e.streamId, e.type, filter)) events.push(e.event);
+      return { events, cursor: held[held.length - 1]?.position, atHead: held.length < PAGE_SIZE };
+    }
+    if (filter?.eventTypes) return this.readTypesAfter(cursor, filter.eventTypes, filter.streamPrefixes);
+    const rows = this.sql.allPage.all(cursor + 1n) as Row[];
+    const last = rows[rows.length - 1];
+    const events = parsed(filter ? rows.filter((row) => matchesFilter(row[1], row[4], filter)) : rows);
+    return { events, cursor: last?.[0], atHead: rows.length < PAGE_SIZE };
+  }
+
+  /**
+   * A page of the events of some types after `cursor`: one index range scan per type, merged by position. A type
+   * whose page is full bounds what is known: the page ends at the smallest such last position, so nothing of
+   * another type before it is missed; when no page is full, every matching event up to the head is in hand.
+   */
+  private readTypesAfter(cursor: bigint, types: string[], prefixes: string[] | undefined): Page {
+    const perType = [...new Set(types)].map((type) => this.sql.typePage.all(type, cursor + 1n) as Row[]);
+    let bound: bigint | undefined;
+    for (const rows of perType) {
+      if (rows.length === PAGE_SIZE && (bound === undefined || rows[PAGE_SIZE - 1][0] < bound)) bound = rows[PAGE_SIZE - 1][0];
+    }
+    const rows = perType.flat().filter((row) => bound === undefined || row[0] <= bound);
+    rows.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+    const events = parsed(prefixes ? rows.filter((row) => prefixes.some((p) => row[1].startsWith(p))) : rows);
+    return { events, cursor: bound ?? rows[rows.length - 1]?.[0], atHead: bound === undefined };
   }
 
   async close(): Promise<void> {
@@ -283,10 +332,13 @@ class SqliteStore implements SqliteEventStore {
     if (events.length === 0) return { nextExpectedRevision: current ?? -1n, position: this.head() };
     let revision = current ?? -1n;
     let position = -1n;
+    const inserted: CommittedEvent[] = [];
+    job.inserted = inserted;
     try {
       for (const e of events) {
         revision++;
         position = this.sql.insert.run(stream, revision, e.id, e.type, e.data, e.metadata, created).lastInsertRowid as bigint;
+        inserted.push(new CommittedEvent(position, stream, revision, e.id, e.type, e.data, e.metadata, created));
       }
     } catch (error) {
       // Some of the ids exist already (the first one did not): ESDB answers a partial duplicate with a conflict.
@@ -307,7 +359,7 @@ class SqliteStore implements SqliteEventStore {
     const [streamId, revision] = first;
     if (streamId !== job.stream) return "partial";
     const n = job.events.length;
-    const rows = this.sql.idsFrom.all(job.stream, revision, n) as [string, bigint][];
+    const rows = take<[string, bigint]>(this.sql.idsFrom, [job.stream, revision], n);
     if (rows.length !== n || rows.some((row, i) => row[0] !== job.events[i].id)) return "partial";
     return { nextExpectedRevision: revision + BigInt(n - 1), position: rows[n - 1][1] };
   }
@@ -320,6 +372,8 @@ class SqliteStore implements SqliteEventStore {
       this.counters.appends++;
       this.counters.events += job.events.length;
       if (job.events.length > 0) touched.add(job.stream);
+      // An idempotent retry inserted nothing (inserted is unset): its events are already in the log.
+      if (job.inserted) this.recent.add(job.inserted);
     });
     if (touched.size > 0) this.hub.notify(touched);
   }
@@ -344,24 +398,13 @@ function toStored(event: CheckedEvent): PreparedEvent {
   return { id: event.id, type: event.type, data: event.json, metadata };
 }
 
-function toRecorded(row: Row): RecordedEvent {
-  return {
-    streamId: row[1],
-    id: row[3],
-    type: row[4],
-    revision: row[2],
-    position: row[0],
-    data: JSON.parse(row[5]),
-    metadata: row[6] === null ? {} : JSON.parse(row[6]),
-    created: new Date(Number(row[7])),
-  };
+/** Parses rows as they are iterated: the events before a broken row are still delivered, then its error. */
+function* parsed(rows: Row[]): Generator<RecordedEvent> {
+  for (const row of rows) yield toRecorded(row);
 }
 
-/** Filters on the raw row, so that events filtered out are never parsed. */
-function rowMatches(row: Row, filter: EventFilter): boolean {
-  if (filter.streamPrefixes && !filter.streamPrefixes.some((p) => row[1].startsWith(p))) return false;
-  if (filter.eventTypes && !filter.eventTypes.includes(row[4])) return false;
-  return true;
+function eventOf(e: CommittedEvent): RecordedEvent {
+  return e.event;
 }
 
 function isDuplicateEventId(error: unknown): boolean {

@@ -19,6 +19,10 @@ export interface EventData {
   metadata?: Record<string, unknown>;
 }
 
+/**
+ * An event as read. Readers must not change it: a store may hand one object to every reader in the process
+ * (the SQLite store does, deep-frozen, for recently committed events and live subscribers).
+ */
 export interface RecordedEvent {
   streamId: string;
   id: string;

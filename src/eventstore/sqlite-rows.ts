@@ -1,0 +1,74 @@
+/** How an events row becomes a RecordedEvent: parsed once, frozen, and named when its JSON is broken. */
+import { InvalidEventError, type RecordedEvent } from "./types.js";
+
+/** Rows are read as arrays (`raw()`), in this column order. */
+export type Row = [
+  position: bigint,
+  streamId: string,
+  revision: bigint,
+  eventId: string,
+  type: string,
+  data: string,
+  metadata: string | null,
+  created: bigint,
+];
+export const COLUMNS = "position, stream_id, revision, event_id, type, data, metadata, created";
+
+/**
+ * The event of a row. The result is deep-frozen: the store may hand one parsed event to every reader in the
+ * process (live subscribers, recent reads), so no reader can change what another one sees.
+ * Data that is not JSON (the log was written around the store) is an InvalidEventError naming stream and revision.
+ */
+export function toRecorded(row: Row): RecordedEvent {
+  return recordedEvent(row[0], row[1], row[2], row[3], row[4], row[5], row[6], Number(row[7]));
+}
+
+export function recordedEvent(
+  position: bigint,
+  streamId: string,
+  revision: bigint,
+  id: string,
+  type: string,
+  data: string,
+  metadata: string | null,
+  created: number,
+): RecordedEvent {
+  return Object.freeze({
+    streamId,
+    id,
+    type,
+    revision,
+    position,
+    data: parse(data, streamId, revision, type, "data"),
+    metadata: metadata === null ? EMPTY : (parse(metadata, streamId, revision, type, "metadata") as Record<string, unknown>),
+    created: new Date(created),
+  });
+}
+
+const EMPTY: Record<string, unknown> = Object.freeze({});
+
+function parse(json: string, stream: string, revision: bigint, type: string, what: string): unknown {
+  let value: unknown;
+  try {
+    value = JSON.parse(json);
+  } catch (error) {
+    throw new InvalidEventError(stream, revision, type, `${what} is not valid JSON: ${(error as Error).message}`);
+  }
+  return deepFreeze(value);
+}
+
+/** Freezes a parsed JSON value and everything in it (JSON has no cycles). */
+export function deepFreeze<T>(value: T): T {
+  if (typeof value === "object" && value !== null) {
+    Object.freeze(value);
+    if (Array.isArray(value)) {
+      for (const item of value) if (typeof item === "object" && item !== null) deepFreeze(item);
+    } else {
+      for (const key in value) {
+        const item = (value as Record<string, unknown>)[key];
+        if (typeof item === "object" && item !== null) deepFreeze(item);
+      }
+    }
+  }
+  return value;
+}
