@@ -27,6 +27,8 @@ const EnvSchema = z.object({
   CHECKPOINT_CACHE_THREADS: z.coerce.number().int().positive().default(1000),
   /** Bytes (serialized size) the cached threads' checkpoints may take together. */
   CHECKPOINT_CACHE_BYTES: z.coerce.number().int().positive().default(32 * 1024 * 1024),
+  /** Base URL clients reach the server at (behind a proxy); the agent card advertises it. */
+  PUBLIC_URL: z.url().optional(),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("warn"),
 });
 
@@ -47,6 +49,8 @@ export interface Config {
   checkpointCacheThreads: number;
   checkpointCacheBytes: number;
   logLevel: string;
+  /** PUBLIC_URL; unset: the request's host (and X-Forwarded-Proto / -Host). */
+  publicUrl: string | undefined;
 }
 
 export class ConfigError extends Error {
@@ -81,5 +85,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     checkpointCacheThreads: e.CHECKPOINT_CACHE_THREADS,
     checkpointCacheBytes: e.CHECKPOINT_CACHE_BYTES,
     logLevel: e.LOG_LEVEL,
+    publicUrl: e.PUBLIC_URL,
   };
 }

@@ -27,6 +27,7 @@ import { runRoutes } from "./http/routes/runs.js";
 import { RunWorker } from "./runtime/worker.js";
 import { loadAuth } from "./auth/load.js";
 import { skipRunTreesUnlessTracing } from "./runtime/tracing.js";
+import { a2aRoutes } from "./a2a/routes.js";
 
 export interface RunningServer {
   url: string;
@@ -97,6 +98,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
         threadRoutes(ctx, lifecycle),
         threadStateRoutes(ctx),
         runRoutes(ctx, runs),
+        a2aRoutes(ctx, runs, { publicUrl: config.publicUrl }),
       ],
     });
     try {

@@ -1,0 +1,71 @@
+import { HttpError } from "../http/errors.js";
+import { WrongExpectedVersionError } from "../eventstore/types.js";
+
+/** JSON-RPC 2.0 and A2A error codes (A2A spec §8; v1.0 adds -32008 and -32009). */
+export const ErrorCode = {
+  ParseError: -32700,
+  InvalidRequest: -32600,
+  MethodNotFound: -32601,
+  InvalidParams: -32602,
+  Internal: -32603,
+  TaskNotFound: -32001,
+  TaskNotCancelable: -32002,
+  PushNotificationNotSupported: -32003,
+  UnsupportedOperation: -32004,
+  ContentTypeNotSupported: -32005,
+  InvalidAgentResponse: -32006,
+  ExtendedCardNotConfigured: -32007,
+  ExtensionSupportRequired: -32008,
+  VersionNotSupported: -32009,
+} as const;
+export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
+
+/** v1.0 `google.rpc.ErrorInfo` reasons of the A2A codes. */
+export const ERROR_REASONS: Partial<Record<ErrorCode, string>> = {
+  [ErrorCode.TaskNotFound]: "TASK_NOT_FOUND",
+  [ErrorCode.TaskNotCancelable]: "TASK_NOT_CANCELABLE",
+  [ErrorCode.PushNotificationNotSupported]: "PUSH_NOTIFICATION_NOT_SUPPORTED",
+  [ErrorCode.UnsupportedOperation]: "UNSUPPORTED_OPERATION",
+  [ErrorCode.ContentTypeNotSupported]: "CONTENT_TYPE_NOT_SUPPORTED",
+  [ErrorCode.InvalidAgentResponse]: "INVALID_AGENT_RESPONSE",
+  [ErrorCode.ExtendedCardNotConfigured]: "EXTENDED_AGENT_CARD_NOT_CONFIGURED",
+  [ErrorCode.ExtensionSupportRequired]: "EXTENSION_SUPPORT_REQUIRED",
+  [ErrorCode.VersionNotSupported]: "VERSION_NOT_SUPPORTED",
+  [ErrorCode.InvalidParams]: "INVALID_PARAMS",
+};
+
+/** A failure with its JSON-RPC code; each codec turns it into its own `error` object. */
+export class A2AError extends Error {
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+  ) {
+    super(message);
+    this.name = "A2AError";
+  }
+}
+
+export const invalidParams = (message: string) => new A2AError(ErrorCode.InvalidParams, message);
+export const taskNotFound = (taskId: string) => new A2AError(ErrorCode.TaskNotFound, `Task '${taskId}' not found`);
+export const unsupported = (message: string) => new A2AError(ErrorCode.UnsupportedOperation, message);
+
+/** What the failed application call was about: a 404 of a task lookup is -32001, of anything else -32602. */
+export type Subject = "task" | "assistant" | "thread";
+
+/**
+ * The one place where application errors become JSON-RPC errors. The application services still
+ * throw HttpError (status + detail); when they raise domain errors, only this function changes.
+ */
+export function toA2AError(error: unknown, subject: Subject): A2AError {
+  if (error instanceof A2AError) return error;
+  if (error instanceof HttpError) {
+    if (error.statusCode === 404) {
+      return subject === "task" ? new A2AError(ErrorCode.TaskNotFound, error.detail) : invalidParams(error.detail);
+    }
+    if (error.statusCode === 409 || error.statusCode === 422 || error.statusCode === 400) return invalidParams(error.detail);
+  }
+  if (error instanceof WrongExpectedVersionError) {
+    return invalidParams("the task was changed concurrently; retry the request");
+  }
+  return new A2AError(ErrorCode.Internal, "Internal error");
+}

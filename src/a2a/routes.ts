@@ -1,0 +1,181 @@
+/**
+ * The A2A edge: `POST /a2a/{assistant_id}` (JSON-RPC 2.0, v0.3 and v1.0) and the agent card at
+ * `GET /.well-known/agent-card.json?assistant_id=` (also `/a2a/{assistant_id}/.well-known/agent-card.json`).
+ * JSON-RPC errors are answered on HTTP 200 with the request's id; streaming methods answer
+ * `text/event-stream` once the envelope is valid, so a later error is an event of that stream.
+ */
+import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
+import type { ZodTypeProvider } from "fastify-type-provider-zod";
+import { z } from "zod";
+import type { AppContext } from "../app/context.js";
+import type { RunsService } from "../app/runs.js";
+import { HttpError } from "../http/errors.js";
+import { SseWriter } from "../http/sse.js";
+import { defaultAssistantId } from "../runtime/graphs.js";
+import { VERSION } from "../version.js";
+import { agentCard, publicBaseUrl } from "./card.js";
+import { codecFor, v03, v1, type Codec } from "./codec.js";
+import { A2AError, ErrorCode, toA2AError, unsupported } from "./errors.js";
+import { EnvelopeError, failure, headerVersion, parseRequest, success, type RpcId } from "./jsonrpc.js";
+import { A2AService } from "./service.js";
+import { readModelTaskIndex } from "./task-index.js";
+import { taskOf } from "./task-view.js";
+import type { Operation } from "./types.js";
+
+export interface A2ARoutesOptions {
+  /** PUBLIC_URL: the base URL the card advertises (default: the request's host). */
+  publicUrl?: string;
+}
+
+type Headers = Record<string, string | string[] | undefined>;
+
+export function a2aRoutes(ctx: AppContext, runs: RunsService, options: A2ARoutesOptions = {}): FastifyPluginAsync {
+  const service = new A2AService(ctx, runs, readModelTaskIndex(ctx, runs));
+
+  async function card(request: FastifyRequest, assistantParam: string | undefined) {
+    const idOrGraph = assistantParam ?? defaultAssistantId(ctx.graphs.ids()[0] ?? "");
+    let assistant;
+    try {
+      assistant = service.assistant(idOrGraph);
+    } catch {
+      throw new HttpError(404, `Assistant '${idOrGraph}' not found`);
+    }
+    const host = `${ctx.config.host.includes(":") ? `[${ctx.config.host}]` : ctx.config.host}:${ctx.config.port}`;
+    return agentCard({
+      assistant,
+      graph: await service.graphShape(assistant.graph_id),
+      baseUrl: publicBaseUrl(options.publicUrl, request.headers as Headers, host),
+      version: VERSION,
+      apiKey: ctx.config.apiKey !== undefined,
+      pushNotifications: false,
+    });
+  }
+
+  /** The non-streaming operations; each returns the encoded `result`. */
+  async function call(op: Operation, codec: Codec, assistantParam: string, params: unknown, headers: Headers, signal: AbortSignal): Promise<unknown> {
+    if (op === "push") throw unsupported("push notifications are not supported");
+    if (op === "extendedCard") throw unsupported("this agent has no authenticated extended card");
+    const assistant = service.assistant(assistantParam);
+    switch (op) {
+      case "send": {
+        const p = codec.decodeSend(params);
+        const { view, taskId } = await service.start(assistant, p, headers, false);
+        // Non-blocking (`blocking: false`, `returnImmediately`): the task as it is now.
+        const task = await service.settled(view.run.run_id, taskId, p.historyLength, p.blocking ? signal : AbortSignal.abort());
+        return codec.encodeSendResult(task);
+      }
+      case "get": {
+        const p = codec.decodeTaskQuery(params);
+        return codec.encodeTask(service.get(assistant, p.id, p.historyLength));
+      }
+      case "cancel":
+        return codec.encodeTask(await service.cancel(assistant, codec.decodeTaskId(params).id));
+      case "list":
+        return codec.encodeList(service.list(assistant, codec.decodeList(params)));
+      default:
+        throw new A2AError(ErrorCode.Internal, `operation ${op} is not a request/response operation`);
+    }
+  }
+
+  /** `message/stream` and `tasks/resubscribe` (and their v1.0 names) as one SSE response. */
+  async function stream(reply: FastifyReply, op: Operation, codec: Codec, id: RpcId, assistantParam: string, params: unknown, headers: Headers) {
+    const sse = new SseWriter(reply, {});
+    const stopped = new AbortController();
+    const untrack = runs.track(() => sse.end());
+    sse.onClose(() => stopped.abort());
+    sse.onEnd(() => stopped.abort());
+    const send = async (payload: unknown, revision?: bigint) => {
+      const backpressure = sse.event("message", payload, revision);
+      if (backpressure) await backpressure;
+    };
+    try {
+      const assistant = service.assistant(assistantParam);
+      if (op === "stream") {
+        const p = codec.decodeSend(params);
+        const { view, taskId } = await service.start(assistant, p, headers, true);
+        await send(success(id, codec.encodeEvent(taskOf(view, { taskId, historyLength: p.historyLength }))));
+        for await (const item of service.events(view.run.run_id, taskId, "start", stopped.signal)) {
+          await send(success(id, codec.encodeEvent(item.event)), item.revision);
+        }
+      } else {
+        const { id: taskId } = codec.decodeTaskId(params);
+        const { view, taskId: tid } = service.resolve(assistant, taskId);
+        const ended = view.stream.ended !== undefined;
+        const task = service.get(assistant, tid, undefined);
+        if (codec === v1 && ended && task.status.state !== "input-required") {
+          throw unsupported(`Task '${taskId}' is ${task.status.state}: a terminal task cannot be subscribed to`);
+        }
+        await send(success(id, codec.encodeEvent(task)));
+        const items = ended ? service.finalEvents(view, tid) : service.events(view.run.run_id, tid, "start", stopped.signal);
+        for await (const item of items) await send(success(id, codec.encodeEvent(item.event)), item.revision);
+      }
+    } catch (error) {
+      if (!sse.closed) await send(failure(id, codec.encodeError(asA2AError(error, reply))));
+    } finally {
+      untrack();
+      sse.end();
+    }
+  }
+
+  function asA2AError(error: unknown, reply: FastifyReply): A2AError {
+    const e = error instanceof A2AError ? error : toA2AError(error, "task");
+    if (!(error instanceof A2AError)) reply.log.error({ err: error }, "a2a request failed");
+    return e;
+  }
+
+  /** POST /a2a/{assistant_id}: in its own context, with the raw body, so bad JSON is -32700 and not a 422. */
+  async function rpcRoutes(app: FastifyInstance) {
+    app.removeAllContentTypeParsers();
+    app.addContentTypeParser("*", { parseAs: "string" }, (_req, body, done) => done(null, body));
+    app.setErrorHandler((error: Error & { statusCode?: number; code?: string }, _request, reply) => {
+      // Failures before the handler (body too large, unreadable body): a JSON-RPC error without an id.
+      const tooLarge = error.code === "FST_ERR_CTP_BODY_TOO_LARGE";
+      const status = tooLarge ? 413 : 400;
+      reply.code(status).send(failure(null, { code: ErrorCode.InvalidRequest, message: `Invalid Request: ${tooLarge ? "request body is too large" : error.message}` }));
+    });
+    const r = app.withTypeProvider<ZodTypeProvider>();
+    r.post("/a2a/:assistant_id", { schema: { tags: ["a2a"], params: z.object({ assistant_id: z.string().min(1) }) } }, async (req, reply) => {
+      let id: RpcId = null;
+      let codec: Codec = v03;
+      try {
+        const rpc = parseRequest(typeof req.body === "string" ? req.body : undefined);
+        id = rpc.id;
+        let header;
+        try {
+          header = headerVersion(req.headers["a2a-version"]);
+        } catch (error) {
+          codec = v1;
+          throw error;
+        }
+        const found = codecFor(rpc.method, header);
+        if (!found) {
+          throw new A2AError(ErrorCode.MethodNotFound, `Method not found: ${rpc.method}${header ? ` (A2A-Version ${header})` : ""}`);
+        }
+        codec = found.codec;
+        if (found.operation === "stream" || found.operation === "subscribe") {
+          await stream(reply, found.operation, codec, id, req.params.assistant_id, rpc.params, req.headers as Headers);
+          return;
+        }
+        const gone = new AbortController();
+        reply.raw.on("close", () => {
+          if (!reply.raw.writableEnded) gone.abort();
+        });
+        const result = await call(found.operation, codec, req.params.assistant_id, rpc.params, req.headers as Headers, gone.signal);
+        return reply.code(200).send(success(id, result));
+      } catch (error) {
+        const rpcId = error instanceof EnvelopeError ? error.id : id;
+        return reply.code(200).send(failure(rpcId, codec.encodeError(asA2AError(error, reply))));
+      }
+    });
+  }
+
+  return async (app) => {
+    const r = app.withTypeProvider<ZodTypeProvider>();
+    const CardQuery = z.object({ assistant_id: z.string().min(1).optional() });
+    r.get("/.well-known/agent-card.json", { schema: { tags: ["a2a"], querystring: CardQuery } }, async (req) => card(req, req.query.assistant_id));
+    r.get("/a2a/:assistant_id/.well-known/agent-card.json", { schema: { tags: ["a2a"], params: z.object({ assistant_id: z.string().min(1) }) } }, async (req) =>
+      card(req, req.params.assistant_id),
+    );
+    await app.register(rpcRoutes);
+  };
+}
