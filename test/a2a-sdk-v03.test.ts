@@ -104,7 +104,9 @@ t.test("an interrupt is input-required; a follow-up message on the task resumes 
   const asked = asTask(await client.sendMessage({ message: textMessage("start") }));
   t.equal(asked.status.state, "input-required");
   t.equal((asked.status.message?.parts[0] as { text: string }).text, JSON.stringify({ question: "Continue?" }));
-  t.same((asked.artifacts?.[0]?.parts[0] as { data: unknown }).data, { id: (asked.artifacts?.[0]?.parts[0] as { data: { id: unknown } }).data.id, value: { question: "Continue?" } });
+  const interrupt = (asked.artifacts?.[0]?.parts[0] as { data: Record<string, unknown> }).data;
+  t.equal(asked.artifacts?.[0]?.name, "Interrupt");
+  t.same(interrupt.value, { question: "Continue?" });
   const answered = asTask(await client.sendMessage({ message: textMessage("yes", { taskId: asked.id, contextId: asked.contextId }) }));
   t.equal(answered.id, asked.id, "the same task");
   t.equal(answered.status.state, "completed");
