@@ -149,6 +149,57 @@ t.test("ListTasks pages the tasks of an assistant", async (t) => {
   t.same(failed.json.result.tasks, []);
 });
 
+t.test("ListTasks and tasks/get over the runs table: a resumed task is one task; state and time filters; a deleted context takes its tasks", async (t) => {
+  const list = async (params: Record<string, unknown> = {}) => (await rpc(url, "interrupt", { jsonrpc: "2.0", id: "l", method: "ListTasks", params }, { "A2A-Version": "1.0" })).json.result;
+  const get = async (id: string) => (await rpc(url, "interrupt", { jsonrpc: "2.0", id: "g", method: "tasks/get", params: { id } })).json;
+  const before = (await list()).totalSize as number;
+  const a = (await rpc(url, "interrupt", send("start a"))).json.result;
+  const b = (await rpc(url, "interrupt", send("start b"))).json.result;
+  t.equal(a.status.state, "input-required");
+  t.equal(b.status.state, "input-required");
+  const resumed = (await rpc(url, "interrupt", send("yes", { message: textMessage("yes", { taskId: a.id, contextId: a.contextId }) }))).json.result;
+  t.equal(resumed.id, a.id);
+  t.equal(resumed.status.state, "completed");
+
+  const all = await list({ pageSize: 2 });
+  t.same(all.tasks.map((x: any) => x.id), [b.id, a.id], "newest first; the run that resumed a is not a task of its own");
+  t.equal(all.totalSize, before + 2);
+  t.same(all.tasks.map((x: any) => x.status.state), ["TASK_STATE_INPUT_REQUIRED", "TASK_STATE_COMPLETED"], "a shows its resuming run's state");
+  t.same((await list({ status: "TASK_STATE_COMPLETED" })).tasks.map((x: any) => x.id), [a.id], "state filter follows the resuming run");
+  const waiting = await list({ status: "TASK_STATE_INPUT_REQUIRED", pageSize: 1 });
+  t.same(waiting.tasks.map((x: any) => x.id), [b.id]);
+  t.equal(waiting.totalSize, 1 + (await list({ status: "TASK_STATE_INPUT_REQUIRED", pageSize: 100, pageToken: "1" })).tasks.length, "totalSize counts every match");
+  const later = await list({ statusTimestampAfter: b.status.timestamp });
+  t.same(later.tasks.map((x: any) => x.id), [a.id], "only tasks whose status changed after b's");
+  t.same((await list({ contextId: a.contextId })).tasks.map((x: any) => x.id), [a.id], "one context");
+
+  // The run that resumed a, as the REST API lists it: its id is not a task id.
+  const runs = (await (await fetch(`${url}/threads/${a.contextId}/runs`)).json()) as { run_id: string }[];
+  t.equal(runs.length, 2);
+  const continuation = runs.find((r) => r.run_id !== a.id)!.run_id;
+  t.equal((await get(continuation)).error.code, -32001);
+  t.equal((await get(a.id)).result.status.state, "completed");
+
+  // Deleting a context deletes its tasks (its runs leave the read model).
+  t.equal((await fetch(`${url}/threads/${b.contextId}`, { method: "DELETE" })).status, 204);
+  t.equal((await get(b.id)).error.code, -32001);
+  t.same((await list()).tasks.map((x: any) => x.id).includes(b.id), false);
+  t.equal((await list()).totalSize, before + 1);
+});
+
+t.test("a reply too large for one event (written beside the run) reads back whole", async (t) => {
+  const text = "x".repeat(300 * 1024);
+  const streamed = await rpc(url, "agent", { jsonrpc: "2.0", id: "big", method: "message/stream", params: { message: textMessage(text) } }, { accept: "text/event-stream" });
+  const first = streamed.events[0].result;
+  t.equal(first.kind, "task");
+  t.equal(first.history[0].parts[0].text.length, text.length, "the task's history before the end: the run's input, resolved");
+  const final = streamed.events.find((e: any) => e.result.kind === "artifact-update").result;
+  t.equal(final.artifact.parts[0].text, `You said: ${text}`);
+  const got = (await rpc(url, "agent", { jsonrpc: "2.0", id: "g", method: "tasks/get", params: { id: first.id } })).json.result;
+  t.equal(got.artifacts[0].parts[0].text, `You said: ${text}`, "from the terminal event's values, resolved");
+  t.equal(got.history.at(-1).parts[0].text, `You said: ${text}`);
+});
+
 t.test("data parts are structured input; the seed's params.thread.threadId names the thread", async (t) => {
   const threadId = "8d1a8b5e-6c0c-4d5e-9f59-2f4c3b1c0e11";
   const body = { jsonrpc: "2.0", id: "", method: "message/send", params: { message: { role: "user", parts: [{ kind: "data", data: { count: 40, by: 2 } }] }, messageId: "", thread: { threadId } } };

@@ -30,13 +30,13 @@ export interface A2ARoutesOptions {
 type Headers = Record<string, string | string[] | undefined>;
 
 export function a2aRoutes(ctx: AppContext, runs: RunsService, options: A2ARoutesOptions = {}): FastifyPluginAsync {
-  const service = new A2AService(ctx, runs, readModelTaskIndex(ctx, runs));
+  const service = new A2AService(ctx, runs, readModelTaskIndex(ctx));
 
   async function card(request: FastifyRequest, assistantParam: string | undefined) {
     const idOrGraph = assistantParam ?? defaultAssistantId(ctx.graphs.ids()[0] ?? "");
     let assistant;
     try {
-      assistant = service.assistant(idOrGraph);
+      assistant = await service.assistant(idOrGraph);
     } catch {
       throw new HttpError(404, `Assistant '${idOrGraph}' not found`);
     }
@@ -55,7 +55,7 @@ export function a2aRoutes(ctx: AppContext, runs: RunsService, options: A2ARoutes
   async function call(op: Operation, codec: Codec, assistantParam: string, params: unknown, headers: Headers, signal: AbortSignal): Promise<unknown> {
     if (op === "push") throw unsupported("push notifications are not supported");
     if (op === "extendedCard") throw unsupported("this agent has no authenticated extended card");
-    const assistant = service.assistant(assistantParam);
+    const assistant = await service.assistant(assistantParam);
     switch (op) {
       case "send": {
         const p = codec.decodeSend(params);
@@ -66,12 +66,12 @@ export function a2aRoutes(ctx: AppContext, runs: RunsService, options: A2ARoutes
       }
       case "get": {
         const p = codec.decodeTaskQuery(params);
-        return codec.encodeTask(service.get(assistant, p.id, p.historyLength));
+        return codec.encodeTask(await service.get(assistant, p.id, p.historyLength));
       }
       case "cancel":
         return codec.encodeTask(await service.cancel(assistant, codec.decodeTaskId(params).id));
       case "list":
-        return codec.encodeList(service.list(assistant, codec.decodeList(params)));
+        return codec.encodeList(await service.list(assistant, codec.decodeList(params)));
       default:
         throw new A2AError(ErrorCode.Internal, `operation ${op} is not a request/response operation`);
     }
@@ -89,24 +89,24 @@ export function a2aRoutes(ctx: AppContext, runs: RunsService, options: A2ARoutes
       if (backpressure) await backpressure;
     };
     try {
-      const assistant = service.assistant(assistantParam);
+      const assistant = await service.assistant(assistantParam);
       if (op === "stream") {
         const p = codec.decodeSend(params);
-        const { view, taskId } = await service.start(assistant, p, headers, true);
-        await send(success(id, codec.encodeEvent(taskOf(view, { taskId, historyLength: p.historyLength }))));
+        const { view, ended, taskId } = await service.start(assistant, p, headers, true);
+        await send(success(id, codec.encodeEvent(taskOf(view, ended, { taskId, historyLength: p.historyLength }))));
         for await (const item of service.events(view.run.run_id, taskId, "start", stopped.signal)) {
           await send(success(id, codec.encodeEvent(item.event)), item.revision);
         }
       } else {
         const { id: taskId } = codec.decodeTaskId(params);
-        const { view, taskId: tid } = service.resolve(assistant, taskId);
-        const ended = view.stream.ended !== undefined;
-        const task = service.get(assistant, tid, undefined);
+        const run = await service.resolve(assistant, taskId);
+        const ended = run.view.stream.ended !== undefined;
+        const task = taskOf(run.view, run.ended, { taskId: run.taskId });
         if (codec === v1 && ended && task.status.state !== "input-required") {
           throw unsupported(`Task '${taskId}' is ${task.status.state}: a terminal task cannot be subscribed to`);
         }
         await send(success(id, codec.encodeEvent(task)));
-        const items = ended ? service.finalEvents(view, tid) : service.events(view.run.run_id, tid, "start", stopped.signal);
+        const items = ended ? service.finalEvents(run) : service.events(run.view.run.run_id, run.taskId, "start", stopped.signal);
         for await (const item of items) await send(success(id, codec.encodeEvent(item.event)), item.revision);
       }
     } catch (error) {

@@ -1,7 +1,7 @@
 /**
  * The A2A application layer: tasks on top of the same run services the REST API uses
- * (RunsService.create / waitDone / cancel / view, the runs read model, the run's log stream).
- * Every application error goes through `toA2AError`.
+ * (RunsService.create / waitDone / cancel / view / terminalEvent, the runs read model, the run's
+ * log stream). Every application error goes through `toA2AError`.
  */
 import { randomUUID } from "node:crypto";
 import { validate as isUuid } from "uuid";
@@ -9,24 +9,33 @@ import type { AppContext } from "../app/context.js";
 import type { RunRequest, RunsService } from "../app/runs.js";
 import { getAssistant } from "../app/assistants.js";
 import type { Assistant } from "../domain/assistants.js";
-import { runStream, type RunView } from "../domain/runs.js";
+import { runStream, type RunEnded, type RunView } from "../domain/runs.js";
 import type { JsonObject } from "../domain/json.js";
+import { isLargeValueMarker, resolveLarge } from "../app/large-values.js";
 import { A2AError, ErrorCode, invalidParams, taskNotFound, toA2AError, unsupported } from "./errors.js";
 import { deltaOf, inputOfMessage, resumeOfMessage, type GraphInput } from "./parts.js";
-import { artifactsOf, statusOf, taskOf, taskStateOf } from "./task-view.js";
-import type { TaskIndex } from "./task-index.js";
+import { artifactsOf, stateNeedsTerminal, statusOf, taskOf, taskStateOf } from "./task-view.js";
+import { TASK_ID_KEY, type TaskIndex } from "./task-index.js";
 import type { GraphInputShape } from "./card.js";
-import { TERMINAL_STATES, type ListParams, type SendParams, type StreamEvent, type Task, type TaskPage } from "./types.js";
+import { TERMINAL_STATES, type ListParams, type SendParams, type StreamEvent, type Task, type TaskPage, type TaskState } from "./types.js";
 
-/** Run metadata key of the runs that continue a task after an interrupt (the task keeps its first run's id). */
-export const TASK_ID_KEY = "a2a_task_id";
-/** How many of a context's newest runs are searched for a task's continuation. */
-const CONTINUATION_WINDOW = 100;
+/** Most tasks a ListTasks filtered by state or time looks at (it reads each one's state). */
+const MAX_SCAN = 10_000;
+const SCAN_BATCH = 200;
 
 export interface StreamItem {
   event: StreamEvent;
   /** The run stream revision it came from (the SSE id). */
   revision?: bigint;
+}
+
+/** A task's current run as a task view needs it: the read model's view and its terminal event. */
+export interface TaskRun {
+  view: RunView;
+  /** The terminal event with its values resolved; undefined while the run has not ended. */
+  ended: RunEnded | undefined;
+  /** The A2A task id: the run id, or the first run's id for a task resumed by later runs. */
+  taskId: string;
 }
 
 type Headers = Record<string, string | string[] | undefined>;
@@ -41,9 +50,9 @@ export class A2AService {
   ) {}
 
   /** The assistant of `/a2a/{assistant_id}` (a UUID or a graph id); unknown → -32602. */
-  assistant(idOrGraph: string): Assistant {
+  async assistant(idOrGraph: string): Promise<Assistant> {
     try {
-      return getAssistant(this.ctx, idOrGraph);
+      return await getAssistant(this.ctx, idOrGraph);
     } catch (error) {
       const e = toA2AError(error, "assistant");
       throw e.code === ErrorCode.InvalidParams ? invalidParams(`Assistant '${idOrGraph}' not found`) : e;
@@ -65,30 +74,57 @@ export class A2AService {
     return shape;
   }
 
-  /** The run that holds a task now: its first run, or the newest run that resumed it. */
-  resolve(assistant: Assistant, taskId: string): { view: RunView; taskId: string } {
+  /**
+   * The run's terminal event from its log (the read model keeps only the status), values
+   * resolved; and a large input resolved, for the history of a task that has not ended.
+   */
+  private async load(view: RunView, taskId: string): Promise<TaskRun> {
+    let ended: RunEnded | undefined;
+    if (view.stream.ended) {
+      const terminal = await this.runs.terminalEvent(view.run.run_id);
+      ended = terminal && { ...terminal, values: await resolveLarge(this.ctx.store, terminal.values) };
+    }
+    const input = view.run.kwargs.input;
+    if (!ended && isLargeValueMarker(input)) {
+      view = { ...view, run: { ...view.run, kwargs: { ...view.run.kwargs, input: await resolveLarge(this.ctx.store, input) } } };
+    }
+    return { view, ended, taskId };
+  }
+
+  /**
+   * The run that holds a task now (its first run, or the newest run that resumed it) and the
+   * task's state, reading the run's log only when the read model's view cannot tell the state.
+   */
+  private async locate(assistant: Assistant, taskId: string): Promise<{ view: RunView; taskId: string; state: TaskState }> {
     const id = taskId.toLowerCase();
     const first = isUuid(id) ? this.runs.view(id) : undefined;
-    if (!first || first.run.assistant_id !== assistant.assistant_id) throw taskNotFound(taskId);
+    // A run that resumed a task is part of that task, not a task of its own.
+    if (!first || first.run.assistant_id !== assistant.assistant_id || first.run.metadata[TASK_ID_KEY] !== undefined) throw taskNotFound(taskId);
+    const stateOf = async (v: RunView) => taskStateOf(v, stateNeedsTerminal(v) ? await this.runs.terminalEvent(v.run.run_id) : undefined);
+    const state = await stateOf(first);
     // Only a task that waited for input can have been resumed by a later run.
-    if (taskStateOf(first) !== "input-required") return { view: first, taskId: id };
-    const latest = this.index.runsOf({ assistantId: assistant.assistant_id, contextId: first.run.thread_id })
-      .slice(0, CONTINUATION_WINDOW)
-      .find((r) => r.metadata[TASK_ID_KEY] === id);
+    if (state !== "input-required") return { view: first, taskId: id, state };
+    const latest = this.index.latestContinuation({ assistantId: assistant.assistant_id, contextId: first.run.thread_id }, id);
     const view = latest ? this.runs.view(latest.run_id) : undefined;
-    return { view: view ?? first, taskId: id };
+    return view ? { view, taskId: id, state: await stateOf(view) } : { view: first, taskId: id, state };
+  }
+
+  /** A task's current run with its terminal event. */
+  async resolve(assistant: Assistant, taskId: string): Promise<TaskRun> {
+    const { view, taskId: id } = await this.locate(assistant, taskId);
+    return this.load(view, id);
   }
 
   /** Starts the run of a message: a new task on its context, or the resumption of a task waiting for input. */
-  async start(assistant: Assistant, p: SendParams, headers: Headers, streaming: boolean): Promise<{ view: RunView; taskId: string }> {
+  async start(assistant: Assistant, p: SendParams, headers: Headers, streaming: boolean): Promise<TaskRun> {
     if (p.pushNotification) throw unsupported("push notifications are not supported");
     const message = p.message;
     let threadId: string;
     let plan: GraphInput;
     let taskId: string | undefined;
     if (message.taskId) {
-      const resolved = this.resolve(assistant, message.taskId);
-      const state = taskStateOf(resolved.view);
+      const resolved = await this.resolve(assistant, message.taskId);
+      const state = taskStateOf(resolved.view, resolved.ended);
       if (TERMINAL_STATES.has(state)) {
         throw unsupported(`Task '${message.taskId}' is ${state}: a terminal task takes no more messages; send one without taskId to start a new task in its context`);
       }
@@ -107,6 +143,8 @@ export class A2AService {
       plan = p.command?.resume !== undefined ? resumeOfMessage(message, p.command) : inputOfMessage(message, shape.acceptsMessages, assistant.assistant_id);
     }
     const metadata: JsonObject = taskId ? { [TASK_ID_KEY]: taskId } : {};
+    // Always a kept thread (the context), never a temporary one: a temporary thread's runs leave
+    // the read model when they end, and tasks/get must find the task afterwards.
     const request: RunRequest = {
       assistant_id: assistant.assistant_id,
       if_not_exists: "create",
@@ -124,24 +162,26 @@ export class A2AService {
     }
     const view = this.runs.view(runId);
     if (!view) throw new A2AError(ErrorCode.Internal, `run ${runId} vanished after it was created`);
-    return { view, taskId: taskId ?? runId };
+    return this.load(view, taskId ?? runId);
   }
 
   /** The task once its run ended (or the client left / the server stops: as it is then). */
   async settled(runId: string, taskId: string, historyLength: number | undefined, signal?: AbortSignal): Promise<Task> {
-    const view = await this.runs.waitDone(runId, signal);
+    await this.runs.waitDone(runId, signal);
+    const view = this.runs.view(runId);
     if (!view) throw taskNotFound(taskId);
-    return taskOf(view, { taskId, historyLength });
+    const run = await this.load(view, taskId);
+    return taskOf(run.view, run.ended, { taskId, historyLength });
   }
 
-  get(assistant: Assistant, taskId: string, historyLength: number | undefined): Task {
-    const { view, taskId: id } = this.resolve(assistant, taskId);
-    return taskOf(view, { taskId: id, historyLength });
+  async get(assistant: Assistant, taskId: string, historyLength: number | undefined): Promise<Task> {
+    const run = await this.resolve(assistant, taskId);
+    return taskOf(run.view, run.ended, { taskId: run.taskId, historyLength });
   }
 
   async cancel(assistant: Assistant, taskId: string): Promise<Task> {
-    const { view, taskId: id } = this.resolve(assistant, taskId);
-    const state = taskStateOf(view);
+    const { view, ended } = await this.resolve(assistant, taskId);
+    const state = taskStateOf(view, ended);
     if (TERMINAL_STATES.has(state) || state === "input-required") {
       throw new A2AError(ErrorCode.TaskNotCancelable, `Task '${taskId}' is ${state} and cannot be canceled`);
     }
@@ -150,9 +190,7 @@ export class A2AService {
     } catch (error) {
       throw toA2AError(error, "task");
     }
-    const after = await this.runs.waitDone(view.run.run_id);
-    if (!after) throw taskNotFound(taskId);
-    const task = taskOf(after, { taskId: id });
+    const task = await this.settled(view.run.run_id, taskId.toLowerCase(), undefined);
     if (task.status.state !== "canceled") {
       throw new A2AError(ErrorCode.TaskNotCancelable, `Task '${taskId}' ended as ${task.status.state} before it could be canceled`);
     }
@@ -160,26 +198,47 @@ export class A2AService {
   }
 
   /** ListTasks: the tasks of a context (or of the assistant), newest first, `pageToken` = offset. */
-  list(assistant: Assistant, p: ListParams): TaskPage {
+  async list(assistant: Assistant, p: ListParams): Promise<TaskPage> {
+    const scope = { assistantId: assistant.assistant_id, contextId: p.contextId };
+    const options = (taskId: string) => ({ taskId, historyLength: p.historyLength, includeArtifacts: p.includeArtifacts });
     const after = p.statusTimestampAfter ? Date.parse(p.statusTimestampAfter) : undefined;
-    const all: Task[] = [];
-    for (const record of this.index.runsOf({ assistantId: assistant.assistant_id, contextId: p.contextId })) {
-      if (record.metadata[TASK_ID_KEY] !== undefined) continue; // a continuation: listed as its task
-      let task: Task;
+    const found = async <T>(find: () => Promise<T>): Promise<T | undefined> => {
       try {
-        const { view, taskId } = this.resolve(assistant, record.run_id);
-        task = taskOf(view, { taskId, historyLength: p.historyLength, includeArtifacts: p.includeArtifacts });
+        return await find();
       } catch (error) {
-        if (error instanceof A2AError && error.code === ErrorCode.TaskNotFound) continue; // removed meanwhile
+        if (error instanceof A2AError && error.code === ErrorCode.TaskNotFound) return undefined; // removed meanwhile
         throw error;
       }
-      if (p.state && task.status.state !== p.state) continue;
-      if (after !== undefined && Date.parse(task.status.timestamp ?? "") <= after) continue;
-      all.push(task);
+    };
+    let ids: string[] = [];
+    let total = 0;
+    if (p.state === undefined && after === undefined) {
+      // Unfiltered: the page and the count straight from SQL.
+      total = this.index.countTasks(scope);
+      ids = this.index.tasks(scope, { limit: p.pageSize, offset: p.offset }).map((r) => r.run_id);
+    } else {
+      // Filtered on the task's state or time: each task's state is needed, so scan (bounded).
+      for (let offset = 0; offset < MAX_SCAN; offset += SCAN_BATCH) {
+        const records = this.index.tasks(scope, { limit: SCAN_BATCH, offset });
+        for (const record of records) {
+          const task = await found(() => this.locate(assistant, record.run_id));
+          if (!task) continue;
+          if (p.state && task.state !== p.state) continue;
+          // The status timestamp (see statusOf): the read model keeps ended_at.
+          if (after !== undefined && Date.parse(task.view.stream.ended?.ended_at ?? task.view.run.updated_at) <= after) continue;
+          if (total >= p.offset && total < p.offset + p.pageSize) ids.push(task.taskId);
+          total++;
+        }
+        if (records.length < SCAN_BATCH) break;
+      }
     }
-    const tasks = all.slice(p.offset, p.offset + p.pageSize);
+    const tasks: Task[] = [];
+    for (const id of ids) {
+      const run = await found(() => this.resolve(assistant, id));
+      if (run) tasks.push(taskOf(run.view, run.ended, options(run.taskId)));
+    }
     const next = p.offset + p.pageSize;
-    return { tasks, nextPageToken: next < all.length ? String(next) : "", pageSize: tasks.length, totalSize: all.length };
+    return { tasks, nextPageToken: next < total ? String(next) : "", pageSize: tasks.length, totalSize: total };
   }
 
   /**
@@ -220,7 +279,8 @@ export class A2AService {
           }
           if (e.type === "RunOutput") {
             const d = e.data as { event: string; data: unknown };
-            const text = d.event === "messages" ? deltaOf(d.data) : undefined;
+            const data = isLargeValueMarker(d.data) ? await resolveLarge(this.ctx.store, d.data) : d.data;
+            const text = d.event === "messages" ? deltaOf(data) : undefined;
             if (text !== undefined) yield workingUpdate(e.revision, text);
           }
         }
@@ -230,18 +290,19 @@ export class A2AService {
       await subscription.close();
     }
     if (signal.aborted) return;
-    const view = await this.runs.waitDone(runId, signal);
+    await this.runs.waitDone(runId, signal);
+    const view = this.runs.view(runId);
     if (!view || signal.aborted) return;
-    yield* this.finalEvents(view, taskId);
+    yield* this.finalEvents(await this.load(view, taskId));
   }
 
   /** The closing events of an ended run: its artifact, then the status with `final: true`. */
-  *finalEvents(view: RunView, taskId: string): Generator<StreamItem> {
+  *finalEvents({ view, ended, taskId }: TaskRun): Generator<StreamItem> {
     const contextId = view.run.thread_id;
     const revision = typeof view.stream.revision === "bigint" ? view.stream.revision : undefined;
-    for (const artifact of artifactsOf(view, taskId)) {
+    for (const artifact of artifactsOf(view, ended, taskId)) {
       yield { revision, event: { kind: "artifact-update", taskId, contextId, artifact, append: false, lastChunk: true } };
     }
-    yield { revision, event: { kind: "status-update", taskId, contextId, status: statusOf(view, taskId), final: true } };
+    yield { revision, event: { kind: "status-update", taskId, contextId, status: statusOf(view, ended, taskId), final: true } };
   }
 }

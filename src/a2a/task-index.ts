@@ -1,43 +1,39 @@
 /**
- * Which runs are tasks of a context or of an assistant, newest first. The one place the A2A layer
- * lists runs: today through RunsService.list and the runs read model; when the read models move
- * to SQL, only this adapter changes (an index on (assistant_id, created_at) answers it).
+ * Which runs are tasks, newest first: SQL on the runs read model (`runs_assistant`, `runs_thread`).
+ * A task is the run that started it; the runs that resumed it after an interrupt carry its id in
+ * their metadata (TASK_ID_KEY) and are found through it, never listed as tasks of their own.
  */
 import type { AppContext } from "../app/context.js";
-import type { RunsService } from "../app/runs.js";
-import { runsProjection } from "../../projections/runs.js";
-import { publicRun } from "../domain/runs.js";
 import type { RunRecord } from "../domain/run-record.js";
-import { HttpError } from "../http/errors.js";
+import type { SqlFragment } from "../read-models/json-filter.js";
 
-export interface TaskIndex {
-  runsOf(q: { assistantId: string; contextId?: string }): RunRecord[];
+/** Run metadata key of the runs that continue a task after an interrupt (the task keeps its first run's id). */
+export const TASK_ID_KEY = "a2a_task_id";
+
+export interface TaskScope {
+  assistantId: string;
+  /** One context (thread) only. */
+  contextId?: string;
 }
 
-/** Most runs a listing looks at. */
-const MAX_RUNS = 10_000;
+export interface TaskIndex {
+  /** The runs that started tasks, newest first. */
+  tasks(scope: TaskScope, page: { limit: number; offset: number }): RunRecord[];
+  countTasks(scope: TaskScope): number;
+  /** The newest run that resumed the task, if any. */
+  latestContinuation(scope: Required<TaskScope>, taskId: string): RunRecord | undefined;
+}
 
-export function readModelTaskIndex(ctx: AppContext, runs: RunsService): TaskIndex {
+const continuation = `json_extract(runs.record, '$.metadata.${TASK_ID_KEY}')`;
+const FIRST_RUNS: SqlFragment[] = [{ sql: `${continuation} IS NULL`, params: [] }];
+
+export function readModelTaskIndex(ctx: AppContext): TaskIndex {
+  const runs = ctx.readModels.runs;
+  const query = (scope: TaskScope) => ({ threadId: scope.contextId?.toLowerCase() });
   return {
-    runsOf(q) {
-      let records: RunRecord[];
-      if (q.contextId) {
-        try {
-          records = runs.list(q.contextId, { limit: MAX_RUNS, offset: 0 });
-        } catch (error) {
-          if (error instanceof HttpError && error.statusCode === 404) return [];
-          throw error;
-        }
-      } else {
-        records = ctx.runner
-          .values(runsProjection)
-          .filter((v) => v.run.assistant_id === q.assistantId)
-          .map(publicRun)
-          // run ids are UUIDv7: time-ordered
-          .sort((a, b) => (a.run_id < b.run_id ? 1 : a.run_id > b.run_id ? -1 : 0))
-          .slice(0, MAX_RUNS);
-      }
-      return records.filter((r) => r.assistant_id === q.assistantId);
-    },
+    tasks: (scope, page) => runs.listByAssistant(scope.assistantId, { ...query(scope), ...page, extra: FIRST_RUNS }),
+    countTasks: (scope) => runs.countByAssistant(scope.assistantId, { ...query(scope), extra: FIRST_RUNS }),
+    latestContinuation: (scope, taskId) =>
+      runs.listByAssistant(scope.assistantId, { ...query(scope), limit: 1, offset: 0, extra: [{ sql: `${continuation} = ?`, params: [taskId] }] })[0],
   };
 }

@@ -106,6 +106,14 @@ function loader(db: Database.Database): (id: string) => RunView | undefined {
   };
 }
 
+function assistantWhere(assistantId: string, q: { threadId?: string; extra?: readonly SqlFragment[] }): SqlFragment[] {
+  // With a thread, its index (a thread has few runs); the unary + keeps SQLite off runs_assistant.
+  const where: SqlFragment[] = [{ sql: q.threadId === undefined ? "runs.assistant_id = ?" : "+runs.assistant_id = ?", params: [assistantId] }];
+  if (q.threadId !== undefined) where.push({ sql: "runs.thread_id = ?", params: [q.threadId] });
+  if (q.extra) where.push(...q.extra);
+  return where;
+}
+
 /** Queries of the runs read model. */
 export class RunsReadModel {
   readonly load: (id: string) => RunView | undefined;
@@ -123,6 +131,23 @@ export class RunsReadModel {
     if (q.extra) where.push(...q.extra);
     const sql = `SELECT record, stream, thread_finished FROM runs WHERE ${where.map((w) => `(${w.sql})`).join(" AND ")} ORDER BY run_id DESC LIMIT ? OFFSET ?`;
     return (this.cache.get(sql).all(...where.flatMap((w) => w.params), q.limit, q.offset) as RunRow[]).map((r) => publicRun(viewOf(r)));
+  }
+
+  /**
+   * An assistant's runs (of one thread when `threadId` is set), newest first; A2A lists its tasks
+   * with it. Served by `runs_assistant` (or `runs_thread`).
+   */
+  listByAssistant(assistantId: string, q: { threadId?: string; limit: number; offset: number; extra?: readonly SqlFragment[] }): RunRecord[] {
+    const where = assistantWhere(assistantId, q);
+    const sql = `SELECT record, stream, thread_finished FROM runs WHERE ${where.map((w) => `(${w.sql})`).join(" AND ")} ORDER BY run_id DESC LIMIT ? OFFSET ?`;
+    return (this.cache.get(sql).all(...where.flatMap((w) => w.params), q.limit, q.offset) as RunRow[]).map((r) => publicRun(viewOf(r)));
+  }
+
+  /** How many runs `listByAssistant` pages through. */
+  countByAssistant(assistantId: string, q: { threadId?: string; extra?: readonly SqlFragment[] } = {}): number {
+    const where = assistantWhere(assistantId, q);
+    const sql = `SELECT count(*) FROM runs WHERE ${where.map((w) => `(${w.sql})`).join(" AND ")}`;
+    return Number(this.cache.get(sql).pluck().get(...where.flatMap((w) => w.params)));
   }
 
   /** Runs not ended, of the given statuses (pending, running). */
