@@ -27,6 +27,19 @@ const EnvSchema = z.object({
   CHECKPOINT_CACHE_THREADS: z.coerce.number().int().positive().default(1000),
   /** Bytes (serialized size) the cached threads' checkpoints may take together. */
   CHECKPOINT_CACHE_BYTES: z.coerce.number().int().positive().default(32 * 1024 * 1024),
+  /** Signs webhooks (HMAC-SHA256 of `timestamp.body`) when set. */
+  WEBHOOK_SECRET: z.string().min(1).optional(),
+  /** Attempts per webhook delivery, first included. */
+  WEBHOOK_MAX_ATTEMPTS: z.coerce.number().int().positive().default(8),
+  /** Backoff after the first failed attempt (doubles each time, ±20 % jitter) and its ceiling, ms. */
+  WEBHOOK_RETRY_BASE_MS: z.coerce.number().int().positive().default(5_000),
+  WEBHOOK_RETRY_MAX_MS: z.coerce.number().int().positive().default(300_000),
+  /** Webhook deliveries in flight at once per process. */
+  WEBHOOK_CONCURRENCY: z.coerce.number().int().positive().default(64),
+  WEBHOOK_CONNECT_TIMEOUT_MS: z.coerce.number().int().positive().default(5_000),
+  WEBHOOK_TIMEOUT_MS: z.coerce.number().int().positive().default(30_000),
+  /** Missed cron ticks fired on start: unset = only the latest; N = every missed tick of the last N seconds. */
+  CRON_CATCHUP_SECS: z.coerce.number().nonnegative().optional(),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("warn"),
 });
 
@@ -47,6 +60,17 @@ export interface Config {
   checkpointCacheThreads: number;
   checkpointCacheBytes: number;
   logLevel: string;
+  webhooks: {
+    secret: string | undefined;
+    maxAttempts: number;
+    retryBaseMs: number;
+    retryMaxMs: number;
+    concurrency: number;
+    connectTimeoutMs: number;
+    timeoutMs: number;
+  };
+  /** null = fire only the latest missed tick. */
+  cronCatchUpSecs: number | null;
 }
 
 export class ConfigError extends Error {
@@ -81,5 +105,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     checkpointCacheThreads: e.CHECKPOINT_CACHE_THREADS,
     checkpointCacheBytes: e.CHECKPOINT_CACHE_BYTES,
     logLevel: e.LOG_LEVEL,
+    webhooks: {
+      secret: e.WEBHOOK_SECRET,
+      maxAttempts: e.WEBHOOK_MAX_ATTEMPTS,
+      retryBaseMs: e.WEBHOOK_RETRY_BASE_MS,
+      retryMaxMs: e.WEBHOOK_RETRY_MAX_MS,
+      concurrency: e.WEBHOOK_CONCURRENCY,
+      connectTimeoutMs: e.WEBHOOK_CONNECT_TIMEOUT_MS,
+      timeoutMs: e.WEBHOOK_TIMEOUT_MS,
+    },
+    cronCatchUpSecs: e.CRON_CATCHUP_SECS ?? null,
   };
 }
