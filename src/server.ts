@@ -103,7 +103,7 @@ export async function startServer(config: Config, deps: ServerDeps = {}): Promis
     };
     runs = new RunsService(ctx, completion);
     const runService = runs;
-    const crons = new CronsService(ctx, runs);
+    const crons = new CronsService(ctx, runs, deps.clock);
     const webhooksEnabled = !langgraph.config.http.disable_webhooks;
     // Resolved now: a header naming an unset variable stops start-up with one clear line.
     const webhookHeaders = webhooksEnabled ? resolveWebhookHeaders(langgraph.config.webhooks) : {};

@@ -7,7 +7,7 @@ import { assertWebhookAllowed } from "./webhooks.js";
 import type { RunRequest, RunsService } from "./runs.js";
 import { HttpError } from "../http/errors.js";
 import { checkSchedule } from "../domain/cron-schedule.js";
-import { cronStream, decideDeleteCron, decideUpdateCron, publicCron, type CronFields, type CronPayload, type CronState } from "../domain/crons.js";
+import { cronStream, isoOf, decideDeleteCron, decideUpdateCron, publicCron, type CronFields, type CronPayload, type CronState } from "../domain/crons.js";
 import type { CronFilter, CronSortField } from "../read-models/crons.js";
 import type { SortOrder } from "../read-models/statements.js";
 import type { JsonObject } from "../domain/json.js";
@@ -69,10 +69,16 @@ export function runRequestOf(cron: CronState): RunRequest {
 
 /** Application service of crons: create, search, count, patch, delete (the scheduler fires them). */
 export class CronsService {
+  /** Timestamps come from the scheduler's clock, so that ticks and creation times share one time line. */
+  private readonly now: () => string;
+
   constructor(
     private readonly ctx: AppContext,
     private readonly runs: RunsService,
-  ) {}
+    clock?: { now(): number },
+  ) {
+    this.now = clock ? () => isoOf(clock.now()) : ctx.now;
+  }
 
   private load = (id: string) => () => this.ctx.readModels.crons.get(id);
 
@@ -100,7 +106,7 @@ export class CronsService {
     };
     const { state } = await execute(ctx, this.load(cronId), cronStream(cronId), () => ({
       ok: true as const,
-      events: [{ type: "CronCreated", data: { ...fields, cron_id: cronId, created_at: ctx.now() } }],
+      events: [{ type: "CronCreated", data: { ...fields, cron_id: cronId, created_at: this.now() } }],
     }));
     return publicCron(state!);
   }
@@ -133,13 +139,13 @@ export class CronsService {
     delete payload.metadata;
     if (Object.keys(payload).length) changes.payload = { ...current.payload, ...payload };
     const id = current.cron_id;
-    const { state } = await execute(this.ctx, this.load(id), cronStream(id), (s) => decideUpdateCron(s, changes, this.ctx.now()));
+    const { state } = await execute(this.ctx, this.load(id), cronStream(id), (s) => decideUpdateCron(s, changes, this.now()));
     return publicCron(state!);
   }
 
   async delete(cronId: string): Promise<void> {
     const id = (await this.get(cronId)).cron_id;
-    await execute(this.ctx, this.load(id), cronStream(id), (s) => decideDeleteCron(s, this.ctx.now()));
+    await execute(this.ctx, this.load(id), cronStream(id), (s) => decideDeleteCron(s, this.now()));
   }
 
   search(q: CronFilter & { sort_by?: CronSortField; sort_order?: SortOrder; limit: number; offset: number }): { page: Record<string, unknown>[]; total: number } {
@@ -163,6 +169,7 @@ export class CronsService {
     if (q.assistant_id !== undefined) out.assistant_id = resolveAssistantId(this.ctx, q.assistant_id);
     if (q.thread_id !== undefined) out.thread_id = q.thread_id.toLowerCase();
     if (q.enabled !== undefined) out.enabled = q.enabled;
+    if (q.metadata !== undefined) out.metadata = q.metadata;
     return out;
   }
 }

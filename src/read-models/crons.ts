@@ -4,7 +4,8 @@ import type { TableProjection } from "./table.js";
 import { cronsProjection } from "../../projections/crons.js";
 import { nextRunOf, publicCron, type CronState } from "../domain/crons.js";
 import { StatementCache, pageAndCount, countWhere, type SortOrder } from "./statements.js";
-import type { SqlFragment } from "./json-filter.js";
+import { containsSql, type SqlFragment } from "./json-filter.js";
+import type { JsonObject } from "../domain/json.js";
 
 /**
  * Crons: one row per live cron with the columns search filters and sorts on, and `next_run_at`
@@ -82,6 +83,8 @@ export interface CronFilter {
   assistant_id?: string;
   thread_id?: string;
   enabled?: boolean;
+  /** JSON containment on the cron's metadata. */
+  metadata?: JsonObject;
 }
 
 function where(q: CronFilter): SqlFragment[] {
@@ -89,6 +92,7 @@ function where(q: CronFilter): SqlFragment[] {
   if (q.assistant_id !== undefined) w.push({ sql: "assistant_id = ?", params: [q.assistant_id] });
   if (q.thread_id !== undefined) w.push({ sql: "thread_id = ?", params: [q.thread_id] });
   if (q.enabled !== undefined) w.push({ sql: "enabled = ?", params: [q.enabled ? 1 : 0] });
+  if (q.metadata !== undefined && Object.keys(q.metadata).length) w.push(containsSql("json_extract(doc, '$.metadata')", q.metadata));
   return w;
 }
 

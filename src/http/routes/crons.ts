@@ -51,6 +51,7 @@ const Filter = {
   assistant_id: z.string().min(1).optional(),
   thread_id: Uuid.optional(),
   enabled: z.boolean().optional(),
+  metadata: JsonObject.optional(),
 };
 const SearchBody = z.object({
   ...Filter,
