@@ -42,6 +42,8 @@ export interface CronSchedulerOptions {
  */
 export class CronScheduler {
   readonly owner: string;
+  /** Ticks this process fired, and ticks another process had fired first (its claim won). */
+  readonly stats = { fired: 0, lost: 0 };
   private readonly model: CronsReadModel;
   private readonly clock: Clock;
   private readonly inflight = new Set<string>();
@@ -144,9 +146,13 @@ export class CronScheduler {
         revision = appended.nextExpectedRevision;
         position = appended.position;
       } catch (error) {
-        if (error instanceof WrongExpectedVersionError) return; // another process fired it (or the cron changed)
+        if (error instanceof WrongExpectedVersionError) {
+          this.stats.lost++;
+          return; // another process fired it (or the cron changed)
+        }
         throw error;
       }
+      this.stats.fired++;
       const tickIso = isoOf(tick);
       let record;
       try {
