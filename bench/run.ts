@@ -10,6 +10,7 @@ const benches: Record<string, (options: BenchOptions) => Promise<Record<string, 
   eventstore: async (o) => (await import("./eventstore.js")).benchEventStore(o),
   runs: async (o) => (await import("./runs.js")).benchRuns(o),
   scale: async (o) => (await import("./scale.js")).benchScale(o),
+  webhooks: async (o) => (await import("./webhooks.js")).benchWebhooks(o),
 };
 
 const args = process.argv.slice(2).filter((a) => a !== "--");

@@ -1,6 +1,7 @@
 import { ulid } from "ulid";
 import type Database from "better-sqlite3";
 import { WrongExpectedVersionError, type EventStore, type RecordedEvent } from "../eventstore/types.js";
+import { RUN_STREAM_PREFIX } from "../domain/runs.js";
 import { attemptEvents, decideWebhookClaim, deliveryIdOf, webhookStream, type Delivery } from "../domain/webhooks.js";
 import { WebhooksReadModel } from "../read-models/webhooks.js";
 import type { WebhookUrlPolicy } from "../runtime/langgraph-config.js";
@@ -43,13 +44,13 @@ export interface DispatcherOptions {
   log?: (message: string) => void;
 }
 
-const WAKE_TYPES = new Set(["RunEnded", "WebhookClaimed", "WebhookAttempted", "WebhookDelivered", "WebhookFailed"]);
+const WAKE_TYPES = new Set(["WebhookClaimed", "WebhookAttempted", "WebhookDelivered", "WebhookFailed"]);
 
 /**
  * Sends the webhooks of ended runs, driven by the log: the webhooks read model (fed by the
  * read-model store's catch-up subscription, whose position is persisted with the rows) says which
- * deliveries are due; each attempt is claimed with an expected revision on `webhook-{run_id}`, so
- * exactly one process sends it, and its outcome is appended. It wakes when an event makes a
+ * deliveries are due; with a shared store each attempt is first claimed with an expected revision
+ * on `webhook-{run_id}`, so exactly one process sends it; its outcome is then appended. It wakes when an event makes a
  * delivery due and by one timer at the next due time, never by polling. Attempts run concurrently
  * up to a bound, so a slow receiver holds only its own slot.
  */
@@ -82,7 +83,8 @@ export class WebhookDispatcher {
 
   start(): void {
     this.unsubscribe = this.o.readModels.onApplied((event) => {
-      if (WAKE_TYPES.has(event.type)) this.schedulePump();
+      if (event.type === "RunEnded") this.startNow(event.streamId.slice(RUN_STREAM_PREFIX.length));
+      else if (WAKE_TYPES.has(event.type)) this.schedulePump();
     });
     if (this.takeover) {
       // A single-process store: claims open at start belong to a process that died; retake them now.
@@ -97,6 +99,16 @@ export class WebhookDispatcher {
     clearTimeout(this.timer);
     for (const c of this.inflight.values()) c.abort(new Error("server shutting down"));
     await Promise.allSettled([...this.done]);
+  }
+
+  /** A run just ended: its delivery starts in this turn of the event loop when a slot is free (latency). */
+  private startNow(runId: string): void {
+    if (this.stopping) return;
+    if (this.inflight.size >= this.o.concurrency || this.inflight.has(runId)) return this.schedulePump();
+    const d = this.model.get(runId);
+    if (!d) return; // no webhook
+    if (d.status === "due" && (d.due_at ?? 0) <= this.nowMs()) this.launch(d, false);
+    else this.schedulePump();
   }
 
   private schedulePump(): void {
@@ -155,12 +167,20 @@ export class WebhookDispatcher {
   private async attempt(d: Delivery, takeover: boolean, signal: AbortSignal): Promise<void> {
     const claim = decideWebhookClaim(d, { owner: this.owner, now: this.nowIso(), nowMs: this.nowMs(), leaseMs: this.o.leaseMs, takeover });
     if (!claim.ok) return;
-    let revision: bigint;
-    try {
-      revision = (await this.o.store.append(webhookStream(d.run_id), claim.events, d.revision)).nextExpectedRevision;
-    } catch (error) {
-      if (error instanceof WrongExpectedVersionError) return;
-      throw error;
+    // A shared store needs the claim in the log before sending, so that one process sends. A
+    // single-process store is claimed by this process alone (the in-flight set keeps one attempt
+    // per delivery): its claim goes into the log with the outcome, one commit instead of two
+    // before the receiver hears anything. A crash mid-send means sending again: at least once either way.
+    let revision: bigint | "no_stream" = d.revision;
+    let pendingClaim = claim.events;
+    if (!this.o.exclusiveStore) {
+      try {
+        revision = (await this.o.store.append(webhookStream(d.run_id), claim.events, d.revision)).nextExpectedRevision;
+        pendingClaim = [];
+      } catch (error) {
+        if (error instanceof WrongExpectedVersionError) return;
+        throw error;
+      }
     }
     const attempt = claim.attempt;
     const startedAt = this.nowIso();
@@ -199,7 +219,7 @@ export class WebhookDispatcher {
       verdict.outcome === "failed" ? verdict.reason : undefined,
     );
     try {
-      const appended = await this.o.store.append(webhookStream(d.run_id), events, revision);
+      const appended = await this.o.store.append(webhookStream(d.run_id), [...pendingClaim, ...events], revision);
       // The row must show this outcome before the slot frees, or the next pump would see it as still claimed by us.
       await this.o.readModels.waitFor(appended.position);
     } catch (error) {
