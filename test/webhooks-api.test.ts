@@ -1,3 +1,5 @@
+import http from "node:http";
+import type { AddressInfo } from "node:net";
 import t from "tap";
 import { startTestServer, type TestServer } from "./support/server.js";
 import { Receiver, deliveryEnd, writeWebhookConfig } from "./support/webhooks.js";
@@ -123,6 +125,26 @@ t.test("webhooks", async (t) => {
     t.same(ends.map((e) => e.type), Array(6).fill("WebhookDelivered"));
     const urls = new Set(receiver.requests.map((r) => r.url));
     for (const name of ["stream", "wait", "stateless-stream", "stateless-wait", "batch", "singular"]) t.ok(urls.has(`/ep/${name}`), name);
+  });
+
+  t.test("a receiver that never answers holds only its own delivery", async (t) => {
+    let arrived!: () => void;
+    const hung = new Promise<void>((r) => (arrived = r));
+    const silent = http.createServer(() => arrived()); // reads the request, never answers
+    await new Promise<void>((r) => silent.listen(0, "127.0.0.1", r));
+    t.teardown(() => {
+      silent.closeAllConnections();
+      silent.close();
+    });
+    const slow = await client.runs.create(null, "agent", { input, webhook: `http://127.0.0.1:${(silent.address() as AddressInfo).port}/slow` });
+    await hung;
+    const before = receiver.requests.length;
+    const thread = await client.threads.create();
+    const fast = await client.runs.wait(thread.thread_id, "agent", { input, webhook: `${receiver.url}/fast` });
+    t.ok(fast, "runs and the API are not held up");
+    await receiver.nth(before + 1);
+    t.same(await json(fetch(`${server.url}/runs/${slow.run_id}/webhooks`)), [], "the silent receiver's attempt is still open");
+    t.ok(server.server.webhooks!.inFlight >= 1, "its attempt holds one slot");
   });
 
   t.test("a relative URL goes to this server's own route when loopback is allowed", async (t) => {

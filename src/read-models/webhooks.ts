@@ -66,14 +66,15 @@ export class WebhooksReadModel {
 
   constructor(db: Database.Database) {
     this.get = findDelivery(db);
-    this.dueStmt = db.prepare("SELECT doc FROM webhook_deliveries WHERE status IN ('due', 'sending') AND due_at <= ? ORDER BY due_at LIMIT ?").pluck();
+    // `?` lists (as JSON) the deliveries this process is sending now: they are neither due nor a reason to wake.
+    this.dueStmt = db.prepare("SELECT doc FROM webhook_deliveries WHERE status IN ('due', 'sending') AND due_at <= ? AND run_id NOT IN (SELECT value FROM json_each(?)) ORDER BY due_at LIMIT ?").pluck();
     this.sendingStmt = db.prepare("SELECT doc FROM webhook_deliveries WHERE status IN ('due', 'sending') AND status = 'sending'").pluck();
-    this.nextStmt = db.prepare("SELECT min(due_at) FROM webhook_deliveries WHERE status IN ('due', 'sending')").pluck();
+    this.nextStmt = db.prepare("SELECT min(due_at) FROM webhook_deliveries WHERE status IN ('due', 'sending') AND run_id NOT IN (SELECT value FROM json_each(?))").pluck();
   }
 
-  /** Deliveries whose attempt is due (or whose claim lapsed) at `nowMs`, oldest first. */
-  due(nowMs: number, limit: number): Delivery[] {
-    return (this.dueStmt.all(nowMs, limit) as string[]).map(decodeDelivery);
+  /** Deliveries whose attempt is due (or whose claim lapsed) at `nowMs`, oldest first, but those in `excluding`. */
+  due(nowMs: number, limit: number, excluding: Iterable<string> = []): Delivery[] {
+    return (this.dueStmt.all(nowMs, JSON.stringify([...excluding]), limit) as string[]).map(decodeDelivery);
   }
 
   /** Deliveries claimed and not finished (at start on a single-process store: claims of a dead process). */
@@ -81,9 +82,9 @@ export class WebhooksReadModel {
     return (this.sendingStmt.all() as string[]).map(decodeDelivery);
   }
 
-  /** The earliest due time of any open delivery (ms), or undefined when none is open. */
-  nextDue(): number | undefined {
-    const v = this.nextStmt.get() as number | null;
+  /** The earliest due time of any open delivery but those in `excluding` (ms), or undefined. */
+  nextDue(excluding: Iterable<string> = []): number | undefined {
+    const v = this.nextStmt.get(JSON.stringify([...excluding])) as number | null;
     return v ?? undefined;
   }
 }

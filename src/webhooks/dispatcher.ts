@@ -125,17 +125,13 @@ export class WebhookDispatcher {
     if (this.stopping) return;
     const now = this.nowMs();
     const free = this.o.concurrency - this.inflight.size;
-    if (free > 0) {
-      for (const d of this.model.due(now, free + this.inflight.size)) {
-        if (this.inflight.size >= this.o.concurrency) break;
-        if (!this.inflight.has(d.run_id)) this.launch(d, false);
-      }
-    }
+    if (free > 0) for (const d of this.model.due(now, free, this.inflight.keys())) this.launch(d, false);
     this.arm(now);
   }
 
   private arm(now: number): void {
-    const next = this.model.nextDue();
+    // Deliveries in flight do not count: their outcome (an event) wakes us.
+    const next = this.model.nextDue(this.inflight.keys());
     if (next === undefined || this.inflight.size >= this.o.concurrency) return; // an event or a freed slot wakes us
     const at = Math.max(next, now + 1);
     if (this.timer && at >= this.timerAt && this.timerAt > now) return;
