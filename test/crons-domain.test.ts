@@ -95,7 +95,7 @@ t.test("cron aggregate: each tick fired once, disabled, end time, reschedule, de
 t.test("crons table: rows, next_run_at index, search, count, delete", async (t) => {
   const db = new Database(":memory:");
   for (const ddl of cronsTable.ddl) db.exec(ddl);
-  const apply = cronsTable.prepare(db);
+  const apply = cronsTable.prepare(db) as (event: RecordedEvent) => void;
   const model = new CronsReadModel(db);
   let position = 0n;
   const ev = (id: string, type: string, data: unknown, revision: bigint): RecordedEvent => ({ streamId: `cron-${id}`, id: String(position), type, revision, position: position++, data, metadata: {}, created: new Date(0) });

@@ -151,7 +151,7 @@ t.test("deliveries: claim once, retry when due, lapse of a dead sender's lease, 
 t.test("webhooks table: rows from run and webhook events, due index, JSON round trip", async (t) => {
   const db = new Database(":memory:");
   for (const ddl of webhooksTable.ddl) db.exec(ddl);
-  const apply = webhooksTable.prepare(db);
+  const apply = webhooksTable.prepare(db) as (event: RecordedEvent) => void;
   const model = new WebhooksReadModel(db);
   let position = 0n;
   const ev = (streamId: string, type: string, data: unknown, revision = 0n): RecordedEvent => ({ streamId, id: String(position), type, revision, position: position++, data, metadata: {}, created: new Date(0) });
