@@ -121,7 +121,7 @@ export async function startServer(config: Config, deps: ServerDeps = {}): Promis
         threadRoutes(ctx, lifecycle),
         threadStateRoutes(ctx),
         runRoutes(ctx, runs),
-        cronRoutes(crons),
+        cronRoutes(ctx, crons),
         webhookRoutes(ctx),
       ],
     });

@@ -11,6 +11,7 @@ import { cronStream, isoOf, decideDeleteCron, decideUpdateCron, publicCron, type
 import type { CronFilter, CronSortField } from "../read-models/crons.js";
 import type { SortOrder } from "../read-models/statements.js";
 import type { JsonObject } from "../domain/json.js";
+import { filterMatches, type AuthFilters } from "../auth/filters.js";
 
 export interface CronCreateRequest extends CronPayload {
   assistant_id: string;
@@ -111,19 +112,20 @@ export class CronsService {
     return publicCron(state!);
   }
 
-  async get(cronId: string): Promise<CronState> {
+  /** The cron, or 404 when it is unknown or custom auth's filters hide it. */
+  async get(cronId: string, filters?: AuthFilters): Promise<CronState> {
     const id = cronId.toLowerCase();
     let s = this.ctx.readModels.crons.get(id);
     if (!s) {
       await catchUpWithStream(this.ctx, cronStream(id));
       s = this.ctx.readModels.crons.get(id);
     }
-    if (!s) throw new HttpError(404, "Cron not found");
+    if (!s || (filters && !filterMatches(s.metadata, filters))) throw new HttpError(404, "Cron not found");
     return s;
   }
 
-  async patch(cronId: string, req: CronPatchRequest): Promise<Record<string, unknown>> {
-    const current = await this.get(cronId);
+  async patch(cronId: string, req: CronPatchRequest, filters?: AuthFilters): Promise<Record<string, unknown>> {
+    const current = await this.get(cronId, filters);
     const schedule = req.schedule?.trim() ?? current.schedule;
     const timezone = req.timezone ?? current.timezone;
     if (req.schedule !== undefined || req.timezone !== undefined) checkScheduleOrThrow(schedule, timezone);
@@ -143,8 +145,8 @@ export class CronsService {
     return publicCron(state!);
   }
 
-  async delete(cronId: string): Promise<void> {
-    const id = (await this.get(cronId)).cron_id;
+  async delete(cronId: string, filters?: AuthFilters): Promise<void> {
+    const id = (await this.get(cronId, filters)).cron_id;
     await execute(this.ctx, this.load(id), cronStream(id), (s) => decideDeleteCron(s, this.now()));
   }
 
@@ -170,6 +172,7 @@ export class CronsService {
     if (q.thread_id !== undefined) out.thread_id = q.thread_id.toLowerCase();
     if (q.enabled !== undefined) out.enabled = q.enabled;
     if (q.metadata !== undefined) out.metadata = q.metadata;
+    if (q.auth !== undefined) out.auth = q.auth;
     return out;
   }
 }

@@ -1,5 +1,6 @@
 import type { AppContext } from "./context.js";
 import { HttpError } from "../http/errors.js";
+import { filterMatches, type AuthFilters } from "../auth/filters.js";
 import { checkWebhookUrl } from "../webhooks/url-policy.js";
 import { readWebhookAttempts, type WebhookAttemptView } from "../webhooks/attempts.js";
 
@@ -14,10 +15,12 @@ export function assertWebhookAllowed(ctx: Pick<AppContext, "langgraph">, url: st
 }
 
 /** The delivery log of one run's webhook, from `webhook-{run_id}` (404 when the run is unknown). */
-export async function webhookAttempts(ctx: AppContext, threadId: string | null, runId: string): Promise<WebhookAttemptView[]> {
+export async function webhookAttempts(ctx: AppContext, threadId: string | null, runId: string, filters?: AuthFilters): Promise<WebhookAttemptView[]> {
   const id = runId.toLowerCase();
   // Deliveries outlive their run's row (a stateless run's thread is deleted when it ends).
   const run = ctx.readModels.webhooks.get(id)?.run ?? ctx.readModels.runs.load(id)?.run;
   if (!run || (threadId !== null && run.thread_id !== threadId.toLowerCase())) throw new HttpError(404, "Run not found");
+  // Custom auth: a run whose metadata (its thread's at creation) the user may not see is not found.
+  if (filters && !filterMatches(run.metadata, filters)) throw new HttpError(404, "Run not found");
   return readWebhookAttempts(ctx.store, id);
 }

@@ -6,6 +6,7 @@ import { nextRunOf, publicCron, type CronState } from "../domain/crons.js";
 import { StatementCache, pageAndCount, countWhere, type SortOrder } from "./statements.js";
 import { containsSql, type SqlFragment } from "./json-filter.js";
 import type { JsonObject } from "../domain/json.js";
+import { authConditions, type AuthFilters } from "../auth/filters.js";
 
 /**
  * Crons: one row per live cron with the columns search filters and sorts on, and `next_run_at`
@@ -25,6 +26,7 @@ export const cronsTable: TableProjection = {
        end_time TEXT,
        created_at TEXT NOT NULL,
        updated_at TEXT NOT NULL,
+       metadata TEXT NOT NULL,
        doc TEXT NOT NULL
      )`,
     "CREATE INDEX crons_assistant ON crons (assistant_id, created_at)",
@@ -36,10 +38,10 @@ export const cronsTable: TableProjection = {
   eventTypes: cronsProjection.eventTypes,
   prepare(db) {
     const find = findCron(db);
-    const upsert = db.prepare(`INSERT INTO crons (cron_id, assistant_id, thread_id, enabled, next_run_at, next_run_date, end_time, created_at, updated_at, doc)
-      VALUES (@cron_id, @assistant_id, @thread_id, @enabled, @next_run_at, @next_run_date, @end_time, @created_at, @updated_at, @doc)
+    const upsert = db.prepare(`INSERT INTO crons (cron_id, assistant_id, thread_id, enabled, next_run_at, next_run_date, end_time, created_at, updated_at, metadata, doc)
+      VALUES (@cron_id, @assistant_id, @thread_id, @enabled, @next_run_at, @next_run_date, @end_time, @created_at, @updated_at, @metadata, @doc)
       ON CONFLICT (cron_id) DO UPDATE SET assistant_id = excluded.assistant_id, thread_id = excluded.thread_id, enabled = excluded.enabled,
-        next_run_at = excluded.next_run_at, next_run_date = excluded.next_run_date, end_time = excluded.end_time, updated_at = excluded.updated_at, doc = excluded.doc`);
+        next_run_at = excluded.next_run_at, next_run_date = excluded.next_run_date, end_time = excluded.end_time, updated_at = excluded.updated_at, metadata = excluded.metadata, doc = excluded.doc`);
     const remove = db.prepare("DELETE FROM crons WHERE cron_id = ?");
     return (event: RecordedEvent) => {
       const key = cronsProjection.key(event);
@@ -53,7 +55,7 @@ export const cronsTable: TableProjection = {
       upsert.run({
         cron_id: key, assistant_id: after.assistant_id, thread_id: after.thread_id, enabled: after.enabled ? 1 : 0,
         next_run_at: next, next_run_date: publicCron(after).next_run_date, end_time: after.end_time,
-        created_at: after.created_at, updated_at: after.updated_at, doc: encodeCron(after),
+        created_at: after.created_at, updated_at: after.updated_at, metadata: JSON.stringify(after.metadata), doc: encodeCron(after),
       });
     };
   },
@@ -85,6 +87,8 @@ export interface CronFilter {
   enabled?: boolean;
   /** JSON containment on the cron's metadata. */
   metadata?: JsonObject;
+  /** Custom auth: what the user may see (conditions on the cron's metadata). */
+  auth?: AuthFilters;
 }
 
 function where(q: CronFilter): SqlFragment[] {
@@ -92,7 +96,8 @@ function where(q: CronFilter): SqlFragment[] {
   if (q.assistant_id !== undefined) w.push({ sql: "assistant_id = ?", params: [q.assistant_id] });
   if (q.thread_id !== undefined) w.push({ sql: "thread_id = ?", params: [q.thread_id] });
   if (q.enabled !== undefined) w.push({ sql: "enabled = ?", params: [q.enabled ? 1 : 0] });
-  if (q.metadata !== undefined && Object.keys(q.metadata).length) w.push(containsSql("json_extract(doc, '$.metadata')", q.metadata));
+  if (q.metadata !== undefined && Object.keys(q.metadata).length) w.push(containsSql("metadata", q.metadata));
+  w.push(...authConditions(q.auth, "metadata"));
   return w;
 }
 
