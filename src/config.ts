@@ -38,6 +38,8 @@ const EnvSchema = z.object({
   WEBHOOK_CONCURRENCY: z.coerce.number().int().positive().default(64),
   WEBHOOK_CONNECT_TIMEOUT_MS: z.coerce.number().int().positive().default(5_000),
   WEBHOOK_TIMEOUT_MS: z.coerce.number().int().positive().default(30_000),
+  /** How long a delivery's claim holds (shared store): a dead sender's delivery is taken over after it. Default: the total timeout + 15 s. */
+  WEBHOOK_LEASE_MS: z.coerce.number().int().positive().optional(),
   /** Missed cron ticks fired on start: unset = only the latest; N = every missed tick of the last N seconds. */
   CRON_CATCHUP_SECS: z.coerce.number().nonnegative().optional(),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("warn"),
@@ -68,6 +70,7 @@ export interface Config {
     concurrency: number;
     connectTimeoutMs: number;
     timeoutMs: number;
+    leaseMs: number;
   };
   /** null = fire only the latest missed tick. */
   cronCatchUpSecs: number | null;
@@ -113,6 +116,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       concurrency: e.WEBHOOK_CONCURRENCY,
       connectTimeoutMs: e.WEBHOOK_CONNECT_TIMEOUT_MS,
       timeoutMs: e.WEBHOOK_TIMEOUT_MS,
+      leaseMs: Math.max(e.WEBHOOK_LEASE_MS ?? e.WEBHOOK_TIMEOUT_MS + 15_000, e.WEBHOOK_TIMEOUT_MS + 100),
     },
     cronCatchUpSecs: e.CRON_CATCHUP_SECS ?? null,
   };

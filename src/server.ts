@@ -157,7 +157,7 @@ export async function startServer(config: Config, deps: ServerDeps = {}): Promis
         allowedFields: langgraph.config.webhooks.allowed_fields,
         concurrency: w.concurrency,
         // One attempt lasts at most the total timeout; the lease outlives it.
-        leaseMs: w.timeoutMs + 15_000,
+        leaseMs: w.leaseMs,
         exclusiveStore: store.kind === "sqlite",
         selfUrl: () => selfUrl,
         resolver: deps.resolver,

@@ -1,3 +1,5 @@
+import http from "node:http";
+import type { AddressInfo } from "node:net";
 import t from "tap";
 import { startEsdbTestDouble } from "./support/esdb-test-double.js";
 import { startTestServer, type TestServer } from "./support/server.js";
@@ -70,5 +72,47 @@ t.test("two servers on one EventStoreDB", async (t) => {
       claimers.add((claims[0].data as { owner: string }).owner);
     }
     t.comment(`deliveries sent by ${claimers.size} server(s)`);
+  });
+
+  t.test("a dead sender's delivery is taken over after its lease", async (t) => {
+    // Two more servers with a short attempt timeout and lease; the receiver does not answer the first request.
+    const shortLease = { ...env, WEBHOOK_TIMEOUT_MS: "5000", WEBHOOK_LEASE_MS: "5500" };
+    const c = await startTestServer({ env: shortLease, deps: { clock } });
+    const d = await startTestServer({ env: shortLease, deps: { clock } });
+    t.teardown(async () => {
+      await c.close();
+      await d.close();
+    });
+    let answer = false;
+    let hold!: () => void;
+    const held = new Promise<void>((r) => (hold = r));
+    const silentFirst = http.createServer((req, res) => {
+      req.resume().on("end", () => {
+        if (answer) res.writeHead(200).end();
+        else hold();
+      });
+    });
+    await new Promise<void>((r) => silentFirst.listen(0, "127.0.0.1", r));
+    t.teardown(() => {
+      silentFirst.closeAllConnections();
+      silentFirst.close();
+    });
+    // a and b take no part: only c and d deliver.
+    await a.server.webhooks!.stop();
+    await b.server.webhooks!.stop();
+    const run = await c.client.runs.create(null, "agent", { input: { messages: [{ role: "user", content: "lease" }] }, webhook: `http://127.0.0.1:${(silentFirst.address() as AddressInfo).port}/lease` });
+    await held;
+    const [claim] = (await store.readStream(webhookStream(run.run_id))).filter((e) => e.type === "WebhookClaimed");
+    const owner = (claim.data as { owner: string }).owner;
+    const [dead, survivor] = c.server.webhooks!.owner === owner ? [c, d] : [d, c];
+    answer = true;
+    await dead.server.close(); // its claim stays open in the log
+    const end = await deliveryEnd(store, run.run_id);
+    t.equal(end.type, "WebhookDelivered");
+    const events = await store.readStream(webhookStream(run.run_id));
+    const claims = events.filter((e) => e.type === "WebhookClaimed").map((e) => e.data as { owner: string; claimed_at: string; lease_expires_at: number });
+    t.same(claims.map((x) => x.owner), [owner, survivor.server.webhooks!.owner], "claimed again by the other server");
+    t.ok(Date.parse(claims[1].claimed_at) >= claims[0].lease_expires_at - 5, "only after the first lease lapsed");
+    t.same(events.filter((e) => e.type === "WebhookAttempted").map((e) => (e.data as { owner: string }).owner), [survivor.server.webhooks!.owner], "the dead sender recorded nothing");
   });
 });
