@@ -26,6 +26,8 @@ interface Hit {
   at: number;
   runId: string;
   endedAt: number;
+  /** When the server built the body (just before sending). */
+  sentAt: number;
 }
 
 /** Counts deliveries; `expect(n)` resolves once n distinct runs were delivered. */
@@ -41,8 +43,8 @@ function receiver() {
         return;
       }
       const at = Date.now();
-      const body = JSON.parse(Buffer.concat(chunks).toString("utf8")) as { run_id: string; run_ended_at: string };
-      if (!seen.has(body.run_id)) seen.set(body.run_id, { at, runId: body.run_id, endedAt: Date.parse(body.run_ended_at) });
+      const body = JSON.parse(Buffer.concat(chunks).toString("utf8")) as { run_id: string; run_ended_at: string; webhook_sent_at: string };
+      if (!seen.has(body.run_id)) seen.set(body.run_id, { at, runId: body.run_id, endedAt: Date.parse(body.run_ended_at), sentAt: Date.parse(body.webhook_sent_at) });
       res.writeHead(204).end();
       if (waiter && seen.size >= waiter.n) waiter.resolve();
     });
@@ -84,7 +86,7 @@ export async function benchWebhooks(options: BenchOptions = { tiny: false, big: 
     const dataA = path.join(dir, "a");
     const server = await startBenchServer(dataA, env);
     const client = jsonClient(server.url, CONCURRENCY * 2);
-    let latencyResult: ReturnType<typeof summary> & { runs_per_s_with_webhooks: number };
+    let latencyResult: ReturnType<typeof summary> & { runs_per_s_with_webhooks: number; ended_to_sent_p50_ms: number; sent_to_received_p50_ms: number };
     let idle: ReturnType<typeof summary>;
     try {
       for (let i = 0; i < size.warmup; i++) await client.post("/runs/wait", { assistant_id: "agent", input, webhook: hook });
@@ -105,7 +107,13 @@ export async function benchWebhooks(options: BenchOptions = { tiny: false, big: 
       progress("latency measured");
       const measured = [...rx.seen.values()].slice(before);
       const latency = summary(measured.map((h) => h.at - h.endedAt));
-      latencyResult = { ...latency, runs_per_s_with_webhooks: perSecond(size.latencyRuns, ms) };
+      latencyResult = {
+        ...latency,
+        // The two legs: terminal event → the server sends (log, read model, dispatcher), then sending → received.
+        ended_to_sent_p50_ms: summary(measured.map((h) => h.sentAt - h.endedAt)).p50_ms,
+        sent_to_received_p50_ms: summary(measured.map((h) => h.at - h.sentAt)).p50_ms,
+        runs_per_s_with_webhooks: perSecond(size.latencyRuns, ms),
+      };
     } finally {
       await client.close();
       await server.stop();
