@@ -11,6 +11,7 @@ const benches: Record<string, (options: BenchOptions) => Promise<Record<string, 
   runs: async (o) => (await import("./runs.js")).benchRuns(o),
   scale: async (o) => (await import("./scale.js")).benchScale(o),
   a2a: async (o) => (await import("./a2a.js")).benchA2A(o),
+  webhooks: async (o) => (await import("./webhooks.js")).benchWebhooks(o),
 };
 
 const args = process.argv.slice(2).filter((a) => a !== "--");

@@ -29,6 +29,21 @@ const EnvSchema = z.object({
   CHECKPOINT_CACHE_BYTES: z.coerce.number().int().positive().default(32 * 1024 * 1024),
   /** Base URL clients reach the server at (behind a proxy); the agent card advertises it. */
   PUBLIC_URL: z.url().optional(),
+  /** Signs webhooks (HMAC-SHA256 of `timestamp.body`) when set. */
+  WEBHOOK_SECRET: z.string().min(1).optional(),
+  /** Attempts per webhook delivery, first included. */
+  WEBHOOK_MAX_ATTEMPTS: z.coerce.number().int().positive().default(8),
+  /** Backoff after the first failed attempt (doubles each time, ±20 % jitter) and its ceiling, ms. */
+  WEBHOOK_RETRY_BASE_MS: z.coerce.number().int().positive().default(5_000),
+  WEBHOOK_RETRY_MAX_MS: z.coerce.number().int().positive().default(300_000),
+  /** Webhook deliveries in flight at once per process. */
+  WEBHOOK_CONCURRENCY: z.coerce.number().int().positive().default(64),
+  WEBHOOK_CONNECT_TIMEOUT_MS: z.coerce.number().int().positive().default(5_000),
+  WEBHOOK_TIMEOUT_MS: z.coerce.number().int().positive().default(30_000),
+  /** How long a delivery's claim holds (shared store): a dead sender's delivery is taken over after it. Default: the total timeout + 15 s. */
+  WEBHOOK_LEASE_MS: z.coerce.number().int().positive().optional(),
+  /** Missed cron ticks fired on start: unset = only the latest; N = every missed tick of the last N seconds. */
+  CRON_CATCHUP_SECS: z.coerce.number().nonnegative().optional(),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("warn"),
 });
 
@@ -51,6 +66,18 @@ export interface Config {
   logLevel: string;
   /** PUBLIC_URL; unset: the request's host (and X-Forwarded-Proto / -Host). */
   publicUrl: string | undefined;
+  webhooks: {
+    secret: string | undefined;
+    maxAttempts: number;
+    retryBaseMs: number;
+    retryMaxMs: number;
+    concurrency: number;
+    connectTimeoutMs: number;
+    timeoutMs: number;
+    leaseMs: number;
+  };
+  /** null = fire only the latest missed tick. */
+  cronCatchUpSecs: number | null;
 }
 
 export class ConfigError extends Error {
@@ -86,5 +113,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     checkpointCacheBytes: e.CHECKPOINT_CACHE_BYTES,
     logLevel: e.LOG_LEVEL,
     publicUrl: e.PUBLIC_URL,
+    webhooks: {
+      secret: e.WEBHOOK_SECRET,
+      maxAttempts: e.WEBHOOK_MAX_ATTEMPTS,
+      retryBaseMs: e.WEBHOOK_RETRY_BASE_MS,
+      retryMaxMs: e.WEBHOOK_RETRY_MAX_MS,
+      concurrency: e.WEBHOOK_CONCURRENCY,
+      connectTimeoutMs: e.WEBHOOK_CONNECT_TIMEOUT_MS,
+      timeoutMs: e.WEBHOOK_TIMEOUT_MS,
+      leaseMs: Math.max(e.WEBHOOK_LEASE_MS ?? e.WEBHOOK_TIMEOUT_MS + 15_000, e.WEBHOOK_TIMEOUT_MS + 100),
+    },
+    cronCatchUpSecs: e.CRON_CATCHUP_SECS ?? null,
   };
 }

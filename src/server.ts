@@ -28,6 +28,14 @@ import { RunWorker } from "./runtime/worker.js";
 import { loadAuth } from "./auth/load.js";
 import { skipRunTreesUnlessTracing } from "./runtime/tracing.js";
 import { a2aRoutes } from "./a2a/routes.js";
+import { CronsService } from "./app/crons.js";
+import { cronRoutes } from "./http/routes/crons.js";
+import { webhookRoutes } from "./http/routes/webhooks.js";
+import { CronScheduler, type Clock } from "./runtime/cron-scheduler.js";
+import { WebhookDispatcher } from "./webhooks/dispatcher.js";
+import { undiciSender } from "./webhooks/sender.js";
+import type { Resolver } from "./webhooks/url-policy.js";
+import { resolveWebhookHeaders } from "./runtime/langgraph-config.js";
 
 export interface RunningServer {
   url: string;
@@ -38,6 +46,9 @@ export interface RunningServer {
   /** The LangGraph checkpointer (its cache holds recently used threads' checkpoints). */
   checkpointer: EventSourcedCheckpointSaver;
   http: FastifyInstance;
+  /** Sends webhooks (undefined when `http.disable_webhooks` is set). */
+  webhooks: WebhookDispatcher | undefined;
+  crons: CronScheduler;
   /** Stops accepting, finishes in-flight requests and appends, closes the store. */
   close(): Promise<void>;
 }
@@ -50,8 +61,14 @@ function describeListenError(error: unknown, config: Config): Error {
   return error instanceof Error ? error : new Error(String(error));
 }
 
+/** What tests may replace: the scheduler's clock, the webhook DNS resolver. */
+export interface ServerDeps {
+  clock?: Clock;
+  resolver?: Resolver;
+}
+
 /** Opens the log, folds it into the read models, and serves the API. */
-export async function startServer(config: Config): Promise<RunningServer> {
+export async function startServer(config: Config, deps: ServerDeps = {}): Promise<RunningServer> {
   skipRunTreesUnlessTracing(); // before any graph runs: no LangSmith RunTree per node unless tracing is configured
   // Configuration and graphs first: a bad langgraph.json fails before anything is opened.
   const langgraph = await loadLanggraphConfig(config.langgraphJsonPath);
@@ -66,6 +83,9 @@ export async function startServer(config: Config): Promise<RunningServer> {
   let http: FastifyInstance | undefined;
   let worker: RunWorker | undefined;
   let runs: RunsService | undefined;
+  let dispatcher: WebhookDispatcher | undefined;
+  let sender: ReturnType<typeof undiciSender> | undefined;
+  let scheduler: CronScheduler | undefined;
   let checkpointer: EventSourcedCheckpointSaver;
   try {
     readModels = await openReadModelsFor(store, config.dataDir);
@@ -84,6 +104,10 @@ export async function startServer(config: Config): Promise<RunningServer> {
     };
     runs = new RunsService(ctx, completion);
     const runService = runs;
+    const crons = new CronsService(ctx, runs, deps.clock);
+    const webhooksEnabled = !langgraph.config.http.disable_webhooks;
+    // Resolved now: a header naming an unset variable stops start-up with one clear line.
+    const webhookHeaders = webhooksEnabled ? resolveWebhookHeaders(langgraph.config.webhooks) : {};
     lifecycle.onDelete((threadId) => runService.cancelThreadRuns(threadId));
     http = await buildHttpApp({
       bodyLimit: config.bodyLimit,
@@ -93,12 +117,14 @@ export async function startServer(config: Config): Promise<RunningServer> {
       auth,
       hooks: [logPositionHooks(readModels.store)],
       routes: [
-        metaRoutes({ storeKind: store.kind, langgraphJsVersion: LANGGRAPH_JS_VERSION, webhooksEnabled: false }),
+        metaRoutes({ storeKind: store.kind, langgraphJsVersion: LANGGRAPH_JS_VERSION, webhooksEnabled }),
         assistantRoutes(ctx, lifecycle),
         threadRoutes(ctx, lifecycle),
         threadStateRoutes(ctx),
         runRoutes(ctx, runs),
         a2aRoutes(ctx, runs, { publicUrl: config.publicUrl }),
+        cronRoutes(ctx, crons),
+        webhookRoutes(ctx),
       ],
     });
     try {
@@ -116,7 +142,44 @@ export async function startServer(config: Config): Promise<RunningServer> {
       exclusiveStore: store.kind === "sqlite",
     });
     await worker.start();
+    const address = http.server.address();
+    const selfUrl = typeof address === "object" && address ? `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${address.port}` : undefined;
+    if (webhooksEnabled) {
+      const w = config.webhooks;
+      const policy = langgraph.config.webhooks.url;
+      sender = undiciSender({ connectTimeoutMs: w.connectTimeoutMs, totalTimeoutMs: w.timeoutMs, policy, resolver: deps.resolver, connections: w.concurrency });
+      dispatcher = new WebhookDispatcher({
+        store,
+        readModels: readModels.store,
+        policy,
+        retry: { maxAttempts: w.maxAttempts, baseMs: w.retryBaseMs, maxDelayMs: w.retryMaxMs },
+        send: sender.send,
+        headers: webhookHeaders,
+        secret: w.secret,
+        allowedFields: langgraph.config.webhooks.allowed_fields,
+        concurrency: w.concurrency,
+        // One attempt lasts at most the total timeout; the lease outlives it.
+        leaseMs: w.leaseMs,
+        exclusiveStore: store.kind === "sqlite",
+        selfUrl: () => selfUrl,
+        resolver: deps.resolver,
+        log: (m) => console.error(m),
+      });
+      dispatcher.start();
+    }
+    scheduler = new CronScheduler({
+      store,
+      readModels: readModels.store,
+      startRun: (cron) => crons.startRun(cron),
+      clock: deps.clock,
+      catchUpMs: config.cronCatchUpSecs === null ? null : config.cronCatchUpSecs * 1000,
+      log: (m) => console.error(m),
+    });
+    scheduler.start();
   } catch (error) {
+    await scheduler?.stop().catch(() => undefined);
+    await dispatcher?.stop().catch(() => undefined);
+    await sender?.close().catch(() => undefined);
     await http?.close().catch(() => undefined);
     await worker?.stop().catch(() => undefined);
     runs?.close();
@@ -132,6 +195,9 @@ export async function startServer(config: Config): Promise<RunningServer> {
   const runService = runs!;
   const models = readModels!;
   const feed = liveCheckpoints;
+  const webhookDispatcher = dispatcher;
+  const webhookSender = sender;
+  const cronScheduler = scheduler!;
   let closing: Promise<void> | undefined;
   return {
     url: `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${port}`,
@@ -141,8 +207,13 @@ export async function startServer(config: Config): Promise<RunningServer> {
     readModels: models,
     checkpointer,
     http: app,
+    webhooks: webhookDispatcher,
+    crons: cronScheduler,
     close() {
       closing ??= (async () => {
+        await cronScheduler.stop();
+        await webhookDispatcher?.stop();
+        await webhookSender?.close();
         await runWorker.stop();
         runService.close();
         await app.close();

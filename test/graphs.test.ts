@@ -418,7 +418,7 @@ t.test("http, webhooks and auth sections", async (t) => {
     require_https: true,
     max_url_length: 4096,
     disable_loopback: true,
-    disable_private_ips: false,
+    disable_private_ips: true,
   });
   t.equal(config.webhooks.env_prefix, "LG_WEBHOOK_");
   t.same(resolveWebhookHeaders(config.webhooks, { LG_WEBHOOK_TOKEN: "tok" }), {
@@ -434,7 +434,7 @@ t.test("http, webhooks and auth sections", async (t) => {
   t.same(defaults.webhooks, {
     env_prefix: "LG_WEBHOOK_",
     headers: {},
-    url: { max_url_length: 4096, require_https: false, disable_loopback: true, disable_private_ips: false },
+    url: { max_url_length: 4096, require_https: false, disable_loopback: true, disable_private_ips: true },
   });
   t.equal(defaults.auth, undefined);
 });

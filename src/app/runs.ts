@@ -1,5 +1,6 @@
 import { v7 as uuidv7, validate as isUuid } from "uuid";
 import type { AppContext } from "./context.js";
+import { assertWebhookAllowed } from "./webhooks.js";
 import { catchUpWithStream, execute } from "./commands.js";
 import { externalizeIfLarge, resolveLarge } from "./large-values.js";
 import { findAssistantConsistent } from "./assistants.js";
@@ -180,6 +181,7 @@ export class RunsService {
     options: RunCreateOptions = {},
   ): Promise<RunRecord> {
     const ctx = this.ctx;
+    assertWebhookAllowed(ctx, req.webhook);
     const assistant = await this.assistantOf(req.assistant_id);
     const stateless = threadId === null;
     let tid: string;

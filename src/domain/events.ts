@@ -4,9 +4,13 @@ import { threadEventSchemas } from "./threads.js";
 import { checkpointEventSchemas } from "./checkpoint-events.js";
 import { runEventSchemas } from "./runs.js";
 import { largeJsonEventSchemas } from "../eventstore/chunked-append.js";
+import { webhookEventSchemas } from "./webhooks.js";
+import { cronEventSchemas } from "./crons.js";
 
 /** The event catalogue: every event type the log may hold, with the schema of its data. */
-const catalogue: Record<string, ZodType> = { ...assistantEventSchemas, ...threadEventSchemas, ...checkpointEventSchemas, ...runEventSchemas, ...largeJsonEventSchemas };
+const catalogue: Record<string, ZodType> = {
+  ...assistantEventSchemas, ...threadEventSchemas, ...checkpointEventSchemas, ...runEventSchemas, ...largeJsonEventSchemas, ...webhookEventSchemas, ...cronEventSchemas,
+};
 
 export function schemaForEventType(type: string): ZodType | undefined {
   return Object.hasOwn(catalogue, type) ? catalogue[type] : undefined;

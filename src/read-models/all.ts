@@ -4,9 +4,11 @@ import { ReadModelStore } from "./store.js";
 import { assistantsTable, AssistantsReadModel } from "./assistants.js";
 import { threadsTable, ThreadsReadModel } from "./threads.js";
 import { runsTable, RunsReadModel } from "./runs.js";
+import { webhooksTable, WebhooksReadModel } from "./webhooks.js";
+import { cronsTable, CronsReadModel } from "./crons.js";
 
 /** Every table the read-model database holds, fed by one filtered `$all` subscription. */
-export const allTables: TableProjection[] = [assistantsTable, threadsTable, runsTable];
+export const allTables: TableProjection[] = [assistantsTable, threadsTable, runsTable, webhooksTable, cronsTable];
 
 /** File name of the read-model database inside DATA_DIR. */
 export const READ_MODELS_FILE = "read-models.sqlite";
@@ -17,6 +19,8 @@ export interface ReadModels {
   assistants: AssistantsReadModel;
   threads: ThreadsReadModel;
   runs: RunsReadModel;
+  webhooks: WebhooksReadModel;
+  crons: CronsReadModel;
 }
 
 export function readModelsOf(store: ReadModelStore): ReadModels {
@@ -25,6 +29,8 @@ export function readModelsOf(store: ReadModelStore): ReadModels {
     assistants: new AssistantsReadModel(store.db),
     threads: new ThreadsReadModel(store.db),
     runs: new RunsReadModel(store.db),
+    webhooks: new WebhooksReadModel(store.db),
+    crons: new CronsReadModel(store.db),
   };
 }
 

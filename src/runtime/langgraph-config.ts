@@ -172,7 +172,8 @@ export const WebhookUrlPolicySchema = z
     require_https: z.boolean().default(false),
     /** Relative (in-process) webhook URLs are refused unless this is false. */
     disable_loopback: z.boolean().default(true),
-    disable_private_ips: z.boolean().default(false),
+    /** Loopback, private, link-local addresses refused (stricter than the official server); false for local development. */
+    disable_private_ips: z.boolean().default(true),
   })
   .prefault({});
 export type WebhookUrlPolicy = z.output<typeof WebhookUrlPolicySchema>;

@@ -4,7 +4,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { Client } from "@langchain/langgraph-sdk";
 import { loadConfig, type Config } from "../../src/config.js";
-import { startServer, type RunningServer } from "../../src/server.js";
+import { startServer, type RunningServer, type ServerDeps } from "../../src/server.js";
 
 const testDir = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
 export const repoRoot = path.dirname(testDir);
@@ -28,6 +28,8 @@ export interface TestServerOptions {
   env?: Record<string, string>;
   /** Reuse this data directory instead of a new temporary one. */
   dataDir?: string;
+  /** Replaced parts (the cron scheduler's clock, the webhook DNS resolver). */
+  deps?: ServerDeps;
 }
 
 /** A real server on 127.0.0.1, ephemeral port, temporary data directory, test graphs. */
@@ -41,7 +43,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     PORT: "0",
     DATA_DIR: dataDir,
   });
-  const server = await startServer(config);
+  const server = await startServer(config, options.deps);
   const apiKey = options.env?.LANGGRAPH_API_KEY;
   const handle: TestServer = {
     url: server.url,

@@ -27,7 +27,7 @@ export function metaRoutes(info: MetaInfo): FastifyPluginAsync {
       langgraph_js_version: info.langgraphJsVersion,
       context: "js" as const,
       store: { kind: info.storeKind },
-      flags: { assistants: true, crons: false, langsmith: false, webhooks: info.webhooksEnabled },
+      flags: { assistants: true, crons: true, langsmith: false, webhooks: info.webhooksEnabled },
     }));
   };
 }

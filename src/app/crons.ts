@@ -1,0 +1,178 @@
+import { v4 as uuidv4 } from "uuid";
+import type { AppContext } from "./context.js";
+import { catchUpWithStream, execute } from "./commands.js";
+import { findAssistantConsistent, resolveAssistantId } from "./assistants.js";
+import { threadStateConsistent } from "./threads.js";
+import { assertWebhookAllowed } from "./webhooks.js";
+import type { RunRequest, RunsService } from "./runs.js";
+import { HttpError } from "../http/errors.js";
+import { checkSchedule } from "../domain/cron-schedule.js";
+import { cronStream, isoOf, decideDeleteCron, decideUpdateCron, publicCron, type CronFields, type CronPayload, type CronState } from "../domain/crons.js";
+import type { CronFilter, CronSortField } from "../read-models/crons.js";
+import type { SortOrder } from "../read-models/statements.js";
+import type { JsonObject } from "../domain/json.js";
+import { filterMatches, type AuthFilters } from "../auth/filters.js";
+
+export interface CronCreateRequest extends CronPayload {
+  assistant_id: string;
+  schedule: string;
+  timezone?: string;
+  end_time?: string | null;
+  enabled?: boolean;
+  on_run_completed?: "delete" | "keep";
+  metadata?: JsonObject;
+}
+
+export type CronPatchRequest = Partial<Omit<CronCreateRequest, "assistant_id">>;
+
+const PAYLOAD_KEYS = [
+  "input", "config", "context", "metadata", "webhook", "multitask_strategy", "interrupt_before", "interrupt_after",
+  "stream_mode", "stream_subgraphs", "stream_resumable", "durability", "checkpoint_during",
+] as const;
+
+function payloadOf(req: Partial<CronPayload>): CronPayload {
+  const out: Record<string, unknown> = {};
+  for (const k of PAYLOAD_KEYS) if (req[k] !== undefined) out[k] = req[k];
+  return out as CronPayload;
+}
+
+function checkScheduleOrThrow(schedule: string, timezone: string): void {
+  const check = checkSchedule(schedule, timezone);
+  if (!check.ok) throw new HttpError(422, check.detail);
+}
+
+/** ISO timestamp or null, validated (422 naming end_time). */
+function endTimeOf(value: string | null | undefined): string | null | undefined {
+  if (value === undefined || value === null) return value;
+  const ms = Date.parse(value);
+  if (Number.isNaN(ms)) throw new HttpError(422, `end_time: '${value}' is not an ISO 8601 date-time`);
+  return new Date(ms).toISOString().replace("Z", "+00:00");
+}
+
+/** The run request one tick of a cron creates. */
+export function runRequestOf(cron: CronState): RunRequest {
+  const p = cron.payload;
+  const req: RunRequest = { assistant_id: cron.assistant_id };
+  if (p.input !== undefined) req.input = p.input;
+  if (p.config !== undefined) req.config = p.config;
+  if (p.context !== undefined) req.context = p.context;
+  if (p.metadata !== undefined) req.metadata = p.metadata;
+  if (p.webhook !== undefined) req.webhook = p.webhook;
+  if (p.multitask_strategy !== undefined) req.multitask_strategy = p.multitask_strategy;
+  if (p.interrupt_before !== undefined) req.interrupt_before = p.interrupt_before;
+  if (p.interrupt_after !== undefined) req.interrupt_after = p.interrupt_after;
+  if (p.stream_mode !== undefined) req.stream_mode = p.stream_mode;
+  if (p.stream_subgraphs !== undefined) req.stream_subgraphs = p.stream_subgraphs;
+  if (p.stream_resumable !== undefined) req.stream_resumable = p.stream_resumable;
+  if (cron.thread_id === null) req.on_completion = cron.on_run_completed ?? "delete";
+  return req;
+}
+
+/** Application service of crons: create, search, count, patch, delete (the scheduler fires them). */
+export class CronsService {
+  /** Timestamps come from the scheduler's clock, so that ticks and creation times share one time line. */
+  private readonly now: () => string;
+
+  constructor(
+    private readonly ctx: AppContext,
+    private readonly runs: RunsService,
+    clock?: { now(): number },
+  ) {
+    this.now = clock ? () => isoOf(clock.now()) : ctx.now;
+  }
+
+  private load = (id: string) => () => this.ctx.readModels.crons.get(id);
+
+  async create(threadId: string | null, req: CronCreateRequest): Promise<Record<string, unknown>> {
+    const ctx = this.ctx;
+    const timezone = req.timezone ?? "UTC";
+    checkScheduleOrThrow(req.schedule, timezone);
+    const endTime = endTimeOf(req.end_time) ?? null;
+    assertWebhookAllowed(ctx, req.webhook);
+    const assistantId = resolveAssistantId(ctx, req.assistant_id);
+    if (!(await findAssistantConsistent(ctx, assistantId))) throw new HttpError(404, `No assistant found for "${req.assistant_id}".`);
+    if (threadId !== null && !(await threadStateConsistent(ctx, threadId))) throw new HttpError(404, `Thread with ID ${threadId} not found`);
+    const cronId = uuidv4();
+    const fields: CronFields = {
+      assistant_id: assistantId,
+      thread_id: threadId === null ? null : threadId.toLowerCase(),
+      schedule: req.schedule.trim(),
+      timezone,
+      end_time: endTime,
+      enabled: req.enabled ?? true,
+      on_run_completed: threadId === null ? (req.on_run_completed ?? "delete") : null,
+      metadata: req.metadata ?? {},
+      user_id: null,
+      payload: payloadOf(req),
+    };
+    const { state } = await execute(ctx, this.load(cronId), cronStream(cronId), () => ({
+      ok: true as const,
+      events: [{ type: "CronCreated", data: { ...fields, cron_id: cronId, created_at: this.now() } }],
+    }));
+    return publicCron(state!);
+  }
+
+  /** The cron, or 404 when it is unknown or custom auth's filters hide it. */
+  async get(cronId: string, filters?: AuthFilters): Promise<CronState> {
+    const id = cronId.toLowerCase();
+    let s = this.ctx.readModels.crons.get(id);
+    if (!s) {
+      await catchUpWithStream(this.ctx, cronStream(id));
+      s = this.ctx.readModels.crons.get(id);
+    }
+    if (!s || (filters && !filterMatches(s.metadata, filters))) throw new HttpError(404, "Cron not found");
+    return s;
+  }
+
+  async patch(cronId: string, req: CronPatchRequest, filters?: AuthFilters): Promise<Record<string, unknown>> {
+    const current = await this.get(cronId, filters);
+    const schedule = req.schedule?.trim() ?? current.schedule;
+    const timezone = req.timezone ?? current.timezone;
+    if (req.schedule !== undefined || req.timezone !== undefined) checkScheduleOrThrow(schedule, timezone);
+    assertWebhookAllowed(this.ctx, req.webhook);
+    const changes: Partial<CronFields> = {};
+    if (req.schedule !== undefined) changes.schedule = schedule;
+    if (req.timezone !== undefined) changes.timezone = timezone;
+    if (req.end_time !== undefined) changes.end_time = endTimeOf(req.end_time) ?? null;
+    if (req.enabled !== undefined) changes.enabled = req.enabled;
+    if (req.on_run_completed !== undefined && current.thread_id === null) changes.on_run_completed = req.on_run_completed;
+    if (req.metadata !== undefined) changes.metadata = req.metadata;
+    const payload = payloadOf(req);
+    delete payload.metadata;
+    if (Object.keys(payload).length) changes.payload = { ...current.payload, ...payload };
+    const id = current.cron_id;
+    const { state } = await execute(this.ctx, this.load(id), cronStream(id), (s) => decideUpdateCron(s, changes, this.now()));
+    return publicCron(state!);
+  }
+
+  async delete(cronId: string, filters?: AuthFilters): Promise<void> {
+    const id = (await this.get(cronId, filters)).cron_id;
+    await execute(this.ctx, this.load(id), cronStream(id), (s) => decideDeleteCron(s, this.now()));
+  }
+
+  search(q: CronFilter & { sort_by?: CronSortField; sort_order?: SortOrder; limit: number; offset: number }): { page: Record<string, unknown>[]; total: number } {
+    const { page, total } = this.ctx.readModels.crons.search({ ...this.normalise(q), sort_by: q.sort_by ?? "created_at", sort_order: q.sort_order ?? "desc", limit: q.limit, offset: q.offset });
+    return { page: page.map(publicCron), total };
+  }
+
+  count(q: CronFilter): number {
+    return this.ctx.readModels.crons.count(this.normalise(q));
+  }
+
+  /** The scheduler's hook: one tick's run through the normal pipeline. */
+  async startRun(cron: CronState): Promise<{ run_id: string; thread_id: string }> {
+    const run = await this.runs.create(cron.thread_id, runRequestOf(cron), {});
+    return { run_id: run.run_id, thread_id: run.thread_id };
+  }
+
+  /** Ids in lower case; an assistant may be named by its graph id. */
+  private normalise(q: CronFilter): CronFilter {
+    const out: CronFilter = {};
+    if (q.assistant_id !== undefined) out.assistant_id = resolveAssistantId(this.ctx, q.assistant_id);
+    if (q.thread_id !== undefined) out.thread_id = q.thread_id.toLowerCase();
+    if (q.enabled !== undefined) out.enabled = q.enabled;
+    if (q.metadata !== undefined) out.metadata = q.metadata;
+    if (q.auth !== undefined) out.auth = q.auth;
+    return out;
+  }
+}

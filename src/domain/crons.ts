@@ -1,0 +1,161 @@
+import { z } from "zod";
+import type { EventsOf } from "./event-types.js";
+import type { Decision } from "./decision.js";
+import { MultitaskStrategySchema } from "./run-record.js";
+import { nextTick } from "./cron-schedule.js";
+
+/**
+ * Crons: one stream `cron-{cron_id}`. Every tick that fires is a CronFired appended with the
+ * stream's expected revision, so across processes each tick fires exactly once; the run it
+ * starts is then recorded (CronRunCreated) or its refusal (CronRunFailed).
+ */
+export const CRON_STREAM_PREFIX = "cron-";
+export const cronStream = (cronId: string) => `${CRON_STREAM_PREFIX}${cronId}`;
+
+const Obj = z.record(z.string(), z.unknown());
+const NodeList = z.union([z.literal("*"), z.array(z.string())]);
+
+/** What each tick's run is created with (the run-create fields a cron carries). */
+export const CronPayloadSchema = z.object({
+  input: z.unknown().optional(),
+  config: Obj.optional(),
+  context: Obj.optional(),
+  metadata: Obj.optional(),
+  webhook: z.string().optional(),
+  multitask_strategy: MultitaskStrategySchema.optional(),
+  interrupt_before: NodeList.optional(),
+  interrupt_after: NodeList.optional(),
+  stream_mode: z.union([z.string(), z.array(z.string())]).optional(),
+  stream_subgraphs: z.boolean().optional(),
+  stream_resumable: z.boolean().optional(),
+  durability: z.string().optional(),
+  checkpoint_during: z.boolean().optional(),
+});
+export type CronPayload = z.infer<typeof CronPayloadSchema>;
+
+export const OnRunCompletedSchema = z.enum(["delete", "keep"]);
+
+const CronFieldsSchema = z.object({
+  assistant_id: z.string(),
+  thread_id: z.string().nullable(),
+  schedule: z.string(),
+  timezone: z.string(),
+  end_time: z.string().nullable(),
+  enabled: z.boolean(),
+  on_run_completed: OnRunCompletedSchema.nullable(),
+  metadata: Obj,
+  user_id: z.string().nullable(),
+  payload: CronPayloadSchema,
+});
+export type CronFields = z.infer<typeof CronFieldsSchema>;
+
+export const cronEventSchemas = {
+  CronCreated: CronFieldsSchema.extend({ cron_id: z.string(), created_at: z.string() }),
+  /** Changed fields only. A new schedule, time zone or re-enabling counts ticks from `updated_at`. */
+  CronUpdated: CronFieldsSchema.partial().extend({ updated_at: z.string() }),
+  /** One tick, claimed: exactly one appender wins its expected revision. */
+  CronFired: z.object({ tick: z.string(), owner: z.string(), fired_at: z.string() }),
+  CronRunCreated: z.object({ tick: z.string(), run_id: z.string(), thread_id: z.string() }),
+  CronRunFailed: z.object({ tick: z.string(), error: z.string() }),
+  CronDeleted: z.object({ deleted_at: z.string() }),
+} satisfies Record<string, z.ZodType>;
+
+export type CronEvent = EventsOf<typeof cronEventSchemas>;
+
+export interface CronState extends CronFields {
+  cron_id: string;
+  revision: bigint;
+  created_at: string;
+  updated_at: string;
+  /** Ticks are counted after this instant (creation, or the last schedule change / re-enabling), ms. */
+  anchor_ms: number;
+  /** The last tick fired, ms; null when none yet. */
+  last_tick_ms: number | null;
+}
+
+/** Pure fold of `cron-{id}`; undefined once deleted. */
+export function evolveCron(state: CronState | undefined, event: CronEvent, revision: bigint): CronState | undefined {
+  if (event.type === "CronCreated") {
+    const { created_at, ...fields } = event.data;
+    return { ...fields, revision, created_at, updated_at: created_at, anchor_ms: Date.parse(created_at), last_tick_ms: null };
+  }
+  if (!state) return undefined;
+  switch (event.type) {
+    case "CronUpdated": {
+      const { updated_at, ...changes } = event.data;
+      const next: CronState = { ...state, ...stripUndefined(changes), revision, updated_at };
+      const reschedule = (changes.schedule !== undefined && changes.schedule !== state.schedule)
+        || (changes.timezone !== undefined && changes.timezone !== state.timezone)
+        || (changes.enabled === true && !state.enabled);
+      return reschedule ? { ...next, anchor_ms: Date.parse(updated_at) } : next;
+    }
+    case "CronFired":
+      return { ...state, revision, last_tick_ms: Math.max(state.last_tick_ms ?? -Infinity, Date.parse(event.data.tick)) };
+    case "CronRunCreated":
+    case "CronRunFailed":
+      return { ...state, revision };
+    case "CronDeleted":
+      return undefined;
+  }
+}
+
+function stripUndefined<T extends object>(o: T): Partial<T> {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+}
+
+/** The instant ticks are counted after. */
+export const cronCursor = (s: CronState) => Math.max(s.anchor_ms, s.last_tick_ms ?? -Infinity);
+
+/** When the next tick is due (ms), or null: disabled, past its end time, or a schedule that never fires again. */
+export function nextRunOf(s: CronState): number | null {
+  if (!s.enabled) return null;
+  const next = nextTick(s.schedule, s.timezone, cronCursor(s));
+  if (next === null) return null;
+  if (s.end_time && next > Date.parse(s.end_time)) return null;
+  return next;
+}
+
+/** Cron timestamps on the wire: ISO 8601 with the UTC offset (the Python server's form). */
+export const isoOf = (ms: number) => new Date(ms).toISOString().replace("Z", "+00:00");
+
+/** The Cron object of the API (reference B.4). */
+export function publicCron(s: CronState): Record<string, unknown> {
+  const next = nextRunOf(s);
+  return {
+    cron_id: s.cron_id,
+    assistant_id: s.assistant_id,
+    thread_id: s.thread_id,
+    on_run_completed: s.on_run_completed,
+    end_time: s.end_time,
+    schedule: s.schedule,
+    timezone: s.timezone,
+    created_at: s.created_at,
+    updated_at: s.updated_at,
+    user_id: s.user_id,
+    payload: s.payload,
+    next_run_date: next === null ? null : isoOf(next),
+    metadata: s.metadata,
+    enabled: s.enabled,
+  };
+}
+
+// ---- deciders (pure) ----
+
+export function decideUpdateCron(s: CronState | undefined, changes: Partial<CronFields>, now: string): Decision {
+  if (!s) return { ok: false, status: 404, detail: "Cron not found" };
+  return { ok: true, events: [{ type: "CronUpdated", data: { ...stripUndefined(changes), updated_at: now } }] };
+}
+
+export function decideDeleteCron(s: CronState | undefined, now: string): Decision {
+  if (!s) return { ok: false, status: 404, detail: "Cron not found" };
+  return { ok: true, events: [{ type: "CronDeleted", data: { deleted_at: now } }] };
+}
+
+/** Fire one tick: only an enabled cron, only a tick after the last one fired, never past its end. */
+export function decideFire(s: CronState | undefined, tickMs: number, cmd: { owner: string; now: string }): { ok: true; events: { type: string; data: unknown }[] } | { ok: false; reason: string } {
+  if (!s) return { ok: false, reason: "cron deleted" };
+  if (!s.enabled) return { ok: false, reason: "cron disabled" };
+  if (tickMs <= cronCursor(s)) return { ok: false, reason: "tick already fired" };
+  if (s.end_time && tickMs > Date.parse(s.end_time)) return { ok: false, reason: "past end_time" };
+  return { ok: true, events: [{ type: "CronFired", data: { tick: isoOf(tickMs), owner: cmd.owner, fired_at: cmd.now } }] };
+}

@@ -1,0 +1,118 @@
+import type { FastifyPluginAsync } from "fastify";
+import type { ZodTypeProvider } from "fastify-type-provider-zod";
+import { z } from "zod";
+import type { FastifyRequest } from "fastify";
+import type { CronsService, CronCreateRequest, CronPatchRequest } from "../../app/crons.js";
+import type { AppContext } from "../../app/context.js";
+import { authorize } from "../auth.js";
+import { threadVisible } from "../auth-guards.js";
+import { HttpError } from "../errors.js";
+import { MultitaskStrategySchema } from "../../domain/run-record.js";
+import { OnRunCompletedSchema } from "../../domain/crons.js";
+import { CRON_SORT_FIELDS } from "../../read-models/crons.js";
+import { pick } from "../../domain/json.js";
+import { JsonObject, Limit, Offset, RunnableConfig, SortOrder, ThreadIdParams, Uuid, paginationHeaders } from "../schemas.js";
+
+const NodeList = z.union([z.literal("*"), z.array(z.string())]);
+
+const PayloadFields = {
+  input: z.unknown().optional(),
+  config: RunnableConfig.optional(),
+  context: JsonObject.optional(),
+  metadata: JsonObject.optional(),
+  webhook: z.string().min(1).optional(),
+  multitask_strategy: MultitaskStrategySchema.optional(),
+  interrupt_before: NodeList.optional(),
+  interrupt_after: NodeList.optional(),
+  stream_mode: z.union([z.string(), z.array(z.string())]).optional(),
+  stream_subgraphs: z.boolean().optional(),
+  stream_resumable: z.boolean().optional(),
+  durability: z.enum(["sync", "async", "exit"]).optional(),
+  checkpoint_during: z.boolean().optional(),
+};
+
+const CronCreate = z.object({
+  ...PayloadFields,
+  assistant_id: z.string().min(1),
+  schedule: z.string().min(1),
+  timezone: z.string().min(1).optional(),
+  end_time: z.string().nullable().optional(),
+  enabled: z.boolean().optional(),
+  on_run_completed: OnRunCompletedSchema.optional(),
+});
+
+const CronPatch = z.object({
+  ...PayloadFields,
+  schedule: z.string().min(1).optional(),
+  timezone: z.string().min(1).optional(),
+  end_time: z.string().nullable().optional(),
+  enabled: z.boolean().optional(),
+  on_run_completed: OnRunCompletedSchema.optional(),
+});
+
+const CronFields = ["cron_id", "assistant_id", "thread_id", "on_run_completed", "end_time", "schedule", "timezone", "created_at", "updated_at", "user_id", "payload", "next_run_date", "metadata", "enabled", "now"] as const;
+
+const Filter = {
+  assistant_id: z.string().min(1).optional(),
+  thread_id: Uuid.optional(),
+  enabled: z.boolean().optional(),
+  metadata: JsonObject.optional(),
+};
+const SearchBody = z.object({
+  ...Filter,
+  limit: Limit,
+  offset: Offset,
+  sort_by: z.enum(CRON_SORT_FIELDS).optional(),
+  sort_order: SortOrder.optional(),
+  select: z.array(z.enum(CronFields)).optional(),
+});
+const CronParams = z.object({ cron_id: Uuid });
+
+/** Crons (reference A.5): stateless (a new thread per tick) and thread crons, search, count, patch, delete. */
+export function cronRoutes(ctx: AppContext, crons: CronsService): FastifyPluginAsync {
+  /** `crons:create`: the handler may add metadata (stored on the cron) or refuse; a thread it may not see is a 404. */
+  async function create(req: FastifyRequest, threadId: string | null, body: CronCreateRequest) {
+    const { value, filters } = await authorize(req, "crons", "create", { ...body, thread_id: threadId ?? undefined, metadata: body.metadata ?? {} });
+    if (threadId !== null && !(await threadVisible(ctx, threadId, filters))) throw new HttpError(404, `Thread with ID ${threadId} not found`);
+    return crons.create(threadId, { ...body, metadata: value.metadata ?? {} });
+  }
+
+  return async (app) => {
+    const r = app.withTypeProvider<ZodTypeProvider>();
+    const tags = ["crons"];
+
+    r.post("/runs/crons", { schema: { tags, body: CronCreate } }, async (req) => create(req, null, req.body as CronCreateRequest));
+
+    for (const prefix of ["/threads", "/thread"]) {
+      r.post(`${prefix}/:thread_id/runs/crons`, { schema: { tags, hide: prefix === "/thread", params: ThreadIdParams, body: CronCreate } }, async (req) =>
+        create(req, req.params.thread_id, req.body as CronCreateRequest),
+      );
+    }
+
+    r.post("/runs/crons/search", { schema: { tags, body: SearchBody.default({ limit: 10, offset: 0 }) } }, async (req, reply) => {
+      const { filters } = await authorize(req, "crons", "search", { ...req.body });
+      const { page, total } = crons.search({ ...req.body, auth: filters });
+      reply.headers(paginationHeaders(req.body.offset, page.length, total));
+      const select = req.body.select;
+      const now = new Date().toISOString().replace("Z", "+00:00");
+      return page.map((c) => pick(select?.includes("now") ? { ...c, now } : c, select));
+    });
+
+    r.post("/runs/crons/count", { schema: { tags, body: z.object(Filter).default({}) } }, async (req) => {
+      const { filters } = await authorize(req, "crons", "search", { ...req.body });
+      return crons.count({ ...req.body, auth: filters });
+    });
+
+    r.patch("/runs/crons/:cron_id", { schema: { tags, params: CronParams, body: CronPatch } }, async (req) => {
+      const { value, filters } = await authorize(req, "crons", "update", { ...req.body, cron_id: req.params.cron_id });
+      const { cron_id: _id, ...changes } = value;
+      return crons.patch(req.params.cron_id, changes as CronPatchRequest, filters);
+    });
+
+    r.delete("/runs/crons/:cron_id", { schema: { tags, params: CronParams } }, async (req, reply) => {
+      const { filters } = await authorize(req, "crons", "delete", { cron_id: req.params.cron_id });
+      await crons.delete(req.params.cron_id, filters);
+      reply.code(204).send();
+    });
+  };
+}

@@ -1,0 +1,172 @@
+import { ulid } from "ulid";
+import { WrongExpectedVersionError, type EventStore } from "../eventstore/types.js";
+import { CRON_STREAM_PREFIX, cronCursor, cronStream, decideFire, isoOf, type CronState } from "../domain/crons.js";
+import { dueTicks } from "../domain/cron-schedule.js";
+import { CronsReadModel } from "../read-models/crons.js";
+import type { ReadModelHost } from "../webhooks/dispatcher.js";
+
+/** Time as the scheduler sees it: injectable, so tests move it by hand instead of waiting. */
+export interface Clock {
+  now(): number;
+  /** Calls `fn` after `ms`; returns the function that cancels it. */
+  setTimer(ms: number, fn: () => void): () => void;
+}
+
+export const systemClock: Clock = {
+  now: () => Date.now(),
+  setTimer(ms, fn) {
+    const timer = setTimeout(fn, Math.min(Math.max(0, ms), 2 ** 31 - 1));
+    timer.unref();
+    return () => clearTimeout(timer);
+  },
+};
+
+export interface CronSchedulerOptions {
+  store: EventStore;
+  readModels: ReadModelHost;
+  /** Starts the run of one tick through the normal run pipeline. */
+  startRun(cron: CronState, tickMs: number): Promise<{ run_id: string; thread_id: string }>;
+  clock?: Clock;
+  /** Missed ticks fired on start: null = only the latest; otherwise those within this many ms. */
+  catchUpMs: number | null;
+  owner?: string;
+  log?: (message: string) => void;
+}
+
+/**
+ * Fires each due cron tick exactly once across processes: the tick is claimed by appending
+ * CronFired with the cron stream's expected revision (the loser gets WrongExpectedVersion and
+ * moves on), then its run is created through RunsService (webhooks, streams and double-texting
+ * apply) and recorded. It sleeps until the earliest `next_run_at` of the crons table and wakes
+ * early when a cron event arrives; it never polls.
+ */
+export class CronScheduler {
+  readonly owner: string;
+  /** Ticks this process fired, and ticks another process had fired first (its claim won). */
+  readonly stats = { fired: 0, lost: 0 };
+  private readonly model: CronsReadModel;
+  private readonly clock: Clock;
+  private readonly inflight = new Set<string>();
+  private readonly done = new Set<Promise<void>>();
+  private cancelTimer: (() => void) | undefined;
+  private unsubscribe: (() => void) | undefined;
+  private pumpQueued = false;
+  private stopping = false;
+
+  constructor(private readonly o: CronSchedulerOptions) {
+    this.owner = o.owner ?? `crons-${ulid()}`;
+    this.model = new CronsReadModel(o.readModels.db);
+    this.clock = o.clock ?? systemClock;
+  }
+
+  start(): void {
+    this.unsubscribe = this.o.readModels.onApplied((event) => {
+      if (event.streamId.startsWith(CRON_STREAM_PREFIX)) this.schedulePump();
+    });
+    this.pump();
+  }
+
+  async stop(): Promise<void> {
+    this.stopping = true;
+    this.unsubscribe?.();
+    this.cancelTimer?.();
+    await Promise.allSettled([...this.done]);
+  }
+
+  /** Resolves once every tick being fired now is recorded (tests await it after moving the clock). */
+  async idle(): Promise<void> {
+    while (this.done.size > 0 || this.pumpQueued) {
+      await Promise.allSettled([...this.done]);
+      await new Promise((r) => setImmediate(r));
+    }
+  }
+
+  /** Looks again now (e.g. after a fake clock moved). */
+  wake(): void {
+    this.pump();
+  }
+
+  private schedulePump(): void {
+    if (this.pumpQueued || this.stopping) return;
+    this.pumpQueued = true;
+    setImmediate(() => {
+      this.pumpQueued = false;
+      this.pump();
+    });
+  }
+
+  private pump(): void {
+    if (this.stopping) return;
+    const now = this.clock.now();
+    for (const cron of this.model.due(now, 100)) {
+      if (this.inflight.has(cron.cron_id)) continue;
+      this.inflight.add(cron.cron_id);
+      const p = this.fireDue(cron, now)
+        .catch((error: unknown) => {
+          if (!this.stopping) this.o.log?.(`cron ${cron.cron_id}: ${(error as Error).stack ?? String(error)}`);
+        })
+        .finally(() => {
+          this.inflight.delete(cron.cron_id);
+          this.done.delete(p);
+          this.schedulePump();
+        });
+      this.done.add(p);
+    }
+    this.arm(now);
+  }
+
+  private arm(now: number): void {
+    this.cancelTimer?.();
+    this.cancelTimer = undefined;
+    const next = this.model.nextDue();
+    if (next === undefined) return;
+    // A due cron being fired is re-armed by the event its fire appends.
+    if (next <= now && this.inflight.size > 0) return;
+    // A row still due after its fire found nothing to do would spin: look again a second later at the earliest.
+    this.cancelTimer = this.clock.setTimer(next <= now ? 1000 : next - now, () => {
+      this.cancelTimer = undefined;
+      this.pump();
+    });
+  }
+
+  /** Fires the due ticks of one cron (the catch-up window decides which missed ones), in order. */
+  private async fireDue(cron: CronState, now: number): Promise<void> {
+    const ticks = dueTicks(cron.schedule, cron.timezone, cronCursor(cron), now, {
+      catchUpMs: this.o.catchUpMs,
+      endMs: cron.end_time ? Date.parse(cron.end_time) : null,
+    });
+    let state = cron;
+    let position: bigint | undefined;
+    for (const tick of ticks) {
+      const decision = decideFire(state, tick, { owner: this.owner, now: isoOf(this.clock.now()) });
+      if (!decision.ok) break;
+      let revision: bigint;
+      try {
+        const appended = await this.o.store.append(cronStream(cron.cron_id), decision.events, state.revision);
+        revision = appended.nextExpectedRevision;
+        position = appended.position;
+      } catch (error) {
+        if (error instanceof WrongExpectedVersionError) {
+          this.stats.lost++;
+          return; // another process fired it (or the cron changed)
+        }
+        throw error;
+      }
+      this.stats.fired++;
+      const tickIso = isoOf(tick);
+      let record;
+      try {
+        const run = await this.o.startRun(state, tick);
+        record = { type: "CronRunCreated", data: { tick: tickIso, run_id: run.run_id, thread_id: run.thread_id } };
+      } catch (error) {
+        this.o.log?.(`cron ${cron.cron_id} tick ${tickIso}: ${(error as Error).message}`);
+        record = { type: "CronRunFailed", data: { tick: tickIso, error: (error as Error).message } };
+      }
+      const appended = await this.o.store.append(cronStream(cron.cron_id), [record], "any");
+      position = appended.position;
+      state = { ...state, revision: revision + 1n, last_tick_ms: tick };
+      if (appended.nextExpectedRevision !== state.revision) state = { ...state, revision: appended.nextExpectedRevision };
+    }
+    if (position !== undefined) await this.o.readModels.waitFor(position);
+  }
+}

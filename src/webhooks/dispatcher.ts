@@ -1,0 +1,244 @@
+import { ulid } from "ulid";
+import type Database from "better-sqlite3";
+import { WrongExpectedVersionError, type EventStore, type RecordedEvent } from "../eventstore/types.js";
+import { RUN_STREAM_PREFIX } from "../domain/runs.js";
+import { attemptEvents, decideWebhookClaim, deliveryIdOf, webhookStream, type Delivery } from "../domain/webhooks.js";
+import { WebhooksReadModel } from "../read-models/webhooks.js";
+import type { WebhookUrlPolicy } from "../runtime/langgraph-config.js";
+import { webhookBody } from "./body.js";
+import { DELIVERY_ID_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER, signWebhook } from "./signing.js";
+import { checkWebhookUrlResolved, type Resolver } from "./url-policy.js";
+import { classifyAttempt, type AttemptResult, type RetryPolicy } from "./retry.js";
+import type { WebhookSender } from "./sender.js";
+
+/** What the dispatcher needs of the read-model store (ReadModelStore satisfies it). */
+export interface ReadModelHost {
+  readonly db: Database.Database;
+  waitFor(position: bigint): Promise<void>;
+  onApplied(listener: (event: RecordedEvent) => void): () => void;
+}
+
+export interface DispatcherOptions {
+  store: EventStore;
+  readModels: ReadModelHost;
+  policy: WebhookUrlPolicy;
+  retry: RetryPolicy;
+  send: WebhookSender;
+  /** `webhooks.headers` with their `${{ env.VAR }}` values resolved. */
+  headers: Record<string, string>;
+  /** `WEBHOOK_SECRET`: adds a timestamp header and an HMAC-SHA256 signature. */
+  secret?: string;
+  allowedFields?: readonly string[];
+  /** Deliveries in flight at once. */
+  concurrency: number;
+  /** How long a claim holds (longer than one attempt's total timeout). */
+  leaseMs: number;
+  /** Whether claims of other owners found at start are dead (single-process SQLite store). */
+  exclusiveStore: boolean;
+  /** Where relative webhook URLs (`/my-route`) go: this server's own base URL. */
+  selfUrl?: () => string | undefined;
+  resolver?: Resolver;
+  owner?: string;
+  nowMs?: () => number;
+  nowIso?: () => string;
+  log?: (message: string) => void;
+}
+
+const WAKE_TYPES = new Set(["WebhookClaimed", "WebhookAttempted", "WebhookDelivered", "WebhookFailed"]);
+
+/**
+ * Sends the webhooks of ended runs, driven by the log: the webhooks read model (fed by the
+ * read-model store's catch-up subscription, whose position is persisted with the rows) says which
+ * deliveries are due; with a shared store each attempt is first claimed with an expected revision
+ * on `webhook-{run_id}`, so exactly one process sends it; its outcome is then appended. It wakes when an event makes a
+ * delivery due and by one timer at the next due time, never by polling. Attempts run concurrently
+ * up to a bound, so a slow receiver holds only its own slot.
+ */
+export class WebhookDispatcher {
+  readonly owner: string;
+  private readonly model: WebhooksReadModel;
+  private readonly inflight = new Map<string, AbortController>();
+  private readonly done = new Set<Promise<void>>();
+  private timer: NodeJS.Timeout | undefined;
+  private timerAt = Infinity;
+  private unsubscribe: (() => void) | undefined;
+  private pumpQueued = false;
+  private stopping = false;
+  /** Owners whose claims are dead (exclusive store: every owner but us, at start). */
+  private takeover: boolean;
+  private readonly nowMs: () => number;
+  private readonly nowIso: () => string;
+
+  constructor(private readonly o: DispatcherOptions) {
+    this.owner = o.owner ?? `webhooks-${ulid()}`;
+    this.model = new WebhooksReadModel(o.readModels.db);
+    this.takeover = o.exclusiveStore;
+    this.nowMs = o.nowMs ?? Date.now;
+    this.nowIso = o.nowIso ?? (() => new Date(this.nowMs()).toISOString().replace("Z", "+00:00"));
+  }
+
+  get inFlight(): number {
+    return this.inflight.size;
+  }
+
+  start(): void {
+    this.unsubscribe = this.o.readModels.onApplied((event) => {
+      if (event.type === "RunEnded") this.startNow(event.streamId.slice(RUN_STREAM_PREFIX.length));
+      else if (WAKE_TYPES.has(event.type)) this.schedulePump();
+    });
+    if (this.takeover) {
+      // A single-process store: claims open at start belong to a process that died; retake them now.
+      for (const d of this.model.sending()) if (d.owner !== this.owner) this.launch(d, true);
+    }
+    this.pump();
+  }
+
+  async stop(): Promise<void> {
+    this.stopping = true;
+    this.unsubscribe?.();
+    clearTimeout(this.timer);
+    for (const c of this.inflight.values()) c.abort(new Error("server shutting down"));
+    await Promise.allSettled([...this.done]);
+  }
+
+  /** A run just ended: its delivery starts in this turn of the event loop when a slot is free (latency). */
+  private startNow(runId: string): void {
+    if (this.stopping) return;
+    if (this.inflight.size >= this.o.concurrency || this.inflight.has(runId)) return this.schedulePump();
+    const d = this.model.get(runId);
+    if (!d) return; // no webhook
+    if (d.status === "due" && (d.due_at ?? 0) <= this.nowMs()) this.launch(d, false);
+    else this.schedulePump();
+  }
+
+  private schedulePump(): void {
+    if (this.pumpQueued || this.stopping) return;
+    this.pumpQueued = true;
+    setImmediate(() => {
+      this.pumpQueued = false;
+      this.pump();
+    });
+  }
+
+  /** Starts what is due, up to the bound; then sleeps until the next due time. */
+  private pump(): void {
+    if (this.stopping) return;
+    const now = this.nowMs();
+    const free = this.o.concurrency - this.inflight.size;
+    if (free > 0) for (const d of this.model.due(now, free, this.inflight.keys())) this.launch(d, false);
+    this.arm(now);
+  }
+
+  private arm(now: number): void {
+    // Deliveries in flight do not count: their outcome (an event) wakes us.
+    const next = this.model.nextDue(this.inflight.keys());
+    if (next === undefined || this.inflight.size >= this.o.concurrency) return; // an event or a freed slot wakes us
+    const at = Math.max(next, now + 1);
+    if (this.timer && at >= this.timerAt && this.timerAt > now) return;
+    clearTimeout(this.timer);
+    this.timerAt = at;
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      this.timerAt = Infinity;
+      this.pump();
+    }, Math.min(at - now, 2 ** 31 - 1));
+  }
+
+  private launch(d: Delivery, takeover: boolean): void {
+    const controller = new AbortController();
+    this.inflight.set(d.run_id, controller);
+    const p = this.attempt(d, takeover, controller.signal)
+      .catch((error: unknown) => {
+        if (!this.stopping) this.o.log?.(`webhook of run ${d.run_id}: ${(error as Error).stack ?? String(error)}`);
+      })
+      .finally(() => {
+        this.inflight.delete(d.run_id);
+        this.done.delete(p);
+        this.schedulePump();
+      });
+    this.done.add(p);
+  }
+
+  /** Claim, send, record. Losing the claim (another process won) is normal and silent. */
+  private async attempt(d: Delivery, takeover: boolean, signal: AbortSignal): Promise<void> {
+    const claim = decideWebhookClaim(d, { owner: this.owner, now: this.nowIso(), nowMs: this.nowMs(), leaseMs: this.o.leaseMs, takeover });
+    if (!claim.ok) return;
+    // A shared store needs the claim in the log before sending, so that one process sends. A
+    // single-process store is claimed by this process alone (the in-flight set keeps one attempt
+    // per delivery): its claim goes into the log with the outcome, one commit instead of two
+    // before the receiver hears anything. A crash mid-send means sending again: at least once either way.
+    let revision: bigint | "no_stream" = d.revision;
+    let pendingClaim = claim.events;
+    if (!this.o.exclusiveStore) {
+      try {
+        revision = (await this.o.store.append(webhookStream(d.run_id), claim.events, d.revision)).nextExpectedRevision;
+        pendingClaim = [];
+      } catch (error) {
+        if (error instanceof WrongExpectedVersionError) return;
+        throw error;
+      }
+    }
+    const attempt = claim.attempt;
+    const startedAt = this.nowIso();
+    const started = performance.now();
+    const deliveryId = deliveryIdOf(d.run_id);
+    const target = this.targetOf(d.url);
+    let result: AttemptResult;
+    if (target.ok) {
+      const check = target.relative ? { ok: true as const } : await checkWebhookUrlResolved(d.url, this.o.policy, this.o.resolver);
+      if (!check.ok) {
+        result = { error: check.detail, final: true };
+      } else {
+        const body = JSON.stringify(webhookBody(d, this.nowIso(), this.o.allowedFields));
+        result = await this.o.send(target.url, body, this.headersFor(deliveryId, body), signal);
+      }
+    } else {
+      result = { error: target.detail, final: true };
+    }
+    if (this.stopping) return; // the claim lapses; the next start (or another process) tries again
+    const durationMs = Math.round((performance.now() - started) * 10) / 10;
+    const nowMs = this.nowMs();
+    const verdict = classifyAttempt(result, attempt, this.o.retry, nowMs);
+    if (verdict.outcome === "failed" || ("error" in result && result.final)) this.o.log?.(`webhook of run ${d.run_id} attempt ${attempt}: ${"error" in result ? result.error : `HTTP ${result.statusCode}`}`);
+    const events = attemptEvents(
+      {
+        owner: this.owner,
+        attempt,
+        delivery_id: deliveryId,
+        started_at: startedAt,
+        duration_ms: durationMs,
+        ...("statusCode" in result ? { status_code: result.statusCode } : { error: result.error }),
+        outcome: verdict.outcome,
+        ...(verdict.outcome === "retry" ? { retry_at: verdict.retryAt } : {}),
+      },
+      this.nowIso(),
+      verdict.outcome === "failed" ? verdict.reason : undefined,
+    );
+    try {
+      const appended = await this.o.store.append(webhookStream(d.run_id), [...pendingClaim, ...events], revision);
+      // The row must show this outcome before the slot frees, or the next pump would see it as still claimed by us.
+      await this.o.readModels.waitFor(appended.position);
+    } catch (error) {
+      if (!(error instanceof WrongExpectedVersionError)) throw error;
+      // Our lease lapsed and another process took the delivery over: its record stands.
+    }
+  }
+
+  /** The URL to send to: absolute as given (byte for byte), or a path on this server. */
+  private targetOf(url: string): { ok: true; url: string; relative: boolean } | { ok: false; detail: string } {
+    if (!url.startsWith("/")) return { ok: true, url, relative: false };
+    if (this.o.policy.disable_loopback) return { ok: false, detail: "Loopback webhooks are disabled" };
+    const base = this.o.selfUrl?.();
+    return base ? { ok: true, url: `${base}${url}`, relative: true } : { ok: false, detail: "Loopback webhooks need the server's own address" };
+  }
+
+  private headersFor(deliveryId: string, body: string): Record<string, string> {
+    const headers: Record<string, string> = { ...this.o.headers, "content-type": "application/json", [DELIVERY_ID_HEADER]: deliveryId };
+    if (this.o.secret) {
+      const timestamp = String(Math.floor(this.nowMs() / 1000));
+      headers[TIMESTAMP_HEADER] = timestamp;
+      headers[SIGNATURE_HEADER] = signWebhook(this.o.secret, timestamp, body);
+    }
+    return headers;
+  }
+}
