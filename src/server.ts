@@ -27,6 +27,10 @@ import { runRoutes } from "./http/routes/runs.js";
 import { RunWorker } from "./runtime/worker.js";
 import { loadAuth } from "./auth/load.js";
 import { skipRunTreesUnlessTracing } from "./runtime/tracing.js";
+import { ServerMetrics, metricsRoutes } from "./http/metrics.js";
+import { auditRoutes } from "./http/routes/audit.js";
+import { TtlSweeper, type SweeperClock } from "./app/ttl-sweeper.js";
+import { requestContextOf } from "./http/actor.js";
 
 export interface RunningServer {
   url: string;
@@ -37,6 +41,9 @@ export interface RunningServer {
   /** The LangGraph checkpointer (its cache holds recently used threads' checkpoints). */
   checkpointer: EventSourcedCheckpointSaver;
   http: FastifyInstance;
+  metrics: ServerMetrics;
+  /** Deletes threads whose TTL ran out. */
+  ttlSweeper: TtlSweeper;
   /** Stops accepting, finishes in-flight requests and appends, closes the store. */
   close(): Promise<void>;
 }
@@ -50,7 +57,7 @@ function describeListenError(error: unknown, config: Config): Error {
 }
 
 /** Opens the log, folds it into the read models, and serves the API. */
-export async function startServer(config: Config): Promise<RunningServer> {
+export async function startServer(config: Config, options: { clock?: SweeperClock } = {}): Promise<RunningServer> {
   skipRunTreesUnlessTracing(); // before any graph runs: no LangSmith RunTree per node unless tracing is configured
   // Configuration and graphs first: a bad langgraph.json fails before anything is opened.
   const langgraph = await loadLanggraphConfig(config.langgraphJsonPath);
@@ -59,12 +66,14 @@ export async function startServer(config: Config): Promise<RunningServer> {
   });
   // A configured auth that cannot be loaded stops the start: never serve open by accident.
   const auth = await loadAuth(langgraph.config.auth, langgraph.baseDir, path.basename(langgraph.configPath));
-  const store = recordingPositions(withSchemas(await openStore(config), schemaForEventType));
+  const metrics = new ServerMetrics();
+  const store = recordingPositions(withSchemas(await openStore(config), schemaForEventType), metrics.onAppend);
   let readModels: ReadModels | undefined;
   let liveCheckpoints: LiveFeed | undefined;
   let http: FastifyInstance | undefined;
   let worker: RunWorker | undefined;
   let runs: RunsService | undefined;
+  let sweeper: TtlSweeper | undefined;
   let checkpointer: EventSourcedCheckpointSaver;
   try {
     readModels = await openReadModelsFor(store, config.dataDir);
@@ -76,6 +85,8 @@ export async function startServer(config: Config): Promise<RunningServer> {
     const ctx: AppContext = { config, langgraph, store, readModels, graphs, checkpointer, now: isoNow };
     await ensureDefaultAssistants(ctx, graphs.defaultAssistants());
     const lifecycle = threadLifecycle(ctx);
+    metrics.observe(store, readModels);
+    const models = readModels;
     const completion = {
       store, readModels, now: ctx.now,
       deleteThreadCheckpoints: (id: string) => checkpointer.deleteThread(id),
@@ -90,13 +101,18 @@ export async function startServer(config: Config): Promise<RunningServer> {
       logLevel: config.logLevel,
       cors: langgraph.config.http.cors,
       auth,
-      hooks: [logPositionHooks(readModels.store)],
+      hooks: [logPositionHooks(readModels.store, (request) => requestContextOf(request, config.apiKey !== undefined))],
       routes: [
-        metaRoutes({ storeKind: store.kind, langgraphJsVersion: LANGGRAPH_JS_VERSION, webhooksEnabled: false }),
+        metaRoutes({
+          storeKind: store.kind, langgraphJsVersion: LANGGRAPH_JS_VERSION, webhooksEnabled: false,
+          positions: async () => ({ head: await store.headPosition(), projections: models.store.tables.map((t) => ({ name: t.name, position: models.store.position })) }),
+        }),
+        metricsRoutes(metrics),
+        auditRoutes(ctx),
         assistantRoutes(ctx, lifecycle),
         threadRoutes(ctx, lifecycle),
         threadStateRoutes(ctx),
-        runRoutes(ctx, runs),
+        runRoutes(ctx, runs, metrics),
       ],
     });
     try {
@@ -114,7 +130,10 @@ export async function startServer(config: Config): Promise<RunningServer> {
       exclusiveStore: store.kind === "sqlite",
     });
     await worker.start();
+    sweeper = new TtlSweeper(ctx, lifecycle, options.clock);
+    sweeper.start();
   } catch (error) {
+    await sweeper?.stop().catch(() => undefined);
     await http?.close().catch(() => undefined);
     await worker?.stop().catch(() => undefined);
     runs?.close();
@@ -130,6 +149,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
   const runService = runs!;
   const models = readModels!;
   const feed = liveCheckpoints;
+  const ttlSweeper = sweeper!;
   let closing: Promise<void> | undefined;
   return {
     url: `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${port}`,
@@ -139,8 +159,11 @@ export async function startServer(config: Config): Promise<RunningServer> {
     readModels: models,
     checkpointer,
     http: app,
+    metrics,
+    ttlSweeper,
     close() {
       closing ??= (async () => {
+        await ttlSweeper.stop();
         await runWorker.stop();
         runService.close();
         await app.close();

@@ -1,7 +1,7 @@
 import type { FastifyRequest } from "fastify";
 
-/** Routes anyone may call: liveness, server info, the API description and the agent card. */
-const PUBLIC_PATHS = [/^\/ok$/, /^\/info$/, /^\/docs(\/.*)?$/, /^\/openapi\.json$/, /^\/\.well-known\/agent-card\.json$/];
+/** Routes anyone may call: liveness, server info, the API description, the agent card, the audit page (its data needs the key). */
+const PUBLIC_PATHS = [/^\/ok$/, /^\/info$/, /^\/docs(\/.*)?$/, /^\/openapi\.json$/, /^\/\.well-known\/agent-card\.json$/, /^\/audit$/, /^\/metrics$/];
 
 export const isPublicPath = (path: string) => PUBLIC_PATHS.some((p) => p.test(path));
 
