@@ -1,4 +1,4 @@
-import Fastify, { type FastifyInstance, type FastifyPluginAsync } from "fastify";
+import Fastify, { LogController, type FastifyInstance, type FastifyPluginAsync } from "fastify";
 import fastifySwagger from "@fastify/swagger";
 import fastifySwaggerUi from "@fastify/swagger-ui";
 import { jsonSchemaTransform, serializerCompiler, validatorCompiler } from "fastify-type-provider-zod";
@@ -37,7 +37,7 @@ export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInst
     return503OnClosing: true,
     // Request ids: the client's X-Request-Id or a new one, echoed, in every log line and on every event appended.
     genReqId: requestIdOf,
-    requestIdLogLabel: "request_id",
+    logController: new LogController({ requestIdLogLabel: "request_id" }),
   });
   echoRequestId(app);
   app.setValidatorCompiler(validatorCompiler);
