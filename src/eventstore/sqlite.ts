@@ -10,7 +10,7 @@ import {
   type CheckedEvent,
 } from "./arguments.js";
 import { GroupCommit, type Outcome } from "./sqlite-group-commit.js";
-import { openDatabase, type Synchronous } from "./sqlite-schema.js";
+import { openDatabase, openDatabaseReadOnly, type Synchronous } from "./sqlite-schema.js";
 import { CommittedEvent, RecentEvents } from "./sqlite-recent.js";
 import { COLUMNS, toRecorded, type Row } from "./sqlite-rows.js";
 import { CatchUpSubscription, CommitHub, type CatchUpSource, type Page } from "./sqlite-subscription.js";
@@ -70,6 +70,12 @@ export async function openSqliteStore(options: SqliteStoreOptions): Promise<Sqli
   }
   const file = path.resolve(options.path);
   return new SqliteStore(openDatabase(file, synchronous), file);
+}
+
+/** Opens an existing event store for reading only (appends fail); see openDatabaseReadOnly. */
+export function openSqliteStoreReadOnly(file: string): SqliteEventStore {
+  const absolute = path.resolve(file);
+  return new SqliteStore(openDatabaseReadOnly(absolute), absolute);
 }
 
 /** Rows per read for catch-up and filtered reads. */
