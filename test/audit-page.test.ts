@@ -43,11 +43,11 @@ t.test("audit page", { skip: hasChromium() ? false : "Debian's chromium is not i
 
   // Click the run's end: the state then, and what changed from the point before.
   await page.click(`section.group[data-run="${run.run_id}"] tr.event:has(td.type:text-is("RunEnded"))`);
-  await page.waitForFunction(() => (document.getElementById("state")?.textContent ?? "").includes('"runs"'));
+  await page.waitForFunction(`(document.getElementById("state").textContent || "").includes('"runs"')`);
   const state = JSON.parse((await page.textContent("#state")) ?? "{}") as { runs: { status: string }[] };
   t.same(state.runs.map((r) => r.status), ["success"]);
   await page.click(`section.group[data-run="${run.run_id}"] tr.event:has(td.type:text-is("RunFinished"))`);
-  await page.waitForFunction(() => (document.getElementById("diff")?.textContent ?? "").includes("thread.status"));
+  await page.waitForFunction(`(document.getElementById("diff").textContent || "").includes("thread.status")`);
   t.match(await page.textContent("#diff"), /thread\.status: "busy" → "idle"/);
 
   const dir = path.join(repoRoot, ".test-results");
