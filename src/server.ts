@@ -31,11 +31,16 @@ import { a2aRoutes } from "./a2a/routes.js";
 import { CronsService } from "./app/crons.js";
 import { cronRoutes } from "./http/routes/crons.js";
 import { webhookRoutes } from "./http/routes/webhooks.js";
-import { CronScheduler, type Clock } from "./runtime/cron-scheduler.js";
+import { CronScheduler } from "./runtime/cron-scheduler.js";
+import type { Clock } from "./app/clock.js";
 import { WebhookDispatcher } from "./webhooks/dispatcher.js";
 import { undiciSender } from "./webhooks/sender.js";
 import type { Resolver } from "./webhooks/url-policy.js";
 import { resolveWebhookHeaders } from "./runtime/langgraph-config.js";
+import { ServerMetrics, metricsRoutes } from "./http/metrics.js";
+import { auditRoutes } from "./http/routes/audit.js";
+import { TtlSweeper } from "./app/ttl-sweeper.js";
+import { requestContextOf } from "./http/actor.js";
 
 export interface RunningServer {
   url: string;
@@ -49,6 +54,9 @@ export interface RunningServer {
   /** Sends webhooks (undefined when `http.disable_webhooks` is set). */
   webhooks: WebhookDispatcher | undefined;
   crons: CronScheduler;
+  metrics: ServerMetrics;
+  /** Deletes threads whose TTL ran out. */
+  ttlSweeper: TtlSweeper;
   /** Stops accepting, finishes in-flight requests and appends, closes the store. */
   close(): Promise<void>;
 }
@@ -61,7 +69,7 @@ function describeListenError(error: unknown, config: Config): Error {
   return error instanceof Error ? error : new Error(String(error));
 }
 
-/** What tests may replace: the scheduler's clock, the webhook DNS resolver. */
+/** What tests may replace: the clock (cron ticks, TTL expiry), the webhook DNS resolver. */
 export interface ServerDeps {
   clock?: Clock;
   resolver?: Resolver;
@@ -77,7 +85,8 @@ export async function startServer(config: Config, deps: ServerDeps = {}): Promis
   });
   // A configured auth that cannot be loaded stops the start: never serve open by accident.
   const auth = await loadAuth(langgraph.config.auth, langgraph.baseDir, path.basename(langgraph.configPath));
-  const store = recordingPositions(withSchemas(await openStore(config), schemaForEventType));
+  const metrics = new ServerMetrics();
+  const store = recordingPositions(withSchemas(await openStore(config), schemaForEventType), metrics.onAppend);
   let readModels: ReadModels | undefined;
   let liveCheckpoints: LiveFeed | undefined;
   let http: FastifyInstance | undefined;
@@ -86,6 +95,7 @@ export async function startServer(config: Config, deps: ServerDeps = {}): Promis
   let dispatcher: WebhookDispatcher | undefined;
   let sender: ReturnType<typeof undiciSender> | undefined;
   let scheduler: CronScheduler | undefined;
+  let sweeper: TtlSweeper | undefined;
   let checkpointer: EventSourcedCheckpointSaver;
   try {
     readModels = await openReadModelsFor(store, config.dataDir);
@@ -97,6 +107,8 @@ export async function startServer(config: Config, deps: ServerDeps = {}): Promis
     const ctx: AppContext = { config, langgraph, store, readModels, graphs, checkpointer, now: isoNow };
     await ensureDefaultAssistants(ctx, graphs.defaultAssistants());
     const lifecycle = threadLifecycle(ctx);
+    metrics.observe(store, readModels);
+    const models = readModels;
     const completion = {
       store, readModels, now: ctx.now,
       deleteThreadCheckpoints: (id: string) => checkpointer.deleteThread(id),
@@ -115,13 +127,18 @@ export async function startServer(config: Config, deps: ServerDeps = {}): Promis
       logLevel: config.logLevel,
       cors: langgraph.config.http.cors,
       auth,
-      hooks: [logPositionHooks(readModels.store)],
+      hooks: [logPositionHooks(readModels.store, (request) => requestContextOf(request, config.apiKey !== undefined))],
       routes: [
-        metaRoutes({ storeKind: store.kind, langgraphJsVersion: LANGGRAPH_JS_VERSION, webhooksEnabled }),
+        metaRoutes({
+          storeKind: store.kind, langgraphJsVersion: LANGGRAPH_JS_VERSION, webhooksEnabled,
+          positions: async () => ({ head: await store.headPosition(), projections: models.store.tables.map((t) => ({ name: t.name, position: models.store.position })) }),
+        }),
+        metricsRoutes(metrics),
+        auditRoutes(ctx),
         assistantRoutes(ctx, lifecycle),
         threadRoutes(ctx, lifecycle),
         threadStateRoutes(ctx),
-        runRoutes(ctx, runs),
+        runRoutes(ctx, runs, metrics),
         a2aRoutes(ctx, runs, { publicUrl: config.publicUrl }),
         cronRoutes(ctx, crons),
         webhookRoutes(ctx),
@@ -176,7 +193,10 @@ export async function startServer(config: Config, deps: ServerDeps = {}): Promis
       log: (m) => console.error(m),
     });
     scheduler.start();
+    sweeper = new TtlSweeper(ctx, lifecycle, deps.clock);
+    sweeper.start();
   } catch (error) {
+    await sweeper?.stop().catch(() => undefined);
     await scheduler?.stop().catch(() => undefined);
     await dispatcher?.stop().catch(() => undefined);
     await sender?.close().catch(() => undefined);
@@ -198,6 +218,7 @@ export async function startServer(config: Config, deps: ServerDeps = {}): Promis
   const webhookDispatcher = dispatcher;
   const webhookSender = sender;
   const cronScheduler = scheduler!;
+  const ttlSweeper = sweeper!;
   let closing: Promise<void> | undefined;
   return {
     url: `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${port}`,
@@ -209,8 +230,11 @@ export async function startServer(config: Config, deps: ServerDeps = {}): Promis
     http: app,
     webhooks: webhookDispatcher,
     crons: cronScheduler,
+    metrics,
+    ttlSweeper,
     close() {
       closing ??= (async () => {
+        await ttlSweeper.stop();
         await cronScheduler.stop();
         await webhookDispatcher?.stop();
         await webhookSender?.close();

@@ -50,6 +50,7 @@ function instrument(inner: EventStore, failInStore = false): Instrumented {
     headPosition: () => inner.headPosition(),
     subscribeToStream: (stream, options) => inner.subscribeToStream(stream, options),
     subscribeToAll: (options) => inner.subscribeToAll(options),
+    purgeStreams: (streams) => inner.purgeStreams(streams),
     close: () => inner.close(),
   };
   return store;

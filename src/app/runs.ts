@@ -15,6 +15,8 @@ import { HttpError } from "../http/errors.js";
 import { completeOnThread, loadRunStream, type CompletionDeps } from "../runtime/run-completion.js";
 import type { AuthContext } from "../auth/engine.js";
 import { authConditions, type AuthFilters } from "../auth/filters.js";
+import { configurableHeadersOf, DEFAULT_CONFIGURABLE_HEADERS } from "./configurable-headers.js";
+import { currentRequestContext } from "./request-context.js";
 
 /** Keys of `configurable` that only the server sets (from the authenticated user), as the official server. */
 const AUTH_CONFIGURABLE_KEYS = ["langgraph_auth_user", "langgraph_auth_user_id", "langgraph_auth_permissions"];
@@ -49,17 +51,6 @@ export interface RunRequest {
   feedback_keys?: string[];
 }
 
-/** Request headers that go into `configurable` (as both official servers do). */
-const HIDDEN_HEADERS = new Set(["x-api-key", "x-tenant-id", "x-service-key"]);
-export function configurableHeaders(headers: Record<string, string | string[] | undefined>): JsonObject {
-  const out: JsonObject = {};
-  for (const [k, v] of Object.entries(headers)) {
-    if (typeof v !== "string") continue;
-    if ((k.startsWith("x-") && !HIDDEN_HEADERS.has(k)) || k === "user-agent") out[k] = v;
-  }
-  return out;
-}
-
 const obj = (v: unknown): JsonObject => (isPlainObject(v) ? v : {});
 
 /** The result a finished run reports to /wait and /join, from its terminal event. */
@@ -87,11 +78,14 @@ export class RunsService {
   /** Open streams and waits, ended when the server shuts down. */
   private readonly open = new Set<() => void>();
   private readonly unsubscribe: () => void;
+  /** `http.configurable_headers` of langgraph.json, compiled once. */
+  private readonly headersToConfigurable: ReturnType<typeof configurableHeadersOf>;
 
   constructor(
     private readonly ctx: AppContext,
     private readonly completion: CompletionDeps,
   ) {
+    this.headersToConfigurable = configurableHeadersOf(ctx.langgraph.config.http.configurable_headers ?? DEFAULT_CONFIGURABLE_HEADERS);
     this.unsubscribe = ctx.readModels.store.onApplied((event) => this.onEvent(event));
   }
 
@@ -202,7 +196,7 @@ export class RunsService {
     const configurable: JsonObject = {
       ...obj(assistant.config.configurable),
       ...obj(thread.config.configurable),
-      ...configurableHeaders(headers),
+      ...this.headersToConfigurable(headers),
       ...obj(request.configurable),
     };
     // Never from the client or stored config: only the authenticated user sets these.
@@ -212,6 +206,9 @@ export class RunsService {
       configurable.langgraph_auth_user_id = options.auth.user.identity;
       configurable.langgraph_auth_permissions = [...options.auth.permissions];
     }
+    // The request that created the run, as the official server records it (the worker's events name it as their cause).
+    const requestId = currentRequestContext()?.requestId;
+    if (requestId && configurable.langgraph_request_id === undefined) configurable.langgraph_request_id = requestId;
     if (req.checkpoint_id) configurable.checkpoint_id = req.checkpoint_id;
     if (req.checkpoint) {
       for (const [k, v] of Object.entries(req.checkpoint)) if (v !== undefined && v !== null) configurable[k] = v;

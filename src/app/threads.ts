@@ -48,7 +48,7 @@ const loadThread = (ctx: AppContext, id: string) => () => ctx.readModels.threads
 
 export async function createThread(
   ctx: AppContext,
-  cmd: { thread_id?: string; metadata: JsonObject; if_exists: "raise" | "do_nothing"; copied_from?: string; values?: JsonObject | null },
+  cmd: { thread_id?: string; metadata: JsonObject; if_exists: "raise" | "do_nothing"; copied_from?: string; values?: JsonObject | null; expires_at?: string },
 ): Promise<Thread> {
   const threadId = cmd.thread_id?.toLowerCase() ?? randomUUID();
   const now = ctx.now();
@@ -58,11 +58,11 @@ export async function createThread(
   return state!.thread;
 }
 
-export async function patchThread(ctx: AppContext, threadId: string, metadata: JsonObject): Promise<Thread> {
+export async function patchThread(ctx: AppContext, threadId: string, metadata: JsonObject, expiresAt?: string): Promise<Thread> {
   const id = threadId.toLowerCase();
   const now = ctx.now();
   const { state } = await execute(ctx, loadThread(ctx, id), threadStream(id), (s) =>
-    decidePatchThread(s && !s.deleted ? s : undefined, metadata, now),
+    decidePatchThread(s && !s.deleted ? s : undefined, metadata, now, expiresAt),
   );
   return state!.thread;
 }

@@ -22,11 +22,19 @@ export const threadEventSchemas = {
     copied_from: z.uuid().optional(),
     /** State carried over on copy. */
     values: Obj.nullable().optional(),
+    /** `ttl` (strategy delete): when the TTL sweeper deletes the thread. */
+    expires_at: z.string().optional(),
   }),
-  ThreadUpdated: z.object({ metadata: Obj, updated_at: z.string() }),
+  /** `expires_at` present: a new TTL from now (null: none any more). */
+  ThreadUpdated: z.object({ metadata: Obj, updated_at: z.string(), expires_at: z.string().nullable().optional() }),
   /** The checkpointed state changed outside a run (POST /state, supersteps). */
   ThreadStateUpdated: z.object({ values: z.unknown(), interrupts: Obj, updated_at: z.string() }),
   ThreadDeleted: z.object({ deleted_at: z.string() }),
+  /**
+   * The thread's content was removed from the log (`DELETE /threads/{id}?purge=true`): who and
+   * when, and how many streams, never what they held. Appended after the purge.
+   */
+  ThreadPurged: z.object({ thread_id: z.uuid(), purged_at: z.string(), purged_by: z.string(), streams: z.number().int().nonnegative() }),
   /** A run was accepted on this thread (pending). Appended with the thread's expected revision. */
   RunEnqueued: z.object({ run: RunRecordSchema, thread_metadata: Obj }),
   /** A run on this thread ended (or was removed); the thread's status, values and interrupts follow it. */
@@ -64,6 +72,10 @@ export interface ThreadState {
   activeRuns: string[];
   /** Status the thread falls back to when no run is active. */
   restingStatus: Exclude<ThreadStatus, "busy">;
+  /** When the TTL sweeper deletes it (ISO 8601), if it has a TTL. */
+  expiresAt?: string;
+  /** Its content was purged from the log (a tombstone that stays one). */
+  purged?: boolean;
 }
 
 const statusOf = (active: string[], resting: ThreadState["restingStatus"]): ThreadStatus => (active.length ? "busy" : resting);
@@ -78,19 +90,31 @@ export function evolveThread(state: ThreadState | undefined, event: ThreadEvent,
       deleted: false,
       activeRuns: [],
       restingStatus: "idle",
+      ...(d.expires_at ? { expiresAt: d.expires_at } : {}),
       thread: {
         thread_id: d.thread_id, created_at: d.created_at, updated_at: d.created_at, state_updated_at: d.created_at,
         metadata: d.metadata, status: "idle", config: {}, values, interrupts: {},
       },
     };
   }
+  if (event.type === "ThreadPurged") {
+    // After a purge the events before it are tombstones (skipped): there may be no state at all.
+    const d = event.data;
+    const at = d.purged_at;
+    const base = state?.thread ?? { thread_id: d.thread_id, created_at: at, updated_at: at, state_updated_at: at, metadata: {}, status: "idle" as const, config: {}, values: null, interrupts: {} };
+    return { revision, deleted: true, purged: true, activeRuns: [], restingStatus: "idle", thread: { ...base, values: null, interrupts: {}, metadata: {}, updated_at: at } };
+  }
   if (!state) throw new Error(`thread event ${event.type} before ThreadCreated`);
   // A deleted thread is a tombstone: later marks (its cancelled runs finishing) only move its revision.
   if (state.deleted) return { ...state, revision };
   const t = state.thread;
   switch (event.type) {
-    case "ThreadUpdated":
-      return { ...state, revision, thread: { ...t, metadata: event.data.metadata, updated_at: event.data.updated_at } };
+    case "ThreadUpdated": {
+      const d = event.data;
+      const expiry = d.expires_at === undefined ? state.expiresAt : d.expires_at ?? undefined;
+      const { expiresAt: _old, ...rest } = state;
+      return { ...rest, ...(expiry ? { expiresAt: expiry } : {}), revision, thread: { ...t, metadata: d.metadata, updated_at: d.updated_at } };
+    }
     case "ThreadStateUpdated": {
       const d = event.data;
       const resting = Object.keys(d.interrupts).length ? "interrupted" : "idle";
@@ -99,9 +123,11 @@ export function evolveThread(state: ThreadState | undefined, event: ThreadEvent,
         thread: { ...t, values: d.values, interrupts: d.interrupts, updated_at: d.updated_at, state_updated_at: d.updated_at, status: statusOf(state.activeRuns, resting) },
       };
     }
-    case "ThreadDeleted":
+    case "ThreadDeleted": {
       // Its values leave the read model (the log keeps them); the revision stays for the next command.
-      return { ...state, revision, deleted: true, activeRuns: [], thread: { ...t, values: null, interrupts: {}, metadata: {} } };
+      const { expiresAt: _expired, ...rest } = state;
+      return { ...rest, revision, deleted: true, activeRuns: [], thread: { ...t, values: null, interrupts: {}, metadata: {} } };
+    }
     case "RunEnqueued": {
       const active = [...state.activeRuns, event.data.run.run_id];
       return {
@@ -139,20 +165,32 @@ const live = (s: ThreadState | undefined) => (s && !s.deleted ? s : undefined);
 
 export function decideCreateThread(
   state: ThreadState | undefined,
-  cmd: { thread_id: string; metadata: JsonObject; if_exists: "raise" | "do_nothing"; copied_from?: string; values?: JsonObject | null },
+  cmd: { thread_id: string; metadata: JsonObject; if_exists: "raise" | "do_nothing"; copied_from?: string; values?: JsonObject | null; expires_at?: string },
   now: string,
 ): Decision {
   if (live(state)) return cmd.if_exists === "do_nothing" ? { ok: true, events: [] } : { ok: false, status: 409, detail: "Thread already exists" };
   const data: z.infer<typeof threadEventSchemas.ThreadCreated> = { thread_id: cmd.thread_id, metadata: cmd.metadata, created_at: now };
   if (cmd.copied_from) data.copied_from = cmd.copied_from;
   if (cmd.values !== undefined) data.values = cmd.values;
+  if (cmd.expires_at !== undefined) data.expires_at = cmd.expires_at;
   return { ok: true, events: [{ type: "ThreadCreated", data }] };
 }
 
-export function decidePatchThread(state: ThreadState | undefined, metadata: JsonObject, now: string): Decision {
+export function decidePatchThread(state: ThreadState | undefined, metadata: JsonObject, now: string, expiresAt?: string): Decision {
   const s = live(state);
   if (!s) return { ok: false, status: 404, detail: "Thread not found" };
-  return { ok: true, events: [{ type: "ThreadUpdated", data: { metadata: { ...s.thread.metadata, ...metadata }, updated_at: now } }] };
+  const data: z.infer<typeof threadEventSchemas.ThreadUpdated> = { metadata: { ...s.thread.metadata, ...metadata }, updated_at: now };
+  if (expiresAt !== undefined) data.expires_at = expiresAt;
+  return { ok: true, events: [{ type: "ThreadUpdated", data }] };
+}
+
+/**
+ * Purging: a thread that exists in the log (live or deleted) and is not purged yet. The caller
+ * purges its streams, then appends this decision's ThreadPurged.
+ */
+export function decidePurgeThread(state: ThreadState | undefined, threadId: string, actor: string, streams: number, now: string): Decision {
+  if (!state || state.purged) return { ok: false, status: 404, detail: `Thread with ID ${threadId} not found` };
+  return { ok: true, events: [{ type: "ThreadPurged", data: { thread_id: threadId, purged_at: now, purged_by: actor, streams } }] };
 }
 
 export function decideDeleteThread(state: ThreadState | undefined, now: string): Decision {

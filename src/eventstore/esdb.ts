@@ -12,6 +12,7 @@
 import { randomUUID } from "node:crypto";
 import type { Readable } from "node:stream";
 import {
+  ANY,
   BACKWARDS,
   END,
   EventStoreDBClient,
@@ -345,6 +346,23 @@ class EsdbStore implements EventStore {
     const subscription = new EsdbCatchUpSubscription(source, (s) => this.subscriptions.delete(s));
     this.subscriptions.add(subscription);
     return subscription;
+  }
+
+  /**
+   * Deletes each stream (a soft delete: EventStoreDB removes the events at its next scavenge; a
+   * later append starts the stream again after its last revision). A missing stream is no error.
+   */
+  async purgeStreams(streams: readonly string[]): Promise<void> {
+    this.ensureOpen();
+    const deleteOne = async (stream: string) => {
+      try {
+        await this.client.deleteStream(stream, { expectedRevision: ANY });
+      } catch (error) {
+        if (error instanceof StreamNotFoundError) return;
+        throw this.mapError(error);
+      }
+    };
+    await this.track(Promise.all(streams.map(deleteOne)));
   }
 
   // ------------------------------------------------------------------------------------------------- closing

@@ -79,6 +79,31 @@ export function openDatabase(file: string, synchronous: Synchronous): Database.D
   }
 }
 
+/**
+ * Opens an existing event database read-only, without the exclusive lock (for tools such as
+ * `npm run replay`). While a server holds its exclusive lock, the first read fails with
+ * StoreUnavailableError "locked": the tool then asks that server instead (it owns the only
+ * consistent view, its WAL being private to it).
+ */
+export function openDatabaseReadOnly(file: string): Database.Database {
+  let db: Database.Database | undefined;
+  try {
+    db = new Database(file, { readonly: true, fileMustExist: true, timeout: LOCK_WAIT_MS });
+    db.defaultSafeIntegers(true);
+    const version = db.pragma("user_version", { simple: true }) as bigint; // the first read: fails while locked
+    if (version !== SCHEMA_VERSION) throw new StoreUnavailableError(`database ${file} has schema version ${version}, this tool reads ${SCHEMA_VERSION}`);
+    return db;
+  } catch (err) {
+    try {
+      db?.close();
+    } catch {
+      // already unusable
+    }
+    if (err instanceof StoreUnavailableError) throw err;
+    throw new StoreUnavailableError(describeOpenError(file, err), { cause: err });
+  }
+}
+
 function migrate(db: Database.Database, file: string): void {
   // BEGIN IMMEDIATE takes the write lock now, even when there is nothing to create.
   db.transaction(() => {

@@ -10,7 +10,7 @@ import {
   type CheckedEvent,
 } from "./arguments.js";
 import { GroupCommit, type Outcome } from "./sqlite-group-commit.js";
-import { openDatabase, type Synchronous } from "./sqlite-schema.js";
+import { openDatabase, openDatabaseReadOnly, type Synchronous } from "./sqlite-schema.js";
 import { CommittedEvent, RecentEvents } from "./sqlite-recent.js";
 import { COLUMNS, toRecorded, type Row } from "./sqlite-rows.js";
 import { CatchUpSubscription, CommitHub, type CatchUpSource, type Page } from "./sqlite-subscription.js";
@@ -32,6 +32,7 @@ import {
   type RecordedEvent,
   type StreamSubscriptionOptions,
   type Subscription,
+  PURGED_EVENT_TYPE,
 } from "./types.js";
 
 export interface SqliteStoreOptions {
@@ -69,6 +70,12 @@ export async function openSqliteStore(options: SqliteStoreOptions): Promise<Sqli
   }
   const file = path.resolve(options.path);
   return new SqliteStore(openDatabase(file, synchronous), file);
+}
+
+/** Opens an existing event store for reading only (appends fail); see openDatabaseReadOnly. */
+export function openSqliteStoreReadOnly(file: string): SqliteEventStore {
+  const absolute = path.resolve(file);
+  return new SqliteStore(openDatabaseReadOnly(absolute), absolute);
 }
 
 /** Rows per read for catch-up and filtered reads. */
@@ -124,6 +131,10 @@ function prepareStatements(db: Database.Database) {
     allPage: raw(`SELECT ${COLUMNS} FROM events WHERE position >= ? ORDER BY position LIMIT ${PAGE_SIZE}`),
     /** One event type after a position: a range of the (type, position) index, then only those rows. */
     typePage: raw(`SELECT ${COLUMNS} FROM events WHERE type = ? AND position >= ? ORDER BY position LIMIT ${PAGE_SIZE}`),
+    /** A purge keeps each event's place and attribution; its type and data become a tombstone. */
+    purge: db.prepare(
+      `UPDATE events SET type = '${PURGED_EVENT_TYPE}', data = json_object('purged_type', type) WHERE stream_id = ? AND type <> '${PURGED_EVENT_TYPE}'`,
+    ),
   };
 }
 
@@ -146,7 +157,7 @@ class SqliteStore implements SqliteEventStore {
   private readonly hub = new CommitHub();
   private readonly counters = { transactions: 0, appends: 0, events: 0 };
   private readonly queue: GroupCommit<AppendJob, AppendResult>;
-  private readonly recent: RecentEvents;
+  private recent: RecentEvents;
 
   constructor(
     private readonly db: Database.Database,
@@ -235,10 +246,11 @@ class SqliteStore implements SqliteEventStore {
     const start =
       from === "start" ? -1n : from === "end" ? ((this.sql.streamRevision.get(stream) as bigint | undefined) ?? -1n) : min(from, MAX_INT64 - 1n);
     const query = this.sql.streamPage;
-    const recent = this.recent;
+    // Read through `this`: a purge replaces the recent events.
+    const self = this;
     const source: CatchUpSource = {
       readAfter(cursor) {
-        const held = recent.streamFrom(stream, cursor + 1n, PAGE_SIZE);
+        const held = self.recent.streamFrom(stream, cursor + 1n, PAGE_SIZE);
         if (held) return { events: held.map(eventOf), cursor: held[held.length - 1]?.revision, atHead: held.length < PAGE_SIZE };
         const rows = query.all(stream, cursor + 1n) as Row[];
         const last = rows[rows.length - 1];
@@ -300,6 +312,16 @@ class SqliteStore implements SqliteEventStore {
     rows.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
     const events = parsed(prefixes ? rows.filter((row) => prefixes.some((p) => row[1].startsWith(p))) : rows);
     return { events, cursor: bound ?? rows[rows.length - 1]?.[0], atHead: bound === undefined };
+  }
+
+  async purgeStreams(streams: readonly string[]): Promise<void> {
+    this.ensureOpen();
+    this.queue.flushAll(); // queued appends to these streams commit first, then are purged with the rest
+    this.db.transaction(() => {
+      for (const stream of streams) this.sql.purge.run(stream);
+    }).immediate();
+    // The recent events hold the purged payloads: start over from the head (older reads go to the table).
+    this.recent = new RecentEvents(this.head(), RECENT_LIMITS);
   }
 
   async close(): Promise<void> {

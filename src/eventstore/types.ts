@@ -98,6 +98,13 @@ export interface EventStore {
   headPosition(): Promise<bigint>;
   subscribeToStream(stream: string, options?: StreamSubscriptionOptions): Subscription;
   subscribeToAll(options?: AllSubscriptionOptions): Subscription;
+  /**
+   * Removes the content of these streams from the log (a thread purge). SQLite keeps each event's
+   * place (position, stream, revision, id, time, metadata) and replaces its type and data by a
+   * tombstone (`EventPurged`, `{ purged_type }`); EventStoreDB deletes the streams. Missing streams
+   * are ignored. Readers and folds must accept tombstones (skip them).
+   */
+  purgeStreams(streams: readonly string[]): Promise<void>;
   /** Waits for in-flight appends, closes subscriptions, releases the store. */
   close(): Promise<void>;
 }
@@ -168,6 +175,9 @@ export class StoreUnavailableError extends Error {
     this.name = "StoreUnavailableError";
   }
 }
+
+/** The type of a purged event's tombstone (SQLite); its data is `{ purged_type }`. */
+export const PURGED_EVENT_TYPE = "EventPurged";
 
 export function matchesFilter(streamId: string, type: string, filter: EventFilter | undefined): boolean {
   if (!filter) return true;

@@ -33,6 +33,7 @@ export function withSchemas(store: EventStore, schemaFor: SchemaLookup): EventSt
     headPosition: () => store.headPosition(),
     subscribeToStream: (stream, options) => store.subscribeToStream(stream, options),
     subscribeToAll: (options) => store.subscribeToAll(options),
+    purgeStreams: (streams) => store.purgeStreams(streams),
     close: () => store.close(),
   };
 }

@@ -1,4 +1,4 @@
-import Fastify, { type FastifyInstance, type FastifyPluginAsync } from "fastify";
+import Fastify, { LogController, type FastifyInstance, type FastifyPluginAsync } from "fastify";
 import fastifySwagger from "@fastify/swagger";
 import fastifySwaggerUi from "@fastify/swagger-ui";
 import { jsonSchemaTransform, serializerCompiler, validatorCompiler } from "fastify-type-provider-zod";
@@ -9,6 +9,7 @@ import { corsOptions, type CorsConfig } from "./cors.js";
 import { installAuth } from "./auth.js";
 import type { AuthHandlers } from "../auth/handlers.js";
 import { VERSION } from "../version.js";
+import { echoRequestId, requestIdOf } from "./actor.js";
 
 export interface HttpAppOptions {
   bodyLimit: number;
@@ -34,7 +35,11 @@ export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInst
     // Closing the server also ends idle keep-alive connections so shutdown is prompt.
     forceCloseConnections: "idle",
     return503OnClosing: true,
+    // Request ids: the client's X-Request-Id or a new one, echoed, in every log line and on every event appended.
+    genReqId: requestIdOf,
+    logController: new LogController({ requestIdLogLabel: "request_id" }),
   });
+  echoRequestId(app);
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   app.setErrorHandler(errorHandler);

@@ -1,6 +1,6 @@
-import type { FastifyInstance } from "fastify";
+import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { ReadModelStore } from "../read-models/store.js";
-import { logPositionHeaders, runInRequestContext } from "../app/request-context.js";
+import { logPositionHeaders, runInRequestContext, type RequestContext } from "../app/request-context.js";
 import { CATCH_UP_TIMEOUT_MS } from "../app/commands.js";
 
 const HEADER = "x-log-position";
@@ -10,9 +10,10 @@ const HEADER = "x-log-position";
  * `X-Log-Position`, the log position of its last append; a request that sends it back waits until
  * this process's read models reached it (at most CATCH_UP_TIMEOUT_MS) before it is served.
  */
-export function logPositionHooks(readModels: ReadModelStore): (app: FastifyInstance) => void {
+export function logPositionHooks(readModels: ReadModelStore, contextOf: (request: FastifyRequest) => RequestContext = () => ({})): (app: FastifyInstance) => void {
   return (app) => {
-    app.addHook("onRequest", (_request, _reply, done) => runInRequestContext({}, done));
+    // The request's context (who acts, which request) for everything it calls; see request-context.ts.
+    app.addHook("onRequest", (request, _reply, done) => runInRequestContext(contextOf(request), done));
     app.addHook("preHandler", async (request, reply) => {
       const given = request.headers[HEADER];
       if (given === undefined) return;

@@ -176,4 +176,10 @@ export class RunsReadModel {
   count(): number {
     return Number(this.db.prepare("SELECT count(*) FROM runs").pluck().get());
   }
+
+  /** How many runs have each status (the metrics' gauges; one pass over the status index). */
+  countByStatus(): Record<string, number> {
+    const rows = this.cache.get("SELECT status, count(*) AS n FROM runs GROUP BY status").all() as { status: string; n: number | bigint }[];
+    return Object.fromEntries(rows.map((r) => [r.status, Number(r.n)]));
+  }
 }

@@ -11,7 +11,7 @@ import { pageAndCount, countWhere, StatementCache, type SortOrder } from "./stat
 
 const PREFIX = "thread-";
 
-const COLUMN_NAMES = "thread_id, revision, deleted, status, resting_status, active_runs, created_at, updated_at, state_updated_at, metadata, config, \"values\", interrupts, error";
+const COLUMN_NAMES = "thread_id, revision, deleted, status, resting_status, active_runs, created_at, updated_at, state_updated_at, metadata, config, \"values\", interrupts, error, expires_at, purged";
 const COLUMNS = COLUMN_NAMES;
 /** The same columns qualified, for queries that join the metadata index. */
 const QUALIFIED = COLUMN_NAMES.split(", ").map((c) => `threads.${c}`).join(", ");
@@ -22,7 +22,7 @@ const QUALIFIED = COLUMN_NAMES.split(", ").map((c) => `threads.${c}`).join(", ")
  */
 export const threadsTable: TableProjection = {
   name: "threads",
-  version: 2,
+  version: 3,
   ddl: [
     `CREATE TABLE threads (
        thread_id TEXT PRIMARY KEY,
@@ -38,8 +38,12 @@ export const threadsTable: TableProjection = {
        config TEXT NOT NULL,
        "values" TEXT,
        interrupts TEXT NOT NULL,
-       error TEXT
+       error TEXT,
+       expires_at TEXT,
+       purged INTEGER NOT NULL DEFAULT 0
      )`,
+    // The TTL sweeper's question: which live thread expires next?
+    "CREATE INDEX threads_expiry ON threads (expires_at) WHERE deleted = 0 AND expires_at IS NOT NULL",
     // Sort orders and the status filter over live threads only (tombstones are never listed).
     "CREATE INDEX threads_created ON threads (created_at) WHERE deleted = 0",
     "CREATE INDEX threads_updated ON threads (updated_at) WHERE deleted = 0",
@@ -54,11 +58,12 @@ export const threadsTable: TableProjection = {
   prepare(db) {
     const load = loader(db);
     const upsert = db.prepare(`INSERT INTO threads (${COLUMNS}) VALUES (@thread_id, @revision, @deleted, @status, @resting_status, @active_runs,
-        @created_at, @updated_at, @state_updated_at, @metadata, @config, @values, @interrupts, @error)
+        @created_at, @updated_at, @state_updated_at, @metadata, @config, @values, @interrupts, @error, @expires_at, @purged)
       ON CONFLICT (thread_id) DO UPDATE SET revision = excluded.revision, deleted = excluded.deleted, status = excluded.status,
         resting_status = excluded.resting_status, active_runs = excluded.active_runs, created_at = excluded.created_at,
         updated_at = excluded.updated_at, state_updated_at = excluded.state_updated_at, metadata = excluded.metadata,
-        config = excluded.config, "values" = excluded."values", interrupts = excluded.interrupts, error = excluded.error`);
+        config = excluded.config, "values" = excluded."values", interrupts = excluded.interrupts, error = excluded.error,
+        expires_at = excluded.expires_at, purged = excluded.purged`);
     const index = prepareMetadataIndex(db, "threads");
     const write = (id: string, before: ThreadState | undefined, after: ThreadState | undefined) => {
       if (!after) return;
@@ -69,6 +74,7 @@ export const threadsTable: TableProjection = {
         active_runs: JSON.stringify(after.activeRuns), created_at: t.created_at, updated_at: t.updated_at, state_updated_at: t.state_updated_at,
         metadata, config: JSON.stringify(t.config), values: t.values === undefined || t.values === null ? null : JSON.stringify(t.values),
         interrupts: JSON.stringify(t.interrupts), error: t.error === undefined ? null : JSON.stringify(t.error),
+        expires_at: after.expiresAt ?? null, purged: after.purged ? 1 : 0,
       });
       if (!before || before.deleted !== after.deleted || JSON.stringify(before.thread.metadata) !== metadata) index.replace(id, after.deleted ? undefined : t.metadata, !before);
     };
@@ -95,6 +101,8 @@ interface ThreadRow {
   values: string | null;
   interrupts: string;
   error: string | null;
+  expires_at: string | null;
+  purged: number;
 }
 
 function threadOf(r: ThreadRow): Thread {
@@ -108,7 +116,10 @@ function threadOf(r: ThreadRow): Thread {
 }
 
 function stateOf(r: ThreadRow): ThreadState {
-  return { revision: BigInt(r.revision), deleted: r.deleted === 1, activeRuns: JSON.parse(r.active_runs), restingStatus: r.resting_status, thread: threadOf(r) };
+  const state: ThreadState = { revision: BigInt(r.revision), deleted: r.deleted === 1, activeRuns: JSON.parse(r.active_runs), restingStatus: r.resting_status, thread: threadOf(r) };
+  if (r.expires_at !== null) state.expiresAt = r.expires_at;
+  if (r.purged === 1) state.purged = true;
+  return state;
 }
 
 function loader(db: Database.Database): (id: string) => ThreadState | undefined {
@@ -136,11 +147,25 @@ export class ThreadsReadModel {
   readonly load: (id: string) => ThreadState | undefined;
   private readonly cache: StatementCache;
   private readonly withActiveRuns: Database.Statement;
+  private readonly firstExpiry: Database.Statement;
+  private readonly expired: Database.Statement;
 
   constructor(db: Database.Database) {
     this.load = loader(db);
     this.cache = new StatementCache(db);
     this.withActiveRuns = db.prepare("SELECT thread_id FROM threads WHERE active_runs <> '[]' AND deleted = 0").pluck();
+    this.firstExpiry = db.prepare("SELECT min(expires_at) FROM threads WHERE deleted = 0 AND expires_at IS NOT NULL").pluck();
+    this.expired = db.prepare("SELECT thread_id FROM threads WHERE deleted = 0 AND expires_at IS NOT NULL AND expires_at <= ? ORDER BY expires_at LIMIT 100").pluck();
+  }
+
+  /** When the next live thread expires (its TTL), if any: one step of the expiry index. */
+  nextExpiry(): string | undefined {
+    return (this.firstExpiry.get() as string | null) ?? undefined;
+  }
+
+  /** Live threads whose TTL ran out at `now` (ISO 8601), oldest first, at most 100. */
+  expiredAt(now: string): string[] {
+    return this.expired.all(now) as string[];
   }
 
   search(q: ThreadFilter & { sort_by?: ThreadSortField; sort_order?: SortOrder; limit: number; offset: number }): { page: Thread[]; total: number } {

@@ -4,22 +4,7 @@ import { CRON_STREAM_PREFIX, cronCursor, cronStream, decideFire, isoOf, type Cro
 import { dueTicks } from "../domain/cron-schedule.js";
 import { CronsReadModel } from "../read-models/crons.js";
 import type { ReadModelHost } from "../webhooks/dispatcher.js";
-
-/** Time as the scheduler sees it: injectable, so tests move it by hand instead of waiting. */
-export interface Clock {
-  now(): number;
-  /** Calls `fn` after `ms`; returns the function that cancels it. */
-  setTimer(ms: number, fn: () => void): () => void;
-}
-
-export const systemClock: Clock = {
-  now: () => Date.now(),
-  setTimer(ms, fn) {
-    const timer = setTimeout(fn, Math.min(Math.max(0, ms), 2 ** 31 - 1));
-    timer.unref();
-    return () => clearTimeout(timer);
-  },
-};
+import { systemClock, type Clock } from "../app/clock.js";
 
 export interface CronSchedulerOptions {
   store: EventStore;
@@ -48,7 +33,7 @@ export class CronScheduler {
   private readonly clock: Clock;
   private readonly inflight = new Set<string>();
   private readonly done = new Set<Promise<void>>();
-  private cancelTimer: (() => void) | undefined;
+  private timer: { cancel(): void } | undefined;
   private unsubscribe: (() => void) | undefined;
   private pumpQueued = false;
   private stopping = false;
@@ -69,7 +54,7 @@ export class CronScheduler {
   async stop(): Promise<void> {
     this.stopping = true;
     this.unsubscribe?.();
-    this.cancelTimer?.();
+    this.timer?.cancel();
     await Promise.allSettled([...this.done]);
   }
 
@@ -116,15 +101,15 @@ export class CronScheduler {
   }
 
   private arm(now: number): void {
-    this.cancelTimer?.();
-    this.cancelTimer = undefined;
+    this.timer?.cancel();
+    this.timer = undefined;
     const next = this.model.nextDue();
     if (next === undefined) return;
     // A due cron being fired is re-armed by the event its fire appends.
     if (next <= now && this.inflight.size > 0) return;
     // A row still due after its fire found nothing to do would spin: look again a second later at the earliest.
-    this.cancelTimer = this.clock.setTimer(next <= now ? 1000 : next - now, () => {
-      this.cancelTimer = undefined;
+    this.timer = this.clock.setTimer(next <= now ? 1000 : next - now, () => {
+      this.timer = undefined;
       this.pump();
     });
   }

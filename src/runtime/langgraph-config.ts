@@ -148,12 +148,19 @@ export const HttpConfigSchema = z
         max_age: z.number().int().nonnegative().optional(),
       })
       .optional(),
+    /**
+     * Which request headers reach a run's `configurable` (src/app/configurable-headers.ts). The
+     * official server reads `includes`/`excludes`, and `include`/`exclude` as older docs write them.
+     */
     configurable_headers: z
       .looseObject({
         includes: z.array(z.string()).optional(),
         excludes: z.array(z.string()).optional(),
+        include: z.array(z.string()).optional(),
+        exclude: z.array(z.string()).optional(),
       })
-      .optional(),
+      .optional()
+      .transform((c) => ({ includes: c?.includes ?? c?.include ?? [], excludes: c?.excludes ?? c?.exclude ?? [] })),
   })
   .prefault({});
 export type HttpConfig = z.output<typeof HttpConfigSchema>;

@@ -1,3 +1,4 @@
+import { runInRequestContext, type RequestContext } from "../app/request-context.js";
 import { ulid } from "ulid";
 import type { BaseCheckpointSaver } from "@langchain/langgraph-checkpoint";
 import { WrongExpectedVersionError, type EventData, type EventStore, type RecordedEvent } from "../eventstore/types.js";
@@ -83,7 +84,19 @@ export class RunWorker {
   }
 
   /** Subscribes to the read models, recovers runs of dead processes, starts what is startable. */
-  async start(): Promise<void> {
+  /** The context of the worker's appends: its actor, and for a run its id and the request that enqueued it. */
+  private context(run?: RunRecord): RequestContext {
+    if (!run) return { actor: `worker:${this.owner}` };
+    const requestId = (run.kwargs.config as { configurable?: { langgraph_request_id?: unknown } }).configurable?.langgraph_request_id;
+    return { actor: `worker:${this.owner}`, correlationId: run.run_id, causationId: typeof requestId === "string" ? requestId : `run:${run.run_id}` };
+  }
+
+  start(): Promise<void> {
+    // Everything the worker appends (recovery, lease renewals, from timers too) is attributed to it.
+    return runInRequestContext(this.context(), () => this.startInContext());
+  }
+
+  private async startInContext(): Promise<void> {
     this.unsubscribe = this.o.readModels.store.onApplied((event) => this.onEvent(event));
     for (const v of this.o.readModels.runs.openClaims()) this.openClaims.add(v.run.run_id);
     await this.recover();
@@ -163,7 +176,7 @@ export class RunWorker {
     const controller = new AbortController();
     const entry: Active = { controller, done: Promise.resolve() };
     this.active.set(runId, entry);
-    entry.done = this.claimAndRun(view, takeover, entry)
+    entry.done = runInRequestContext(this.context(view.run), () => this.claimAndRun(view, takeover, entry))
       .catch((error: unknown) => {
         if (!this.stopping) console.error(`run ${runId}: ${(error as Error).stack ?? String(error)}`);
       })

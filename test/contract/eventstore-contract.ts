@@ -20,6 +20,7 @@ import {
   type RecordedEvent,
   type Subscription,
   type SubscriptionItem,
+  PURGED_EVENT_TYPE,
 } from "../../src/eventstore/types.js";
 
 export interface StoreUnderTest {
@@ -137,6 +138,24 @@ export function eventStoreContract(t: Test, factory: () => Promise<StoreUnderTes
       t.teardown(() => sut.cleanup());
       await body(t, sut.store);
     });
+
+  test("purgeStreams: the content leaves the stream (tombstones or nothing), other streams stay, the stream can go on", async (t, store) => {
+    const { stream } = namespace();
+    const [gone, kept] = [stream(1), stream(2)];
+    await store.append(gone, [ev("Secret", { words: "forget me" }, { metadata: { actor: "alice" } }), ev("Secret", { words: "me too" })]);
+    await store.append(kept, [ev("Public", { words: "keep me" })]);
+    await store.purgeStreams([gone, stream(3)]); // a missing stream is no error
+    const left = await store.readStream(gone);
+    t.notOk(JSON.stringify(left.map((e) => e.data)).includes("forget me"), "no payload is left");
+    t.ok(left.every((e) => e.type === PURGED_EVENT_TYPE), "what is left are tombstones");
+    if (left.length > 0) t.same(left[0].metadata, { actor: "alice" }, "a tombstone keeps the attribution");
+    const all = await store.readAll();
+    t.notOk(JSON.stringify(all.map((e) => e.data)).includes("forget me"), "nor in $all");
+    t.same((await store.readStream(kept)).map((e) => e.data), [{ words: "keep me" }], "other streams are untouched");
+    const after = await store.append(gone, [ev("After", { n: 1 })], "any");
+    t.equal(after.nextExpectedRevision, 2n, "the stream goes on after its last revision");
+    t.same((await store.readStream(gone)).filter((e) => e.type !== PURGED_EVENT_TYPE).map((e) => e.type), ["After"]);
+  });
 
   test("append: 0-based revisions, ids, data and metadata round-trip, result names the last event", async (t, store) => {
     const { stream } = namespace();

@@ -15,6 +15,8 @@
  *   reported as EventStoreDB does it (Append: `AppendResp.wrong_expected_version` with current and expected
  *   revision; BatchAppend: a `google.rpc.Status` whose details pack `event_store.client.WrongExpectedVersion`).
  *   Idempotent appends by event id (see `tryIdempotent`).
+ * - `Streams.Delete` (a soft delete, as if a scavenge followed at once): the stream's events disappear from
+ *   stream reads, `$all` and subscriptions; a later append continues after its last revision.
  * - `Streams.Read`:
  *   - stream reads forwards/backwards from start/end/revision (inclusive), `StreamNotFound` for a missing stream;
  *   - `$all` reads forwards (from position, inclusive) / backwards (from position, exclusive, like EventStoreDB's
@@ -29,7 +31,7 @@
  * Like a fresh EventStoreDB, the log starts with a few system events (`$`-prefixed streams and types).
  *
  * Not implemented (the adapter does not use them): Gossip/cluster discovery (single-node connection strings
- * only), link resolution (`resolveLinks` is ignored: there are no links), deletes/tombstones, stream metadata
+ * only), link resolution (`resolveLinks` is ignored: there are no links), hard deletes (tombstones), stream metadata
  * semantics, persistent subscriptions, projections, users, operations, authentication (insecure mode accepts
  * everything), deadlines.
  *
@@ -106,6 +108,8 @@ interface StoredEvent {
   createdTicks: bigint;
   /** Transaction-file position: commit === prepare === this. */
   position: bigint;
+  /** Removed by a (soft) delete of its stream: no read returns it any more. */
+  deleted?: boolean;
 }
 
 interface StreamState {
@@ -464,6 +468,14 @@ export async function startEsdbTestDouble(options: EsdbTestDoubleOptions = {}): 
   };
 
   const handlers: grpc.UntypedServiceImplementation = {
+    delete(call: grpc.ServerUnaryCall<StreamsPb.DeleteReq, StreamsPb.DeleteResp>, callback: grpc.sendUnaryData<StreamsPb.DeleteResp>) {
+      const options = call.request.getOptions();
+      const streamName = streamNameOf(options?.getStreamIdentifier());
+      for (const e of log.streams.get(streamName)?.events ?? []) e.deleted = true;
+      const resp = new streamsPb.DeleteResp();
+      resp.setNoPosition(new sharedPb.Empty());
+      callback(null, resp);
+    },
     append(call: grpc.ServerReadableStream<AppendReq, AppendResp>, callback: grpc.sendUnaryData<AppendResp>) {
       let header: StreamsPb.AppendReq.Options | undefined;
       const proposed: ProposedEvent[] = [];
@@ -712,7 +724,7 @@ export async function startEsdbTestDouble(options: EsdbTestDoubleOptions = {}): 
       const s = options.getStream()!;
       const streamName = streamNameOf(s.getStreamIdentifier());
       const stream = log.streams.get(streamName);
-      if (!stream || stream.events.length === 0) {
+      if (!stream || stream.events.every((e) => e.deleted)) {
         const resp = new streamsPb.ReadResp();
         const notFound = new streamsPb.ReadResp.StreamNotFound();
         notFound.setStreamIdentifier(streamIdentifier(streamName));
@@ -724,11 +736,11 @@ export async function startEsdbTestDouble(options: EsdbTestDoubleOptions = {}): 
       const last = stream.events.length - 1;
       if (!backwards) {
         const from = s.hasRevision() ? BigInt(s.getRevision()) : s.hasEnd() ? BigInt(last + 1) : 0n;
-        for (let i = from; i <= BigInt(last) && BigInt(events.length) < count; i++) events.push(stream.events[Number(i)]);
+        for (let i = from; i <= BigInt(last) && BigInt(events.length) < count; i++) if (!stream.events[Number(i)].deleted) events.push(stream.events[Number(i)]);
       } else {
         const from = s.hasRevision() ? BigInt(s.getRevision()) : s.hasStart() ? 0n : BigInt(last);
         const top = from > BigInt(last) ? BigInt(last) : from;
-        for (let i = top; i >= 0n && BigInt(events.length) < count; i--) events.push(stream.events[Number(i)]);
+        for (let i = top; i >= 0n && BigInt(events.length) < count; i--) if (!stream.events[Number(i)].deleted) events.push(stream.events[Number(i)]);
       }
     } else if (options.hasAll()) {
       const a = options.getAll()!;
@@ -739,7 +751,7 @@ export async function startEsdbTestDouble(options: EsdbTestDoubleOptions = {}): 
             ? log.all.length
             : 0;
         for (; i < log.all.length && BigInt(events.length) < count; i++) {
-          if (filterAllows(filter, log.all[i])) events.push(log.all[i]);
+          if (!log.all[i].deleted && filterAllows(filter, log.all[i])) events.push(log.all[i]);
         }
       } else {
         // Backwards from a position returns the events before it (EventStoreDB post-position semantics).
@@ -749,13 +761,14 @@ export async function startEsdbTestDouble(options: EsdbTestDoubleOptions = {}): 
             ? -1
             : log.all.length - 1;
         for (; i >= 0 && BigInt(events.length) < count; i--) {
-          if (filterAllows(filter, log.all[i])) events.push(log.all[i]);
+          if (!log.all[i].deleted && filterAllows(filter, log.all[i])) events.push(log.all[i]);
         }
       }
     } else {
       throw new InvalidRequest("read of neither a stream nor $all");
     }
     for (const e of events) {
+      if (e.deleted) continue;
       if (!(await send(call, eventResponse(e, structuredUuid), cancelled))) return;
     }
     call.end();
@@ -805,7 +818,7 @@ export async function startEsdbTestDouble(options: EsdbTestDoubleOptions = {}): 
       const events = source();
       while (cursor < events.length) {
         const e = events[cursor++];
-        if (filterAllows(filter, e)) {
+        if (!e.deleted && filterAllows(filter, e)) {
           if (!(await send(call, eventResponse(e, structuredUuid), cancelled))) return;
         }
         if (filter && ++considered % filter.checkpointEvery === 0) {

@@ -1,8 +1,8 @@
-import type { Clock } from "../../src/runtime/cron-scheduler.js";
+import type { Clock } from "../../src/app/clock.js";
 
 /** A clock that only moves when told to; timers due by then fire in order. */
 export class FakeClock implements Clock {
-  private timers: { at: number; fn: () => void; id: number }[] = [];
+  private timers: { at: number; fn: () => void | Promise<void>; id: number }[] = [];
   private ids = 0;
 
   constructor(private current: number) {}
@@ -11,15 +11,22 @@ export class FakeClock implements Clock {
     return this.current;
   }
 
-  setTimer(ms: number, fn: () => void): () => void {
+  setTimer(ms: number, fn: () => void | Promise<void>): { cancel(): void } {
     const id = ++this.ids;
     this.timers.push({ at: this.current + Math.max(0, ms), fn, id });
-    return () => {
-      this.timers = this.timers.filter((t) => t.id !== id);
+    return {
+      cancel: () => {
+        this.timers = this.timers.filter((t) => t.id !== id);
+      },
     };
   }
 
-  /** Moves to `to` (ms or ISO), firing every timer due on the way. */
+  /** When the armed timers fall due (ms), earliest first. */
+  pending(): number[] {
+    return this.timers.map((t) => t.at).sort((a, b) => a - b);
+  }
+
+  /** Moves to `to` (ms or ISO), firing every timer due on the way (without awaiting their work). */
   set(to: number | string): void {
     const target = typeof to === "string" ? Date.parse(to) : to;
     for (;;) {
@@ -27,7 +34,7 @@ export class FakeClock implements Clock {
       if (!due) break;
       this.timers = this.timers.filter((t) => t.id !== due.id);
       this.current = Math.max(this.current, due.at);
-      due.fn();
+      void due.fn();
     }
     this.current = target;
   }

@@ -78,7 +78,7 @@ const CancelManyBody = z
 /** Where a run lives, as the Python server reports it in Content-Location / Location. */
 const runPath = (run: RunRecord, stateless: boolean) => (stateless ? `/runs/${run.run_id}` : `/threads/${run.thread_id}/runs/${run.run_id}`);
 
-export function runRoutes(ctx: AppContext, runs: RunsService): FastifyPluginAsync {
+export function runRoutes(ctx: AppContext, runs: RunsService, streams: { openStreams: number } = { openStreams: 0 }): FastifyPluginAsync {
   /** Streams a run's events from the log; cancels it when the client leaves if asked to. */
   async function streamRun(
     reply: FastifyReply,
@@ -89,6 +89,14 @@ export function runRoutes(ctx: AppContext, runs: RunsService): FastifyPluginAsyn
     modes?: string[],
   ) {
     const sse = new SseWriter(reply, { ...headers, ...logPositionHeaders() });
+    streams.openStreams++; // the metrics' gauge: down once, whoever ends the stream
+    let counted = true;
+    const uncount = () => {
+      if (counted) streams.openStreams--;
+      counted = false;
+    };
+    sse.onClose(uncount);
+    sse.onEnd(uncount);
     const untrack = runs.track(() => sse.end());
     if (cancelOnDisconnect) {
       sse.onClose(() => {

@@ -11,11 +11,22 @@ import { ThreadStatusSchema } from "../../domain/threads.js";
 import { pick } from "../../domain/json.js";
 import { IfExists, JsonObject, Limit, Offset, SortOrder, ThreadIdParams, Uuid, paginationHeaders } from "../schemas.js";
 import type { ThreadLifecycle } from "../../app/thread-lifecycle.js";
+import { purgeVisibleThread } from "./audit.js";
 
 const ThreadFields = ["thread_id", "created_at", "updated_at", "state_updated_at", "metadata", "config", "context", "status", "values", "interrupts", "error"] as const;
 
-/** Time-to-live as the SDK sends it; accepted for compatibility, threads are kept (not swept) for now. */
-const Ttl = z.union([z.number(), z.object({ ttl: z.number(), strategy: z.enum(["delete", "keep_latest"]).optional() })]);
+/** Time-to-live in minutes as the SDK sends it (a number, or `{ttl, strategy}`): the TTL sweeper deletes the thread then. */
+const Ttl = z.union([
+  z.number().positive(),
+  z.object({ ttl: z.number().positive(), strategy: z.literal("delete", { error: 'only "delete" is supported for threads' }).optional() }),
+]);
+
+/** When a thread with this TTL expires, from `now` (ISO 8601, the server's format). */
+function expiresAt(ttl: z.infer<typeof Ttl> | undefined, now: string): string | undefined {
+  if (ttl === undefined) return undefined;
+  const minutes = typeof ttl === "number" ? ttl : ttl.ttl;
+  return new Date(Date.parse(now) + minutes * 60_000).toISOString().replace("Z", "+00:00");
+}
 
 export const SuperstepSchema = z.strictObject({
   updates: z.array(z.strictObject({ values: z.unknown().optional(), command: z.unknown().optional(), as_node: z.string() })).min(1),
@@ -58,7 +69,9 @@ export function threadRoutes(ctx: AppContext, lifecycle: ThreadLifecycle): Fasti
       // Someone else's thread with that id: a conflict, as for any existing thread (its content stays hidden).
       const existing = value.thread_id ? (await threadStateConsistent(ctx, value.thread_id))?.thread : undefined;
       if (existing && filters && !filterMatches(existing.metadata, filters)) throw new HttpError(409, `Thread with ID ${value.thread_id} already exists`);
-      const thread = await createThread(ctx, { thread_id: value.thread_id, metadata: value.metadata ?? {}, if_exists: value.if_exists ?? "raise" });
+      const thread = await createThread(ctx, {
+        thread_id: value.thread_id, metadata: value.metadata ?? {}, if_exists: value.if_exists ?? "raise", expires_at: expiresAt(req.body.ttl, ctx.now()),
+      });
       if (req.body.supersteps?.length) return lifecycle.applySupersteps(thread.thread_id, req.body.supersteps);
       return thread;
     });
@@ -85,15 +98,24 @@ export function threadRoutes(ctx: AppContext, lifecycle: ThreadLifecycle): Fasti
       { schema: { tags, params: ThreadIdParams, body: z.strictObject({ metadata: JsonObject.optional(), ttl: Ttl.optional() }) } },
       async (req) => {
         const { value } = await authorizeThread(ctx, req, "update", req.params.thread_id, { thread_id: req.params.thread_id, metadata: req.body.metadata ?? {} });
-        return patchThread(ctx, req.params.thread_id, value.metadata ?? {});
+        return patchThread(ctx, req.params.thread_id, value.metadata ?? {}, expiresAt(req.body.ttl, ctx.now()));
       },
     );
 
-    r.delete("/threads/:thread_id", { schema: { tags, params: ThreadIdParams } }, async (req, reply) => {
-      await authorizeThread(ctx, req, "delete", req.params.thread_id, { thread_id: req.params.thread_id });
-      await lifecycle.delete(req.params.thread_id);
-      reply.code(204).send();
-    });
+    r.delete(
+      "/threads/:thread_id",
+      { schema: { tags, params: ThreadIdParams, querystring: z.object({ purge: z.enum(["true", "false"]).optional() }) } },
+      async (req, reply) => {
+        if (req.query.purge === "true") {
+          // Purging also reaches deleted threads: their visibility is checked on the log (audit routes).
+          await purgeVisibleThread(ctx, lifecycle, req, req.params.thread_id);
+        } else {
+          await authorizeThread(ctx, req, "delete", req.params.thread_id, { thread_id: req.params.thread_id });
+          await lifecycle.delete(req.params.thread_id);
+        }
+        reply.code(204).send();
+      },
+    );
 
     r.post("/threads/:thread_id/copy", { schema: { tags, params: ThreadIdParams } }, async (req) => {
       // As the official server: copying needs read access; the copy keeps the source's metadata (its owner).

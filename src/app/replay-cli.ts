@@ -1,0 +1,78 @@
+/**
+ * `npm run replay -- --thread <id> [--at <position|time>] [--diff <position|time>]`: the thread as
+ * it was at a point of the log (default: now), or the changes between `--diff` and `--at`, as JSON,
+ * computed from the log with the same pure folds as GET /threads/{id}/replay.
+ *
+ * Where the log is: EVENTSTORE_URL (EventStoreDB, read directly), else DATA_DIR/events.sqlite opened
+ * read-only. A running server holds that file's exclusive lock and keeps recent commits in a WAL
+ * only it can read consistently, so a copy of the files could be torn: when the file is locked the
+ * tool asks the server that holds it (AGENT_SERVER_URL, default http://HOST:PORT, with
+ * LANGGRAPH_API_KEY), which answers from the same log with the same code.
+ */
+import path from "node:path";
+import { parseArgs } from "node:util";
+import { loadConfig } from "../config.js";
+import { openStore } from "../eventstore/open.js";
+import { StoreUnavailableError, type EventStore } from "../eventstore/types.js";
+import { logPointParam, replayFromLog, type ReplayJson } from "./audit.js";
+import { HttpError } from "../http/errors.js";
+
+class UsageError extends Error {}
+
+async function openLog(config: ReturnType<typeof loadConfig>): Promise<EventStore | "locked"> {
+  if (config.eventstoreUrl) return openStore(config);
+  const { openSqliteStoreReadOnly } = await import("../eventstore/sqlite.js");
+  try {
+    return openSqliteStoreReadOnly(path.join(config.dataDir, "events.sqlite"));
+  } catch (error) {
+    if (error instanceof StoreUnavailableError && /locked/.test(error.message)) return "locked";
+    throw error;
+  }
+}
+
+async function askServer(config: ReturnType<typeof loadConfig>, threadId: string, at?: string, since?: string): Promise<ReplayJson> {
+  const base = process.env.AGENT_SERVER_URL ?? `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${config.port}`;
+  const query = new URLSearchParams();
+  if (at !== undefined) query.set("at", at);
+  if (since !== undefined) query.set("diff", since);
+  const res = await fetch(`${base}/threads/${encodeURIComponent(threadId)}/replay?${query}`, { headers: config.apiKey ? { "x-api-key": config.apiKey } : {} });
+  const body = (await res.json()) as ReplayJson & { detail?: string };
+  if (!res.ok) throw new HttpError(res.status, body.detail ?? `HTTP ${res.status}`);
+  return body;
+}
+
+/** What the tool prints: the state, or with --diff the changes only. */
+function output(result: ReplayJson): unknown {
+  if (!result.diff) return result;
+  return { thread_id: result.thread_id, from: result.diff.from, to: result.at, changes: result.diff.changes };
+}
+
+async function main(): Promise<number> {
+  const { values } = parseArgs({ options: { thread: { type: "string" }, at: { type: "string" }, diff: { type: "string" } }, strict: true });
+  if (!values.thread) throw new UsageError("--thread <id> is required");
+  const at = logPointParam("--at", values.at);
+  const since = logPointParam("--diff", values.diff);
+  const config = loadConfig();
+  const store = await openLog(config);
+  let result: ReplayJson;
+  if (store === "locked") {
+    result = await askServer(config, values.thread, values.at, values.diff);
+  } else {
+    try {
+      result = await replayFromLog(store, values.thread, at, since);
+    } finally {
+      await store.close();
+    }
+  }
+  process.stdout.write(JSON.stringify(output(result), (_k, v: unknown) => (typeof v === "bigint" ? String(v) : v), 2) + "\n");
+  return 0;
+}
+
+main().then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    const message = error instanceof HttpError ? error.detail : error instanceof Error ? error.message : String(error);
+    console.error(`replay: ${message}`);
+    process.exit(error instanceof UsageError || (error instanceof HttpError && error.statusCode === 422) || (error as { code?: string }).code?.startsWith("ERR_PARSE_ARGS") ? 2 : 1);
+  },
+);

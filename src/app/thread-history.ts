@@ -1,0 +1,106 @@
+import { WEBHOOK_STREAM_PREFIX } from "../domain/webhooks.js";
+import type { EventStore, RecordedEvent } from "../eventstore/types.js";
+import { PURGED_EVENT_TYPE } from "../eventstore/types.js";
+import { threadStream } from "../domain/threads.js";
+import { runStream } from "../domain/runs.js";
+import { CHECKPOINT_STREAM_PREFIX, CHECKPOINT_VALUE_STREAM_PREFIX } from "../domain/checkpoint-events.js";
+import { isLargeJsonRef } from "../eventstore/chunked-append.js";
+import { correlationOf } from "./attribution.js";
+
+/** A run's side streams: its large input and command, its outputs, its webhook attempts (they name the URL). */
+const RUN_SIDE_PREFIXES = ["run-input-", "run-command-", "run-output-", WEBHOOK_STREAM_PREFIX];
+
+/** Ids of the runs a thread's stream names, tombstones included (their metadata keeps the run id). */
+export function runIdsOf(threadEvents: readonly RecordedEvent[]): string[] {
+  const ids = new Set<string>();
+  for (const e of threadEvents) {
+    if (e.type === "RunEnqueued") ids.add((e.data as { run: { run_id: string } }).run.run_id);
+    else if (e.type === PURGED_EVENT_TYPE && (e.data as { purged_type?: string }).purged_type === "RunEnqueued" && typeof e.metadata.correlation_id === "string") {
+      ids.add(e.metadata.correlation_id);
+    }
+  }
+  return [...ids];
+}
+
+/**
+ * Every event of a thread, from the log: its thread stream, its checkpoint stream and the streams
+ * of its runs, merged in log order. Undefined when the thread never existed.
+ */
+export async function readThreadEvents(store: EventStore, threadId: string): Promise<RecordedEvent[] | undefined> {
+  const id = threadId.toLowerCase();
+  const thread = await store.readStream(threadStream(id));
+  if (thread.length === 0) return undefined;
+  const others = await Promise.all([
+    store.readStream(`${CHECKPOINT_STREAM_PREFIX}${id}`),
+    ...runIdsOf(thread).map((runId) => store.readStream(runStream(runId))),
+  ]);
+  return mergeByPosition([thread, ...others]);
+}
+
+function mergeByPosition(streams: RecordedEvent[][]): RecordedEvent[] {
+  return streams.flat().sort((a, b) => (a.position < b.position ? -1 : a.position > b.position ? 1 : 0));
+}
+
+export interface HistoryFilter {
+  /** Exclusive: events after this position. */
+  after?: bigint;
+  limit?: number;
+  types?: readonly string[];
+  runId?: string;
+  /** Run output chunks (RunOutput) are left out unless asked for. */
+  includeOutput: boolean;
+}
+
+/** The events of a history that pass the filter, in order (pure). */
+export function filterHistory(events: readonly RecordedEvent[], f: HistoryFilter): RecordedEvent[] {
+  const out: RecordedEvent[] = [];
+  for (const e of events) {
+    if (f.after !== undefined && e.position <= f.after) continue;
+    if (!f.includeOutput && (e.type === "RunOutput" || (e.type === PURGED_EVENT_TYPE && (e.data as { purged_type?: string }).purged_type === "RunOutput"))) continue;
+    if (f.types && !f.types.includes(e.type)) continue;
+    if (f.runId !== undefined && runOf(e) !== f.runId) continue;
+    out.push(e);
+    if (f.limit !== undefined && out.length >= f.limit) break;
+  }
+  return out;
+}
+
+/** The run an event belongs to: its attribution, else what its stream and data say. */
+export function runOf(e: RecordedEvent): string | undefined {
+  if (e.streamId.startsWith("run-")) return e.streamId.slice("run-".length);
+  if (typeof e.metadata.correlation_id === "string") return e.metadata.correlation_id;
+  return correlationOf(e.streamId, e.data, undefined);
+}
+
+/** An event as /events shows it: positions and revisions as strings (bigints at the HTTP edge). */
+export function eventJson(e: RecordedEvent) {
+  return { position: String(e.position), stream: e.streamId, revision: String(e.revision), type: e.type, time: e.created.toISOString(), metadata: e.metadata, data: e.data };
+}
+
+/**
+ * Every stream that holds the thread's content: what a purge removes. Values written beside the
+ * runs and the checkpoint snapshots the checkpoint events reference are included; content-addressed
+ * checkpoint values (`checkpoint-value-{sha256}`) are not, as other threads (copies) may share them.
+ */
+export async function threadContentStreams(store: EventStore, threadId: string): Promise<string[]> {
+  const id = threadId.toLowerCase();
+  const thread = await store.readStream(threadStream(id));
+  const checkpoints = await store.readStream(`${CHECKPOINT_STREAM_PREFIX}${id}`);
+  const streams = new Set<string>([threadStream(id), `${CHECKPOINT_STREAM_PREFIX}${id}`]);
+  for (const runId of runIdsOf(thread)) {
+    streams.add(runStream(runId));
+    for (const prefix of RUN_SIDE_PREFIXES) streams.add(`${prefix}${runId}`);
+  }
+  for (const e of checkpoints) collectRefs(e.data, streams);
+  return [...streams];
+}
+
+function collectRefs(value: unknown, into: Set<string>): void {
+  if (typeof value !== "object" || value === null) return;
+  if (isLargeJsonRef(value)) {
+    const stream = (value as { stream: string }).stream;
+    if (!stream.startsWith(CHECKPOINT_VALUE_STREAM_PREFIX)) into.add(stream);
+    return;
+  }
+  for (const item of Array.isArray(value) ? value : Object.values(value)) collectRefs(item, into);
+}

@@ -1,0 +1,78 @@
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+import type { FastifyPluginAsync } from "fastify";
+import type { EventStore } from "../eventstore/types.js";
+import type { ReadModels } from "../read-models/all.js";
+
+/** The server's Prometheus metrics (one registry per server: several may share a process in tests). */
+export class ServerMetrics {
+  readonly registry = new Registry();
+  readonly appendSeconds: Histogram;
+  readonly appendFailures: Counter;
+  /** Open SSE streams (run streams and joins), counted by the run routes. */
+  openStreams = 0;
+
+  constructor() {
+    const registers = [this.registry];
+    collectDefaultMetrics({ register: this.registry });
+    this.appendSeconds = new Histogram({
+      name: "agent_server_append_seconds", help: "Latency of appends to the event log", registers,
+      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+    });
+    this.appendFailures = new Counter({ name: "agent_server_append_failures_total", help: "Appends the event log refused (conflicts included)", registers });
+  }
+
+  /** The gauges read at scrape time from the read models and the log (nothing to keep in sync). */
+  observe(store: EventStore, readModels: ReadModels): void {
+    const registers = [this.registry];
+    const metrics = this;
+    new Gauge({
+      name: "agent_server_runs", help: "Runs in the read model by status", labelNames: ["status"], registers,
+      collect() {
+        this.reset();
+        for (const [status, count] of Object.entries(readModels.runs.countByStatus())) this.set({ status }, count);
+      },
+    });
+    new Gauge({
+      name: "agent_server_pending_runs", help: "Runs waiting for a worker (queue depth)", registers,
+      collect() {
+        this.set(readModels.runs.countByStatus().pending ?? 0);
+      },
+    });
+    new Gauge({
+      name: "agent_server_sse_streams_open", help: "Open server-sent event streams", registers,
+      collect() {
+        this.set(metrics.openStreams);
+      },
+    });
+    new Gauge({
+      name: "agent_server_projection_lag_events", help: "Log head position minus the read models' position", registers,
+      async collect() {
+        const head = await store.headPosition();
+        const applied = readModels.store.position;
+        this.set(Number(head > applied ? head - applied : 0n));
+      },
+    });
+    new Gauge({
+      name: "agent_server_log_head_position", help: "Position of the last event of the log", registers,
+      async collect() {
+        this.set(Number(await store.headPosition()));
+      },
+    });
+  }
+
+  /** For the store wrapper (see recordingPositions). */
+  readonly onAppend = (seconds: number, ok: boolean) => {
+    this.appendSeconds.observe(seconds);
+    if (!ok) this.appendFailures.inc();
+  };
+}
+
+/** `GET /metrics` in Prometheus' text format (public like /ok: it holds counts, no content). */
+export function metricsRoutes(metrics: ServerMetrics): FastifyPluginAsync {
+  return async (app) => {
+    app.get("/metrics", { schema: { hide: true } }, async (_req, reply) => {
+      reply.type(metrics.registry.contentType);
+      return metrics.registry.metrics();
+    });
+  };
+}

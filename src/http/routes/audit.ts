@@ -1,0 +1,100 @@
+import type { FastifyPluginAsync, FastifyRequest } from "fastify";
+import type { ZodTypeProvider } from "fastify-type-provider-zod";
+import { z } from "zod";
+import { readFileSync } from "node:fs";
+import type { AppContext } from "../../app/context.js";
+import { eventJson, filterHistory } from "../../app/thread-history.js";
+import { lastLiveMetadata, logPointParam, purgeThread, replayFromLog, threadEventsOr404 } from "../../app/audit.js";
+import type { ThreadLifecycle } from "../../app/thread-lifecycle.js";
+import { currentRequestContext } from "../../app/request-context.js";
+import { authorize } from "../auth.js";
+import { filterMatches } from "../../auth/filters.js";
+import { HttpError } from "../errors.js";
+import { ThreadIdParams, Uuid } from "../schemas.js";
+import type { RecordedEvent } from "../../eventstore/types.js";
+
+const Bool = z.enum(["true", "false"]).transform((v) => v === "true");
+const Position = z.string().regex(/^\d{1,19}$/, "expected a log position (a non-negative integer)");
+
+const EventsQuery = z.object({
+  after: Position.optional(),
+  limit: z.coerce.number().int().min(1).max(1000).optional(),
+  /** Comma-separated event types. */
+  types: z.string().min(1).optional(),
+  run_id: Uuid.optional(),
+  include_output: Bool.optional(),
+});
+
+const ReplayQuery = z.object({ at: z.string().optional(), diff: z.string().optional() });
+
+/** The thread's events, if the user may read the thread (custom-auth filters on its metadata as the log last showed it). */
+async function visibleEvents(ctx: AppContext, req: FastifyRequest, threadId: string, action: "read" | "delete"): Promise<RecordedEvent[]> {
+  const { filters } = await authorize(req, "threads", action, { thread_id: threadId });
+  const events = await threadEventsOr404(ctx.store, threadId);
+  if (filters) {
+    const metadata = lastLiveMetadata(threadId.toLowerCase(), events);
+    if (!metadata || !filterMatches(metadata, filters)) throw new HttpError(404, `Thread with ID ${threadId} not found`);
+  }
+  return events;
+}
+
+/** Beside this module when run from source; from dist/main.js (the bundle), in the source tree. */
+/** `DELETE /threads/{id}?purge=true`: needs `threads:delete`; the thread may already be deleted (not purged). */
+export async function purgeVisibleThread(ctx: AppContext, lifecycle: ThreadLifecycle, req: FastifyRequest, threadId: string): Promise<void> {
+  await visibleEvents(ctx, req, threadId, "delete");
+  await purgeThread(ctx, lifecycle, threadId, currentRequestContext()?.actor ?? "anonymous");
+}
+
+const AUDIT_PAGE_CANDIDATES = [new URL("../audit-page/index.html", import.meta.url), new URL("../src/http/audit-page/index.html", import.meta.url)];
+
+function readAuditPage(): string {
+  for (const url of AUDIT_PAGE_CANDIDATES) {
+    try {
+      return readFileSync(url, "utf8");
+    } catch {
+      // next candidate
+    }
+  }
+  throw new HttpError(500, "the audit page is missing from this installation");
+}
+
+/** Auditors: a thread's history and replay from the log, and the /audit page that shows them. */
+export function auditRoutes(ctx: AppContext): FastifyPluginAsync {
+  return async (app) => {
+    const r = app.withTypeProvider<ZodTypeProvider>();
+    const tags = ["audit"];
+    let page: string | undefined;
+
+    r.get("/threads/:thread_id/events", { schema: { tags, params: ThreadIdParams, querystring: EventsQuery } }, async (req, reply) => {
+      const q = req.query;
+      const all = await visibleEvents(ctx, req, req.params.thread_id, "read");
+      const ndjson = (req.headers.accept ?? "").includes("application/x-ndjson");
+      const events = filterHistory(all, {
+        after: q.after === undefined ? undefined : BigInt(q.after),
+        limit: q.limit ?? (ndjson ? undefined : 100),
+        types: q.types?.split(",").map((t) => t.trim()).filter(Boolean),
+        runId: q.run_id?.toLowerCase(),
+        includeOutput: q.include_output ?? false,
+      });
+      if (ndjson) {
+        reply.type("application/x-ndjson");
+        return events.map((e) => JSON.stringify(eventJson(e)) + "\n").join("");
+      }
+      return events.map(eventJson);
+    });
+
+    r.get("/threads/:thread_id/replay", { schema: { tags, params: ThreadIdParams, querystring: ReplayQuery } }, async (req) => {
+      const at = logPointParam("at", req.query.at);
+      const since = logPointParam("diff", req.query.diff);
+      const events = await visibleEvents(ctx, req, req.params.thread_id, "read");
+      return replayFromLog(ctx.store, req.params.thread_id, at, since, events);
+    });
+
+    // The page is static (no build step): it calls the JSON endpoints above with the user's key.
+    r.get("/audit", { schema: { hide: true } }, async (_req, reply) => {
+      page ??= readAuditPage();
+      reply.type("text/html; charset=utf-8").header("Cache-Control", "no-store");
+      return page;
+    });
+  };
+}
