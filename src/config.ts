@@ -27,6 +27,8 @@ const EnvSchema = z.object({
   CHECKPOINT_CACHE_THREADS: z.coerce.number().int().positive().default(1000),
   /** Bytes (serialized size) the cached threads' checkpoints may take together. */
   CHECKPOINT_CACHE_BYTES: z.coerce.number().int().positive().default(32 * 1024 * 1024),
+  /** Development mode (as `langgraph dev` sets it): enables POST /internal/truncate. */
+  LANGGRAPH_DEV: z.enum(["true", "false", "1", "0"]).default("false"),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("warn"),
 });
 
@@ -47,6 +49,8 @@ export interface Config {
   checkpointCacheThreads: number;
   checkpointCacheBytes: number;
   logLevel: string;
+  /** LANGGRAPH_DEV=true: development endpoints (POST /internal/truncate) are served. */
+  devMode: boolean;
 }
 
 export class ConfigError extends Error {
@@ -81,5 +85,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     checkpointCacheThreads: e.CHECKPOINT_CACHE_THREADS,
     checkpointCacheBytes: e.CHECKPOINT_CACHE_BYTES,
     logLevel: e.LOG_LEVEL,
+    devMode: e.LANGGRAPH_DEV === "true" || e.LANGGRAPH_DEV === "1",
   };
 }

@@ -27,6 +27,13 @@ import { runRoutes } from "./http/routes/runs.js";
 import { RunWorker } from "./runtime/worker.js";
 import { loadAuth } from "./auth/load.js";
 import { skipRunTreesUnlessTracing } from "./runtime/tracing.js";
+import { StoreService } from "./app/store.js";
+import { systemClock, type Clock } from "./app/clock.js";
+import { loadStoreIndex } from "./runtime/store-index.js";
+import { StoreSweeper } from "./runtime/store-sweeper.js";
+import { EventSourcedStore } from "./runtime/graph-store.js";
+import { storeRoutes } from "./http/routes/store.js";
+import { internalRoutes } from "./http/routes/internal.js";
 
 export interface RunningServer {
   url: string;
@@ -49,8 +56,13 @@ function describeListenError(error: unknown, config: Config): Error {
   return error instanceof Error ? error : new Error(String(error));
 }
 
+export interface StartOptions {
+  /** Time as store TTLs see it (tests move a manual clock); default the system clock. */
+  clock?: Clock;
+}
+
 /** Opens the log, folds it into the read models, and serves the API. */
-export async function startServer(config: Config): Promise<RunningServer> {
+export async function startServer(config: Config, options: StartOptions = {}): Promise<RunningServer> {
   skipRunTreesUnlessTracing(); // before any graph runs: no LangSmith RunTree per node unless tracing is configured
   // Configuration and graphs first: a bad langgraph.json fails before anything is opened.
   const langgraph = await loadLanggraphConfig(config.langgraphJsonPath);
@@ -59,11 +71,14 @@ export async function startServer(config: Config): Promise<RunningServer> {
   });
   // A configured auth that cannot be loaded stops the start: never serve open by accident.
   const auth = await loadAuth(langgraph.config.auth, langgraph.baseDir, path.basename(langgraph.configPath));
+  const storeIndex = await loadStoreIndex(langgraph.config.store?.index, langgraph.baseDir, path.basename(langgraph.configPath));
+  const clock = options.clock ?? systemClock;
   const store = recordingPositions(withSchemas(await openStore(config), schemaForEventType));
   let readModels: ReadModels | undefined;
   let liveCheckpoints: LiveFeed | undefined;
   let http: FastifyInstance | undefined;
   let worker: RunWorker | undefined;
+  let sweeper: StoreSweeper | undefined;
   let runs: RunsService | undefined;
   let checkpointer: EventSourcedCheckpointSaver;
   try {
@@ -84,6 +99,10 @@ export async function startServer(config: Config): Promise<RunningServer> {
     runs = new RunsService(ctx, completion);
     const runService = runs;
     lifecycle.onDelete((threadId) => runService.cancelThreadRuns(threadId));
+    const storeTtl = langgraph.config.store?.ttl;
+    const storeService = new StoreService({ store, readModels, clock, index: storeIndex, refreshOnRead: storeTtl?.refresh_on_read, defaultTtl: storeTtl?.default_ttl });
+    sweeper = new StoreSweeper({ store, readModels, clock, onError: (error) => http?.log.error({ err: error }, "store TTL sweep failed") });
+    sweeper.start();
     http = await buildHttpApp({
       bodyLimit: config.bodyLimit,
       apiKey: config.apiKey,
@@ -97,6 +116,8 @@ export async function startServer(config: Config): Promise<RunningServer> {
         threadRoutes(ctx, lifecycle),
         threadStateRoutes(ctx),
         runRoutes(ctx, runs),
+        ...(langgraph.config.http.disable_store ? [] : [storeRoutes(storeService)]),
+        ...(config.devMode ? [internalRoutes({ ctx, lifecycle, runs, store: storeService })] : []),
       ],
     });
     try {
@@ -112,11 +133,13 @@ export async function startServer(config: Config): Promise<RunningServer> {
       runTimeoutMs: config.runTimeoutSecs * 1000,
       leaseMs: config.runLeaseSecs * 1000,
       exclusiveStore: store.kind === "sqlite",
+      storeFor: (run) => new EventSourcedStore(storeService, { run_id: run.run_id, thread_id: run.thread_id }),
     });
     await worker.start();
   } catch (error) {
     await http?.close().catch(() => undefined);
     await worker?.stop().catch(() => undefined);
+    await sweeper?.stop();
     runs?.close();
     await readModels?.store.close().catch(() => undefined);
     await liveCheckpoints?.close().catch(() => undefined);
@@ -127,6 +150,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
   const port = typeof address === "object" && address ? address.port : config.port;
   const app = http;
   const runWorker = worker!;
+  const storeSweeper = sweeper!;
   const runService = runs!;
   const models = readModels!;
   const feed = liveCheckpoints;
@@ -142,6 +166,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
     close() {
       closing ??= (async () => {
         await runWorker.stop();
+        await storeSweeper.stop();
         runService.close();
         await app.close();
         await models.store.close();

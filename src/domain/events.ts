@@ -3,10 +3,11 @@ import { assistantEventSchemas } from "./assistants.js";
 import { threadEventSchemas } from "./threads.js";
 import { checkpointEventSchemas } from "./checkpoint-events.js";
 import { runEventSchemas } from "./runs.js";
+import { storeEventSchemas } from "./store.js";
 import { largeJsonEventSchemas } from "../eventstore/chunked-append.js";
 
 /** The event catalogue: every event type the log may hold, with the schema of its data. */
-const catalogue: Record<string, ZodType> = { ...assistantEventSchemas, ...threadEventSchemas, ...checkpointEventSchemas, ...runEventSchemas, ...largeJsonEventSchemas };
+const catalogue: Record<string, ZodType> = { ...assistantEventSchemas, ...threadEventSchemas, ...checkpointEventSchemas, ...runEventSchemas, ...storeEventSchemas, ...largeJsonEventSchemas };
 
 export function schemaForEventType(type: string): ZodType | undefined {
   return Object.hasOwn(catalogue, type) ? catalogue[type] : undefined;

@@ -4,9 +4,10 @@ import { ReadModelStore } from "./store.js";
 import { assistantsTable, AssistantsReadModel } from "./assistants.js";
 import { threadsTable, ThreadsReadModel } from "./threads.js";
 import { runsTable, RunsReadModel } from "./runs.js";
+import { storeItemsTable, StoreReadModel } from "./store-items.js";
 
 /** Every table the read-model database holds, fed by one filtered `$all` subscription. */
-export const allTables: TableProjection[] = [assistantsTable, threadsTable, runsTable];
+export const allTables: TableProjection[] = [assistantsTable, threadsTable, runsTable, storeItemsTable];
 
 /** File name of the read-model database inside DATA_DIR. */
 export const READ_MODELS_FILE = "read-models.sqlite";
@@ -17,6 +18,8 @@ export interface ReadModels {
   assistants: AssistantsReadModel;
   threads: ThreadsReadModel;
   runs: RunsReadModel;
+  /** Store items (PUT/GET /store/items, the graphs' BaseStore). */
+  storeItems: StoreReadModel;
 }
 
 export function readModelsOf(store: ReadModelStore): ReadModels {
@@ -25,6 +28,7 @@ export function readModelsOf(store: ReadModelStore): ReadModels {
     assistants: new AssistantsReadModel(store.db),
     threads: new ThreadsReadModel(store.db),
     runs: new RunsReadModel(store.db),
+    storeItems: new StoreReadModel(store.db),
   };
 }
 

@@ -5,6 +5,7 @@ import { fileURLToPath } from "node:url";
 import { Client } from "@langchain/langgraph-sdk";
 import { loadConfig, type Config } from "../../src/config.js";
 import { startServer, type RunningServer } from "../../src/server.js";
+import type { Clock } from "../../src/app/clock.js";
 
 const testDir = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
 export const repoRoot = path.dirname(testDir);
@@ -28,6 +29,8 @@ export interface TestServerOptions {
   env?: Record<string, string>;
   /** Reuse this data directory instead of a new temporary one. */
   dataDir?: string;
+  /** Time as store TTLs see it (e.g. test/support/clock.ts ManualClock). */
+  clock?: Clock;
 }
 
 /** A real server on 127.0.0.1, ephemeral port, temporary data directory, test graphs. */
@@ -41,7 +44,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     PORT: "0",
     DATA_DIR: dataDir,
   });
-  const server = await startServer(config);
+  const server = await startServer(config, { clock: options.clock });
   const apiKey = options.env?.LANGGRAPH_API_KEY;
   const handle: TestServer = {
     url: server.url,
