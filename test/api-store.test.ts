@@ -29,8 +29,8 @@ t.test("store items: put, get, delete, search filters, namespaces, validation", 
     await client.store.putItem(["docs", "a"], "k1", { title: "uno", n: 1 });
     const item = await client.store.getItem(["docs", "a"], "k1");
     t.same(item?.value, { title: "uno", n: 1 });
-    t.equal(item?.created_at, wire.created_at, "an overwrite keeps created_at");
-    t.ok(String(item?.updated_at) >= String(wire.updated_at));
+    t.equal(item?.createdAt, wire.created_at, "an overwrite keeps created_at");
+    t.ok(String(item?.updatedAt) >= String(wire.updated_at));
 
     t.equal(await client.store.getItem(["docs", "a"], "missing"), null, "missing item → null");
     const missing = await fetch(`${srv.url}/store/items?namespace=docs.a&key=missing`);
