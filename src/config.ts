@@ -44,6 +44,8 @@ const EnvSchema = z.object({
   WEBHOOK_LEASE_MS: z.coerce.number().int().positive().optional(),
   /** Missed cron ticks fired on start: unset = only the latest; N = every missed tick of the last N seconds. */
   CRON_CATCHUP_SECS: z.coerce.number().nonnegative().optional(),
+  /** Development mode (as `langgraph dev` sets it): enables POST /internal/truncate. */
+  LANGGRAPH_DEV: z.enum(["true", "false", "1", "0"]).default("false"),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("warn"),
 });
 
@@ -78,6 +80,8 @@ export interface Config {
   };
   /** null = fire only the latest missed tick. */
   cronCatchUpSecs: number | null;
+  /** LANGGRAPH_DEV=true: development endpoints (POST /internal/truncate) are served. */
+  devMode: boolean;
 }
 
 export class ConfigError extends Error {
@@ -124,5 +128,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       leaseMs: Math.max(e.WEBHOOK_LEASE_MS ?? e.WEBHOOK_TIMEOUT_MS + 15_000, e.WEBHOOK_TIMEOUT_MS + 100),
     },
     cronCatchUpSecs: e.CRON_CATCHUP_SECS ?? null,
+    devMode: e.LANGGRAPH_DEV === "true" || e.LANGGRAPH_DEV === "1",
   };
 }

@@ -32,7 +32,7 @@ import { CronsService } from "./app/crons.js";
 import { cronRoutes } from "./http/routes/crons.js";
 import { webhookRoutes } from "./http/routes/webhooks.js";
 import { CronScheduler } from "./runtime/cron-scheduler.js";
-import type { Clock } from "./app/clock.js";
+import { systemClock, type Clock } from "./app/clock.js";
 import { WebhookDispatcher } from "./webhooks/dispatcher.js";
 import { undiciSender } from "./webhooks/sender.js";
 import type { Resolver } from "./webhooks/url-policy.js";
@@ -41,6 +41,12 @@ import { ServerMetrics, metricsRoutes } from "./http/metrics.js";
 import { auditRoutes } from "./http/routes/audit.js";
 import { TtlSweeper } from "./app/ttl-sweeper.js";
 import { requestContextOf } from "./http/actor.js";
+import { StoreService } from "./app/store.js";
+import { loadStoreIndex } from "./runtime/store-index.js";
+import { StoreSweeper } from "./runtime/store-sweeper.js";
+import { EventSourcedStore } from "./runtime/graph-store.js";
+import { storeRoutes } from "./http/routes/store.js";
+import { internalRoutes } from "./http/routes/internal.js";
 
 export interface RunningServer {
   url: string;
@@ -69,7 +75,7 @@ function describeListenError(error: unknown, config: Config): Error {
   return error instanceof Error ? error : new Error(String(error));
 }
 
-/** What tests may replace: the clock (cron ticks, TTL expiry), the webhook DNS resolver. */
+/** What tests may replace: the clock (cron ticks, thread and store-item TTLs), the webhook DNS resolver. */
 export interface ServerDeps {
   clock?: Clock;
   resolver?: Resolver;
@@ -85,12 +91,15 @@ export async function startServer(config: Config, deps: ServerDeps = {}): Promis
   });
   // A configured auth that cannot be loaded stops the start: never serve open by accident.
   const auth = await loadAuth(langgraph.config.auth, langgraph.baseDir, path.basename(langgraph.configPath));
+  const storeIndex = await loadStoreIndex(langgraph.config.store?.index, langgraph.baseDir, path.basename(langgraph.configPath));
+  const clock = deps.clock ?? systemClock;
   const metrics = new ServerMetrics();
   const store = recordingPositions(withSchemas(await openStore(config), schemaForEventType), metrics.onAppend);
   let readModels: ReadModels | undefined;
   let liveCheckpoints: LiveFeed | undefined;
   let http: FastifyInstance | undefined;
   let worker: RunWorker | undefined;
+  let storeSweeper: StoreSweeper | undefined;
   let runs: RunsService | undefined;
   let dispatcher: WebhookDispatcher | undefined;
   let sender: ReturnType<typeof undiciSender> | undefined;
@@ -116,11 +125,15 @@ export async function startServer(config: Config, deps: ServerDeps = {}): Promis
     };
     runs = new RunsService(ctx, completion);
     const runService = runs;
-    const crons = new CronsService(ctx, runs, deps.clock);
+    const crons = new CronsService(ctx, runs, clock);
     const webhooksEnabled = !langgraph.config.http.disable_webhooks;
     // Resolved now: a header naming an unset variable stops start-up with one clear line.
     const webhookHeaders = webhooksEnabled ? resolveWebhookHeaders(langgraph.config.webhooks) : {};
     lifecycle.onDelete((threadId) => runService.cancelThreadRuns(threadId));
+    const storeTtl = langgraph.config.store?.ttl;
+    const storeService = new StoreService({ store, readModels, clock, index: storeIndex, refreshOnRead: storeTtl?.refresh_on_read, defaultTtl: storeTtl?.default_ttl });
+    storeSweeper = new StoreSweeper({ store, readModels, clock, onError: (error) => http?.log.error({ err: error }, "store TTL sweep failed") });
+    storeSweeper.start();
     http = await buildHttpApp({
       bodyLimit: config.bodyLimit,
       apiKey: config.apiKey,
@@ -142,6 +155,8 @@ export async function startServer(config: Config, deps: ServerDeps = {}): Promis
         a2aRoutes(ctx, runs, { publicUrl: config.publicUrl }),
         cronRoutes(ctx, crons),
         webhookRoutes(ctx),
+        ...(langgraph.config.http.disable_store ? [] : [storeRoutes(storeService)]),
+        ...(config.devMode ? [internalRoutes({ ctx, lifecycle, runs, store: storeService })] : []),
       ],
     });
     try {
@@ -157,6 +172,7 @@ export async function startServer(config: Config, deps: ServerDeps = {}): Promis
       runTimeoutMs: config.runTimeoutSecs * 1000,
       leaseMs: config.runLeaseSecs * 1000,
       exclusiveStore: store.kind === "sqlite",
+      storeFor: (run) => new EventSourcedStore(storeService, { run_id: run.run_id, thread_id: run.thread_id }),
     });
     await worker.start();
     const address = http.server.address();
@@ -188,12 +204,12 @@ export async function startServer(config: Config, deps: ServerDeps = {}): Promis
       store,
       readModels: readModels.store,
       startRun: (cron) => crons.startRun(cron),
-      clock: deps.clock,
+      clock,
       catchUpMs: config.cronCatchUpSecs === null ? null : config.cronCatchUpSecs * 1000,
       log: (m) => console.error(m),
     });
     scheduler.start();
-    sweeper = new TtlSweeper(ctx, lifecycle, deps.clock);
+    sweeper = new TtlSweeper(ctx, lifecycle, clock);
     sweeper.start();
   } catch (error) {
     await sweeper?.stop().catch(() => undefined);
@@ -202,6 +218,7 @@ export async function startServer(config: Config, deps: ServerDeps = {}): Promis
     await sender?.close().catch(() => undefined);
     await http?.close().catch(() => undefined);
     await worker?.stop().catch(() => undefined);
+    await storeSweeper?.stop().catch(() => undefined);
     runs?.close();
     await readModels?.store.close().catch(() => undefined);
     await liveCheckpoints?.close().catch(() => undefined);
@@ -212,6 +229,7 @@ export async function startServer(config: Config, deps: ServerDeps = {}): Promis
   const port = typeof address === "object" && address ? address.port : config.port;
   const app = http;
   const runWorker = worker!;
+  const storeItemSweeper = storeSweeper!;
   const runService = runs!;
   const models = readModels!;
   const feed = liveCheckpoints;
@@ -239,6 +257,7 @@ export async function startServer(config: Config, deps: ServerDeps = {}): Promis
         await webhookDispatcher?.stop();
         await webhookSender?.close();
         await runWorker.stop();
+        await storeItemSweeper.stop();
         runService.close();
         await app.close();
         await models.store.close();

@@ -22,7 +22,7 @@ t.test("assistants", async (t) => {
     const byGraphId = await client.assistants.get("agent");
     t.equal(byGraphId.assistant_id, AGENT_DEFAULT, "a graph id is accepted where an assistant id is");
     const all = await client.assistants.search({ metadata: { created_by: "system" }, limit: 100 });
-    t.same(new Set(all.map((a) => a.graph_id)), new Set(["agent", "error", "delay", "interrupt", "subgraph", "custom", "factory"]));
+    t.same(new Set(all.map((a) => a.graph_id)), new Set(["agent", "error", "delay", "interrupt", "subgraph", "custom", "factory", "store"]));
   });
 
   t.test("create, get, patch (new version, metadata merged), versions, latest, delete", async (t) => {

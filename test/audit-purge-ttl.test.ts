@@ -33,7 +33,7 @@ t.test("thread TTL: one timer at the next expiry; the sweeper deletes as the sys
   t.equal(clock.pending().length, 1, "one timer");
   t.ok(Math.abs(clock.pending()[0] - (Date.now() + 5 * 60_000)) < 60_000, "set for the first expiry");
 
-  clock.advance(6 * 60_000);
+  await clock.advance(6 * 60_000);
   await server.ttlSweeper.sweep();
   t.equal((await fetch(`${url}/threads/${soon.thread_id}`)).status, 404, "expired: deleted");
   t.equal((await fetch(`${url}/threads/${later.thread_id}`)).status, 200);
@@ -45,7 +45,7 @@ t.test("thread TTL: one timer at the next expiry; the sweeper deletes as the sys
   // A PATCH with a TTL moves the expiry.
   await fetch(`${url}/threads/${later.thread_id}`, { method: "PATCH", headers: { "content-type": "application/json" }, body: JSON.stringify({ ttl: 120 }) });
   await new Promise((resolve) => setImmediate(resolve));
-  clock.advance(60 * 60_000);
+  await clock.advance(60 * 60_000);
   await server.ttlSweeper.sweep();
   t.equal((await fetch(`${url}/threads/${later.thread_id}`)).status, 200, "its new TTL has not run out");
 });

@@ -156,7 +156,7 @@ t.test("repository langgraph.json and the example graph", async (t) => {
 t.test("test graphs", async (t) => {
   const loaded = await loadLanggraphConfig(path.join(here, "graphs", "langgraph.json"), { applyEnv: false });
   const registry: GraphRegistry = await loadGraphRegistry(loaded.config, loaded.baseDir, { graphDefaults: {} });
-  t.same(registry.ids(), ["agent", "error", "delay", "interrupt", "subgraph", "custom", "factory"]);
+  t.same(registry.ids(), ["agent", "error", "delay", "interrupt", "subgraph", "custom", "factory", "store"]);
 
   t.test("export kinds and descriptions", async (t) => {
     t.equal(registry.kind("agent"), "compiled");

@@ -3,13 +3,15 @@ import { assistantEventSchemas } from "./assistants.js";
 import { threadEventSchemas } from "./threads.js";
 import { checkpointEventSchemas } from "./checkpoint-events.js";
 import { runEventSchemas } from "./runs.js";
+import { storeEventSchemas } from "./store.js";
 import { largeJsonEventSchemas } from "../eventstore/chunked-append.js";
 import { webhookEventSchemas } from "./webhooks.js";
 import { cronEventSchemas } from "./crons.js";
 
 /** The event catalogue: every event type the log may hold, with the schema of its data. */
 const catalogue: Record<string, ZodType> = {
-  ...assistantEventSchemas, ...threadEventSchemas, ...checkpointEventSchemas, ...runEventSchemas, ...largeJsonEventSchemas, ...webhookEventSchemas, ...cronEventSchemas,
+  ...assistantEventSchemas, ...threadEventSchemas, ...checkpointEventSchemas, ...runEventSchemas, ...storeEventSchemas,
+  ...largeJsonEventSchemas, ...webhookEventSchemas, ...cronEventSchemas,
 };
 
 export function schemaForEventType(type: string): ZodType | undefined {

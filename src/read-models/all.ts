@@ -6,9 +6,10 @@ import { threadsTable, ThreadsReadModel } from "./threads.js";
 import { runsTable, RunsReadModel } from "./runs.js";
 import { webhooksTable, WebhooksReadModel } from "./webhooks.js";
 import { cronsTable, CronsReadModel } from "./crons.js";
+import { storeItemsTable, StoreReadModel } from "./store-items.js";
 
 /** Every table the read-model database holds, fed by one filtered `$all` subscription. */
-export const allTables: TableProjection[] = [assistantsTable, threadsTable, runsTable, webhooksTable, cronsTable];
+export const allTables: TableProjection[] = [assistantsTable, threadsTable, runsTable, webhooksTable, cronsTable, storeItemsTable];
 
 /** File name of the read-model database inside DATA_DIR. */
 export const READ_MODELS_FILE = "read-models.sqlite";
@@ -21,6 +22,8 @@ export interface ReadModels {
   runs: RunsReadModel;
   webhooks: WebhooksReadModel;
   crons: CronsReadModel;
+  /** Store items (PUT/GET /store/items, the graphs' BaseStore). */
+  storeItems: StoreReadModel;
 }
 
 export function readModelsOf(store: ReadModelStore): ReadModels {
@@ -31,6 +34,7 @@ export function readModelsOf(store: ReadModelStore): ReadModels {
     runs: new RunsReadModel(store.db),
     webhooks: new WebhooksReadModel(store.db),
     crons: new CronsReadModel(store.db),
+    storeItems: new StoreReadModel(store.db),
   };
 }
 

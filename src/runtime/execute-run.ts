@@ -1,6 +1,6 @@
 import type { RunnableConfig } from "@langchain/core/runnables";
 import { Command } from "@langchain/langgraph";
-import type { BaseCheckpointSaver } from "@langchain/langgraph-checkpoint";
+import type { BaseCheckpointSaver, BaseStore } from "@langchain/langgraph-checkpoint";
 import type { RunRecord } from "../domain/run-record.js";
 import type { RunError } from "../domain/runs.js";
 import type { CompiledGraph } from "./graphs.js";
@@ -20,6 +20,8 @@ export interface RunExecution {
   run: RunRecord;
   graphs: GraphSource;
   checkpointer: BaseCheckpointSaver;
+  /** The long-term store the graph's nodes get (`config.store`, `getStore()`), attributed to this run. */
+  store?: BaseStore;
   signal: AbortSignal;
   /** Continue from the thread's last checkpoint instead of feeding the input again (crash recovery). */
   resume: boolean;
@@ -71,6 +73,8 @@ export async function executeRun(x: RunExecution): Promise<ExecutionOutcome> {
       subgraphs: kw.subgraphs,
       streamMode: mapper.libModes(),
     };
+    // Per run, not on the shared compiled graph: concurrent runs keep their own attribution.
+    if (x.store) options.store = x.store;
     if (recursion_limit !== undefined) options.recursionLimit = recursion_limit;
     if (kw.interrupt_before !== undefined) options.interruptBefore = kw.interrupt_before;
     if (kw.interrupt_after !== undefined) options.interruptAfter = kw.interrupt_after;

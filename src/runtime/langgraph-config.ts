@@ -217,6 +217,30 @@ export const AuthConfigSchema = z.looseObject({
 });
 export type AuthConfig = z.output<typeof AuthConfigSchema>;
 
+/**
+ * `store`: the semantic index (`index.embed` names an embedding function like a graph,
+ * `./file.ts:export`) and TTL defaults. Expiry is swept by a timer at the next expiry, so
+ * `ttl.sweep_interval_minutes` is accepted and not needed.
+ */
+export const StoreConfigSchema = z.looseObject({
+  index: z
+    .looseObject({
+      dims: z.number().int().positive(),
+      embed: z.string().min(1),
+      fields: z.array(z.string()).min(1).optional(),
+    })
+    .optional(),
+  ttl: z
+    .looseObject({
+      refresh_on_read: z.boolean().default(true),
+      /** Minutes; items put without a `ttl` get this one. */
+      default_ttl: z.number().positive().nullable().optional(),
+      sweep_interval_minutes: z.number().positive().optional(),
+    })
+    .optional(),
+});
+export type StoreConfig = z.output<typeof StoreConfigSchema>;
+
 // ---------------------------------------------------------------------------------------------
 // the file
 
@@ -228,6 +252,7 @@ export const LanggraphConfigSchema = z.looseObject({
   http: HttpConfigSchema,
   webhooks: WebhooksConfigSchema,
   auth: AuthConfigSchema.optional(),
+  store: StoreConfigSchema.optional(),
 });
 export type LanggraphConfig = z.output<typeof LanggraphConfigSchema>;
 

@@ -1,6 +1,6 @@
 import { runInRequestContext, type RequestContext } from "../app/request-context.js";
 import { ulid } from "ulid";
-import type { BaseCheckpointSaver } from "@langchain/langgraph-checkpoint";
+import type { BaseCheckpointSaver, BaseStore } from "@langchain/langgraph-checkpoint";
 import { WrongExpectedVersionError, type EventData, type EventStore, type RecordedEvent } from "../eventstore/types.js";
 import type { ReadModels } from "../read-models/all.js";
 import {
@@ -40,6 +40,8 @@ export interface WorkerOptions extends CompletionDeps {
    * (ESDB) only expired leases are taken over.
    */
   exclusiveStore: boolean;
+  /** The store a run's graph gets (writes attributed to the run); none: graphs run without a store. */
+  storeFor?(run: RunRecord): BaseStore;
   /** Called once a run has ended and its thread shows it (e.g. for webhooks). */
   onRunCompleted?(run: RunRecord, ended: RunEnded): void;
 }
@@ -246,6 +248,7 @@ export class RunWorker {
       run: { ...run, kwargs },
       graphs: this.o.graphs,
       checkpointer: this.o.checkpointer,
+      store: this.o.storeFor?.(run),
       signal: entry.controller.signal,
       resume,
       emit: (e) => output(e.event, e.data),

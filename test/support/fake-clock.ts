@@ -1,11 +1,14 @@
 import type { Clock } from "../../src/app/clock.js";
 
-/** A clock that only moves when told to; timers due by then fire in order. */
+/**
+ * A clock that only moves when told to; timers due by then fire in order. No real waiting: cron
+ * ticks, thread TTLs and store-item TTLs are tested by moving it.
+ */
 export class FakeClock implements Clock {
   private timers: { at: number; fn: () => void | Promise<void>; id: number }[] = [];
   private ids = 0;
 
-  constructor(private current: number) {}
+  constructor(private current = Date.parse("2030-01-01T00:00:00Z")) {}
 
   now(): number {
     return this.current;
@@ -39,7 +42,16 @@ export class FakeClock implements Clock {
     this.current = target;
   }
 
-  advance(ms: number): void {
-    this.set(this.current + ms);
+  /** Moves `ms` forward, running the timers that fall due in order and awaiting the work each starts (e.g. a TTL sweep and its appends). */
+  async advance(ms: number): Promise<void> {
+    const end = this.current + ms;
+    for (;;) {
+      const due = this.timers.filter((t) => t.at <= end).sort((a, b) => a.at - b.at)[0];
+      if (!due) break;
+      this.timers = this.timers.filter((t) => t.id !== due.id);
+      this.current = Math.max(this.current, due.at);
+      await due.fn();
+    }
+    this.current = end;
   }
 }
