@@ -27,6 +27,9 @@ import { runRoutes } from "./http/routes/runs.js";
 import { RunWorker } from "./runtime/worker.js";
 import { loadAuth } from "./auth/load.js";
 import { skipRunTreesUnlessTracing } from "./runtime/tracing.js";
+import { registerSdkLogger } from "./runtime/sdk-logger.js";
+import { bindLoopbackFetch, loadCustomApp } from "./http/custom-app.js";
+import { normalizeMountPrefix } from "./http/mount-prefix.js";
 
 export interface RunningServer {
   url: string;
@@ -54,16 +57,21 @@ export async function startServer(config: Config): Promise<RunningServer> {
   skipRunTreesUnlessTracing(); // before any graph runs: no LangSmith RunTree per node unless tracing is configured
   // Configuration and graphs first: a bad langgraph.json fails before anything is opened.
   const langgraph = await loadLanggraphConfig(config.langgraphJsonPath);
+  // Before any graph file is imported: graphs may call the SDK's getLogger() at top level.
+  registerSdkLogger(config.logLevel);
   const graphs = await loadGraphRegistry(langgraph.config, langgraph.baseDir, {
     graphDefaults: parseLanggraphConfigEnv(config.langgraphConfig),
   });
   // A configured auth that cannot be loaded stops the start: never serve open by accident.
   const auth = await loadAuth(langgraph.config.auth, langgraph.baseDir, path.basename(langgraph.configPath));
+  const httpConfig = langgraph.config.http;
+  const customApp = httpConfig.app ? await loadCustomApp(httpConfig.app, langgraph.baseDir) : undefined;
   const store = recordingPositions(withSchemas(await openStore(config), schemaForEventType));
   let readModels: ReadModels | undefined;
   let liveCheckpoints: LiveFeed | undefined;
   let http: FastifyInstance | undefined;
   let worker: RunWorker | undefined;
+  let unbindLoopback = () => {};
   let runs: RunsService | undefined;
   let checkpointer: EventSourcedCheckpointSaver;
   try {
@@ -91,14 +99,19 @@ export async function startServer(config: Config): Promise<RunningServer> {
       cors: langgraph.config.http.cors,
       auth,
       hooks: [logPositionHooks(readModels.store)],
+      customApp,
+      mountPrefix: httpConfig.mount_prefix,
+      // `http.disable_*` leave a group of built-in routes out, as the official servers do.
       routes: [
-        metaRoutes({ storeKind: store.kind, langgraphJsVersion: LANGGRAPH_JS_VERSION, webhooksEnabled: false }),
-        assistantRoutes(ctx, lifecycle),
-        threadRoutes(ctx, lifecycle),
-        threadStateRoutes(ctx),
-        runRoutes(ctx, runs),
-      ],
+        httpConfig.disable_meta ? undefined : metaRoutes({ storeKind: store.kind, langgraphJsVersion: LANGGRAPH_JS_VERSION, webhooksEnabled: false }),
+        httpConfig.disable_assistants ? undefined : assistantRoutes(ctx, lifecycle),
+        httpConfig.disable_threads ? undefined : threadRoutes(ctx, lifecycle),
+        httpConfig.disable_threads ? undefined : threadStateRoutes(ctx),
+        httpConfig.disable_runs ? undefined : runRoutes(ctx, runs),
+      ].filter((r) => r !== undefined),
     });
+    // The SDK's Client without apiUrl (in custom routes and graphs) calls this server in-process.
+    unbindLoopback = bindLoopbackFetch(http, normalizeMountPrefix(httpConfig.mount_prefix));
     try {
       await http.listen({ host: config.host, port: config.port });
     } catch (error) {
@@ -115,6 +128,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
     });
     await worker.start();
   } catch (error) {
+    unbindLoopback();
     await http?.close().catch(() => undefined);
     await worker?.stop().catch(() => undefined);
     runs?.close();
@@ -142,6 +156,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
     close() {
       closing ??= (async () => {
         await runWorker.stop();
+        unbindLoopback();
         runService.close();
         await app.close();
         await models.store.close();

@@ -9,6 +9,8 @@ import { corsOptions, type CorsConfig } from "./cors.js";
 import { installAuth } from "./auth.js";
 import type { AuthHandlers } from "../auth/handlers.js";
 import { VERSION } from "../version.js";
+import { mountCustomApp, type FetchApp } from "./custom-app.js";
+import { mountPrefixRewrite, normalizeMountPrefix } from "./mount-prefix.js";
 
 export interface HttpAppOptions {
   bodyLimit: number;
@@ -22,6 +24,10 @@ export interface HttpAppOptions {
   routes: FastifyPluginAsync[];
   /** Cross-cutting hooks added to the root app before any route (they apply to every route). */
   hooks?: ((app: FastifyInstance) => void)[];
+  /** `http.app`: offered every request before the built-in routes (after CORS, API key, auth). */
+  customApp?: FetchApp;
+  /** `http.mount_prefix`: every route is served under it; other paths answer 404. */
+  mountPrefix?: string;
 }
 
 /** The fastify app: JSON everywhere, zod-validated routes, `{"detail"}` errors, OpenAPI at /openapi.json. */
@@ -34,12 +40,13 @@ export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInst
     // Closing the server also ends idle keep-alive connections so shutdown is prompt.
     forceCloseConnections: "idle",
     return503OnClosing: true,
+    ...mountPrefixRewrite(normalizeMountPrefix(options.mountPrefix)),
   });
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   app.setErrorHandler(errorHandler);
   app.setNotFoundHandler((request, reply) => {
-    reply.code(404).send({ detail: `Not Found: ${request.method} ${request.url.split("?")[0]}` });
+    reply.code(404).send({ detail: `Not Found: ${request.method} ${request.originalUrl.split("?")[0]}` });
   });
   // The official JS server treats text/plain bodies as JSON; SDKs and curl users send both.
   app.addContentTypeParser("text/plain", { parseAs: "string" }, app.getDefaultJsonParser("error", "error"));
@@ -50,6 +57,7 @@ export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInst
   if (options.apiKey) requireApiKey(app, options.apiKey);
   installAuth(app, options.auth);
   for (const hook of options.hooks ?? []) hook(app);
+  if (options.customApp) mountCustomApp(app, options.customApp, { bodyLimit: options.bodyLimit });
 
   await app.register(fastifySwagger, {
     openapi: {
