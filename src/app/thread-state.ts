@@ -2,6 +2,7 @@ import type { RunnableConfig } from "@langchain/core/runnables";
 import type { StateSnapshot } from "@langchain/langgraph";
 import type { AppContext } from "./context.js";
 import { getThread, threadState } from "./threads.js";
+import { findAssistant } from "./assistants.js";
 import { externalizeIfLarge } from "./large-values.js";
 import { decideUpdateThreadState, threadIsBusy, threadStream } from "../domain/threads.js";
 import { isPlainObject, type JsonObject } from "../domain/json.js";
@@ -65,15 +66,33 @@ export function interruptsByTask(snapshot: StateSnapshot): JsonObject {
   return out;
 }
 
+/** Keys of a run's configurable that belong to that run alone, not to the thread's config. */
+const PER_RUN_KEYS = ["run_id", "checkpoint_id", "checkpoint_ns", "checkpoint_map"];
+
+/**
+ * The config in effect on the thread, which a graph factory is made with (as the official server's
+ * `thread.config`): the latest run's config (assistant ⊕ thread ⊕ run), or else the assistant's.
+ */
+function configInEffect(ctx: AppContext, threadId: string, metadata: JsonObject): JsonObject {
+  const [latest] = ctx.readModels.runs.listForThread(threadId, { limit: 1, offset: 0 });
+  let config: JsonObject = {};
+  if (latest) config = latest.kwargs.config as JsonObject;
+  else if (typeof metadata.assistant_id === "string") config = findAssistant(ctx, metadata.assistant_id)?.config ?? {};
+  const configurable = { ...(isPlainObject(config.configurable) ? config.configurable : {}) };
+  for (const key of PER_RUN_KEYS) delete configurable[key];
+  return { ...config, configurable };
+}
+
 /** The thread's graph with our checkpointer, or undefined for a thread no graph has run on. */
 async function graphOfThread(ctx: AppContext, threadId: string): Promise<{ graph: CompiledGraph; config: RunnableConfig } | undefined> {
   const thread = await getThread(ctx, threadId);
   const graphId = thread.metadata.graph_id;
   if (typeof graphId !== "string" || !ctx.graphs.has(graphId)) return undefined;
-  const config: RunnableConfig = { configurable: { thread_id: thread.thread_id, graph_id: graphId } };
-  const graph = await ctx.graphs.get(graphId, config);
+  const effective = configInEffect(ctx, thread.thread_id, thread.metadata);
+  const graph = await ctx.graphs.get(graphId, { ...effective, configurable: { ...(effective.configurable as JsonObject), thread_id: thread.thread_id, graph_id: graphId } });
   graph.checkpointer = ctx.checkpointer;
-  return { graph, config };
+  // Reads and updates address the thread's checkpoints only (not the factory's whole config).
+  return { graph, config: { configurable: { thread_id: thread.thread_id, graph_id: graphId } } };
 }
 
 function configAt(base: RunnableConfig, ref: CheckpointRef | undefined): RunnableConfig {
