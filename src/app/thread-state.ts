@@ -43,7 +43,9 @@ export function snapshotToWire(snapshot: StateSnapshot): Record<string, unknown>
     path: task.path ?? [],
     error: task.error === undefined || task.error === null ? null : String((task.error as Error).message ?? task.error),
     interrupts: toWireJson(task.interrupts ?? []),
-    checkpoint: task.state && !isSnapshot(task.state) ? checkpointOf(task.state as RunnableConfig) : null,
+    // A subgraph task (without subgraphs=true): its namespace as LangGraph gives it, `{thread_id,
+    // checkpoint_ns}` (the official shape; usable as `checkpoint` to read or update the subgraph).
+    checkpoint: task.state && !isSnapshot(task.state) ? (toWireJson((task.state as RunnableConfig).configurable ?? null) as JsonObject | null) : null,
     state: task.state && isSnapshot(task.state) ? snapshotToWire(task.state) : null,
     result: task.result === undefined ? null : toWireJson(task.result),
   }));
@@ -97,7 +99,9 @@ async function graphOfThread(ctx: AppContext, threadId: string): Promise<{ graph
 
 function configAt(base: RunnableConfig, ref: CheckpointRef | undefined): RunnableConfig {
   if (!ref) return base;
-  return { ...base, configurable: { ...base.configurable, ...ref, checkpoint_ns: ref.checkpoint_ns ?? "" } };
+  // Only the fields the reference has: an absent one (a thread_id left out) keeps the thread's.
+  const given = Object.fromEntries(Object.entries(ref).filter(([, v]) => v !== undefined && v !== null));
+  return { ...base, configurable: { ...base.configurable, ...given, checkpoint_ns: ref.checkpoint_ns ?? "" } };
 }
 
 export async function getThreadState(ctx: AppContext, threadId: string, options: { subgraphs?: boolean; checkpoint?: CheckpointRef } = {}) {
@@ -127,7 +131,7 @@ export async function getThreadHistory(
 /** Folds the graph's latest state into the thread read model (values, interrupts, status). */
 async function recordThreadState(ctx: AppContext, threadId: string, graph: CompiledGraph, config: RunnableConfig): Promise<void> {
   const snapshot = await graph.getState({ configurable: { thread_id: config.configurable?.thread_id } });
-  const update = { values: await externalizeIfLarge(ctx.store, "thread-values-", threadId, toWireJson(snapshot.values ?? {})), interrupts: interruptsByTask(snapshot) };
+  const update = { values: await externalizeIfLarge(ctx.store, "thread-values-", threadId, toWireJson(snapshot.values ?? {})), interrupts: interruptsByTask(snapshot), next: [...snapshot.next] };
   const now = ctx.now();
   await execute(ctx, () => ctx.readModels.threads.load(threadId), threadStream(threadId), (s) => decideUpdateThreadState(s, update, now));
 }

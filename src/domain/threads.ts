@@ -25,7 +25,13 @@ export const threadEventSchemas = {
   }),
   ThreadUpdated: z.object({ metadata: Obj, updated_at: z.string() }),
   /** The checkpointed state changed outside a run (POST /state, supersteps). */
-  ThreadStateUpdated: z.object({ values: z.unknown(), interrupts: Obj, updated_at: z.string() }),
+  ThreadStateUpdated: z.object({
+    values: z.unknown(),
+    interrupts: Obj,
+    /** Nodes still to run after the update (absent in events written before it was recorded). */
+    next: z.array(z.string()).optional(),
+    updated_at: z.string(),
+  }),
   ThreadDeleted: z.object({ deleted_at: z.string() }),
   /** A run was accepted on this thread (pending). Appended with the thread's expected revision. */
   RunEnqueued: z.object({ run: RunRecordSchema, thread_metadata: Obj }),
@@ -93,7 +99,10 @@ export function evolveThread(state: ThreadState | undefined, event: ThreadEvent,
       return { ...state, revision, thread: { ...t, metadata: event.data.metadata, updated_at: event.data.updated_at } };
     case "ThreadStateUpdated": {
       const d = event.data;
-      const resting = Object.keys(d.interrupts).length ? "interrupted" : "idle";
+      // An interrupted thread whose next tasks remain after the update stays interrupted (as the
+      // official servers): resuming it continues them.
+      const stillWaiting = state.restingStatus === "interrupted" && (d.next?.length ?? 0) > 0;
+      const resting = Object.keys(d.interrupts).length || stillWaiting ? "interrupted" : "idle";
       return {
         ...state, revision, restingStatus: resting,
         thread: { ...t, values: d.values, interrupts: d.interrupts, updated_at: d.updated_at, state_updated_at: d.updated_at, status: statusOf(state.activeRuns, resting) },
@@ -162,7 +171,7 @@ export function decideDeleteThread(state: ThreadState | undefined, now: string):
 
 export function decideUpdateThreadState(
   state: ThreadState | undefined,
-  update: { values: unknown; interrupts: JsonObject },
+  update: { values: unknown; interrupts: JsonObject; next?: string[] },
   now: string,
 ): Decision {
   const s = live(state);
