@@ -47,6 +47,9 @@ import { StoreSweeper } from "./runtime/store-sweeper.js";
 import { EventSourcedStore } from "./runtime/graph-store.js";
 import { storeRoutes } from "./http/routes/store.js";
 import { internalRoutes } from "./http/routes/internal.js";
+import { registerSdkLogger } from "./runtime/sdk-logger.js";
+import { bindLoopbackFetch, loadCustomApp } from "./http/custom-app.js";
+import { normalizeMountPrefix } from "./http/mount-prefix.js";
 
 export interface RunningServer {
   url: string;
@@ -86,6 +89,8 @@ export async function startServer(config: Config, deps: ServerDeps = {}): Promis
   skipRunTreesUnlessTracing(); // before any graph runs: no LangSmith RunTree per node unless tracing is configured
   // Configuration and graphs first: a bad langgraph.json fails before anything is opened.
   const langgraph = await loadLanggraphConfig(config.langgraphJsonPath);
+  // Before any graph file is imported: graphs may call the SDK's getLogger() at top level.
+  registerSdkLogger(config.logLevel);
   const graphs = await loadGraphRegistry(langgraph.config, langgraph.baseDir, {
     graphDefaults: parseLanggraphConfigEnv(config.langgraphConfig),
   });
@@ -94,12 +99,15 @@ export async function startServer(config: Config, deps: ServerDeps = {}): Promis
   const storeIndex = await loadStoreIndex(langgraph.config.store?.index, langgraph.baseDir, path.basename(langgraph.configPath));
   const clock = deps.clock ?? systemClock;
   const metrics = new ServerMetrics();
+  const httpConfig = langgraph.config.http;
+  const customApp = httpConfig.app ? await loadCustomApp(httpConfig.app, langgraph.baseDir) : undefined;
   const store = recordingPositions(withSchemas(await openStore(config), schemaForEventType), metrics.onAppend);
   let readModels: ReadModels | undefined;
   let liveCheckpoints: LiveFeed | undefined;
   let http: FastifyInstance | undefined;
   let worker: RunWorker | undefined;
   let storeSweeper: StoreSweeper | undefined;
+  let unbindLoopback = () => {};
   let runs: RunsService | undefined;
   let dispatcher: WebhookDispatcher | undefined;
   let sender: ReturnType<typeof undiciSender> | undefined;
@@ -141,24 +149,27 @@ export async function startServer(config: Config, deps: ServerDeps = {}): Promis
       cors: langgraph.config.http.cors,
       auth,
       hooks: [logPositionHooks(readModels.store, (request) => requestContextOf(request, config.apiKey !== undefined))],
+      customApp,
+      mountPrefix: httpConfig.mount_prefix,
+      // `http.disable_*` leave a group of built-in routes out, as the official servers do.
       routes: [
-        metaRoutes({
-          storeKind: store.kind, langgraphJsVersion: LANGGRAPH_JS_VERSION, webhooksEnabled,
-          positions: async () => ({ head: await store.headPosition(), projections: models.store.tables.map((t) => ({ name: t.name, position: models.store.position })) }),
-        }),
-        metricsRoutes(metrics),
-        auditRoutes(ctx),
-        assistantRoutes(ctx, lifecycle),
-        threadRoutes(ctx, lifecycle),
-        threadStateRoutes(ctx),
-        runRoutes(ctx, runs, metrics),
-        a2aRoutes(ctx, runs, { publicUrl: config.publicUrl }),
-        cronRoutes(ctx, crons),
-        webhookRoutes(ctx),
-        ...(langgraph.config.http.disable_store ? [] : [storeRoutes(storeService)]),
+        ...(httpConfig.disable_meta ? [] : [
+          metaRoutes({
+            storeKind: store.kind, langgraphJsVersion: LANGGRAPH_JS_VERSION, webhooksEnabled,
+            positions: async () => ({ head: await store.headPosition(), projections: models.store.tables.map((t) => ({ name: t.name, position: models.store.position })) }),
+          }),
+          metricsRoutes(metrics),
+        ]),
+        ...(httpConfig.disable_assistants ? [] : [assistantRoutes(ctx, lifecycle)]),
+        ...(httpConfig.disable_threads ? [] : [threadRoutes(ctx, lifecycle), threadStateRoutes(ctx), auditRoutes(ctx)]),
+        ...(httpConfig.disable_runs ? [] : [runRoutes(ctx, runs, metrics), cronRoutes(ctx, crons), webhookRoutes(ctx)]),
+        ...(httpConfig.disable_a2a ? [] : [a2aRoutes(ctx, runs, { publicUrl: config.publicUrl })]),
+        ...(httpConfig.disable_store ? [] : [storeRoutes(storeService)]),
         ...(config.devMode ? [internalRoutes({ ctx, lifecycle, runs, store: storeService })] : []),
       ],
     });
+    // The SDK's Client without apiUrl (in custom routes and graphs) calls this server in-process.
+    unbindLoopback = bindLoopbackFetch(http, normalizeMountPrefix(httpConfig.mount_prefix));
     try {
       await http.listen({ host: config.host, port: config.port });
     } catch (error) {
@@ -212,6 +223,7 @@ export async function startServer(config: Config, deps: ServerDeps = {}): Promis
     sweeper = new TtlSweeper(ctx, lifecycle, clock);
     sweeper.start();
   } catch (error) {
+    unbindLoopback();
     await sweeper?.stop().catch(() => undefined);
     await scheduler?.stop().catch(() => undefined);
     await dispatcher?.stop().catch(() => undefined);
@@ -258,6 +270,7 @@ export async function startServer(config: Config, deps: ServerDeps = {}): Promis
         await webhookSender?.close();
         await runWorker.stop();
         await storeItemSweeper.stop();
+        unbindLoopback();
         runService.close();
         await app.close();
         await models.store.close();

@@ -104,3 +104,17 @@ t.test("state updates set values, interrupts and resting status", async (t) => {
   s = fold(s, ok(decideUpdateThreadState(s, { values: { m: [1, 2] }, interrupts: {} }, "T2")));
   t.equal(s.thread.status, "idle");
 });
+
+t.test("a state update keeps an interrupted thread interrupted while its next tasks remain", async (t) => {
+  const created = fold(undefined, ok(decideCreateThread(undefined, { thread_id: TID, metadata: {}, if_exists: "raise" }, "2025-01-01T00:00:00+00:00")));
+  const interrupted = fold(created, ok(decideUpdateThreadState(created, { values: {}, interrupts: { task: [{ id: "i", value: 1 }] }, next: ["ask"] }, "t1")));
+  t.equal(interrupted.thread.status, "interrupted");
+  const edited = fold(interrupted, ok(decideUpdateThreadState(interrupted, { values: { a: 1 }, interrupts: {}, next: ["ask"] }, "t2")));
+  t.equal(edited.thread.status, "interrupted", "next tasks remain");
+  const finished = fold(edited, ok(decideUpdateThreadState(edited, { values: { a: 2 }, interrupts: {}, next: [] }, "t3")));
+  t.equal(finished.thread.status, "idle", "nothing left to run");
+  const idle = fold(finished, ok(decideUpdateThreadState(finished, { values: { a: 3 }, interrupts: {}, next: ["b"] }, "t4")));
+  t.equal(idle.thread.status, "idle", "an idle thread does not become interrupted by an update");
+  const legacy = fold(interrupted, ok(decideUpdateThreadState(interrupted, { values: {}, interrupts: {} }, "t5")));
+  t.equal(legacy.thread.status, "idle", "events without next (written before) fold as before");
+});

@@ -293,7 +293,7 @@ t.test("schemas of Annotation state and of a context schema", async (t) => {
   const annotated = new StateGraph(A).addNode("n", () => ({})).addEdge(START, "n").compile();
   t.same(graphSchemas(annotated).state_schema, {
     type: "object",
-    properties: { messages: { langgraph_type: "messages", description: "A list of chat messages" }, count: {} },
+    properties: { messages: { type: "array", items: { type: "object" }, langgraph_type: "messages", description: "A list of chat messages" }, count: {} },
   });
   t.match(graphSchemas(annotated), { input_schema: { properties: { count: {} } }, config_schema: null });
 

@@ -2,6 +2,7 @@ import type { RunnableConfig } from "@langchain/core/runnables";
 import type { StateSnapshot } from "@langchain/langgraph";
 import type { AppContext } from "./context.js";
 import { getThread, threadState } from "./threads.js";
+import { findAssistant } from "./assistants.js";
 import { externalizeIfLarge } from "./large-values.js";
 import { decideUpdateThreadState, threadIsBusy, threadStream } from "../domain/threads.js";
 import { isPlainObject, type JsonObject } from "../domain/json.js";
@@ -42,7 +43,9 @@ export function snapshotToWire(snapshot: StateSnapshot): Record<string, unknown>
     path: task.path ?? [],
     error: task.error === undefined || task.error === null ? null : String((task.error as Error).message ?? task.error),
     interrupts: toWireJson(task.interrupts ?? []),
-    checkpoint: task.state && !isSnapshot(task.state) ? checkpointOf(task.state as RunnableConfig) : null,
+    // A subgraph task (without subgraphs=true): its namespace as LangGraph gives it, `{thread_id,
+    // checkpoint_ns}` (the official shape; usable as `checkpoint` to read or update the subgraph).
+    checkpoint: task.state && !isSnapshot(task.state) ? (toWireJson((task.state as RunnableConfig).configurable ?? null) as JsonObject | null) : null,
     state: task.state && isSnapshot(task.state) ? snapshotToWire(task.state) : null,
     result: task.result === undefined ? null : toWireJson(task.result),
   }));
@@ -65,20 +68,40 @@ export function interruptsByTask(snapshot: StateSnapshot): JsonObject {
   return out;
 }
 
+/** Keys of a run's configurable that belong to that run alone, not to the thread's config. */
+const PER_RUN_KEYS = ["run_id", "checkpoint_id", "checkpoint_ns", "checkpoint_map"];
+
+/**
+ * The config in effect on the thread, which a graph factory is made with (as the official server's
+ * `thread.config`): the latest run's config (assistant ⊕ thread ⊕ run), or else the assistant's.
+ */
+function configInEffect(ctx: AppContext, threadId: string, metadata: JsonObject): JsonObject {
+  const [latest] = ctx.readModels.runs.listForThread(threadId, { limit: 1, offset: 0 });
+  let config: JsonObject = {};
+  if (latest) config = latest.kwargs.config as JsonObject;
+  else if (typeof metadata.assistant_id === "string") config = findAssistant(ctx, metadata.assistant_id)?.config ?? {};
+  const configurable = { ...(isPlainObject(config.configurable) ? config.configurable : {}) };
+  for (const key of PER_RUN_KEYS) delete configurable[key];
+  return { ...config, configurable };
+}
+
 /** The thread's graph with our checkpointer, or undefined for a thread no graph has run on. */
 async function graphOfThread(ctx: AppContext, threadId: string): Promise<{ graph: CompiledGraph; config: RunnableConfig } | undefined> {
   const thread = await getThread(ctx, threadId);
   const graphId = thread.metadata.graph_id;
   if (typeof graphId !== "string" || !ctx.graphs.has(graphId)) return undefined;
-  const config: RunnableConfig = { configurable: { thread_id: thread.thread_id, graph_id: graphId } };
-  const graph = await ctx.graphs.get(graphId, config);
+  const effective = configInEffect(ctx, thread.thread_id, thread.metadata);
+  const graph = await ctx.graphs.get(graphId, { ...effective, configurable: { ...(effective.configurable as JsonObject), thread_id: thread.thread_id, graph_id: graphId } });
   graph.checkpointer = ctx.checkpointer;
-  return { graph, config };
+  // Reads and updates address the thread's checkpoints only (not the factory's whole config).
+  return { graph, config: { configurable: { thread_id: thread.thread_id, graph_id: graphId } } };
 }
 
 function configAt(base: RunnableConfig, ref: CheckpointRef | undefined): RunnableConfig {
   if (!ref) return base;
-  return { ...base, configurable: { ...base.configurable, ...ref, checkpoint_ns: ref.checkpoint_ns ?? "" } };
+  // Only the fields the reference has: an absent one (a thread_id left out) keeps the thread's.
+  const given = Object.fromEntries(Object.entries(ref).filter(([, v]) => v !== undefined && v !== null));
+  return { ...base, configurable: { ...base.configurable, ...given, checkpoint_ns: ref.checkpoint_ns ?? "" } };
 }
 
 export async function getThreadState(ctx: AppContext, threadId: string, options: { subgraphs?: boolean; checkpoint?: CheckpointRef } = {}) {
@@ -108,7 +131,7 @@ export async function getThreadHistory(
 /** Folds the graph's latest state into the thread read model (values, interrupts, status). */
 async function recordThreadState(ctx: AppContext, threadId: string, graph: CompiledGraph, config: RunnableConfig): Promise<void> {
   const snapshot = await graph.getState({ configurable: { thread_id: config.configurable?.thread_id } });
-  const update = { values: await externalizeIfLarge(ctx.store, "thread-values-", threadId, toWireJson(snapshot.values ?? {})), interrupts: interruptsByTask(snapshot) };
+  const update = { values: await externalizeIfLarge(ctx.store, "thread-values-", threadId, toWireJson(snapshot.values ?? {})), interrupts: interruptsByTask(snapshot), next: [...snapshot.next] };
   const now = ctx.now();
   await execute(ctx, () => ctx.readModels.threads.load(threadId), threadStream(threadId), (s) => decideUpdateThreadState(s, update, now));
 }

@@ -28,7 +28,13 @@ export const threadEventSchemas = {
   /** `expires_at` present: a new TTL from now (null: none any more). */
   ThreadUpdated: z.object({ metadata: Obj, updated_at: z.string(), expires_at: z.string().nullable().optional() }),
   /** The checkpointed state changed outside a run (POST /state, supersteps). */
-  ThreadStateUpdated: z.object({ values: z.unknown(), interrupts: Obj, updated_at: z.string() }),
+  ThreadStateUpdated: z.object({
+    values: z.unknown(),
+    interrupts: Obj,
+    /** Nodes still to run after the update (absent in events written before it was recorded). */
+    next: z.array(z.string()).optional(),
+    updated_at: z.string(),
+  }),
   ThreadDeleted: z.object({ deleted_at: z.string() }),
   /**
    * The thread's content was removed from the log (`DELETE /threads/{id}?purge=true`): who and
@@ -117,7 +123,10 @@ export function evolveThread(state: ThreadState | undefined, event: ThreadEvent,
     }
     case "ThreadStateUpdated": {
       const d = event.data;
-      const resting = Object.keys(d.interrupts).length ? "interrupted" : "idle";
+      // An interrupted thread whose next tasks remain after the update stays interrupted (as the
+      // official servers): resuming it continues them.
+      const stillWaiting = state.restingStatus === "interrupted" && (d.next?.length ?? 0) > 0;
+      const resting = Object.keys(d.interrupts).length || stillWaiting ? "interrupted" : "idle";
       return {
         ...state, revision, restingStatus: resting,
         thread: { ...t, values: d.values, interrupts: d.interrupts, updated_at: d.updated_at, state_updated_at: d.updated_at, status: statusOf(state.activeRuns, resting) },
@@ -200,7 +209,7 @@ export function decideDeleteThread(state: ThreadState | undefined, now: string):
 
 export function decideUpdateThreadState(
   state: ThreadState | undefined,
-  update: { values: unknown; interrupts: JsonObject },
+  update: { values: unknown; interrupts: JsonObject; next?: string[] },
   now: string,
 ): Decision {
   const s = live(state);

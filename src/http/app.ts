@@ -10,6 +10,8 @@ import { installAuth } from "./auth.js";
 import type { AuthHandlers } from "../auth/handlers.js";
 import { VERSION } from "../version.js";
 import { echoRequestId, requestIdOf } from "./actor.js";
+import { mountCustomApp, type FetchApp } from "./custom-app.js";
+import { mountPrefixRewrite, normalizeMountPrefix } from "./mount-prefix.js";
 
 export interface HttpAppOptions {
   bodyLimit: number;
@@ -23,6 +25,10 @@ export interface HttpAppOptions {
   routes: FastifyPluginAsync[];
   /** Cross-cutting hooks added to the root app before any route (they apply to every route). */
   hooks?: ((app: FastifyInstance) => void)[];
+  /** `http.app`: offered every request before the built-in routes (after CORS, API key, auth). */
+  customApp?: FetchApp;
+  /** `http.mount_prefix`: every route is served under it; other paths answer 404. */
+  mountPrefix?: string;
 }
 
 /** The fastify app: JSON everywhere, zod-validated routes, `{"detail"}` errors, OpenAPI at /openapi.json. */
@@ -38,13 +44,14 @@ export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInst
     // Request ids: the client's X-Request-Id or a new one, echoed, in every log line and on every event appended.
     genReqId: requestIdOf,
     logController: new LogController({ requestIdLogLabel: "request_id" }),
+    ...mountPrefixRewrite(normalizeMountPrefix(options.mountPrefix)),
   });
   echoRequestId(app);
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   app.setErrorHandler(errorHandler);
   app.setNotFoundHandler((request, reply) => {
-    reply.code(404).send({ detail: `Not Found: ${request.method} ${request.url.split("?")[0]}` });
+    reply.code(404).send({ detail: `Not Found: ${request.method} ${request.originalUrl.split("?")[0]}` });
   });
   // The official JS server treats text/plain bodies as JSON; SDKs and curl users send both.
   app.addContentTypeParser("text/plain", { parseAs: "string" }, app.getDefaultJsonParser("error", "error"));
@@ -55,6 +62,7 @@ export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInst
   if (options.apiKey) requireApiKey(app, options.apiKey);
   installAuth(app, options.auth);
   for (const hook of options.hooks ?? []) hook(app);
+  if (options.customApp) mountCustomApp(app, options.customApp, { bodyLimit: options.bodyLimit });
 
   await app.register(fastifySwagger, {
     openapi: {

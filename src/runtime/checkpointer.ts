@@ -193,7 +193,7 @@ export class EventSourcedCheckpointSaver extends BaseCheckpointSaver {
       checkpoint_id: checkpoint.id,
       parent_checkpoint_id: parentId ? parentId : null,
       checkpoint: (await this.dumpJson(withoutValues)) as StoredCheckpointJson,
-      metadata: (await this.dumpJson(metadata)) as Record<string, unknown>,
+      metadata: (await this.dumpJson(checkpointMetadata(config, metadata))) as Record<string, unknown>,
       blobs,
     };
     await this.fit(data.blobs);
@@ -526,6 +526,19 @@ function requireThreadId(config: RunnableConfig, action: string): string {
 function revisioned(events: EventData[], lastRevision: bigint) {
   const first = lastRevision - BigInt(events.length) + 1n;
   return events.map((e, i) => ({ revision: first + BigInt(i), type: e.type, data: e.data }));
+}
+
+/** Configurable keys that address a checkpoint rather than describe the run. */
+const NOT_METADATA = new Set(["checkpoint_ns", "checkpoint_id", "run_id", "thread_id"]);
+
+/**
+ * What a checkpoint's metadata records, as the official JS server's saver does: the run's
+ * configurable values (not the internal `__` ones nor checkpoint addressing) ⊕ the run config's
+ * `metadata` (the run's metadata, its id) ⊕ what LangGraph wrote (source, step, parents).
+ */
+export function checkpointMetadata(config: RunnableConfig, metadata: CheckpointMetadata): CheckpointMetadata {
+  const configurable = Object.entries(config.configurable ?? {}).filter(([key]) => !key.startsWith("__") && !NOT_METADATA.has(key));
+  return { ...Object.fromEntries(configurable), ...(config.metadata ?? {}), ...metadata } as CheckpointMetadata;
 }
 
 /** PostgreSQL `@>` containment, as the official servers filter metadata; plain equality for scalars. */

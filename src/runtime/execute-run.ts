@@ -63,11 +63,12 @@ export async function executeRun(x: RunExecution): Promise<ExecutionOutcome> {
     if (graph.checkpointer !== x.checkpointer) graph.checkpointer = x.checkpointer;
     const { recursion_limit, ...rest } = config;
     // Checkpoint metadata names the run (rollback and crash recovery find a run's checkpoints by it),
-    // and, as the Python server does, the scalar configurable values.
+    // carries the run's metadata (assistant ⊕ thread ⊕ request, as the official server's run config
+    // does, so history filters by it) and, as the Python server does, the scalar configurable values.
     const scalars = Object.entries(config.configurable ?? {}).filter(([k, v]) => !k.startsWith("__") && ["string", "number", "boolean"].includes(typeof v));
     const options: Record<string, unknown> = {
       ...rest,
-      metadata: { ...Object.fromEntries(scalars), ...(config.metadata ?? {}), run_id: run.run_id },
+      metadata: { ...Object.fromEntries(scalars), ...run.metadata, ...(config.metadata ?? {}), run_id: run.run_id },
       context: kw.context,
       signal,
       subgraphs: kw.subgraphs,

@@ -17,13 +17,8 @@ import { rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 import type { RunnableConfig } from "@langchain/core/runnables";
-import { type CompiledGraph as LangGraphCompiledGraph, messagesStateReducer } from "@langchain/langgraph";
-import {
-  getConfigTypeSchema,
-  getInputTypeSchema,
-  getOutputTypeSchema,
-  getStateTypeSchema,
-} from "@langchain/langgraph/zod/schema";
+import type { CompiledGraph as LangGraphCompiledGraph } from "@langchain/langgraph";
+import { extractGraphSchema, type RawGraphSchema } from "./graph-schemas.js";
 import { v5 as uuidv5 } from "uuid";
 import {
   type GraphDefaults,
@@ -177,50 +172,20 @@ interface Entry {
 // ---------------------------------------------------------------------------------------------
 // schemas
 
-/** Annotation state: the channel names (a messages-reducer channel is marked as such). */
-function channelNamesSchema(channels: unknown): JsonSchema | null {
-  if (!isObject(channels)) return null;
-  const properties: Record<string, JsonSchema> = {};
-  for (const [key, channel] of Object.entries(channels)) {
-    if (key.startsWith("__")) continue;
-    const isMessages = isObject(channel) && channel.operator === messagesStateReducer;
-    properties[key] = isMessages ? { langgraph_type: "messages", description: "A list of chat messages" } : {};
-  }
-  return { type: "object", properties };
-}
-
-function tryJsonSchema(fn: () => unknown): JsonSchema | null {
-  try {
-    const schema = fn();
-    return isObject(schema) ? (schema as JsonSchema) : null;
-  } catch {
-    return null;
-  }
+/**
+ * Schemas of a compiled graph (runtime extraction, see graph-schemas.ts). The context schema is
+ * reported as both config_schema and context_schema, as the JS server does.
+ */
+export function graphSchemas(graph: CompiledGraph): GraphSchemas {
+  const s = extractGraphSchema(graph);
+  return { input_schema: s.input, output_schema: s.output, state_schema: s.state, config_schema: s.config, context_schema: s.config };
 }
 
 /**
- * Schemas of a compiled graph. zod / StateSchema state: the `@langchain/langgraph/zod/schema`
- * helpers. Annotation state (no runtime schema): an object schema listing the channel names.
- * The context schema (StateGraph `context` option) is reported as both config_schema and
- * context_schema, as the JS server does.
+ * A subgraph's entry of /subgraphs: the JS server's raw parser object (`state`, `input`, `output`,
+ * `config`) and the Python server's `*_schema` keys, so clients of either find theirs.
  */
-export function graphSchemas(graph: CompiledGraph): GraphSchemas {
-  const builder = (graph as unknown as { builder?: Record<string, unknown> }).builder;
-  const state =
-    tryJsonSchema(() => getStateTypeSchema(graph)) ?? channelNamesSchema(builder?._schemaDefinition);
-  const input =
-    tryJsonSchema(() => getInputTypeSchema(graph)) ?? channelNamesSchema(builder?._inputDefinition);
-  const output =
-    tryJsonSchema(() => getOutputTypeSchema(graph)) ?? channelNamesSchema(builder?._outputDefinition);
-  const context = tryJsonSchema(() => getConfigTypeSchema(graph));
-  return {
-    input_schema: input,
-    output_schema: output,
-    state_schema: state,
-    config_schema: context,
-    context_schema: context,
-  };
-}
+export type SubgraphSchemas = RawGraphSchema & GraphSchemas;
 
 // ---------------------------------------------------------------------------------------------
 // the registry
@@ -295,11 +260,11 @@ export class GraphRegistry {
   async subgraphs(
     id: string,
     options: GraphViewOptions & { namespace?: string; recurse?: boolean } = {},
-  ): Promise<Record<string, GraphSchemas>> {
+  ): Promise<Record<string, SubgraphSchemas>> {
     const graph = await this.get(id, options.config);
-    const out: Record<string, GraphSchemas> = {};
+    const out: Record<string, SubgraphSchemas> = {};
     for await (const [ns, subgraph] of graph.getSubgraphsAsync(options.namespace, options.recurse ?? false)) {
-      out[ns] = graphSchemas(subgraph as CompiledGraph);
+      out[ns] = { ...extractGraphSchema(subgraph), ...graphSchemas(subgraph as CompiledGraph) };
     }
     return out;
   }

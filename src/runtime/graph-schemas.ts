@@ -1,0 +1,176 @@
+/**
+ * JSON schemas of a compiled graph, extracted at runtime in the official JS server's order
+ * (its `getRuntimeGraphSchema`):
+ *   1. StateSchema state (`getJsonSchema()` / `getInputJsonSchema()`; ReducedValue extras included);
+ *   2. zod state registered in LangGraph's schema registry (`withLangGraph` metadata such as
+ *      `jsonSchemaExtra`), through `@langchain/langgraph/zod/schema` — state is the update schema;
+ *   3. any zod v3/v4 schema converted directly (no registry extras; input = state, nothing required);
+ *   4. otherwise, an `Annotation` state: an object schema of its channels, typed where the channel
+ *      says enough (a messages reducer, a list/topic, a default value's type).
+ * The official server's last resort, a TypeScript type-checker pass over the source file, is not
+ * done here: tier 4 stands in for it. Nothing found gives null, never an error.
+ */
+import { messagesStateReducer } from "@langchain/langgraph";
+import {
+  getConfigTypeSchema,
+  getInputTypeSchema,
+  getOutputTypeSchema,
+  getUpdateTypeSchema,
+} from "@langchain/langgraph/zod/schema";
+import { toJsonSchema } from "@langchain/core/utils/json_schema";
+import { isZodSchemaV3, isZodSchemaV4 } from "@langchain/core/utils/types";
+
+export type JsonSchema = Record<string, unknown>;
+
+/** Schemas of one graph as the official JS parser returns them (null when unknown). */
+export interface RawGraphSchema {
+  state: JsonSchema | null;
+  input: JsonSchema | null;
+  output: JsonSchema | null;
+  config: JsonSchema | null;
+}
+
+interface Builder {
+  _schemaRuntimeDefinition?: unknown;
+  _inputRuntimeDefinition?: unknown;
+  _outputRuntimeDefinition?: unknown;
+  _configRuntimeSchema?: unknown;
+  _schemaDefinition?: unknown;
+  _inputDefinition?: unknown;
+  _outputDefinition?: unknown;
+}
+
+interface StateSchemaLike {
+  getJsonSchema(): unknown;
+  getInputJsonSchema(): unknown;
+}
+
+/** StateGraph's marker for "input = the state schema, every field optional". */
+const PARTIAL_STATE = Symbol.for("langgraph.state.partial");
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null;
+}
+
+function isStateSchemaLike(value: unknown): value is StateSchemaLike {
+  return isObject(value) && typeof value.getJsonSchema === "function" && typeof value.getInputJsonSchema === "function";
+}
+
+/** A schema object, or null for anything else (undefined, a throw). */
+function attempt(fn: () => unknown): JsonSchema | null {
+  try {
+    const value = fn();
+    return isObject(value) ? (value as JsonSchema) : null;
+  } catch {
+    return null;
+  }
+}
+
+const empty = (s: RawGraphSchema) => s.state === null && s.input === null && s.output === null && s.config === null;
+
+function fromStateSchema(b: Builder): RawGraphSchema | undefined {
+  const stateDef = b._schemaRuntimeDefinition;
+  const inputDef = b._inputRuntimeDefinition;
+  const outputDef = b._outputRuntimeDefinition;
+  if (!isStateSchemaLike(stateDef) && !isStateSchemaLike(inputDef) && !isStateSchemaLike(outputDef)) return undefined;
+  const result: RawGraphSchema = {
+    state: isStateSchemaLike(stateDef) ? attempt(() => stateDef.getJsonSchema()) : null,
+    input: isStateSchemaLike(inputDef)
+      ? attempt(() => inputDef.getInputJsonSchema())
+      : inputDef === PARTIAL_STATE && isStateSchemaLike(stateDef) ? attempt(() => stateDef.getInputJsonSchema()) : null,
+    output: isStateSchemaLike(outputDef) ? attempt(() => outputDef.getJsonSchema()) : null,
+    // The official tier leaves config out ("not supported yet"); a zod context schema is known, so give it.
+    config: zodToJson(b._configRuntimeSchema),
+  };
+  return empty(result) ? undefined : result;
+}
+
+function fromZodRegistry(graph: unknown): RawGraphSchema | undefined {
+  const g = graph as Parameters<typeof getUpdateTypeSchema>[0];
+  const result: RawGraphSchema = {
+    state: attempt(() => getUpdateTypeSchema(g)),
+    input: attempt(() => getInputTypeSchema(g)),
+    output: attempt(() => getOutputTypeSchema(g)),
+    config: attempt(() => getConfigTypeSchema(g)),
+  };
+  return empty(result) ? undefined : result;
+}
+
+function zodToJson(schema: unknown): JsonSchema | null {
+  if (!schema || !(isZodSchemaV4(schema) || isZodSchemaV3(schema))) return null;
+  return attempt(() => toJsonSchema(schema as Parameters<typeof toJsonSchema>[0]));
+}
+
+function fromZodDirect(b: Builder): RawGraphSchema | undefined {
+  const state = zodToJson(b._schemaRuntimeDefinition);
+  const result: RawGraphSchema = {
+    state,
+    input: zodToJson(b._inputRuntimeDefinition) ?? (state ? { ...state, required: undefined } : null),
+    output: zodToJson(b._outputRuntimeDefinition),
+    config: zodToJson(b._configRuntimeSchema),
+  };
+  return empty(result) ? undefined : result;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Annotation state: what the channels tell
+
+const MESSAGES: JsonSchema = { type: "array", items: { type: "object" }, langgraph_type: "messages", description: "A list of chat messages" };
+
+function typeOfDefault(value: unknown): JsonSchema {
+  if (Array.isArray(value)) return { type: "array" };
+  if (value === null) return { type: "null" };
+  switch (typeof value) {
+    case "string": return { type: "string" };
+    case "number": return { type: "number" };
+    case "boolean": return { type: "boolean" };
+    case "object": return { type: "object" };
+    default: return {};
+  }
+}
+
+/** One channel's schema: messages, a topic (list), the type of its default, or any. */
+function channelSchema(channel: unknown): JsonSchema {
+  if (!isObject(channel)) return {};
+  if (channel.operator === messagesStateReducer) return { ...MESSAGES };
+  const name = (channel as { lc_graph_name?: unknown }).lc_graph_name;
+  if (name === "Topic") return { type: "array" };
+  const initial = channel.initialValueFactory;
+  if (typeof initial === "function") {
+    try {
+      return typeOfDefault((initial as () => unknown)());
+    } catch {
+      return {};
+    }
+  }
+  return {};
+}
+
+function channelsSchema(channels: unknown): JsonSchema | null {
+  if (!isObject(channels)) return null;
+  const properties: Record<string, JsonSchema> = {};
+  for (const [key, channel] of Object.entries(channels)) {
+    if (key.startsWith("__")) continue;
+    properties[key] = channelSchema(channel);
+  }
+  if (Object.keys(properties).length === 0) return null;
+  return { type: "object", properties };
+}
+
+function fromAnnotation(b: Builder): RawGraphSchema | undefined {
+  const result: RawGraphSchema = {
+    state: channelsSchema(b._schemaDefinition),
+    input: channelsSchema(b._inputDefinition),
+    output: channelsSchema(b._outputDefinition),
+    config: null,
+  };
+  return empty(result) ? undefined : result;
+}
+
+/** The graph's schemas (JS parser shape); all null when the graph has no builder or nothing is known. */
+export function extractGraphSchema(graph: unknown): RawGraphSchema {
+  const builder = isObject(graph) ? (graph.builder as Builder | undefined) : undefined;
+  const none: RawGraphSchema = { state: null, input: null, output: null, config: null };
+  if (!isObject(builder)) return none;
+  return fromStateSchema(builder) ?? fromZodRegistry(graph) ?? fromZodDirect(builder) ?? fromAnnotation(builder) ?? none;
+}
