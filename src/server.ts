@@ -120,7 +120,9 @@ export async function startServer(config: Config, deps: ServerDeps = {}): Promis
     // With a shared store, other processes append checkpoints too: the cache follows them live.
     // A SQLite store belongs to this process alone, whose own appends keep the cache current.
     liveCheckpoints = store.kind === "sqlite" ? undefined : new LiveFeed(store, { streamPrefixes: ["checkpoints-"] });
-    checkpointer = new EventSourcedCheckpointSaver({ store, live: liveCheckpoints, cacheThreads: config.checkpointCacheThreads, cacheBytes: config.checkpointCacheBytes });
+    checkpointer = new EventSourcedCheckpointSaver({
+      store, live: liveCheckpoints, cacheThreads: config.checkpointCacheThreads, cacheBytes: config.checkpointCacheBytes, metadataFromConfig: true,
+    });
     const ctx: AppContext = { config, langgraph, store, readModels, graphs, checkpointer, now: isoNow };
     await ensureDefaultAssistants(ctx, graphs.defaultAssistants());
     const lifecycle = threadLifecycle(ctx);

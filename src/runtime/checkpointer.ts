@@ -89,6 +89,12 @@ export interface EventSourcedCheckpointSaverOptions {
    * appends and fresh reads (copy, rollback, the claim's base checkpoint) see them.
    */
   live?: { onApplied(listener: (event: RecordedEvent) => void): () => void };
+  /**
+   * Record the run's configurable values and config metadata in each checkpoint's metadata, as
+   * the official server's saver does (see checkpointMetadata). The server sets it; off, metadata
+   * is stored as given (the plain BaseCheckpointSaver contract the validation suite checks).
+   */
+  metadataFromConfig?: boolean;
 }
 
 /**
@@ -109,10 +115,12 @@ export class EventSourcedCheckpointSaver extends BaseCheckpointSaver {
   readonly cache: ThreadCheckpointsCache;
   private readonly unsubscribe: (() => void) | undefined;
   private readonly snapshotEvery: number;
+  private readonly metadataFromConfig: boolean;
 
   constructor(options: EventSourcedCheckpointSaverOptions) {
     super(options.serde);
     this.store = options.store;
+    this.metadataFromConfig = options.metadataFromConfig ?? false;
     this.snapshotEvery = options.snapshotEvery ?? DEFAULT_SNAPSHOT_EVERY;
     this.cache = new ThreadCheckpointsCache({
       store: options.store,
@@ -193,7 +201,7 @@ export class EventSourcedCheckpointSaver extends BaseCheckpointSaver {
       checkpoint_id: checkpoint.id,
       parent_checkpoint_id: parentId ? parentId : null,
       checkpoint: (await this.dumpJson(withoutValues)) as StoredCheckpointJson,
-      metadata: (await this.dumpJson(checkpointMetadata(config, metadata))) as Record<string, unknown>,
+      metadata: (await this.dumpJson(this.metadataFromConfig ? checkpointMetadata(config, metadata) : metadata)) as Record<string, unknown>,
       blobs,
     };
     await this.fit(data.blobs);
