@@ -87,8 +87,8 @@ t.test("cron aggregate: each tick fired once, disabled, end time, reschedule, de
   t.match(decideFire(s, at("2026-01-01T01:00:00Z"), { owner: "p1", now: NOW }), { ok: false, reason: "past end_time" });
   t.match(decideDeleteCron(s, NOW), { ok: true, events: [{ type: "CronDeleted" }] });
   t.equal(evolveCron(s, { type: "CronDeleted", data: { deleted_at: NOW } }, 5n), undefined);
-  t.match(decideDeleteCron(undefined, NOW), { ok: false, status: 404, detail: "Cron not found" });
-  t.match(decideUpdateCron(undefined, {}, NOW), { ok: false, status: 404 });
+  t.match(decideDeleteCron(undefined, NOW), { ok: false, kind: "not_found", detail: "Cron not found" });
+  t.match(decideUpdateCron(undefined, {}, NOW), { ok: false, kind: "not_found" });
   t.match(decideFire(undefined, tick, { owner: "p1", now: NOW }), { ok: false, reason: "cron deleted" });
 });
 

@@ -36,7 +36,7 @@ t.test("create â†’ version 1 with the given fields; raise vs do_nothing on an ex
   const s = apply(undefined, decideCreateAssistant(undefined, create, "T1"));
   t.equal(s.revision, 0n);
   t.same(s.current, { assistant_id: ID, graph_id: "agent", config: { configurable: { a: 1 } }, context: {}, metadata: { team: "x" }, name: "n", description: null, version: 1, created_at: "T1", updated_at: "T1" });
-  t.same(decideCreateAssistant(s, create, "T2"), { ok: false, status: 409, detail: "Assistant already exists" });
+  t.same(decideCreateAssistant(s, create, "T2"), { ok: false, kind: "conflict", detail: "Assistant already exists" });
   t.same(decideCreateAssistant(s, { ...create, if_exists: "do_nothing" }, "T2"), { ok: true, events: [] });
 });
 
@@ -61,7 +61,7 @@ t.test("set latest restores an older version's configuration; unknown version â†
   t.equal(s.current.version, 1);
   t.same(s.current.config, { configurable: { a: 1 } });
   t.equal(s.current.updated_at, "T3");
-  t.same(decideSetLatestVersion(s, 7, "T4"), { ok: false, status: 404, detail: "Assistant version not found" });
+  t.same(decideSetLatestVersion(s, 7, "T4"), { ok: false, kind: "not_found", detail: "Assistant version not found" });
   s = apply(s, decidePatchAssistant(s, {}, "T5"));
   t.equal(s.current.version, 3, "the next version number follows the highest, not the current");
 });
@@ -71,8 +71,8 @@ t.test("delete leaves a tombstone that refuses further commands and allows re-cr
   s = apply(s, decideDeleteAssistant(s, "T2"));
   t.equal(s.deleted, true);
   t.equal(s.revision, 1n, "the tombstone keeps the stream revision for the next expected-revision check");
-  t.same(decideDeleteAssistant(s, "T3"), { ok: false, status: 404, detail: "Assistant not found" });
-  t.same(decidePatchAssistant(s, {}, "T3"), { ok: false, status: 404, detail: "Assistant not found" });
+  t.same(decideDeleteAssistant(s, "T3"), { ok: false, kind: "not_found", detail: "Assistant not found" });
+  t.same(decidePatchAssistant(s, {}, "T3"), { ok: false, kind: "not_found", detail: "Assistant not found" });
   s = apply(s, decideCreateAssistant(s, create, "T4"));
   t.equal(s.deleted, false);
   t.equal(s.revision, 2n);

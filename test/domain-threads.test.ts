@@ -43,7 +43,7 @@ const created = () => fold(undefined, ok(decideCreateThread(undefined, { thread_
 t.test("a new thread is idle with empty config, null values and no interrupts", async (t) => {
   const s = created();
   t.same(s.thread, { thread_id: TID, created_at: "T0", updated_at: "T0", state_updated_at: "T0", metadata: { a: 1 }, status: "idle", config: {}, values: null, interrupts: {} });
-  t.same(decideCreateThread(s, { thread_id: TID, metadata: {}, if_exists: "raise" }, "T1"), { ok: false, status: 409, detail: "Thread already exists" });
+  t.same(decideCreateThread(s, { thread_id: TID, metadata: {}, if_exists: "raise" }, "T1"), { ok: false, kind: "conflict", detail: "Thread already exists" });
   t.same(decideCreateThread(s, { thread_id: TID, metadata: {}, if_exists: "do_nothing" }, "T1"), { ok: true, events: [] });
 });
 
@@ -53,7 +53,7 @@ t.test("patch merges metadata; delete makes a tombstone", async (t) => {
   t.equal(s.thread.updated_at, "T1");
   s = fold(s, ok(decideDeleteThread(s, "T2")));
   t.equal(s.deleted, true);
-  t.same(decidePatchThread(s, {}, "T3"), { ok: false, status: 404, detail: "Thread not found" });
+  t.same(decidePatchThread(s, {}, "T3"), { ok: false, kind: "not_found", detail: "Thread not found" });
 });
 
 t.test("runs make the thread busy; status after the last run follows its outcome", async (t) => {
@@ -84,7 +84,7 @@ t.test("double-texting: reject refuses, enqueue waits, interrupt and rollback na
   t.same((decideEnqueueRun(s, run("x", "reject"), {}) as { cancel: string[] }).cancel, [], "reject on an idle thread is accepted");
   s = fold(s, ok(decideEnqueueRun(s, run("r1"), {})));
   t.same(decideEnqueueRun(s, run("r2", "reject"), {}), {
-    ok: false, status: 409, detail: "Thread is already running a task. Wait for it to finish or choose a different multitask strategy.",
+    ok: false, kind: "conflict", detail: "Thread is already running a task. Wait for it to finish or choose a different multitask strategy.",
   });
   const enqueue = decideEnqueueRun(s, run("r2", "enqueue"), {});
   t.same(enqueue.ok && enqueue.cancel, []);
@@ -92,7 +92,7 @@ t.test("double-texting: reject refuses, enqueue waits, interrupt and rollback na
   t.same(interrupt.ok && interrupt.cancel, ["r1"]);
   const rollback = decideEnqueueRun(s, run("r2", "rollback"), {});
   t.same(rollback.ok && rollback.cancel, ["r1"]);
-  t.same(decideEnqueueRun(undefined, run("r9"), {}), { ok: false, status: 404, detail: "Thread not found" });
+  t.same(decideEnqueueRun(undefined, run("r9"), {}), { ok: false, kind: "not_found", detail: "Thread not found" });
 });
 
 t.test("state updates set values, interrupts and resting status", async (t) => {

@@ -1,4 +1,5 @@
 import { HttpError } from "../http/errors.js";
+import { DomainError } from "../domain/errors.js";
 import { WrongExpectedVersionError } from "../eventstore/types.js";
 
 /** JSON-RPC 2.0 and A2A error codes (A2A spec §8; v1.0 adds -32008 and -32009). */
@@ -53,11 +54,18 @@ export const unsupported = (message: string) => new A2AError(ErrorCode.Unsupport
 export type Subject = "task" | "assistant" | "thread";
 
 /**
- * The one place where application errors become JSON-RPC errors. The application services still
- * throw HttpError (status + detail); when they raise domain errors, only this function changes.
+ * The one place where application errors become JSON-RPC errors: the services raise DomainError
+ * (the same ones the REST routes turn into statuses); HttpError still comes from the HTTP-level
+ * parts A2A shares with REST (authentication, authorization guards).
  */
 export function toA2AError(error: unknown, subject: Subject): A2AError {
   if (error instanceof A2AError) return error;
+  if (error instanceof DomainError) {
+    if (error.kind === "not_found") {
+      return subject === "task" ? new A2AError(ErrorCode.TaskNotFound, error.detail) : invalidParams(error.detail);
+    }
+    return invalidParams(error.detail);
+  }
   if (error instanceof HttpError) {
     if (error.statusCode === 404) {
       return subject === "task" ? new A2AError(ErrorCode.TaskNotFound, error.detail) : invalidParams(error.detail);

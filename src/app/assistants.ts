@@ -19,7 +19,7 @@ import {
 import type { JsonObject } from "../domain/json.js";
 import type { AssistantFilter, AssistantSortField } from "../read-models/assistants.js";
 import type { SortOrder } from "../read-models/statements.js";
-import { HttpError } from "../http/errors.js";
+import { invalid, notFound } from "../domain/errors.js";
 import { defaultAssistantId as defaultAssistantIdFor } from "../runtime/graphs.js";
 import { WrongExpectedVersionError } from "../eventstore/types.js";
 
@@ -29,7 +29,7 @@ import { WrongExpectedVersionError } from "../eventstore/types.js";
 export function resolveAssistantId(ctx: AppContext, idOrGraph: string): string {
   if (isUuid(idOrGraph)) return idOrGraph.toLowerCase();
   if (ctx.graphs.has(idOrGraph)) return defaultAssistantIdFor(idOrGraph);
-  throw new HttpError(422, `assistant_id: "${idOrGraph}" is neither a UUID nor a known graph id`);
+  throw invalid(`assistant_id: "${idOrGraph}" is neither a UUID nor a known graph id`);
 }
 
 export function findAssistant(ctx: AppContext, assistantId: string): Assistant | undefined {
@@ -46,7 +46,7 @@ export async function findAssistantConsistent(ctx: AppContext, assistantId: stri
 
 export async function getAssistant(ctx: AppContext, idOrGraph: string): Promise<Assistant> {
   const found = await findAssistantConsistent(ctx, resolveAssistantId(ctx, idOrGraph));
-  if (!found) throw new HttpError(404, "Assistant not found");
+  if (!found) throw notFound("Assistant not found");
   return found;
 }
 
@@ -59,13 +59,13 @@ async function liveState(ctx: AppContext, idOrGraph: string): Promise<AssistantS
     await catchUpWithStream(ctx, assistantStream(id));
     s = ctx.readModels.assistants.load(id);
   }
-  if (!s || s.deleted) throw new HttpError(404, "Assistant not found");
+  if (!s || s.deleted) throw notFound("Assistant not found");
   return s;
 }
 
 export function assertKnownGraph(ctx: AppContext, graphId: string): void {
   if (!ctx.graphs.has(graphId)) {
-    throw new HttpError(404, `Graph '${graphId}' not found. Expected one of: ${JSON.stringify(ctx.graphs.ids())}`);
+    throw notFound(`Graph '${graphId}' not found. Expected one of: ${JSON.stringify(ctx.graphs.ids())}`);
   }
 }
 

@@ -6,7 +6,7 @@ import type { JsonObject } from "../domain/json.js";
 import { parseLogPoint, replayThread, type LogPoint, type ThreadAt } from "../../projections/replay.js";
 import { readThreadEvents, threadContentStreams } from "./thread-history.js";
 import { resolveLarge } from "./large-values.js";
-import { HttpError } from "../http/errors.js";
+import { DomainError, invalid, isNotFound, notFound } from "../domain/errors.js";
 import type { AppContext } from "./context.js";
 import type { ThreadLifecycle } from "./thread-lifecycle.js";
 import { catchUpWithStream } from "./commands.js";
@@ -15,14 +15,14 @@ import { catchUpWithStream } from "./commands.js";
 export function logPointParam(name: string, text: string | undefined): LogPoint | undefined {
   if (text === undefined) return undefined;
   const point = parseLogPoint(text);
-  if (!point) throw new HttpError(422, `${name}: expected a log position (a non-negative integer) or an ISO 8601 time, got ${JSON.stringify(text)}`);
+  if (!point) throw invalid(`${name}: expected a log position (a non-negative integer) or an ISO 8601 time, got ${JSON.stringify(text)}`);
   return point;
 }
 
 /** The thread's events from the log; 404 when it never existed. */
 export async function threadEventsOr404(store: EventStore, threadId: string): Promise<RecordedEvent[]> {
   const events = await readThreadEvents(store, threadId);
-  if (!events) throw new HttpError(404, `Thread with ID ${threadId} not found`);
+  if (!events) throw notFound(`Thread with ID ${threadId} not found`);
   return events;
 }
 
@@ -86,13 +86,13 @@ export async function purgeThread(ctx: AppContext, lifecycle: ThreadLifecycle, t
   await catchUpWithStream(ctx, threadStream(id));
   const state = ctx.readModels.threads.load(id);
   const check = decidePurgeThread(state, id, actor, 0, ctx.now());
-  if (!check.ok) throw new HttpError(check.status, check.detail);
+  if (!check.ok) throw new DomainError(check.kind, check.detail);
   if (!state!.deleted) {
     try {
       await lifecycle.delete(id);
     } catch (error) {
       // Deleted meanwhile by someone else: the purge goes on.
-      if (!(error instanceof HttpError && error.statusCode === 404) && !(error instanceof WrongExpectedVersionError)) throw error;
+      if (!(isNotFound(error)) && !(error instanceof WrongExpectedVersionError)) throw error;
     }
   }
   const streams = await threadContentStreams(ctx.store, id);

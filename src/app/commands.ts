@@ -1,7 +1,7 @@
 import { WrongExpectedVersionError, type EventStore } from "../eventstore/types.js";
 import type { ReadModels } from "../read-models/all.js";
 import type { Decision } from "../domain/decision.js";
-import { HttpError } from "../http/errors.js";
+import { DomainError } from "../domain/errors.js";
 
 const MAX_ATTEMPTS = 5;
 /** How long a read waits for the local read models to show a position another process reported. */
@@ -37,7 +37,7 @@ export async function execute<S extends { revision: bigint }, R extends Decision
   for (let attempt = 1; ; attempt++) {
     const state = load();
     const decision = decide(state);
-    if (!decision.ok) throw new HttpError(decision.status, decision.detail);
+    if (!decision.ok) throw new DomainError(decision.kind, decision.detail);
     if (decision.events.length === 0) return { state, decision: decision as R & { ok: true } };
     try {
       const result = await deps.store.append(stream, decision.events, state ? state.revision : "no_stream");

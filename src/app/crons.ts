@@ -5,7 +5,7 @@ import { findAssistantConsistent, resolveAssistantId } from "./assistants.js";
 import { threadStateConsistent } from "./threads.js";
 import { assertWebhookAllowed } from "./webhooks.js";
 import type { RunRequest, RunsService } from "./runs.js";
-import { HttpError } from "../http/errors.js";
+import { invalid, notFound } from "../domain/errors.js";
 import { checkSchedule } from "../domain/cron-schedule.js";
 import { cronStream, isoOf, decideDeleteCron, decideUpdateCron, publicCron, type CronFields, type CronPayload, type CronState } from "../domain/crons.js";
 import type { CronFilter, CronSortField } from "../read-models/crons.js";
@@ -38,14 +38,14 @@ function payloadOf(req: Partial<CronPayload>): CronPayload {
 
 function checkScheduleOrThrow(schedule: string, timezone: string): void {
   const check = checkSchedule(schedule, timezone);
-  if (!check.ok) throw new HttpError(422, check.detail);
+  if (!check.ok) throw invalid(check.detail);
 }
 
 /** ISO timestamp or null, validated (422 naming end_time). */
 function endTimeOf(value: string | null | undefined): string | null | undefined {
   if (value === undefined || value === null) return value;
   const ms = Date.parse(value);
-  if (Number.isNaN(ms)) throw new HttpError(422, `end_time: '${value}' is not an ISO 8601 date-time`);
+  if (Number.isNaN(ms)) throw invalid(`end_time: '${value}' is not an ISO 8601 date-time`);
   return new Date(ms).toISOString().replace("Z", "+00:00");
 }
 
@@ -90,8 +90,8 @@ export class CronsService {
     const endTime = endTimeOf(req.end_time) ?? null;
     assertWebhookAllowed(ctx, req.webhook);
     const assistantId = resolveAssistantId(ctx, req.assistant_id);
-    if (!(await findAssistantConsistent(ctx, assistantId))) throw new HttpError(404, `No assistant found for "${req.assistant_id}".`);
-    if (threadId !== null && !(await threadStateConsistent(ctx, threadId))) throw new HttpError(404, `Thread with ID ${threadId} not found`);
+    if (!(await findAssistantConsistent(ctx, assistantId))) throw notFound(`No assistant found for "${req.assistant_id}".`);
+    if (threadId !== null && !(await threadStateConsistent(ctx, threadId))) throw notFound(`Thread with ID ${threadId} not found`);
     const cronId = uuidv4();
     const fields: CronFields = {
       assistant_id: assistantId,
@@ -120,7 +120,7 @@ export class CronsService {
       await catchUpWithStream(this.ctx, cronStream(id));
       s = this.ctx.readModels.crons.get(id);
     }
-    if (!s || (filters && !filterMatches(s.metadata, filters))) throw new HttpError(404, "Cron not found");
+    if (!s || (filters && !filterMatches(s.metadata, filters))) throw notFound("Cron not found");
     return s;
   }
 

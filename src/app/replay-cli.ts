@@ -15,7 +15,7 @@ import { loadConfig } from "../config.js";
 import { openStore } from "../eventstore/open.js";
 import { StoreUnavailableError, type EventStore } from "../eventstore/types.js";
 import { logPointParam, replayFromLog, type ReplayJson } from "./audit.js";
-import { HttpError } from "../http/errors.js";
+import { DomainError, invalid, notFound } from "../domain/errors.js";
 
 class UsageError extends Error {}
 
@@ -37,7 +37,11 @@ async function askServer(config: ReturnType<typeof loadConfig>, threadId: string
   if (since !== undefined) query.set("diff", since);
   const res = await fetch(`${base}/threads/${encodeURIComponent(threadId)}/replay?${query}`, { headers: config.apiKey ? { "x-api-key": config.apiKey } : {} });
   const body = (await res.json()) as ReplayJson & { detail?: string };
-  if (!res.ok) throw new HttpError(res.status, body.detail ?? `HTTP ${res.status}`);
+  if (!res.ok) {
+    // The server's refusal becomes the same error the local replay would raise.
+    const detail = body.detail ?? `HTTP ${res.status}`;
+    throw res.status === 422 ? invalid(detail) : res.status === 404 ? notFound(detail) : new Error(detail);
+  }
   return body;
 }
 
@@ -71,8 +75,8 @@ async function main(): Promise<number> {
 main().then(
   (code) => process.exit(code),
   (error: unknown) => {
-    const message = error instanceof HttpError ? error.detail : error instanceof Error ? error.message : String(error);
+    const message = error instanceof DomainError ? error.detail : error instanceof Error ? error.message : String(error);
     console.error(`replay: ${message}`);
-    process.exit(error instanceof UsageError || (error instanceof HttpError && error.statusCode === 422) || (error as { code?: string }).code?.startsWith("ERR_PARSE_ARGS") ? 2 : 1);
+    process.exit(error instanceof UsageError || (error instanceof DomainError && error.kind === "invalid") || (error as { code?: string }).code?.startsWith("ERR_PARSE_ARGS") ? 2 : 1);
   },
 );

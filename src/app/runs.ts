@@ -11,7 +11,7 @@ import { decideCancel, publicRun, runStream, type CancelAction, type RunEnded, t
 import type { MultitaskStrategy, RunRecord, RunStatus } from "../domain/run-record.js";
 import { isPlainObject, type JsonObject } from "../domain/json.js";
 import { WrongExpectedVersionError, type RecordedEvent } from "../eventstore/types.js";
-import { HttpError } from "../http/errors.js";
+import { conflict, isNotFound, notFound } from "../domain/errors.js";
 import { completeOnThread, loadRunStream, type CompletionDeps } from "../runtime/run-completion.js";
 import type { AuthContext } from "../auth/engine.js";
 import { authConditions, type AuthFilters } from "../auth/filters.js";
@@ -162,7 +162,7 @@ export class RunsService {
     const id = isUuid(idOrGraph) ? idOrGraph.toLowerCase() : this.ctx.graphs.has(idOrGraph) ? defaultAssistantId(idOrGraph) : undefined;
     const assistant = id ? await findAssistantConsistent(this.ctx, id) : undefined;
     if (!assistant) {
-      throw new HttpError(404, `No assistant found for "${idOrGraph}". Make sure the assistant ID is for a valid assistant or a valid graph ID.`);
+      throw notFound(`No assistant found for "${idOrGraph}". Make sure the assistant ID is for a valid assistant or a valid graph ID.`);
     }
     return assistant;
   }
@@ -185,7 +185,7 @@ export class RunsService {
     } else {
       tid = threadId.toLowerCase();
       if (!(await threadStateConsistent(ctx, tid))) {
-        if (req.if_not_exists !== "create") throw new HttpError(404, `Thread with ID ${threadId} not found`);
+        if (req.if_not_exists !== "create") throw notFound(`Thread with ID ${threadId} not found`);
         await createThread(ctx, { thread_id: tid, metadata: obj(req.metadata), if_exists: "do_nothing" });
       }
     }
@@ -253,7 +253,7 @@ export class RunsService {
     if (action) {
       // A run that ended (or was removed) meanwhile needs no cancelling.
       const gone = (error: unknown) => {
-        if (!(error instanceof HttpError && error.statusCode === 404)) throw error;
+        if (!(isNotFound(error))) throw error;
       };
       await Promise.all(decision.cancel.map((id) => this.cancel(tid, id, action).catch(gone)));
     }
@@ -267,14 +267,14 @@ export class RunsService {
       await catchUpWithStream(this.ctx, threadStream(threadId.toLowerCase()));
       v = this.view(runId);
     }
-    if (!v || (threadId !== null && v.run.thread_id !== threadId.toLowerCase())) throw new HttpError(404, "Run not found");
-    if (threadId !== null && !threadState(this.ctx, threadId)) throw new HttpError(404, "Run not found");
+    if (!v || (threadId !== null && v.run.thread_id !== threadId.toLowerCase())) throw notFound("Run not found");
+    if (threadId !== null && !threadState(this.ctx, threadId)) throw notFound("Run not found");
     return publicRun(v);
   }
 
   /** A thread's runs; the custom-auth `filters` apply to the runs' thread (in the SQL query). */
   async list(threadId: string, q: { limit: number; offset: number; status?: RunStatus }, filters?: AuthFilters): Promise<RunRecord[]> {
-    if (!(await threadStateConsistent(this.ctx, threadId))) throw new HttpError(404, `Thread with ID ${threadId} not found`);
+    if (!(await threadStateConsistent(this.ctx, threadId))) throw notFound(`Thread with ID ${threadId} not found`);
     return this.ctx.readModels.runs.listForThread(threadId.toLowerCase(), { ...q, extra: threadsOfRuns(filters) });
   }
 
@@ -282,7 +282,7 @@ export class RunsService {
   async cancel(threadId: string | null, runId: string, action: CancelAction): Promise<void> {
     const id = runId.toLowerCase();
     const v = this.view(id);
-    if (!v || (threadId !== null && v.run.thread_id !== threadId.toLowerCase())) throw new HttpError(404, "Run not found");
+    if (!v || (threadId !== null && v.run.thread_id !== threadId.toLowerCase())) throw notFound("Run not found");
     // The read model's view first; after a conflict, the run stream itself (strongly consistent).
     let stream: RunStreamState = v.stream;
     for (let attempt = 0; ; attempt++) {
@@ -321,8 +321,8 @@ export class RunsService {
 
   async delete(threadId: string, runId: string): Promise<void> {
     const v = this.view(runId);
-    if (!v || v.run.thread_id !== threadId.toLowerCase()) throw new HttpError(404, "Run not found");
-    if (!v.threadFinished) throw new HttpError(409, "Run is still active; cancel it before deleting it");
+    if (!v || v.run.thread_id !== threadId.toLowerCase()) throw notFound("Run not found");
+    if (!v.threadFinished) throw conflict("Run is still active; cancel it before deleting it");
     const result = await this.ctx.store.append(threadStream(v.run.thread_id), [{ type: "RunDeleted", data: { run_id: v.run.run_id, deleted_at: this.ctx.now() } }], "any");
     await this.ctx.readModels.store.waitFor(result.position);
   }

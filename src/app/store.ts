@@ -22,7 +22,7 @@ import type { JsonObject } from "../domain/json.js";
 import type { StoreIndex } from "../runtime/store-index.js";
 import type { Clock } from "./clock.js";
 import { catchUpWithStream } from "./commands.js";
-import { HttpError } from "../http/errors.js";
+import { invalid } from "../domain/errors.js";
 
 export interface StoreServiceOptions {
   store: EventStore;
@@ -60,7 +60,7 @@ export interface SearchCommand {
 /** A namespace that breaks the rules (empty label, period): the official server's 422. */
 export function assertNamespace(namespace: readonly string[], options: { allowEmpty?: boolean } = {}): void {
   const error = namespaceError(namespace, options);
-  if (error) throw new HttpError(422, error);
+  if (error) throw invalid(error);
 }
 
 export class StoreService {
@@ -73,7 +73,7 @@ export class StoreService {
   async put(cmd: PutCommand, by: Attribution = {}): Promise<void> {
     assertNamespace(cmd.namespace);
     const ttl = cmd.ttl === undefined ? (this.o.defaultTtl ?? null) : cmd.ttl;
-    if (ttl !== null && !(ttl > 0)) throw new HttpError(422, "ttl: expected a positive number of minutes or null");
+    if (ttl !== null && !(ttl > 0)) throw invalid("ttl: expected a positive number of minutes or null");
     const vectors = await this.embed(cmd);
     await this.append(storeItemStream(cmd.namespace, cmd.key), decidePut({ ...cmd, ttl_minutes: ttl, vectors }, this.o.clock.now(), by));
   }
@@ -97,7 +97,7 @@ export class StoreService {
     try {
       conditions = parseValueFilter(cmd.filter ?? {});
     } catch (error) {
-      throw new HttpError(422, (error as Error).message);
+      throw invalid((error as Error).message);
     }
     const queryVector = cmd.query && this.o.index ? await this.o.index.embedQuery(cmd.query) : undefined;
     const now = this.o.clock.now();

@@ -1,7 +1,7 @@
 import type { AppContext } from "./context.js";
 import { createThread, deleteThread, threadStateConsistent } from "./threads.js";
 import { applySupersteps } from "./thread-state.js";
-import { HttpError } from "../http/errors.js";
+import { conflict } from "../domain/errors.js";
 import type { Thread } from "../domain/threads.js";
 
 /** What happens to a thread's checkpoints (and other streams) when the thread is copied or deleted. */
@@ -19,7 +19,7 @@ export function threadLifecycle(ctx: AppContext): ThreadLifecycle {
     async copy(threadId) {
       // The folded state as stored: values written beside the thread stay a reference in the copy too.
       const source = (await threadStateConsistent(ctx, threadId))?.thread;
-      if (!source) throw new HttpError(409, `Thread ${threadId} not found`);
+      if (!source) throw conflict(`Thread ${threadId} not found`);
       const copy = await createThread(ctx, {
         metadata: { ...source.metadata },
         if_exists: "raise",

@@ -6,7 +6,7 @@ import { findAssistant } from "./assistants.js";
 import { externalizeIfLarge } from "./large-values.js";
 import { decideUpdateThreadState, threadIsBusy, threadStream } from "../domain/threads.js";
 import { isPlainObject, type JsonObject } from "../domain/json.js";
-import { HttpError } from "../http/errors.js";
+import { conflict, notFound, precondition } from "../domain/errors.js";
 import { execute } from "./commands.js";
 import { toWireJson } from "../runtime/serialize.js";
 import type { CompiledGraph } from "../runtime/graphs.js";
@@ -138,8 +138,8 @@ async function recordThreadState(ctx: AppContext, threadId: string, graph: Compi
 
 function assertIdle(ctx: AppContext, threadId: string): void {
   const s = threadState(ctx, threadId);
-  if (!s) throw new HttpError(404, `Thread with ID ${threadId} not found`);
-  if (threadIsBusy(s)) throw new HttpError(409, "Thread is busy with a running job. Cannot update state.");
+  if (!s) throw notFound(`Thread with ID ${threadId} not found`);
+  if (threadIsBusy(s)) throw conflict("Thread is busy with a running job. Cannot update state.");
 }
 
 export async function updateThreadState(
@@ -149,13 +149,13 @@ export async function updateThreadState(
 ) {
   assertIdle(ctx, threadId);
   const found = await graphOfThread(ctx, threadId);
-  if (!found) throw new HttpError(400, "Thread has no graph: run an assistant on it first, or create it with metadata.graph_id");
+  if (!found) throw precondition("Thread has no graph: run an assistant on it first, or create it with metadata.graph_id");
   const ref = body.checkpoint ?? (body.checkpoint_id ? { checkpoint_id: body.checkpoint_id } : undefined);
   let next: RunnableConfig;
   try {
     next = await found.graph.updateState(configAt(found.config, ref), body.values ?? null, body.as_node);
   } catch (error) {
-    throw new HttpError(400, (error as Error).message);
+    throw precondition((error as Error).message);
   }
   await recordThreadState(ctx, threadId, found.graph, found.config);
   // `checkpoint` is the current shape; the Python server also spreads the deprecated
@@ -170,13 +170,13 @@ export async function applySupersteps(
   supersteps: { updates: { values?: unknown; command?: unknown; as_node: string }[] }[],
 ) {
   const found = await graphOfThread(ctx, threadId);
-  if (!found) throw new HttpError(400, "supersteps: the thread needs metadata.graph_id naming a known graph");
+  if (!found) throw precondition("supersteps: the thread needs metadata.graph_id naming a known graph");
   try {
     await found.graph.bulkUpdateState(found.config, supersteps.map((s) => ({
       updates: s.updates.map((u) => ({ values: u.values, asNode: u.as_node })),
     })));
   } catch (error) {
-    throw new HttpError(400, `supersteps: ${(error as Error).message}`);
+    throw precondition(`supersteps: ${(error as Error).message}`);
   }
   await recordThreadState(ctx, threadId, found.graph, found.config);
   return getThread(ctx, threadId);

@@ -14,7 +14,7 @@ import {
 import type { JsonObject } from "../domain/json.js";
 import type { ThreadFilter, ThreadSortField } from "../read-models/threads.js";
 import type { SortOrder } from "../read-models/statements.js";
-import { HttpError } from "../http/errors.js";
+import { notFound } from "../domain/errors.js";
 import { authConditions, type AuthFilters } from "../auth/filters.js";
 
 /** Application service of threads: commands through the deciders, queries on the read model. */
@@ -35,7 +35,7 @@ export async function threadStateConsistent(ctx: AppContext, threadId: string): 
 
 export async function getThread(ctx: AppContext, threadId: string): Promise<Thread> {
   const s = await threadStateConsistent(ctx, threadId);
-  if (!s) throw new HttpError(404, `Thread with ID ${threadId} not found`);
+  if (!s) throw notFound(`Thread with ID ${threadId} not found`);
   return withValues(ctx, s.thread);
 }
 

@@ -2,7 +2,7 @@ import type { AppContext } from "./context.js";
 import type { ThreadLifecycle } from "./thread-lifecycle.js";
 import { runInRequestContext } from "./request-context.js";
 import { SYSTEM_ACTOR } from "./attribution.js";
-import { HttpError } from "../http/errors.js";
+import { isNotFound } from "../domain/errors.js";
 import { systemClock, MAX_TIMER_MS, type Clock } from "./clock.js";
 
 const THREAD_EVENTS_WITH_TTL = new Set(["ThreadCreated", "ThreadUpdated", "ThreadDeleted", "ThreadPurged"]);
@@ -65,7 +65,7 @@ export class TtlSweeper {
         try {
           await this.lifecycle.delete(threadId);
         } catch (error) {
-          if (!(error instanceof HttpError && error.statusCode === 404)) throw error; // deleted meanwhile
+          if (!(isNotFound(error))) throw error; // deleted meanwhile
         }
       }
     }

@@ -1,5 +1,5 @@
 import type { AppContext } from "./context.js";
-import { HttpError } from "../http/errors.js";
+import { invalid, notFound } from "../domain/errors.js";
 import { filterMatches, type AuthFilters } from "../auth/filters.js";
 import { checkWebhookUrl } from "../webhooks/url-policy.js";
 import { readWebhookAttempts, type WebhookAttemptView } from "../webhooks/attempts.js";
@@ -11,7 +11,7 @@ import { readWebhookAttempts, type WebhookAttemptView } from "../webhooks/attemp
 export function assertWebhookAllowed(ctx: Pick<AppContext, "langgraph">, url: string | undefined): void {
   if (url === undefined || ctx.langgraph.config.http.disable_webhooks) return;
   const check = checkWebhookUrl(url, ctx.langgraph.config.webhooks.url);
-  if (!check.ok) throw new HttpError(422, check.detail);
+  if (!check.ok) throw invalid(check.detail);
 }
 
 /** The delivery log of one run's webhook, from `webhook-{run_id}` (404 when the run is unknown). */
@@ -19,8 +19,8 @@ export async function webhookAttempts(ctx: AppContext, threadId: string | null, 
   const id = runId.toLowerCase();
   // Deliveries outlive their run's row (a stateless run's thread is deleted when it ends).
   const run = ctx.readModels.webhooks.get(id)?.run ?? ctx.readModels.runs.load(id)?.run;
-  if (!run || (threadId !== null && run.thread_id !== threadId.toLowerCase())) throw new HttpError(404, "Run not found");
+  if (!run || (threadId !== null && run.thread_id !== threadId.toLowerCase())) throw notFound("Run not found");
   // Custom auth: a run whose metadata (its thread's at creation) the user may not see is not found.
-  if (filters && !filterMatches(run.metadata, filters)) throw new HttpError(404, "Run not found");
+  if (filters && !filterMatches(run.metadata, filters)) throw notFound("Run not found");
   return readWebhookAttempts(ctx.store, id);
 }

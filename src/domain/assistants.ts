@@ -100,7 +100,7 @@ export type CreateAssistant = Omit<AssistantVersion, "version" | "created_at"> &
 /** `undefined` events with ok=true means "nothing to do" (do_nothing on an existing assistant). */
 export function decideCreateAssistant(state: AssistantState | undefined, cmd: CreateAssistant, now: string): Decision {
   if (live(state)) {
-    return cmd.if_exists === "do_nothing" ? { ok: true, events: [] } : { ok: false, status: 409, detail: "Assistant already exists" };
+    return cmd.if_exists === "do_nothing" ? { ok: true, events: [] } : { ok: false, kind: "conflict", detail: "Assistant already exists" };
   }
   const { if_exists: _ignored, ...fields } = cmd;
   return { ok: true, events: [{ type: "AssistantCreated", data: { ...fields, created_at: now } }] };
@@ -117,7 +117,7 @@ export interface PatchAssistant {
 
 export function decidePatchAssistant(state: AssistantState | undefined, cmd: PatchAssistant, now: string): Decision {
   const s = live(state);
-  if (!s) return { ok: false, status: 404, detail: "Assistant not found" };
+  if (!s) return { ok: false, kind: "not_found", detail: "Assistant not found" };
   const c = s.current;
   const version = Math.max(...s.versions.map((v) => v.version)) + 1;
   return {
@@ -140,12 +140,12 @@ export function decidePatchAssistant(state: AssistantState | undefined, cmd: Pat
 
 export function decideSetLatestVersion(state: AssistantState | undefined, version: number, now: string): Decision {
   const s = live(state);
-  if (!s) return { ok: false, status: 404, detail: "Assistant not found" };
-  if (!s.versions.some((v) => v.version === version)) return { ok: false, status: 404, detail: "Assistant version not found" };
+  if (!s) return { ok: false, kind: "not_found", detail: "Assistant not found" };
+  if (!s.versions.some((v) => v.version === version)) return { ok: false, kind: "not_found", detail: "Assistant version not found" };
   return { ok: true, events: [{ type: "AssistantVersionRestored", data: { version, updated_at: now } }] };
 }
 
 export function decideDeleteAssistant(state: AssistantState | undefined, now: string): Decision {
-  if (!live(state)) return { ok: false, status: 404, detail: "Assistant not found" };
+  if (!live(state)) return { ok: false, kind: "not_found", detail: "Assistant not found" };
   return { ok: true, events: [{ type: "AssistantDeleted", data: { deleted_at: now } }] };
 }

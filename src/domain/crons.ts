@@ -142,12 +142,12 @@ export function publicCron(s: CronState): Record<string, unknown> {
 // ---- deciders (pure) ----
 
 export function decideUpdateCron(s: CronState | undefined, changes: Partial<CronFields>, now: string): Decision {
-  if (!s) return { ok: false, status: 404, detail: "Cron not found" };
+  if (!s) return { ok: false, kind: "not_found", detail: "Cron not found" };
   return { ok: true, events: [{ type: "CronUpdated", data: { ...stripUndefined(changes), updated_at: now } }] };
 }
 
 export function decideDeleteCron(s: CronState | undefined, now: string): Decision {
-  if (!s) return { ok: false, status: 404, detail: "Cron not found" };
+  if (!s) return { ok: false, kind: "not_found", detail: "Cron not found" };
   return { ok: true, events: [{ type: "CronDeleted", data: { deleted_at: now } }] };
 }
 

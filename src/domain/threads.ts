@@ -177,7 +177,7 @@ export function decideCreateThread(
   cmd: { thread_id: string; metadata: JsonObject; if_exists: "raise" | "do_nothing"; copied_from?: string; values?: JsonObject | null; expires_at?: string },
   now: string,
 ): Decision {
-  if (live(state)) return cmd.if_exists === "do_nothing" ? { ok: true, events: [] } : { ok: false, status: 409, detail: "Thread already exists" };
+  if (live(state)) return cmd.if_exists === "do_nothing" ? { ok: true, events: [] } : { ok: false, kind: "conflict", detail: "Thread already exists" };
   const data: z.infer<typeof threadEventSchemas.ThreadCreated> = { thread_id: cmd.thread_id, metadata: cmd.metadata, created_at: now };
   if (cmd.copied_from) data.copied_from = cmd.copied_from;
   if (cmd.values !== undefined) data.values = cmd.values;
@@ -187,7 +187,7 @@ export function decideCreateThread(
 
 export function decidePatchThread(state: ThreadState | undefined, metadata: JsonObject, now: string, expiresAt?: string): Decision {
   const s = live(state);
-  if (!s) return { ok: false, status: 404, detail: "Thread not found" };
+  if (!s) return { ok: false, kind: "not_found", detail: "Thread not found" };
   const data: z.infer<typeof threadEventSchemas.ThreadUpdated> = { metadata: { ...s.thread.metadata, ...metadata }, updated_at: now };
   if (expiresAt !== undefined) data.expires_at = expiresAt;
   return { ok: true, events: [{ type: "ThreadUpdated", data }] };
@@ -198,12 +198,12 @@ export function decidePatchThread(state: ThreadState | undefined, metadata: Json
  * purges its streams, then appends this decision's ThreadPurged.
  */
 export function decidePurgeThread(state: ThreadState | undefined, threadId: string, actor: string, streams: number, now: string): Decision {
-  if (!state || state.purged) return { ok: false, status: 404, detail: `Thread with ID ${threadId} not found` };
+  if (!state || state.purged) return { ok: false, kind: "not_found", detail: `Thread with ID ${threadId} not found` };
   return { ok: true, events: [{ type: "ThreadPurged", data: { thread_id: threadId, purged_at: now, purged_by: actor, streams } }] };
 }
 
 export function decideDeleteThread(state: ThreadState | undefined, now: string): Decision {
-  if (!live(state)) return { ok: false, status: 404, detail: "Thread not found" };
+  if (!live(state)) return { ok: false, kind: "not_found", detail: "Thread not found" };
   return { ok: true, events: [{ type: "ThreadDeleted", data: { deleted_at: now } }] };
 }
 
@@ -213,7 +213,7 @@ export function decideUpdateThreadState(
   now: string,
 ): Decision {
   const s = live(state);
-  if (!s) return { ok: false, status: 404, detail: "Thread not found" };
+  if (!s) return { ok: false, kind: "not_found", detail: "Thread not found" };
   return { ok: true, events: [{ type: "ThreadStateUpdated", data: { ...update, updated_at: now } }] };
 }
 
@@ -232,10 +232,10 @@ export function decideEnqueueRun(
   threadMetadata: JsonObject,
 ): (Decision & { ok: false }) | { ok: true; events: EventData[]; cancel: string[]; strategy: MultitaskStrategy } {
   const s = live(state);
-  if (!s) return { ok: false, status: 404, detail: "Thread not found" };
+  if (!s) return { ok: false, kind: "not_found", detail: "Thread not found" };
   const strategy = run.multitask_strategy;
   if (strategy === "reject" && s.activeRuns.length > 0) {
-    return { ok: false, status: 409, detail: "Thread is already running a task. Wait for it to finish or choose a different multitask strategy." };
+    return { ok: false, kind: "conflict", detail: "Thread is already running a task. Wait for it to finish or choose a different multitask strategy." };
   }
   const cancel = strategy === "interrupt" || strategy === "rollback" ? [...s.activeRuns] : [];
   return { ok: true, events: [{ type: "RunEnqueued", data: { run, thread_metadata: threadMetadata } }], cancel, strategy };

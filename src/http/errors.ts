@@ -1,6 +1,7 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
 import { hasZodFastifySchemaValidationErrors, isResponseSerializationError } from "fastify-type-provider-zod";
 import { WrongExpectedVersionError } from "../eventstore/types.js";
+import { DomainError, type FailureKind } from "../domain/errors.js";
 
 /** An error that maps to an HTTP status with a `{"detail": ...}` body (the Python server's shape). */
 export class HttpError extends Error {
@@ -15,9 +16,13 @@ export class HttpError extends Error {
   }
 }
 
-export const notFound = (detail: string) => new HttpError(404, detail);
-export const conflict = (detail: string) => new HttpError(409, detail);
-export const unprocessable = (detail: string) => new HttpError(422, detail);
+/** The HTTP form of the application's refusals. */
+export const STATUS_OF_FAILURE: Record<FailureKind, number> = {
+  not_found: 404,
+  conflict: 409,
+  invalid: 422,
+  precondition: 400,
+};
 
 interface ZodLikeIssue {
   instancePath?: string;
@@ -37,6 +42,10 @@ function describeValidation(context: string | undefined, issues: ZodLikeIssue[])
 export function errorHandler(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
   if (error instanceof HttpError) {
     reply.headers(error.headers).code(error.statusCode).send({ detail: error.detail });
+    return;
+  }
+  if (error instanceof DomainError) {
+    reply.code(STATUS_OF_FAILURE[error.kind]).send({ detail: error.detail });
     return;
   }
   if (hasZodFastifySchemaValidationErrors(error)) {

@@ -19,7 +19,7 @@ import {
 import type { StoreService } from "../app/store.js";
 import { namespaceError, type Attribution, type StoreItemState } from "../domain/store.js";
 import type { JsonObject } from "../domain/json.js";
-import { HttpError } from "../http/errors.js";
+import { DomainError } from "../domain/errors.js";
 
 const toItem = (s: StoreItemState): Item => ({
   namespace: s.namespace, key: s.key, value: s.value, createdAt: new Date(s.created_at), updatedAt: new Date(s.updated_at),
@@ -30,12 +30,12 @@ function checkNamespace(namespace: string[], allowEmpty: boolean): void {
   if (error) throw new InvalidNamespaceError(error);
 }
 
-/** The service's refusals (HttpError) become plain errors inside a graph. */
+/** The service's refusals (DomainError) become plain errors inside a graph. */
 async function unwrap<T>(work: Promise<T>): Promise<T> {
   try {
     return await work;
   } catch (error) {
-    if (error instanceof HttpError) throw new Error(error.detail);
+    if (error instanceof DomainError) throw new Error(error.detail);
     throw error;
   }
 }
