@@ -210,7 +210,10 @@ export async function startServer(config: Config, deps: ServerDeps = {}): Promis
         selfUrl: () => selfUrl,
         resolver: deps.resolver,
         log: (m) => console.error(m),
+        onAttempt: metrics.onWebhookAttempt,
       });
+      const started = dispatcher;
+      metrics.webhooksInFlight = () => started.inFlight;
       dispatcher.start();
     }
     scheduler = new CronScheduler({

@@ -101,6 +101,40 @@ t.test("webhooks", async (t) => {
     t.match(end, { type: "WebhookFailed", data: { attempts: 1, reason: "receiver answered 410" } });
   });
 
+  t.test("/metrics counts attempts by outcome, delivery latency and pending deliveries", async (t) => {
+    const scrape = async () => {
+      const text = await (await fetch(`${server.url}/metrics`)).text();
+      const value = (name: string) => Number(text.match(new RegExp(`^${name.replace(/[{}"]/g, "\\$&")} (\\S+)$`, "m"))?.[1] ?? NaN);
+      return {
+        delivered: value('agent_server_webhook_attempts_total{outcome="delivered"}'),
+        retry: value('agent_server_webhook_attempts_total{outcome="retry"}'),
+        failed: value('agent_server_webhook_attempts_total{outcome="failed"}'),
+        attempts: value("agent_server_webhook_attempt_seconds_count"),
+        deliveries: value("agent_server_webhook_delivery_seconds_count"),
+        pending: value("agent_server_webhook_pending_deliveries"),
+        inFlight: value("agent_server_webhook_attempts_in_flight"),
+      };
+    };
+    const before = await scrape();
+    t.ok(Number.isFinite(before.delivered) && Number.isFinite(before.failed), "every outcome is exported");
+    receiver.script.push({ status: 500 });
+    const ok = await client.runs.create(null, "agent", { input, webhook: `${receiver.url}/metrics-ok` });
+    const okEnd = await deliveryEnd(store, ok.run_id);
+    receiver.script.push({ status: 404 });
+    const gone = await client.runs.create(null, "agent", { input, webhook: `${receiver.url}/metrics-gone` });
+    const goneEnd = await deliveryEnd(store, gone.run_id);
+    await server.server.readModels.store.waitFor(goneEnd.position > okEnd.position ? goneEnd.position : okEnd.position);
+    const after = await scrape();
+    t.same(
+      { delivered: after.delivered - before.delivered, retry: after.retry - before.retry, failed: after.failed - before.failed },
+      { delivered: 1, retry: 1, failed: 1 },
+    );
+    t.equal(after.attempts - before.attempts, 3, "each attempt's duration is observed");
+    t.equal(after.deliveries - before.deliveries, 1, "delivered ones also observe the latency since the run ended");
+    t.equal(after.pending, 0, "nothing due or being sent");
+    t.equal(after.inFlight, 0);
+  });
+
   t.test("every endpoint that takes a webhook sends one", async (t) => {
     const thread = await client.threads.create();
     const hook = (name: string) => `${receiver.url}/ep/${name}`;

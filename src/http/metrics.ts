@@ -2,12 +2,18 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom
 import type { FastifyPluginAsync } from "fastify";
 import type { EventStore } from "../eventstore/types.js";
 import type { ReadModels } from "../read-models/all.js";
+import type { AttemptOutcome } from "../webhooks/dispatcher.js";
 
 /** The server's Prometheus metrics (one registry per server: several may share a process in tests). */
 export class ServerMetrics {
   readonly registry = new Registry();
   readonly appendSeconds: Histogram;
   readonly appendFailures: Counter;
+  readonly webhookAttempts: Counter;
+  readonly webhookAttemptSeconds: Histogram;
+  readonly webhookDeliverySeconds: Histogram;
+  /** Webhook attempts this process has in flight (set by the dispatcher's owner). */
+  webhooksInFlight: () => number = () => 0;
   /** Open SSE streams (run streams and joins), counted by the run routes. */
   openStreams = 0;
 
@@ -19,6 +25,19 @@ export class ServerMetrics {
       buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
     });
     this.appendFailures = new Counter({ name: "agent_server_append_failures_total", help: "Appends the event log refused (conflicts included)", registers });
+    this.webhookAttempts = new Counter({
+      name: "agent_server_webhook_attempts_total", labelNames: ["outcome"], registers,
+      help: "Webhook attempts of this process by outcome: delivered, retry (will be tried again), failed (given up or refused)",
+    });
+    for (const outcome of ["delivered", "retry", "failed"] satisfies AttemptOutcome[]) this.webhookAttempts.inc({ outcome }, 0);
+    this.webhookAttemptSeconds = new Histogram({
+      name: "agent_server_webhook_attempt_seconds", help: "Duration of one webhook attempt (policy check, connect, send, answer)", registers,
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    });
+    this.webhookDeliverySeconds = new Histogram({
+      name: "agent_server_webhook_delivery_seconds", help: "From a run's end to its webhook's delivery, retries included", registers,
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5, 30, 60, 300, 900],
+    });
   }
 
   /** The gauges read at scrape time from the read models and the log (nothing to keep in sync). */
@@ -45,6 +64,18 @@ export class ServerMetrics {
       },
     });
     new Gauge({
+      name: "agent_server_webhook_pending_deliveries", help: "Webhook deliveries due or being sent, across every process of the store", registers,
+      collect() {
+        this.set(readModels.webhooks.openCount());
+      },
+    });
+    new Gauge({
+      name: "agent_server_webhook_attempts_in_flight", help: "Webhook attempts this process is sending now", registers,
+      collect() {
+        this.set(metrics.webhooksInFlight());
+      },
+    });
+    new Gauge({
       name: "agent_server_projection_lag_events", help: "Log head position minus the read models' position", registers,
       async collect() {
         const head = await store.headPosition();
@@ -59,6 +90,13 @@ export class ServerMetrics {
       },
     });
   }
+
+  /** For the webhook dispatcher. */
+  readonly onWebhookAttempt = (outcome: AttemptOutcome, attemptSeconds: number, sinceEndedSeconds?: number) => {
+    this.webhookAttempts.inc({ outcome });
+    this.webhookAttemptSeconds.observe(attemptSeconds);
+    if (sinceEndedSeconds !== undefined) this.webhookDeliverySeconds.observe(sinceEndedSeconds);
+  };
 
   /** For the store wrapper (see recordingPositions). */
   readonly onAppend = (seconds: number, ok: boolean) => {

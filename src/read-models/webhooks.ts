@@ -63,12 +63,14 @@ export class WebhooksReadModel {
   private readonly dueStmt: Database.Statement;
   private readonly nextStmt: Database.Statement;
   private readonly sendingStmt: Database.Statement;
+  private readonly openCountStmt: Database.Statement;
 
   constructor(db: Database.Database) {
     this.get = findDelivery(db);
     // `?` lists (as JSON) the deliveries this process is sending now: they are neither due nor a reason to wake.
     this.dueStmt = db.prepare("SELECT doc FROM webhook_deliveries WHERE status IN ('due', 'sending') AND due_at <= ? AND run_id NOT IN (SELECT value FROM json_each(?)) ORDER BY due_at LIMIT ?").pluck();
     this.sendingStmt = db.prepare("SELECT doc FROM webhook_deliveries WHERE status IN ('due', 'sending') AND status = 'sending'").pluck();
+    this.openCountStmt = db.prepare("SELECT count(*) FROM webhook_deliveries WHERE status IN ('due', 'sending')").pluck();
     this.nextStmt = db.prepare("SELECT min(due_at) FROM webhook_deliveries WHERE status IN ('due', 'sending') AND run_id NOT IN (SELECT value FROM json_each(?))").pluck();
   }
 
@@ -80,6 +82,11 @@ export class WebhooksReadModel {
   /** Deliveries claimed and not finished (at start on a single-process store: claims of a dead process). */
   sending(): Delivery[] {
     return (this.sendingStmt.all() as string[]).map(decodeDelivery);
+  }
+
+  /** Deliveries due or being sent, across every process on the store (through the partial index). */
+  openCount(): number {
+    return this.openCountStmt.get() as number;
   }
 
   /** The earliest due time of any open delivery but those in `excluding` (ms), or undefined. */

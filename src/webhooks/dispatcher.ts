@@ -42,7 +42,11 @@ export interface DispatcherOptions {
   nowMs?: () => number;
   nowIso?: () => string;
   log?: (message: string) => void;
+  /** Told of every attempt's outcome (for /metrics); `sinceEndedSeconds` is from the run's end to a delivery. */
+  onAttempt?: (outcome: AttemptOutcome, attemptSeconds: number, sinceEndedSeconds?: number) => void;
 }
+
+export type AttemptOutcome = "delivered" | "retry" | "failed";
 
 const WAKE_TYPES = new Set(["WebhookClaimed", "WebhookAttempted", "WebhookDelivered", "WebhookFailed"]);
 
@@ -199,6 +203,8 @@ export class WebhookDispatcher {
     const durationMs = Math.round((performance.now() - started) * 10) / 10;
     const nowMs = this.nowMs();
     const verdict = classifyAttempt(result, attempt, this.o.retry, nowMs);
+    const endedMs = d.ended ? Date.parse(d.ended.ended_at) : NaN;
+    this.o.onAttempt?.(verdict.outcome, durationMs / 1000, verdict.outcome === "delivered" && Number.isFinite(endedMs) ? Math.max(0, nowMs - endedMs) / 1000 : undefined);
     if (verdict.outcome === "failed" || ("error" in result && result.final)) this.o.log?.(`webhook of run ${d.run_id} attempt ${attempt}: ${"error" in result ? result.error : `HTTP ${result.statusCode}`}`);
     const events = attemptEvents(
       {
