@@ -95,6 +95,30 @@ export async function rssMiB(pid: number): Promise<number> {
   return Math.round((kb / 1024) * 10) / 10;
 }
 
+/**
+ * RSS now, and once the process has been left idle: V8 keeps the young generation and the garbage
+ * of a burst until its memory reducer runs (about 15 s into idleness), so RSS read right after
+ * start-up or a load is mostly not-yet-returned heap. Samples every 500 ms for up to `maxMs`,
+ * stopping early once RSS fell at least 10 % below the first sample and held for a sample.
+ */
+export async function rssNowAndSettled(pid: number, maxMs: number): Promise<{ now_mib: number; settled_mib: number; settled_after_ms: number }> {
+  const first = await rssMiB(pid);
+  let last = first;
+  let dropped = false;
+  const t0 = performance.now();
+  while (performance.now() - t0 < maxMs) {
+    await new Promise((r) => setTimeout(r, 500));
+    const rss = await rssMiB(pid);
+    if (dropped && rss <= last * 1.02) {
+      last = Math.min(last, rss);
+      break;
+    }
+    dropped = rss < first * 0.9;
+    last = rss;
+  }
+  return { now_mib: first, settled_mib: last, settled_after_ms: Math.round(performance.now() - t0) };
+}
+
 let clockTicks: number | undefined;
 
 /** CPU time a process has used so far (user + system), milliseconds, from /proc/<pid>/stat. */

@@ -1,5 +1,5 @@
 import type { LookupFunction } from "node:net";
-import { Agent, request } from "undici";
+import type { Agent } from "undici";
 import type { WebhookUrlPolicy } from "../runtime/langgraph-config.js";
 import { addressRefusal, systemResolver, type Resolver } from "./url-policy.js";
 import type { AttemptResult } from "./retry.js";
@@ -57,15 +57,22 @@ function describeError(error: unknown): { error: string; final?: boolean } {
  * and dropped (only the status matters).
  */
 export function undiciSender(o: SendOptions): { send: WebhookSender; close(): Promise<void> } {
-  const agent = new Agent({
-    connect: { timeout: o.connectTimeoutMs, lookup: guardedLookup(o.policy, o.resolver ?? systemResolver) },
-    headersTimeout: o.totalTimeoutMs,
-    bodyTimeout: o.totalTimeoutMs,
-    connections: o.connections ?? 64,
-  });
+  // undici is loaded with the first webhook (about 10 MiB a server without webhooks never pays).
+  let client: Promise<{ agent: Agent; request: typeof import("undici").request }> | undefined;
+  const load = () =>
+    (client ??= import("undici").then(({ Agent, request }) => ({
+      request,
+      agent: new Agent({
+        connect: { timeout: o.connectTimeoutMs, lookup: guardedLookup(o.policy, o.resolver ?? systemResolver) },
+        headersTimeout: o.totalTimeoutMs,
+        bodyTimeout: o.totalTimeoutMs,
+        connections: o.connections ?? 64,
+      }),
+    })));
   const send: WebhookSender = async (url, body, headers, signal) => {
     const timeout = AbortSignal.timeout(o.totalTimeoutMs);
     try {
+      const { agent, request } = await load();
       const res = await request(url, {
         method: "POST",
         body,
@@ -81,5 +88,5 @@ export function undiciSender(o: SendOptions): { send: WebhookSender; close(): Pr
       return describeError(error);
     }
   };
-  return { send, close: () => agent.close() };
+  return { send, close: async () => (client ? (await client).agent.close() : undefined) };
 }
