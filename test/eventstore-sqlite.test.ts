@@ -296,6 +296,32 @@ t.test("reads filtered by type use the type index and give what filtering every 
   }
 });
 
+t.test("filtered reads over skewed types: one type fills pages while another waits after them", async (t) => {
+  const file = path.join(await tempDir(t), "events.sqlite");
+  const writer = await openSqliteStore({ path: file });
+  // 2,500 of one type, then 1,200 of another, then both interleaved: page ends come from either type.
+  const plan = [...Array(2_500).fill("Created"), ...Array(1_200).fill("Enqueued"), ...Array.from({ length: 1_100 }, (_, i) => (i % 3 ? "Created" : "Enqueued"))];
+  for (let i = 0; i < plan.length; i += 400) {
+    await Promise.all(plan.slice(i, i + 400).map((type, k) => writer.append(`s-${(i + k) % 11}`, [{ type, data: { i: i + k } }])));
+  }
+  await writer.append("noise-1", [{ type: "Noise", data: {} }]);
+  const everything = await writer.readAll();
+  await writer.close();
+  // A store just opened holds no recent events: every read goes to the database's type index.
+  const store = await openSqliteStore({ path: file });
+  t.teardown(() => store.close());
+  for (const filter of [{ eventTypes: ["Created", "Enqueued"] }, { eventTypes: ["Enqueued"] }, { eventTypes: ["Created", "Enqueued", "Noise"] }] as EventFilter[]) {
+    const expected = everything.filter((e) => matchesFilter(e.streamId, e.type, filter));
+    const seen: RecordedEvent[] = [];
+    for await (const item of store.subscribeToAll({ filter })) {
+      if (item.kind === "caughtUp") break;
+      seen.push(item.event);
+    }
+    t.same(positions(seen), positions(expected), `subscribeToAll ${JSON.stringify(filter)}`);
+    t.same(positions(await store.readAll({ filter, fromPosition: everything[3_000].position })), positions(expected.filter((e) => e.position >= everything[3_000].position)));
+  }
+});
+
 t.test("a version 1 file is upgraded in place: type index added, events kept", async (t) => {
   const file = path.join(await tempDir(t), "events.sqlite");
   const v1 = new Database(file);

@@ -131,6 +131,10 @@ function prepareStatements(db: Database.Database) {
     allPage: raw(`SELECT ${COLUMNS} FROM events WHERE position >= ? ORDER BY position LIMIT ${PAGE_SIZE}`),
     /** One event type after a position: a range of the (type, position) index, then only those rows. */
     typePage: raw(`SELECT ${COLUMNS} FROM events WHERE type = ? AND position >= ? ORDER BY position LIMIT ${PAGE_SIZE}`),
+    /** Position of the page's last event of one type, if it has a full page: read from the index alone. */
+    typePageEnd: db.prepare(`SELECT position FROM events WHERE type = ? AND position >= ? ORDER BY position LIMIT 1 OFFSET ${PAGE_SIZE - 1}`).pluck().safeIntegers(true),
+    /** The events of one type in a range of positions (at most a page: the range ends at a page end). */
+    typeRange: raw(`SELECT ${COLUMNS} FROM events WHERE type = ? AND position >= ? AND position <= ? ORDER BY position`),
     /** A purge keeps each event's place and attribution; its type and data become a tombstone. */
     purge: db.prepare(
       `UPDATE events SET type = '${PURGED_EVENT_TYPE}', data = json_object('purged_type', type) WHERE stream_id = ? AND type <> '${PURGED_EVENT_TYPE}'`,
@@ -303,12 +307,14 @@ class SqliteStore implements SqliteEventStore {
    * another type before it is missed; when no page is full, every matching event up to the head is in hand.
    */
   private readTypesAfter(cursor: bigint, types: string[], prefixes: string[] | undefined): Page {
-    const perType = [...new Set(types)].map((type) => this.sql.typePage.all(type, cursor + 1n) as Row[]);
+    const distinct = [...new Set(types)];
+    // The bound first, from the index alone: rows past it would be read (payloads and all) only to be dropped.
     let bound: bigint | undefined;
-    for (const rows of perType) {
-      if (rows.length === PAGE_SIZE && (bound === undefined || rows[PAGE_SIZE - 1][0] < bound)) bound = rows[PAGE_SIZE - 1][0];
+    for (const type of distinct) {
+      const end = this.sql.typePageEnd.get(type, cursor + 1n) as bigint | undefined;
+      if (end !== undefined && (bound === undefined || end < bound)) bound = end;
     }
-    const rows = perType.flat().filter((row) => bound === undefined || row[0] <= bound);
+    const rows = distinct.flatMap((type) => (bound === undefined ? this.sql.typePage.all(type, cursor + 1n) : this.sql.typeRange.all(type, cursor + 1n, bound)) as Row[]);
     rows.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
     const events = parsed(prefixes ? rows.filter((row) => prefixes.some((p) => row[1].startsWith(p))) : rows);
     return { events, cursor: bound ?? rows[rows.length - 1]?.[0], atHead: bound === undefined };

@@ -210,6 +210,7 @@ export class ReadModelStore {
     const pending = this.pendingRebuild;
     if (!pending) return;
     this.pendingRebuild = undefined;
+    if (this.db.inTransaction) this.db.exec("COMMIT");
     this.db.transaction(() => {
       for (const statement of pending.indexes) this.db.exec(statement);
       this.db.prepare("INSERT INTO read_model_meta (key, value) VALUES ('fingerprint', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value").run(pending.fingerprint);
@@ -222,6 +223,9 @@ export class ReadModelStore {
 
   private commit(batch: readonly RecordedEvent[]): void {
     const last = batch[batch.length - 1].position;
+    // A rebuild is one transaction (each batch a savepoint in it): pages are written once, not once
+    // per batch. Nothing is lost by it: a rebuild cut short starts over (the fingerprint comes last).
+    if (this.pendingRebuild && !this.db.inTransaction) this.db.exec("BEGIN");
     this.db.transaction(() => {
       for (const event of batch) {
         for (const { table, apply } of this.writers) if (concerns(table, event)) apply(event);

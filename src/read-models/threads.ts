@@ -57,8 +57,8 @@ export const threadsTable: TableProjection = {
   eventTypes: Object.keys(threadEventSchemas),
   prepare(db) {
     const load = loader(db);
-    const upsert = db.prepare(`INSERT INTO threads (${COLUMNS}) VALUES (@thread_id, @revision, @deleted, @status, @resting_status, @active_runs,
-        @created_at, @updated_at, @state_updated_at, @metadata, @config, @values, @interrupts, @error, @expires_at, @purged)
+    // Positional parameters, in COLUMN_NAMES order: binding an object by names costs more per row (rebuilds feel it).
+    const upsert = db.prepare(`INSERT INTO threads (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
       ON CONFLICT (thread_id) DO UPDATE SET revision = excluded.revision, deleted = excluded.deleted, status = excluded.status,
         resting_status = excluded.resting_status, active_runs = excluded.active_runs, created_at = excluded.created_at,
         updated_at = excluded.updated_at, state_updated_at = excluded.state_updated_at, metadata = excluded.metadata,
@@ -69,13 +69,13 @@ export const threadsTable: TableProjection = {
       if (!after) return;
       const t = after.thread;
       const metadata = JSON.stringify(t.metadata);
-      upsert.run({
-        thread_id: id, revision: after.revision, deleted: after.deleted ? 1 : 0, status: t.status, resting_status: after.restingStatus,
-        active_runs: JSON.stringify(after.activeRuns), created_at: t.created_at, updated_at: t.updated_at, state_updated_at: t.state_updated_at,
-        metadata, config: JSON.stringify(t.config), values: t.values === undefined || t.values === null ? null : JSON.stringify(t.values),
-        interrupts: JSON.stringify(t.interrupts), error: t.error === undefined ? null : JSON.stringify(t.error),
-        expires_at: after.expiresAt ?? null, purged: after.purged ? 1 : 0,
-      });
+      upsert.run(
+        id, after.revision, after.deleted ? 1 : 0, t.status, after.restingStatus,
+        JSON.stringify(after.activeRuns), t.created_at, t.updated_at, t.state_updated_at,
+        metadata, JSON.stringify(t.config), t.values === undefined || t.values === null ? null : JSON.stringify(t.values),
+        JSON.stringify(t.interrupts), t.error === undefined ? null : JSON.stringify(t.error),
+        after.expiresAt ?? null, after.purged ? 1 : 0,
+      );
       if (!before || before.deleted !== after.deleted || JSON.stringify(before.thread.metadata) !== metadata) index.replace(id, after.deleted ? undefined : t.metadata, !before);
     };
     const entities = new BatchedEntities<ThreadState>(load, write);
