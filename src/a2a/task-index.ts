@@ -7,8 +7,9 @@ import type { AppContext } from "../app/context.js";
 import type { RunRecord } from "../domain/run-record.js";
 import type { SqlFragment } from "../read-models/json-filter.js";
 
-/** Run metadata key of the runs that continue a task after an interrupt (the task keeps its first run's id). */
-export const TASK_ID_KEY = "a2a_task_id";
+import { TASK_ID_KEY } from "../domain/a2a-push.js";
+
+export { TASK_ID_KEY };
 
 export interface TaskScope {
   assistantId: string;
