@@ -28,6 +28,7 @@ import { RunWorker } from "./runtime/worker.js";
 import { loadAuth } from "./auth/load.js";
 import { skipRunTreesUnlessTracing } from "./runtime/tracing.js";
 import { a2aRoutes } from "./a2a/routes.js";
+import { a2aPushBody } from "./a2a/push-body.js";
 import { CronsService } from "./app/crons.js";
 import { cronRoutes } from "./http/routes/crons.js";
 import { webhookRoutes } from "./http/routes/webhooks.js";
@@ -210,6 +211,7 @@ export async function startServer(config: Config, deps: ServerDeps = {}): Promis
         selfUrl: () => selfUrl,
         resolver: deps.resolver,
         log: (m) => console.error(m),
+        pushBody: a2aPushBody(ctx, runService),
       });
       dispatcher.start();
     }
