@@ -24,7 +24,7 @@ import { threadsOfRuns } from "../app/runs.js";
 import type { AuthAction } from "../auth/engine.js";
 import { readModelTaskIndex } from "./task-index.js";
 import { taskOf } from "./task-view.js";
-import type { Operation } from "./types.js";
+import type { Operation, SendParams } from "./types.js";
 
 export interface A2ARoutesOptions {
   /** PUBLIC_URL: the base URL the card advertises (default: the request's host). */
@@ -46,8 +46,11 @@ function accessOf(ctx: AppContext, req: FastifyRequest) {
       const { filters } = await authorize(req, "threads", "search", value);
       return filters && threadsOfRuns(filters);
     },
-    send(): SendAccess {
+    async send(p: SendParams): Promise<SendAccess> {
+      const taskId = p.message.taskId;
+      const visible = taskId === undefined ? undefined : await this.visible("read", { run_id: taskId });
       return {
+        ...(visible ? { visible } : {}),
         ...(req.auth ? { auth: req.auth } : {}),
         ...(req.server.authHandlers ? { authorizeRun: (threadId: string, request: RunRequest, runId: string) => authorizeCreateRun(ctx, req, threadId, request, runId) } : {}),
       };
@@ -87,7 +90,7 @@ export function a2aRoutes(ctx: AppContext, runs: RunsService, options: A2ARoutes
     switch (op) {
       case "send": {
         const p = codec.decodeSend(params);
-        const { view, taskId } = await service.start(assistant, p, headers, false, codec.version, access.send());
+        const { view, taskId } = await service.start(assistant, p, headers, false, codec.version, await access.send(p));
         // Non-blocking (`blocking: false`, `returnImmediately`): the task as it is now.
         const task = await service.settled(view.run.run_id, taskId, p.historyLength, p.blocking ? signal : AbortSignal.abort());
         return codec.encodeSendResult(task);
@@ -145,7 +148,7 @@ export function a2aRoutes(ctx: AppContext, runs: RunsService, options: A2ARoutes
       const access = accessOf(ctx, req);
       if (op === "stream") {
         const p = codec.decodeSend(params);
-        const { view, ended, taskId } = await service.start(assistant, p, headers, true, codec.version, access.send());
+        const { view, ended, taskId } = await service.start(assistant, p, headers, true, codec.version, await access.send(p));
         await send(success(id, codec.encodeEvent(taskOf(view, ended, { taskId, historyLength: p.historyLength }))));
         for await (const item of service.events(view.run.run_id, taskId, "start", stopped.signal)) {
           await send(success(id, codec.encodeEvent(item.event)), item.revision);
@@ -181,6 +184,8 @@ export function a2aRoutes(ctx: AppContext, runs: RunsService, options: A2ARoutes
     app.removeAllContentTypeParsers();
     app.addContentTypeParser("*", { parseAs: "string" }, (_req, body, done) => done(null, body));
     app.setErrorHandler((error: Error & { statusCode?: number; code?: string }, _request, reply) => {
+      // Authentication failures (the API key, custom auth) are answered as on every other route.
+      if (error.statusCode === 401 || error.statusCode === 403) throw error;
       // Failures before the handler (body too large, unreadable body): a JSON-RPC error without an id.
       const tooLarge = error.code === "FST_ERR_CTP_BODY_TOO_LARGE";
       const status = tooLarge ? 413 : 400;

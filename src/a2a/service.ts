@@ -54,6 +54,8 @@ export interface SendAccess {
   auth?: AuthContext;
   /** Authorizes the run on its thread; returns the run's metadata (the handler may add some); 404 hides the thread. */
   authorizeRun?: (threadId: string, request: RunRequest, runId: string) => Promise<JsonObject>;
+  /** Which tasks a follow-up message may name (`threads:read`): another user's task is not found. */
+  visible?: Visible;
 }
 
 export class A2AService {
@@ -141,7 +143,7 @@ export class A2AService {
     let plan: GraphInput;
     let taskId: string | undefined;
     if (message.taskId) {
-      const resolved = await this.resolve(assistant, message.taskId);
+      const resolved = await this.resolve(assistant, message.taskId, access.visible);
       const state = taskStateOf(resolved.view, resolved.ended);
       if (TERMINAL_STATES.has(state)) {
         throw unsupported(`Task '${message.taskId}' is ${state}: a terminal task takes no more messages; send one without taskId to start a new task in its context`);
