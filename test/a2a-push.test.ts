@@ -207,6 +207,24 @@ t.test("a config set on a task waiting for input: the run that resumes it is pus
   t.match(JSON.parse(got.body), { id: asked.id, status: { state: "completed" } });
 });
 
+t.test("with http.disable_webhooks: -32003 and the card says pushNotifications: false", async (t) => {
+  const file = path.join(await mkdtemp(path.join(os.tmpdir(), "a2a-push-off-")), "langgraph.json");
+  const base = JSON.parse(await readFile(config, "utf8")) as Record<string, unknown>;
+  await writeFile(file, JSON.stringify({ ...base, http: { disable_webhooks: true } }));
+  const off = await startTestServer({ env: { LANGGRAPH_JSON: file } });
+  t.teardown(() => off.close());
+  const card = (await (await fetch(`${off.url}/.well-known/agent-card.json?assistant_id=agent`)).json()) as { capabilities: Record<string, boolean> };
+  t.equal(card.capabilities.pushNotifications, false);
+  const offCall = (method: string, params: unknown) => rpc(off.url, "agent", { jsonrpc: "2.0", id: 1, method, params });
+  const task = (await offCall("message/send", { message: textMessage("no push") })).json.result;
+  t.equal((await offCall("tasks/pushNotificationConfig/list", { id: task.id })).json.error.code, -32003);
+  t.equal((await offCall("tasks/pushNotificationConfig/set", { taskId: task.id, pushNotificationConfig: { url: `${receiver.url}/x` } })).json.error.code, -32003);
+  const v1 = await offCall("GetTaskPushNotificationConfig", { taskId: task.id, id: "x" });
+  t.match(v1.json.error, { code: -32003, data: [{ reason: "PUSH_NOTIFICATION_NOT_SUPPORTED" }] });
+  const send = await offCall("message/send", { message: textMessage("push?"), configuration: { pushNotificationConfig: { url: `${receiver.url}/x` } } });
+  t.equal(send.json.error.code, -32003);
+});
+
 t.test("@a2a-js/sdk 0.3 client: set, get, list, delete", async (t) => {
   const client = await new ClientFactory().createFromUrl(`${s.url}/.well-known/agent-card.json?assistant_id=agent`, "");
   const task = (await client.sendMessage({ message: textMessage("sdk") })) as Task;

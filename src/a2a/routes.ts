@@ -85,6 +85,7 @@ export function a2aRoutes(ctx: AppContext, runs: RunsService, options: A2ARoutes
   /** The non-streaming operations; each returns the encoded `result`. */
   async function call(req: FastifyRequest, op: Operation, codec: Codec, assistantParam: string, params: unknown, headers: Headers, signal: AbortSignal): Promise<unknown> {
     if (op === "extendedCard") throw unsupported("this agent has no authenticated extended card");
+    if (op === "pushSet" || op === "pushGet" || op === "pushList" || op === "pushDelete") service.assertPushSupported();
     const assistant = await service.assistant(assistantParam);
     const access = accessOf(ctx, req);
     switch (op) {

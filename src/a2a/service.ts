@@ -328,10 +328,14 @@ export class A2AService {
   // ---- push notification configs (events on `a2a-push-{task_id}`, read from the webhooks read model)
 
   /** Push needs the webhook machinery (-32003 without it); the URL follows the webhook URL policy (-32602). */
-  private assertPushAllowed(url: string): void {
+  assertPushSupported(): void {
     if (this.ctx.langgraph.config.http.disable_webhooks) {
       throw new A2AError(ErrorCode.PushNotificationNotSupported, "Push notifications are not supported: webhooks are disabled (http.disable_webhooks)");
     }
+  }
+
+  private assertPushAllowed(url: string): void {
+    this.assertPushSupported();
     const check = checkWebhookUrl(url, this.ctx.langgraph.config.webhooks.url);
     if (!check.ok) throw invalidParams(check.detail);
   }
