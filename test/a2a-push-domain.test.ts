@@ -62,6 +62,12 @@ t.test("fold: configs, links, one delivery per config when a linked run ends", a
   apply(enqueued("run3", { [TASK_ID_KEY]: "task9" }));
   apply(ended("run3", "success", 4000));
   t.same(model.pushesOfRun("run3"), []);
+  // A set that saw its run running, whose end reached the log first, catches that end up.
+  apply(set("c3", "run4"));
+  apply(ev("a2a-push-task1", "A2APushRunEndCaughtUp", { task_id: "task1", run_id: "run4", config_id: "c3", ended: { status: "success", ended_at: new Date(5000).toISOString() } }));
+  t.match(model.pushesOfRun("run4"), [{ status: "due", due_at: 5000, push: { task_id: "task1", config_id: "c3" } }]);
+  apply(ev("a2a-push-task1", "A2APushRunEndCaughtUp", { task_id: "task1", run_id: "run4", config_id: "c3", ended: { status: "success", ended_at: new Date(6000).toISOString() } }));
+  t.equal(model.pushesOfRun("run4").length, 1, "caught up once");
   // The delivery's attempts fold as a run webhook's do.
   const key = pushDeliveryKey("run2", "c2");
   apply({ ...ev(`webhook-${key}`, "WebhookAttempted", { owner: "o", attempt: 1, delivery_id: "x", started_at: "", duration_ms: 1, status_code: 200, outcome: "delivered" }), revision: 0n });

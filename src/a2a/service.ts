@@ -14,7 +14,7 @@ import type { JsonObject } from "../domain/json.js";
 import type { RunRecord } from "../domain/run-record.js";
 import type { AuthContext } from "../auth/engine.js";
 import type { SqlFragment } from "../read-models/json-filter.js";
-import { a2aPushStream, type StoredPushConfig } from "../domain/a2a-push.js";
+import { a2aPushStream, pushDeliveryKey, type StoredPushConfig } from "../domain/a2a-push.js";
 import { checkWebhookUrl } from "../webhooks/url-policy.js";
 import { isLargeValueMarker, resolveLarge } from "../app/large-values.js";
 import { A2AError, ErrorCode, invalidParams, taskNotFound, toA2AError, unsupported } from "./errors.js";
@@ -356,7 +356,17 @@ export class A2AService {
   async setPush(assistant: Assistant, taskId: string, input: PushConfigInput, protocol: ProtocolVersion, visible?: Visible): Promise<{ taskId: string; config: StoredPushConfig }> {
     this.assertPushAllowed(input.url);
     const { view, taskId: id } = await this.locate(assistant, taskId, visible);
-    return { taskId: id, config: await this.writePushConfig(id, view.run.run_id, input, protocol) };
+    const runId = view.run.run_id;
+    const config = await this.writePushConfig(id, runId, input, protocol);
+    // The run was running when we looked; if its end reached the log before the config did, the
+    // fold made no delivery for it (the read models are at our append now, so they tell).
+    if (!view.stream.ended && this.runs.view(runId)?.stream.ended && !this.ctx.readModels.webhooks.get(pushDeliveryKey(runId, config.id))) {
+      const ended = await this.runs.terminalEvent(runId);
+      if (ended) {
+        await this.ctx.store.append(a2aPushStream(id), [{ type: "A2APushRunEndCaughtUp", data: { task_id: id, run_id: runId, config_id: config.id, ended } }], "any");
+      }
+    }
+    return { taskId: id, config };
   }
 
   async listPush(assistant: Assistant, taskId: string, visible?: Visible): Promise<{ taskId: string; configs: StoredPushConfig[] }> {

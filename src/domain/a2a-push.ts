@@ -1,5 +1,6 @@
 import { z } from "zod";
 import type { EventsOf } from "./event-types.js";
+import { runEventSchemas } from "./runs.js";
 
 /**
  * A2A push notification configs: events on `a2a-push-{task_id}` (a task id is the id of the run
@@ -35,6 +36,11 @@ export const a2aPushEventSchemas = {
     set_at: z.string(),
   }),
   A2APushConfigDeleted: z.object({ task_id: z.string(), config_id: z.string(), deleted_at: z.string() }),
+  /**
+   * The run a config was set for had ended just before the config reached the log (the set saw
+   * it running): that end is notified all the same, as if the config had come first.
+   */
+  A2APushRunEndCaughtUp: z.object({ task_id: z.string(), run_id: z.string(), config_id: z.string(), ended: runEventSchemas.RunEnded }),
 } satisfies Record<string, z.ZodType>;
 
 export type A2APushEvent = EventsOf<typeof a2aPushEventSchemas>;

@@ -54,6 +54,10 @@ export const webhooksTable: TableProjection = {
         link.run(e.data.run_id, e.data.task_id);
       } else if (e.type === "A2APushConfigDeleted") {
         deleteConfig.run(e.data.task_id, e.data.config_id);
+      } else if (e.type === "A2APushRunEndCaughtUp") {
+        const config = configs(e.data.task_id).find((c) => c.id === e.data.config_id);
+        const d = config && a2aPush.deliveriesOnEnd(e.data.run_id, e.data.task_id, [config], e.data.ended)[0];
+        if (d && !find(deliveryKey(d))) write(d);
       }
     };
     return (event: RecordedEvent) => {

@@ -47,7 +47,8 @@ export interface DispatcherOptions {
   pushBody?: (d: Delivery) => Promise<string | undefined>;
 }
 
-const WAKE_TYPES = new Set(["WebhookClaimed", "WebhookAttempted", "WebhookDelivered", "WebhookFailed"]);
+// A caught-up A2A push end makes a delivery due without a RunEnded.
+const WAKE_TYPES = new Set(["WebhookClaimed", "WebhookAttempted", "WebhookDelivered", "WebhookFailed", "A2APushRunEndCaughtUp"]);
 
 /**
  * Sends the webhooks of ended runs, driven by the log: the webhooks read model (fed by the
