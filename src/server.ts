@@ -28,6 +28,7 @@ import { RunWorker } from "./runtime/worker.js";
 import { loadAuth } from "./auth/load.js";
 import { skipRunTreesUnlessTracing } from "./runtime/tracing.js";
 import { a2aRoutes } from "./a2a/routes.js";
+import { a2aPushBody } from "./a2a/push-body.js";
 import { CronsService } from "./app/crons.js";
 import { cronRoutes } from "./http/routes/crons.js";
 import { webhookRoutes } from "./http/routes/webhooks.js";
@@ -211,6 +212,7 @@ export async function startServer(config: Config, deps: ServerDeps = {}): Promis
         resolver: deps.resolver,
         log: (m) => console.error(m),
         onAttempt: metrics.onWebhookAttempt,
+        pushBody: a2aPushBody(ctx, runService),
       });
       const started = dispatcher;
       metrics.webhooksInFlight = () => started.inFlight;

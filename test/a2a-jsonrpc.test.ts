@@ -80,13 +80,16 @@ t.test("task errors: -32001 unknown task, -32002 not cancelable, -32004 unsuppor
   t.equal(again.json.error.code, -32004);
   t.match(again.json.error.message, /terminal/);
 
-  for (const method of ["tasks/pushNotificationConfig/set", "tasks/pushNotificationConfig/get", "tasks/pushNotificationConfig/list", "tasks/pushNotificationConfig/delete"]) {
-    const res = await rpc(url, "agent", { jsonrpc: "2.0", id: method, method, params: { id: taskId } });
-    t.equal(res.json.error.code, -32004, method);
-    t.match(res.json.error.message, /push notifications are not supported/);
+  // Push configs (test/a2a-push.test.ts covers delivery): the default URL policy refuses loopback receivers.
+  const refused = await rpc(url, "agent", { jsonrpc: "2.0", id: 4, method: "tasks/pushNotificationConfig/set", params: { taskId, pushNotificationConfig: { url: "http://127.0.0.1:1/hook" } } });
+  t.equal(refused.json.error.code, -32602, "a URL the webhook policy refuses");
+  t.match(refused.json.error.message, /127\.0\.0\.1|private|loopback/i);
+  for (const method of ["tasks/pushNotificationConfig/get", "tasks/pushNotificationConfig/list"]) {
+    const res = await rpc(url, "agent", { jsonrpc: "2.0", id: method, method, params: { id: crypto.randomUUID() } });
+    t.equal(res.json.error.code, -32001, `${method} of an unknown task`);
   }
   const withPush = await rpc(url, "agent", send("hi", { configuration: { pushNotificationConfig: { url: "http://127.0.0.1:1/hook" } } }));
-  t.equal(withPush.json.error.code, -32004, "message/send with a pushNotificationConfig");
+  t.equal(withPush.json.error.code, -32602, "message/send with a pushNotificationConfig the policy refuses");
   const card = await rpc(url, "agent", { jsonrpc: "2.0", id: 5, method: "agent/getAuthenticatedExtendedCard" });
   t.equal(card.json.error.code, -32004);
 
@@ -253,7 +256,7 @@ t.test("agent card", async (t) => {
   t.equal(card.description, "Example agent (deterministic offline reply)");
   t.equal(card.url, `${url}/a2a/${id}`);
   t.equal(card.preferredTransport, "JSONRPC");
-  t.same(card.capabilities, { streaming: true, pushNotifications: false, stateTransitionHistory: false });
+  t.same(card.capabilities, { streaming: true, pushNotifications: true, stateTransitionHistory: false });
   t.same(card.supportedInterfaces[0], { url: `${url}/a2a/${id}`, protocolBinding: "JSONRPC", protocolVersion: "1.0" });
   t.same(card.defaultInputModes, ["text/plain", "application/json"]);
   t.equal(card.skills[0].id, `${id}-main`);

@@ -10,7 +10,10 @@ import { randomUUID } from "node:crypto";
 import { z } from "zod";
 import { A2AError, ERROR_REASONS, ErrorCode, invalidParams } from "./errors.js";
 import type { ProtocolVersion } from "./jsonrpc.js";
-import type { Artifact, ListParams, Message, Operation, Part, SendParams, StreamEvent, Task, TaskPage, TaskState, TaskStatus } from "./types.js";
+import type { StoredPushConfig } from "../domain/a2a-push.js";
+import type {
+  Artifact, ListParams, Message, Operation, Part, PushConfigInput, PushQuery, PushSetParams, SendParams, StreamEvent, Task, TaskPage, TaskState, TaskStatus,
+} from "./types.js";
 
 export interface Codec {
   version: ProtocolVersion;
@@ -24,6 +27,14 @@ export interface Codec {
   encodeEvent(event: StreamEvent): unknown;
   encodeList(page: TaskPage): unknown;
   encodeError(error: A2AError): { code: number; message: string; data?: unknown };
+  decodePushSet(params: unknown): PushSetParams;
+  decodePushGet(params: unknown): PushQuery;
+  decodePushList(params: unknown): PushQuery;
+  decodePushDelete(params: unknown): Required<PushQuery>;
+  encodePushConfig(taskId: string, config: StoredPushConfig): unknown;
+  encodePushList(taskId: string, configs: StoredPushConfig[]): unknown;
+  /** What a push notification POSTs: the task (v0.3), a StreamResponse `{task}` (v1.0). */
+  encodePushBody(task: Task): unknown;
 }
 
 const Obj = z.record(z.string(), z.unknown());
@@ -39,6 +50,21 @@ function parse<T>(schema: z.ZodType<T>, value: unknown): T {
 }
 
 const blankToUndefined = (v: string | undefined | null) => (v === undefined || v === null || v === "" ? undefined : v);
+
+/** The push config fields both versions share; `url` must be an absolute http(s) URL (the URL policy checks the rest). */
+const PushFields = {
+  id: z.string().optional(),
+  url: z.string().url("must be an absolute URL").refine((u) => /^https?:/i.test(u), "must be an http or https URL"),
+  token: z.string().optional(),
+};
+
+function pushInput(c: { id?: string; url: string; token?: string }, authentication: PushConfigInput["authentication"]): PushConfigInput {
+  const out: PushConfigInput = { url: c.url };
+  if (blankToUndefined(c.id)) out.id = c.id;
+  if (blankToUndefined(c.token)) out.token = c.token;
+  if (authentication) out.authentication = authentication;
+  return out;
+}
 
 // ------------------------------------------------------------------ v0.3
 
@@ -75,12 +101,25 @@ const SendV03 = z.object({
     .object({
       acceptedOutputModes: z.array(z.string()).optional(),
       historyLength: NonNegativeInt.optional(),
-      pushNotificationConfig: z.unknown().optional(),
+      pushNotificationConfig: z.lazy(() => PushConfigV03).optional(),
       blocking: z.boolean().optional(),
     })
     .optional(),
   metadata: Obj.optional(),
 });
+
+const AuthV03 = z.object({ schemes: z.array(z.string()), credentials: z.string().optional() });
+const PushConfigV03 = z.object({ ...PushFields, authentication: AuthV03.optional() });
+const PushSetV03 = z.object({ taskId: z.string().min(1), pushNotificationConfig: PushConfigV03, metadata: Obj.optional() });
+const PushQueryV03 = z.object({ id: z.string().min(1), pushNotificationConfigId: z.string().optional(), metadata: Obj.optional() });
+const PushDeleteV03 = z.object({ id: z.string().min(1), pushNotificationConfigId: z.string().min(1), metadata: Obj.optional() });
+
+function pushConfigV03(c: StoredPushConfig): Record<string, unknown> {
+  const out: Record<string, unknown> = { id: c.id, url: c.url };
+  if (c.token !== undefined) out.token = c.token;
+  if (c.authentication) out.authentication = c.authentication;
+  return out;
+}
 
 const TaskQuery = z.object({ id: z.string().min(1), historyLength: NonNegativeInt.optional(), metadata: Obj.optional(), tenant: z.string().optional() });
 const TaskIdParams = z.object({ id: z.string().min(1), metadata: Obj.optional(), tenant: z.string().optional() });
@@ -104,10 +143,10 @@ export const v03: Codec = {
     "tasks/get": "get",
     "tasks/cancel": "cancel",
     "tasks/resubscribe": "subscribe",
-    "tasks/pushNotificationConfig/set": "push",
-    "tasks/pushNotificationConfig/get": "push",
-    "tasks/pushNotificationConfig/list": "push",
-    "tasks/pushNotificationConfig/delete": "push",
+    "tasks/pushNotificationConfig/set": "pushSet",
+    "tasks/pushNotificationConfig/get": "pushGet",
+    "tasks/pushNotificationConfig/list": "pushList",
+    "tasks/pushNotificationConfig/delete": "pushDelete",
     "agent/getAuthenticatedExtendedCard": "extendedCard",
   },
   decodeSend(params) {
@@ -120,7 +159,7 @@ export const v03: Codec = {
       ...(blankToUndefined(p.thread?.threadId) ? { threadId: p.thread!.threadId! } : {}),
       ...(p.configuration?.historyLength !== undefined ? { historyLength: p.configuration.historyLength } : {}),
       blocking: p.configuration?.blocking !== false,
-      pushNotification: p.configuration?.pushNotificationConfig !== undefined,
+      ...(p.configuration?.pushNotificationConfig ? { pushConfig: pushInput(p.configuration.pushNotificationConfig, p.configuration.pushNotificationConfig.authentication) } : {}),
       ...(p.metadata ? { metadata: p.metadata as SendParams["metadata"] } : {}),
     };
   },
@@ -137,6 +176,22 @@ export const v03: Codec = {
   encodeEvent: (event) => event,
   encodeList: (page) => page,
   encodeError: (error) => ({ code: error.code, message: error.message }),
+  decodePushSet(params) {
+    const p = parse(PushSetV03, params);
+    return { taskId: p.taskId, config: pushInput(p.pushNotificationConfig, p.pushNotificationConfig.authentication) };
+  },
+  decodePushGet(params) {
+    const p = parse(PushQueryV03, params);
+    return blankToUndefined(p.pushNotificationConfigId) ? { taskId: p.id, configId: p.pushNotificationConfigId } : { taskId: p.id };
+  },
+  decodePushList: (params) => ({ taskId: parse(PushQueryV03, params).id }),
+  decodePushDelete(params) {
+    const p = parse(PushDeleteV03, params);
+    return { taskId: p.id, configId: p.pushNotificationConfigId };
+  },
+  encodePushConfig: (taskId, config) => ({ taskId, pushNotificationConfig: pushConfigV03(config) }),
+  encodePushList: (taskId, configs) => configs.map((c) => ({ taskId, pushNotificationConfig: pushConfigV03(c) })),
+  encodePushBody: (task) => task,
 };
 
 // ------------------------------------------------------------------ v1.0
@@ -186,13 +241,33 @@ const SendV1 = z.object({
   configuration: z
     .object({
       acceptedOutputModes: z.array(z.string()).optional(),
-      taskPushNotificationConfig: z.unknown().optional(),
+      taskPushNotificationConfig: z.lazy(() => PushConfigV1).optional(),
       historyLength: NonNegativeInt.optional(),
       returnImmediately: z.boolean().optional(),
     })
     .optional(),
   metadata: Obj.optional(),
 });
+
+/** v1.0 `TaskPushNotificationConfig`: flat, one `scheme` (empty strings are proto3 defaults, i.e. absent). */
+const AuthV1 = z.object({ scheme: z.string(), credentials: z.string().optional() });
+const PushConfigV1 = z.object({ tenant: z.string().optional(), taskId: z.string().optional(), ...PushFields, authentication: AuthV1.nullish() });
+const PushSetV1 = PushConfigV1.extend({ taskId: z.string().min(1) });
+const PushQueryV1 = z.object({ tenant: z.string().optional(), taskId: z.string().min(1), id: z.string().optional() });
+const PushListV1 = z.object({ tenant: z.string().optional(), taskId: z.string().min(1), pageSize: z.number().int().optional(), pageToken: z.string().optional() });
+const PushDeleteV1 = PushQueryV1.extend({ id: z.string().min(1) });
+
+const authFromV1 = (a: z.infer<typeof AuthV1> | null | undefined): PushConfigInput["authentication"] =>
+  a && a.scheme ? { schemes: [a.scheme], ...(blankToUndefined(a.credentials) ? { credentials: a.credentials } : {}) } : undefined;
+
+function pushConfigV1(taskId: string, c: StoredPushConfig): Record<string, unknown> {
+  const out: Record<string, unknown> = { taskId, id: c.id, url: c.url };
+  if (c.token !== undefined) out.token = c.token;
+  if (c.authentication?.schemes.length) {
+    out.authentication = { scheme: c.authentication.schemes[0], ...(c.authentication.credentials !== undefined ? { credentials: c.authentication.credentials } : {}) };
+  }
+  return out;
+}
 
 const ListV1 = z.object({
   tenant: z.string().optional(),
@@ -278,10 +353,10 @@ export const v1: Codec = {
     ListTasks: "list",
     CancelTask: "cancel",
     SubscribeToTask: "subscribe",
-    CreateTaskPushNotificationConfig: "push",
-    GetTaskPushNotificationConfig: "push",
-    ListTaskPushNotificationConfigs: "push",
-    DeleteTaskPushNotificationConfig: "push",
+    CreateTaskPushNotificationConfig: "pushSet",
+    GetTaskPushNotificationConfig: "pushGet",
+    ListTaskPushNotificationConfigs: "pushList",
+    DeleteTaskPushNotificationConfig: "pushDelete",
     GetExtendedAgentCard: "extendedCard",
   },
   decodeSend(params) {
@@ -302,7 +377,9 @@ export const v1: Codec = {
       ...(m.command ? { command: m.command } : {}),
       ...(p.configuration?.historyLength !== undefined ? { historyLength: p.configuration.historyLength } : {}),
       blocking: p.configuration?.returnImmediately !== true,
-      pushNotification: p.configuration?.taskPushNotificationConfig !== undefined,
+      ...(p.configuration?.taskPushNotificationConfig
+        ? { pushConfig: pushInput(p.configuration.taskPushNotificationConfig, authFromV1(p.configuration.taskPushNotificationConfig.authentication)) }
+        : {}),
       ...(p.metadata ? { metadata: p.metadata as SendParams["metadata"] } : {}),
     };
   },
@@ -349,6 +426,22 @@ export const v1: Codec = {
     if (!reason) return { code: error.code, message: error.message };
     return { code: error.code, message: error.message, data: [{ "@type": "type.googleapis.com/google.rpc.ErrorInfo", reason, domain: "a2a-protocol.org" }] };
   },
+  decodePushSet(params) {
+    const p = parse(PushSetV1, params);
+    return { taskId: p.taskId, config: pushInput(p, authFromV1(p.authentication)) };
+  },
+  decodePushGet(params) {
+    const p = parse(PushQueryV1, params);
+    return blankToUndefined(p.id) ? { taskId: p.taskId, configId: p.id } : { taskId: p.taskId };
+  },
+  decodePushList: (params) => ({ taskId: parse(PushListV1, params).taskId }),
+  decodePushDelete(params) {
+    const p = parse(PushDeleteV1, params);
+    return { taskId: p.taskId, configId: p.id };
+  },
+  encodePushConfig: pushConfigV1,
+  encodePushList: (taskId, configs) => ({ configs: configs.map((c) => pushConfigV1(taskId, c)), nextPageToken: "" }),
+  encodePushBody: (task) => ({ task: taskToV1(task) }),
 };
 
 /**

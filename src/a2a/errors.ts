@@ -71,6 +71,8 @@ export function toA2AError(error: unknown, subject: Subject): A2AError {
       return subject === "task" ? new A2AError(ErrorCode.TaskNotFound, error.detail) : invalidParams(error.detail);
     }
     if (error.statusCode === 409 || error.statusCode === 422 || error.statusCode === 400) return invalidParams(error.detail);
+    // Custom auth refused the operation (the handler's status and message): the request is not allowed.
+    if (error.statusCode === 401 || error.statusCode === 403) return new A2AError(ErrorCode.InvalidRequest, error.detail);
   }
   if (error instanceof WrongExpectedVersionError) {
     return invalidParams("the task was changed concurrently; retry the request");

@@ -8,7 +8,7 @@ import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest 
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
 import type { AppContext } from "../app/context.js";
-import type { RunsService } from "../app/runs.js";
+import type { RunRequest, RunsService } from "../app/runs.js";
 import { HttpError } from "../http/errors.js";
 import { SseWriter } from "../http/sse.js";
 import { defaultAssistantId } from "../runtime/graphs.js";
@@ -17,14 +17,45 @@ import { agentCard, publicBaseUrl } from "./card.js";
 import { codecFor, v03, v1, type Codec } from "./codec.js";
 import { A2AError, ErrorCode, toA2AError, unsupported } from "./errors.js";
 import { EnvelopeError, failure, headerVersion, parseRequest, success, type RpcId } from "./jsonrpc.js";
-import { A2AService } from "./service.js";
+import { A2AService, type SendAccess, type Visible } from "./service.js";
+import { authorize } from "../http/auth.js";
+import { authorizeCreateRun, runVisible } from "../http/auth-guards.js";
+import { threadsOfRuns } from "../app/runs.js";
+import type { AuthAction } from "../auth/engine.js";
 import { readModelTaskIndex } from "./task-index.js";
 import { taskOf } from "./task-view.js";
-import type { Operation } from "./types.js";
+import type { Operation, SendParams } from "./types.js";
 
 export interface A2ARoutesOptions {
   /** PUBLIC_URL: the base URL the card advertises (default: the request's host). */
   publicUrl?: string;
+}
+
+/**
+ * Custom auth on tasks: a task is a run and its context a thread, so each operation runs the
+ * `threads` handler the REST route of the same thing runs (read: get, subscribe, push get/list;
+ * update: cancel, push set/delete; search: list; create_run: send) and hides what its filters exclude.
+ */
+function accessOf(ctx: AppContext, req: FastifyRequest) {
+  return {
+    async visible(action: AuthAction<"threads">, value: Record<string, unknown>): Promise<Visible | undefined> {
+      const { filters } = await authorize(req, "threads", action, value);
+      return filters && ((run) => runVisible(ctx, run, filters));
+    },
+    async searchable(value: Record<string, unknown>) {
+      const { filters } = await authorize(req, "threads", "search", value);
+      return filters && threadsOfRuns(filters);
+    },
+    async send(p: SendParams): Promise<SendAccess> {
+      const taskId = p.message.taskId;
+      const visible = taskId === undefined ? undefined : await this.visible("read", { run_id: taskId });
+      return {
+        ...(visible ? { visible } : {}),
+        ...(req.auth ? { auth: req.auth } : {}),
+        ...(req.server.authHandlers ? { authorizeRun: (threadId: string, request: RunRequest, runId: string) => authorizeCreateRun(ctx, req, threadId, request, runId) } : {}),
+      };
+    },
+  };
 }
 
 type Headers = Record<string, string | string[] | undefined>;
@@ -47,38 +78,63 @@ export function a2aRoutes(ctx: AppContext, runs: RunsService, options: A2ARoutes
       baseUrl: publicBaseUrl(options.publicUrl, request.headers as Headers, host),
       version: VERSION,
       apiKey: ctx.config.apiKey !== undefined,
-      pushNotifications: false,
+      pushNotifications: !ctx.langgraph.config.http.disable_webhooks,
     });
   }
 
   /** The non-streaming operations; each returns the encoded `result`. */
-  async function call(op: Operation, codec: Codec, assistantParam: string, params: unknown, headers: Headers, signal: AbortSignal): Promise<unknown> {
-    if (op === "push") throw unsupported("push notifications are not supported");
+  async function call(req: FastifyRequest, op: Operation, codec: Codec, assistantParam: string, params: unknown, headers: Headers, signal: AbortSignal): Promise<unknown> {
     if (op === "extendedCard") throw unsupported("this agent has no authenticated extended card");
+    if (op === "pushSet" || op === "pushGet" || op === "pushList" || op === "pushDelete") service.assertPushSupported();
     const assistant = await service.assistant(assistantParam);
+    const access = accessOf(ctx, req);
     switch (op) {
       case "send": {
         const p = codec.decodeSend(params);
-        const { view, taskId } = await service.start(assistant, p, headers, false);
+        const { view, taskId } = await service.start(assistant, p, headers, false, codec.version, await access.send(p));
         // Non-blocking (`blocking: false`, `returnImmediately`): the task as it is now.
         const task = await service.settled(view.run.run_id, taskId, p.historyLength, p.blocking ? signal : AbortSignal.abort());
         return codec.encodeSendResult(task);
       }
       case "get": {
         const p = codec.decodeTaskQuery(params);
-        return codec.encodeTask(await service.get(assistant, p.id, p.historyLength));
+        return codec.encodeTask(await service.get(assistant, p.id, p.historyLength, await access.visible("read", { run_id: p.id })));
       }
-      case "cancel":
-        return codec.encodeTask(await service.cancel(assistant, codec.decodeTaskId(params).id));
-      case "list":
-        return codec.encodeList(await service.list(assistant, codec.decodeList(params)));
+      case "cancel": {
+        const { id } = codec.decodeTaskId(params);
+        return codec.encodeTask(await service.cancel(assistant, id, await access.visible("update", { run_id: id, action: "interrupt" })));
+      }
+      case "list": {
+        const p = codec.decodeList(params);
+        return codec.encodeList(await service.list(assistant, p, await access.searchable({ thread_id: p.contextId })));
+      }
+      case "pushSet": {
+        const p = codec.decodePushSet(params);
+        const set = await service.setPush(assistant, p.taskId, p.config, codec.version, await access.visible("update", { run_id: p.taskId }));
+        return codec.encodePushConfig(set.taskId, set.config);
+      }
+      case "pushGet": {
+        const p = codec.decodePushGet(params);
+        const got = await service.getPush(assistant, p.taskId, p.configId, await access.visible("read", { run_id: p.taskId }));
+        return codec.encodePushConfig(got.taskId, got.config);
+      }
+      case "pushList": {
+        const p = codec.decodePushList(params);
+        const listed = await service.listPush(assistant, p.taskId, await access.visible("read", { run_id: p.taskId }));
+        return codec.encodePushList(listed.taskId, listed.configs);
+      }
+      case "pushDelete": {
+        const p = codec.decodePushDelete(params);
+        await service.deletePush(assistant, p.taskId, p.configId, await access.visible("update", { run_id: p.taskId }));
+        return null;
+      }
       default:
         throw new A2AError(ErrorCode.Internal, `operation ${op} is not a request/response operation`);
     }
   }
 
   /** `message/stream` and `tasks/resubscribe` (and their v1.0 names) as one SSE response. */
-  async function stream(reply: FastifyReply, op: Operation, codec: Codec, id: RpcId, assistantParam: string, params: unknown, headers: Headers) {
+  async function stream(req: FastifyRequest, reply: FastifyReply, op: Operation, codec: Codec, id: RpcId, assistantParam: string, params: unknown, headers: Headers) {
     const sse = new SseWriter(reply, {});
     const stopped = new AbortController();
     const untrack = runs.track(() => sse.end());
@@ -90,16 +146,17 @@ export function a2aRoutes(ctx: AppContext, runs: RunsService, options: A2ARoutes
     };
     try {
       const assistant = await service.assistant(assistantParam);
+      const access = accessOf(ctx, req);
       if (op === "stream") {
         const p = codec.decodeSend(params);
-        const { view, ended, taskId } = await service.start(assistant, p, headers, true);
+        const { view, ended, taskId } = await service.start(assistant, p, headers, true, codec.version, await access.send(p));
         await send(success(id, codec.encodeEvent(taskOf(view, ended, { taskId, historyLength: p.historyLength }))));
         for await (const item of service.events(view.run.run_id, taskId, "start", stopped.signal)) {
           await send(success(id, codec.encodeEvent(item.event)), item.revision);
         }
       } else {
         const { id: taskId } = codec.decodeTaskId(params);
-        const run = await service.resolve(assistant, taskId);
+        const run = await service.resolve(assistant, taskId, await access.visible("read", { run_id: taskId }));
         const ended = run.view.stream.ended !== undefined;
         const task = taskOf(run.view, run.ended, { taskId: run.taskId });
         if (codec === v1 && ended && task.status.state !== "input-required") {
@@ -128,6 +185,8 @@ export function a2aRoutes(ctx: AppContext, runs: RunsService, options: A2ARoutes
     app.removeAllContentTypeParsers();
     app.addContentTypeParser("*", { parseAs: "string" }, (_req, body, done) => done(null, body));
     app.setErrorHandler((error: Error & { statusCode?: number; code?: string }, _request, reply) => {
+      // Authentication failures (the API key, custom auth) are answered as on every other route.
+      if (error.statusCode === 401 || error.statusCode === 403) throw error;
       // Failures before the handler (body too large, unreadable body): a JSON-RPC error without an id.
       const tooLarge = error.code === "FST_ERR_CTP_BODY_TOO_LARGE";
       const status = tooLarge ? 413 : 400;
@@ -153,14 +212,14 @@ export function a2aRoutes(ctx: AppContext, runs: RunsService, options: A2ARoutes
         }
         codec = found.codec;
         if (found.operation === "stream" || found.operation === "subscribe") {
-          await stream(reply, found.operation, codec, id, req.params.assistant_id, rpc.params, req.headers as Headers);
+          await stream(req, reply, found.operation, codec, id, req.params.assistant_id, rpc.params, req.headers as Headers);
           return;
         }
         const gone = new AbortController();
         reply.raw.on("close", () => {
           if (!reply.raw.writableEnded) gone.abort();
         });
-        const result = await call(found.operation, codec, req.params.assistant_id, rpc.params, req.headers as Headers, gone.signal);
+        const result = await call(req, found.operation, codec, req.params.assistant_id, rpc.params, req.headers as Headers, gone.signal);
         return reply.code(200).send(success(id, result));
       } catch (error) {
         const rpcId = error instanceof EnvelopeError ? error.id : id;

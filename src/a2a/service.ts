@@ -4,20 +4,26 @@
  * log stream). Every application error goes through `toA2AError`.
  */
 import { randomUUID } from "node:crypto";
-import { validate as isUuid } from "uuid";
+import { v7 as uuidv7, validate as isUuid } from "uuid";
 import type { AppContext } from "../app/context.js";
 import type { RunRequest, RunsService } from "../app/runs.js";
 import { getAssistant } from "../app/assistants.js";
 import type { Assistant } from "../domain/assistants.js";
 import { runStream, type RunEnded, type RunView } from "../domain/runs.js";
 import type { JsonObject } from "../domain/json.js";
+import type { RunRecord } from "../domain/run-record.js";
+import type { AuthContext } from "../auth/engine.js";
+import type { SqlFragment } from "../read-models/json-filter.js";
+import { a2aPushStream, pushDeliveryKey, type StoredPushConfig } from "../domain/a2a-push.js";
+import { checkWebhookUrl } from "../webhooks/url-policy.js";
 import { isLargeValueMarker, resolveLarge } from "../app/large-values.js";
 import { A2AError, ErrorCode, invalidParams, taskNotFound, toA2AError, unsupported } from "./errors.js";
 import { deltaOf, inputOfMessage, resumeOfMessage, type GraphInput } from "./parts.js";
 import { artifactsOf, stateNeedsTerminal, statusOf, taskOf, taskStateOf } from "./task-view.js";
 import { TASK_ID_KEY, type TaskIndex } from "./task-index.js";
 import type { GraphInputShape } from "./card.js";
-import { TERMINAL_STATES, type ListParams, type SendParams, type StreamEvent, type Task, type TaskPage, type TaskState } from "./types.js";
+import { TERMINAL_STATES, type ListParams, type PushConfigInput, type SendParams, type StreamEvent, type Task, type TaskPage, type TaskState } from "./types.js";
+import type { ProtocolVersion } from "./jsonrpc.js";
 
 /** Most tasks a ListTasks filtered by state or time looks at (it reads each one's state). */
 const MAX_SCAN = 10_000;
@@ -39,6 +45,18 @@ export interface TaskRun {
 }
 
 type Headers = Record<string, string | string[] | undefined>;
+
+/** Whether the user may see a task's run (custom auth's filters); absent: every task is visible. */
+export type Visible = (run: RunRecord) => Promise<boolean>;
+
+/** What custom auth decides about a message: who sends it, and the `threads:create_run` verdict. */
+export interface SendAccess {
+  auth?: AuthContext;
+  /** Authorizes the run on its thread; returns the run's metadata (the handler may add some); 404 hides the thread. */
+  authorizeRun?: (threadId: string, request: RunRequest, runId: string) => Promise<JsonObject>;
+  /** Which tasks a follow-up message may name (`threads:read`): another user's task is not found. */
+  visible?: Visible;
+}
 
 export class A2AService {
   private readonly shapes = new Map<string, Promise<GraphInputShape>>();
@@ -95,11 +113,13 @@ export class A2AService {
    * The run that holds a task now (its first run, or the newest run that resumed it) and the
    * task's state, reading the run's log only when the read model's view cannot tell the state.
    */
-  private async locate(assistant: Assistant, taskId: string): Promise<{ view: RunView; taskId: string; state: TaskState }> {
+  private async locate(assistant: Assistant, taskId: string, visible?: Visible): Promise<{ view: RunView; taskId: string; state: TaskState }> {
     const id = taskId.toLowerCase();
     const first = isUuid(id) ? this.runs.view(id) : undefined;
     // A run that resumed a task is part of that task, not a task of its own.
     if (!first || first.run.assistant_id !== assistant.assistant_id || first.run.metadata[TASK_ID_KEY] !== undefined) throw taskNotFound(taskId);
+    // Custom auth: a task the user may not see is not found (its existence is not revealed).
+    if (visible && !(await visible(first.run))) throw taskNotFound(taskId);
     const stateOf = async (v: RunView) => taskStateOf(v, stateNeedsTerminal(v) ? await this.runs.terminalEvent(v.run.run_id) : undefined);
     const state = await stateOf(first);
     // Only a task that waited for input can have been resumed by a later run.
@@ -110,20 +130,20 @@ export class A2AService {
   }
 
   /** A task's current run with its terminal event. */
-  async resolve(assistant: Assistant, taskId: string): Promise<TaskRun> {
-    const { view, taskId: id } = await this.locate(assistant, taskId);
+  async resolve(assistant: Assistant, taskId: string, visible?: Visible): Promise<TaskRun> {
+    const { view, taskId: id } = await this.locate(assistant, taskId, visible);
     return this.load(view, id);
   }
 
   /** Starts the run of a message: a new task on its context, or the resumption of a task waiting for input. */
-  async start(assistant: Assistant, p: SendParams, headers: Headers, streaming: boolean): Promise<TaskRun> {
-    if (p.pushNotification) throw unsupported("push notifications are not supported");
+  async start(assistant: Assistant, p: SendParams, headers: Headers, streaming: boolean, protocol: ProtocolVersion, access: SendAccess = {}): Promise<TaskRun> {
+    if (p.pushConfig) this.assertPushAllowed(p.pushConfig.url);
     const message = p.message;
     let threadId: string;
     let plan: GraphInput;
     let taskId: string | undefined;
     if (message.taskId) {
-      const resolved = await this.resolve(assistant, message.taskId);
+      const resolved = await this.resolve(assistant, message.taskId, access.visible);
       const state = taskStateOf(resolved.view, resolved.ended);
       if (TERMINAL_STATES.has(state)) {
         throw unsupported(`Task '${message.taskId}' is ${state}: a terminal task takes no more messages; send one without taskId to start a new task in its context`);
@@ -142,7 +162,7 @@ export class A2AService {
       const shape = await this.graphShape(assistant.graph_id);
       plan = p.command?.resume !== undefined ? resumeOfMessage(message, p.command) : inputOfMessage(message, shape.acceptsMessages, assistant.assistant_id);
     }
-    const metadata: JsonObject = taskId ? { [TASK_ID_KEY]: taskId } : {};
+    const metadata: JsonObject = {};
     // Always a kept thread (the context), never a temporary one: a temporary thread's runs leave
     // the read model when they end, and tasks/get must find the task afterwards.
     const request: RunRequest = {
@@ -154,9 +174,18 @@ export class A2AService {
     };
     if (plan.input) request.input = plan.input;
     if (plan.command) request.command = plan.command;
-    let runId: string;
+    let runId = uuidv7();
     try {
-      runId = (await this.runs.create(threadId, request, headers)).run_id;
+      // Custom auth: `threads:create_run` as on POST /threads/{id}/runs; a hidden context of a task is the task not found.
+      if (access.authorizeRun) request.metadata = await access.authorizeRun(threadId, request, runId);
+    } catch (error) {
+      throw toA2AError(error, taskId ? "task" : "thread");
+    }
+    if (taskId) request.metadata = { ...request.metadata, [TASK_ID_KEY]: taskId };
+    // The config is in the log before the run exists, so that no end of the run can precede it.
+    if (p.pushConfig) await this.writePushConfig(taskId ?? runId, runId, p.pushConfig, protocol);
+    try {
+      runId = (await this.runs.create(threadId, request, headers, { runId, ...(access.auth ? { auth: access.auth } : {}) })).run_id;
     } catch (error) {
       throw toA2AError(error, "thread");
     }
@@ -174,13 +203,13 @@ export class A2AService {
     return taskOf(run.view, run.ended, { taskId, historyLength });
   }
 
-  async get(assistant: Assistant, taskId: string, historyLength: number | undefined): Promise<Task> {
-    const run = await this.resolve(assistant, taskId);
+  async get(assistant: Assistant, taskId: string, historyLength: number | undefined, visible?: Visible): Promise<Task> {
+    const run = await this.resolve(assistant, taskId, visible);
     return taskOf(run.view, run.ended, { taskId: run.taskId, historyLength });
   }
 
-  async cancel(assistant: Assistant, taskId: string): Promise<Task> {
-    const { view, ended } = await this.resolve(assistant, taskId);
+  async cancel(assistant: Assistant, taskId: string, visible?: Visible): Promise<Task> {
+    const { view, ended } = await this.resolve(assistant, taskId, visible);
     const state = taskStateOf(view, ended);
     if (TERMINAL_STATES.has(state) || state === "input-required") {
       throw new A2AError(ErrorCode.TaskNotCancelable, `Task '${taskId}' is ${state} and cannot be canceled`);
@@ -198,8 +227,8 @@ export class A2AService {
   }
 
   /** ListTasks: the tasks of a context (or of the assistant), newest first, `pageToken` = offset. */
-  async list(assistant: Assistant, p: ListParams): Promise<TaskPage> {
-    const scope = { assistantId: assistant.assistant_id, contextId: p.contextId };
+  async list(assistant: Assistant, p: ListParams, visibleRuns?: SqlFragment[]): Promise<TaskPage> {
+    const scope = { assistantId: assistant.assistant_id, contextId: p.contextId, ...(visibleRuns ? { extra: visibleRuns } : {}) };
     const options = (taskId: string) => ({ taskId, historyLength: p.historyLength, includeArtifacts: p.includeArtifacts });
     const after = p.statusTimestampAfter ? Date.parse(p.statusTimestampAfter) : undefined;
     const found = async <T>(find: () => Promise<T>): Promise<T | undefined> => {
@@ -294,6 +323,71 @@ export class A2AService {
     const view = this.runs.view(runId);
     if (!view || signal.aborted) return;
     yield* this.finalEvents(await this.load(view, taskId));
+  }
+
+  // ---- push notification configs (events on `a2a-push-{task_id}`, read from the webhooks read model)
+
+  /** Push needs the webhook machinery (-32003 without it); the URL follows the webhook URL policy (-32602). */
+  assertPushSupported(): void {
+    if (this.ctx.langgraph.config.http.disable_webhooks) {
+      throw new A2AError(ErrorCode.PushNotificationNotSupported, "Push notifications are not supported: webhooks are disabled (http.disable_webhooks)");
+    }
+  }
+
+  private assertPushAllowed(url: string): void {
+    this.assertPushSupported();
+    const check = checkWebhookUrl(url, this.ctx.langgraph.config.webhooks.url);
+    if (!check.ok) throw invalidParams(check.detail);
+  }
+
+  private async writePushConfig(taskId: string, runId: string, input: PushConfigInput, protocol: ProtocolVersion): Promise<StoredPushConfig> {
+    const config = { ...input, id: input.id ?? taskId };
+    const appended = await this.ctx.store.append(
+      a2aPushStream(taskId),
+      [{ type: "A2APushConfigSet", data: { task_id: taskId, run_id: runId, protocol, config, set_at: this.ctx.now() } }],
+      "any",
+    );
+    // Read-your-writes: a get right after the set sees it.
+    await this.ctx.readModels.store.waitFor(appended.position);
+    return { ...config, protocol };
+  }
+
+  /** Sets (or replaces, same id) a config of an existing task; the run holding the task now is notified when it ends. */
+  async setPush(assistant: Assistant, taskId: string, input: PushConfigInput, protocol: ProtocolVersion, visible?: Visible): Promise<{ taskId: string; config: StoredPushConfig }> {
+    this.assertPushAllowed(input.url);
+    const { view, taskId: id } = await this.locate(assistant, taskId, visible);
+    const runId = view.run.run_id;
+    const config = await this.writePushConfig(id, runId, input, protocol);
+    // The run was running when we looked; if its end reached the log before the config did, the
+    // fold made no delivery for it (the read models are at our append now, so they tell).
+    if (!view.stream.ended && this.runs.view(runId)?.stream.ended && !this.ctx.readModels.webhooks.get(pushDeliveryKey(runId, config.id))) {
+      const ended = await this.runs.terminalEvent(runId);
+      if (ended) {
+        await this.ctx.store.append(a2aPushStream(id), [{ type: "A2APushRunEndCaughtUp", data: { task_id: id, run_id: runId, config_id: config.id, ended } }], "any");
+      }
+    }
+    return { taskId: id, config };
+  }
+
+  async listPush(assistant: Assistant, taskId: string, visible?: Visible): Promise<{ taskId: string; configs: StoredPushConfig[] }> {
+    const { taskId: id } = await this.locate(assistant, taskId, visible);
+    return { taskId: id, configs: this.ctx.readModels.webhooks.pushConfigs(id) };
+  }
+
+  /** One config: the one named, or (none named) the one named after the task, else the only one. */
+  async getPush(assistant: Assistant, taskId: string, configId: string | undefined, visible?: Visible): Promise<{ taskId: string; config: StoredPushConfig }> {
+    const { taskId: id, configs } = await this.listPush(assistant, taskId, visible);
+    const config = configId !== undefined ? configs.find((c) => c.id === configId) : (configs.find((c) => c.id === id) ?? (configs.length === 1 ? configs[0] : undefined));
+    if (!config) throw invalidParams(`Push notification config '${configId ?? id}' not found for task '${taskId}'`);
+    return { taskId: id, config };
+  }
+
+  /** Deletes a config; deleting one that is not there is not an error (idempotent, as a2a-js). */
+  async deletePush(assistant: Assistant, taskId: string, configId: string, visible?: Visible): Promise<void> {
+    const { taskId: id, configs } = await this.listPush(assistant, taskId, visible);
+    if (!configs.some((c) => c.id === configId)) return;
+    const appended = await this.ctx.store.append(a2aPushStream(id), [{ type: "A2APushConfigDeleted", data: { task_id: id, config_id: configId, deleted_at: this.ctx.now() } }], "any");
+    await this.ctx.readModels.store.waitFor(appended.position);
   }
 
   /** The closing events of an ended run: its artifact, then the status with `final: true`. */

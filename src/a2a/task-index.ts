@@ -7,13 +7,16 @@ import type { AppContext } from "../app/context.js";
 import type { RunRecord } from "../domain/run-record.js";
 import type { SqlFragment } from "../read-models/json-filter.js";
 
-/** Run metadata key of the runs that continue a task after an interrupt (the task keeps its first run's id). */
-export const TASK_ID_KEY = "a2a_task_id";
+import { TASK_ID_KEY } from "../domain/a2a-push.js";
+
+export { TASK_ID_KEY };
 
 export interface TaskScope {
   assistantId: string;
   /** One context (thread) only. */
   contextId?: string;
+  /** More conditions on the runs (custom auth: the runs of the threads the user may see). */
+  extra?: SqlFragment[];
 }
 
 export interface TaskIndex {
@@ -21,7 +24,7 @@ export interface TaskIndex {
   tasks(scope: TaskScope, page: { limit: number; offset: number }): RunRecord[];
   countTasks(scope: TaskScope): number;
   /** The newest run that resumed the task, if any. */
-  latestContinuation(scope: Required<TaskScope>, taskId: string): RunRecord | undefined;
+  latestContinuation(scope: { assistantId: string; contextId: string }, taskId: string): RunRecord | undefined;
 }
 
 const continuation = `json_extract(runs.record, '$.metadata.${TASK_ID_KEY}')`;
@@ -30,9 +33,10 @@ const FIRST_RUNS: SqlFragment[] = [{ sql: `${continuation} IS NULL`, params: [] 
 export function readModelTaskIndex(ctx: AppContext): TaskIndex {
   const runs = ctx.readModels.runs;
   const query = (scope: TaskScope) => ({ threadId: scope.contextId?.toLowerCase() });
+  const firstRuns = (scope: TaskScope) => [...FIRST_RUNS, ...(scope.extra ?? [])];
   return {
-    tasks: (scope, page) => runs.listByAssistant(scope.assistantId, { ...query(scope), ...page, extra: FIRST_RUNS }),
-    countTasks: (scope) => runs.countByAssistant(scope.assistantId, { ...query(scope), extra: FIRST_RUNS }),
+    tasks: (scope, page) => runs.listByAssistant(scope.assistantId, { ...query(scope), ...page, extra: firstRuns(scope) }),
+    countTasks: (scope) => runs.countByAssistant(scope.assistantId, { ...query(scope), extra: firstRuns(scope) }),
     latestContinuation: (scope, taskId) =>
       runs.listByAssistant(scope.assistantId, { ...query(scope), limit: 1, offset: 0, extra: [{ sql: `${continuation} = ?`, params: [taskId] }] })[0],
   };

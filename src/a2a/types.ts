@@ -1,3 +1,4 @@
+import type { PushConfig } from "../domain/a2a-push.js";
 /**
  * The A2A objects in their v0.3 wire shape (`types/src/types.ts@v0.3.0`). They are also our
  * internal model: the v0.3 codec sends them as they are, the v1.0 codec converts them.
@@ -85,7 +86,8 @@ export interface SendParams {
   historyLength?: number;
   /** false: answer with the task as soon as it is created (v0.3 `blocking`, v1.0 `returnImmediately`). */
   blocking: boolean;
-  pushNotification: boolean;
+  /** A push notification config for the task (its id defaults to the task id). */
+  pushConfig?: PushConfigInput;
   metadata?: JsonObject;
 }
 
@@ -108,4 +110,18 @@ export interface TaskPage {
 
 /** The operations of the endpoint, whatever the method name of the protocol version. */
 export type Operation =
-  | "send" | "stream" | "get" | "list" | "cancel" | "subscribe" | "push" | "extendedCard";
+  | "send" | "stream" | "get" | "list" | "cancel" | "subscribe" | "pushSet" | "pushGet" | "pushList" | "pushDelete" | "extendedCard";
+
+/** A push config as a client sends it: without an id, the task id names it (as a2a-js does). */
+export type PushConfigInput = Omit<PushConfig, "id"> & { id?: string };
+
+export interface PushSetParams {
+  taskId: string;
+  config: PushConfigInput;
+}
+
+/** Get/delete (configId: the one named; get without one: the config named after the task) and list. */
+export interface PushQuery {
+  taskId: string;
+  configId?: string;
+}

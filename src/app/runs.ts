@@ -65,7 +65,7 @@ export function runResult(ended: RunEnded | undefined): unknown {
 }
 
 /** Runs whose thread the custom-auth `filters` let the user see, as a condition on the runs table. */
-function threadsOfRuns(filters: AuthFilters | undefined): { sql: string; params: unknown[] }[] {
+export function threadsOfRuns(filters: AuthFilters | undefined): { sql: string; params: unknown[] }[] {
   return authConditions(filters, "threads.metadata").map((c) => ({ sql: `runs.thread_id IN (SELECT threads.thread_id FROM threads WHERE ${c.sql})`, params: c.params }));
 }
 

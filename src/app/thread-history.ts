@@ -7,6 +7,8 @@ import { CHECKPOINT_STREAM_PREFIX, CHECKPOINT_VALUE_STREAM_PREFIX } from "../dom
 import { isLargeJsonRef } from "../eventstore/chunked-append.js";
 import { correlationOf } from "./attribution.js";
 
+import { a2aPushStream, pushDeliveryKey } from "../domain/a2a-push.js";
+
 /** A run's side streams: its large input and command, its outputs, its webhook attempts (they name the URL). */
 const RUN_SIDE_PREFIXES = ["run-input-", "run-command-", "run-output-", WEBHOOK_STREAM_PREFIX];
 
@@ -87,9 +89,19 @@ export async function threadContentStreams(store: EventStore, threadId: string):
   const thread = await store.readStream(threadStream(id));
   const checkpoints = await store.readStream(`${CHECKPOINT_STREAM_PREFIX}${id}`);
   const streams = new Set<string>([threadStream(id), `${CHECKPOINT_STREAM_PREFIX}${id}`]);
-  for (const runId of runIdsOf(thread)) {
+  const runIds = runIdsOf(thread);
+  // A2A push configs of the thread's tasks (a task's id is a run id of this thread), and the
+  // deliveries they caused: one `webhook-a2a-{run}-{config}` stream per run end and config.
+  const configIds = new Set<string>();
+  for (const runId of runIds) {
+    const configs = await store.readStream(a2aPushStream(runId));
+    if (configs.length > 0) streams.add(a2aPushStream(runId));
+    for (const e of configs) if (e.type === "A2APushConfigSet") configIds.add((e.data as { config: { id: string } }).config.id);
+  }
+  for (const runId of runIds) {
     streams.add(runStream(runId));
     for (const prefix of RUN_SIDE_PREFIXES) streams.add(`${prefix}${runId}`);
+    for (const configId of configIds) streams.add(`${WEBHOOK_STREAM_PREFIX}${pushDeliveryKey(runId, configId)}`);
   }
   for (const e of checkpoints) collectRefs(e.data, streams);
   return [...streams];

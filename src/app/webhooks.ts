@@ -14,7 +14,7 @@ export function assertWebhookAllowed(ctx: Pick<AppContext, "langgraph">, url: st
   if (!check.ok) throw invalid(check.detail);
 }
 
-/** The delivery log of one run's webhook, from `webhook-{run_id}` (404 when the run is unknown). */
+/** The delivery log of one run's webhook and A2A pushes, from `webhook-{key}` streams (404 when the run is unknown). */
 export async function webhookAttempts(ctx: AppContext, threadId: string | null, runId: string, filters?: AuthFilters): Promise<WebhookAttemptView[]> {
   const id = runId.toLowerCase();
   // Deliveries outlive their run's row (a stateless run's thread is deleted when it ends).
@@ -22,5 +22,5 @@ export async function webhookAttempts(ctx: AppContext, threadId: string | null, 
   if (!run || (threadId !== null && run.thread_id !== threadId.toLowerCase())) throw notFound("Run not found");
   // Custom auth: a run whose metadata (its thread's at creation) the user may not see is not found.
   if (filters && !filterMatches(run.metadata, filters)) throw notFound("Run not found");
-  return readWebhookAttempts(ctx.store, id);
+  return readWebhookAttempts(ctx.store, id, ctx.readModels.webhooks.pushesOfRun(id));
 }

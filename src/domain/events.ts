@@ -7,11 +7,12 @@ import { storeEventSchemas } from "./store.js";
 import { largeJsonEventSchemas } from "../eventstore/chunked-append.js";
 import { webhookEventSchemas } from "./webhooks.js";
 import { cronEventSchemas } from "./crons.js";
+import { a2aPushEventSchemas } from "./a2a-push.js";
 
 /** The event catalogue: every event type the log may hold, with the schema of its data. */
 const catalogue: Record<string, ZodType> = {
   ...assistantEventSchemas, ...threadEventSchemas, ...checkpointEventSchemas, ...runEventSchemas, ...storeEventSchemas,
-  ...largeJsonEventSchemas, ...webhookEventSchemas, ...cronEventSchemas,
+  ...largeJsonEventSchemas, ...webhookEventSchemas, ...cronEventSchemas, ...a2aPushEventSchemas,
 };
 
 export function schemaForEventType(type: string): ZodType | undefined {

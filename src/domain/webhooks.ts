@@ -4,20 +4,22 @@ import type { EventsOf } from "./event-types.js";
 import type { EventData } from "../eventstore/types.js";
 import type { RunRecord } from "./run-record.js";
 import type { RunEnded } from "./runs.js";
+import { pushDeliveryKey, type PushTarget, type StoredPushConfig } from "./a2a-push.js";
 
 /**
- * Webhook deliveries: one stream `webhook-{run_id}` per run created with a `webhook` URL. Every
+ * Webhook deliveries: one stream `webhook-{run_id}` per run created with a `webhook` URL (and
+ * `webhook-{pushDeliveryKey}` per A2A push notification, see ./a2a-push.ts). Every
  * attempt is claimed first (an append with the stream's expected revision: one sender wins), then
  * its outcome is appended by the claimer. The claim carries a lease so that a dead sender's
  * delivery is taken over; delivery is therefore at least once, and receivers de-duplicate on the
  * delivery id, which is the same for every attempt.
  */
 export const WEBHOOK_STREAM_PREFIX = "webhook-";
-export const webhookStream = (runId: string) => `${WEBHOOK_STREAM_PREFIX}${runId}`;
+export const webhookStream = (key: string) => `${WEBHOOK_STREAM_PREFIX}${key}`;
 
 const DELIVERY_NAMESPACE = "4c2b0f55-5b0e-4d53-9a3c-0c8f7a1e6d42";
-/** Stable across retries and processes: derived from the run id. */
-export const deliveryIdOf = (runId: string) => uuidv5(`webhook:${runId}`, DELIVERY_NAMESPACE);
+/** Stable across retries and processes: derived from the delivery key (the run id for a run webhook). */
+export const deliveryIdOf = (key: string) => uuidv5(`webhook:${key}`, DELIVERY_NAMESPACE);
 
 export const WebhookOutcomeSchema = z.enum(["delivered", "retry", "failed"]);
 export type WebhookOutcome = z.infer<typeof WebhookOutcomeSchema>;
@@ -59,11 +61,18 @@ export type WebhookAttempted = z.infer<typeof webhookEventSchemas.WebhookAttempt
  */
 export type DeliveryStatus = "waiting" | "due" | "sending" | "delivered" | "failed";
 
-/** Everything needed to send one run's webhook, folded from its run and webhook events. */
+/**
+ * Everything needed to send one delivery, folded from its run and webhook events: a run's
+ * webhook (key = run id, `run` set) or an A2A push notification of a run's end to one config
+ * (key = pushDeliveryKey, `push` set; its body is the task, built when sent).
+ */
 export interface Delivery {
+  /** The delivery key: names `webhook-{key}` and the row. Absent in rows of older versions: the run id. */
+  key?: string;
   run_id: string;
   url: string;
-  run: RunRecord;
+  run?: RunRecord;
+  push?: PushTarget;
   run_started_at: string | null;
   ended?: RunEnded;
   status: DeliveryStatus;
@@ -79,6 +88,27 @@ export function deliveryOf(run: RunRecord): Delivery | undefined {
   const url = run.kwargs.webhook;
   if (!url) return undefined;
   return { run_id: run.run_id, url, run, run_started_at: null, status: "waiting", due_at: null, attempts: 0, revision: "no_stream" };
+}
+
+export const deliveryKey = (d: Pick<Delivery, "key" | "run_id">) => d.key ?? d.run_id;
+
+/** A push notification of a run's end to one config of its task: due at the run's end. */
+export function pushDeliveryOf(runId: string, config: StoredPushConfig, taskId: string, ended: RunEnded): Delivery {
+  const push: PushTarget = { task_id: taskId, config_id: config.id, protocol: config.protocol };
+  if (config.token !== undefined) push.token = config.token;
+  if (config.authentication !== undefined) push.authentication = config.authentication;
+  return {
+    key: pushDeliveryKey(runId, config.id),
+    run_id: runId,
+    url: config.url,
+    push,
+    run_started_at: null,
+    ended,
+    status: "due",
+    due_at: Date.parse(ended.ended_at),
+    attempts: 0,
+    revision: "no_stream",
+  };
 }
 
 /** The run ended: its webhook is due now. */
@@ -132,7 +162,7 @@ export function decideWebhookClaim(
     attempt,
     events: [{
       type: "WebhookClaimed",
-      data: { owner: cmd.owner, attempt, delivery_id: deliveryIdOf(d.run_id), claimed_at: cmd.now, lease_expires_at: cmd.nowMs + cmd.leaseMs },
+      data: { owner: cmd.owner, attempt, delivery_id: deliveryIdOf(deliveryKey(d)), claimed_at: cmd.now, lease_expires_at: cmd.nowMs + cmd.leaseMs },
     }],
   };
 }

@@ -12,6 +12,9 @@ import { filterMatches, type AuthFilters } from "../auth/filters.js";
 import type { AuthAction } from "../auth/engine.js";
 import { authorize } from "./auth.js";
 import { HttpError } from "./errors.js";
+import type { RunRecord } from "../domain/run-record.js";
+import type { RunRequest } from "../app/runs.js";
+import type { JsonObject } from "../domain/json.js";
 
 export interface Authorized<V> {
   value: V;
@@ -49,4 +52,29 @@ export async function threadVisible(ctx: AppContext, threadId: string, filters: 
   if (!filters) return true;
   const thread = (await threadStateConsistent(ctx, threadId))?.thread;
   return !thread || filterMatches(thread.metadata, filters);
+}
+
+/** Whether a run is visible under the filters: its metadata (its thread's at creation) and its thread pass. */
+export async function runVisible(ctx: AppContext, run: RunRecord, filters: AuthFilters | undefined): Promise<boolean> {
+  return !filters || (filterMatches(run.metadata, filters) && (await threadVisible(ctx, run.thread_id, filters)));
+}
+
+/**
+ * `threads:create_run` (for stateless runs too, as the official server): the handler may add
+ * metadata (returned: the run's, and a thread made for it) or hide the thread (404).
+ */
+export async function authorizeCreateRun(ctx: AppContext, req: FastifyRequest, threadId: string | null, body: RunRequest, runId: string): Promise<JsonObject> {
+  const { value, filters } = await authorize(req, "threads", "create_run", {
+    thread_id: threadId ?? undefined,
+    assistant_id: body.assistant_id,
+    run_id: runId,
+    status: "pending" as const,
+    metadata: body.metadata ?? {},
+    multitask_strategy: body.multitask_strategy ?? "enqueue",
+    if_not_exists: body.if_not_exists ?? "reject",
+    after_seconds: body.after_seconds ?? 0,
+    kwargs: { ...body } as Record<string, unknown>,
+  });
+  if (threadId !== null && !(await threadVisible(ctx, threadId, filters))) throw new HttpError(404, `Thread with ID ${threadId} not found`);
+  return value.metadata ?? {};
 }

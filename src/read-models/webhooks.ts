@@ -1,43 +1,91 @@
 import type Database from "better-sqlite3";
 import type { RecordedEvent } from "../eventstore/types.js";
 import type { TableProjection } from "./table.js";
-import { webhookDeliveries } from "../../projections/webhooks.js";
-import type { Delivery } from "../domain/webhooks.js";
+import { a2aPush, webhookDeliveries } from "../../projections/webhooks.js";
+import { deliveryKey, type Delivery } from "../domain/webhooks.js";
+import type { RunEnded } from "../domain/runs.js";
+import { A2A_PUSH_STREAM_PREFIX, type A2APushEvent, type StoredPushConfig } from "../domain/a2a-push.js";
 
 /**
- * Webhook deliveries, one row per run created with a webhook: its state, when its next attempt is
- * due (or its claim lapses), and the folded delivery as JSON. The dispatcher asks for due rows
- * through the partial index; nothing is kept in memory.
+ * Webhook deliveries, one row per delivery (a run created with a webhook, keyed by its run id; an
+ * A2A push notification, keyed by pushDeliveryKey): its state, when its next attempt is due (or
+ * its claim lapses), and the folded delivery as JSON. The dispatcher asks for due rows through the
+ * partial index; nothing is kept in memory. Beside them, the A2A push configs of each task and
+ * the runs linked to a task that has configs.
  */
 export const webhooksTable: TableProjection = {
   name: webhookDeliveries.name,
-  version: 1,
+  version: 2,
   ddl: [
     `CREATE TABLE webhook_deliveries (
-       run_id TEXT PRIMARY KEY,
+       id TEXT PRIMARY KEY,
+       run_id TEXT NOT NULL,
+       kind TEXT NOT NULL,
        status TEXT NOT NULL,
        due_at INTEGER,
        doc TEXT NOT NULL
      )`,
     "CREATE INDEX webhook_deliveries_due ON webhook_deliveries (due_at) WHERE status IN ('due', 'sending')",
+    "CREATE INDEX webhook_deliveries_run ON webhook_deliveries (run_id)",
+    "CREATE TABLE a2a_push_configs (task_id TEXT NOT NULL, config_id TEXT NOT NULL, doc TEXT NOT NULL, PRIMARY KEY (task_id, config_id))",
+    "CREATE TABLE a2a_push_runs (run_id TEXT PRIMARY KEY, task_id TEXT NOT NULL)",
+    "CREATE INDEX a2a_push_runs_task ON a2a_push_runs (task_id)",
   ],
   streamPrefixes: webhookDeliveries.streamPrefixes,
   eventTypes: webhookDeliveries.eventTypes,
   prepare(db) {
     const find = findDelivery(db);
-    const upsert = db.prepare(`INSERT INTO webhook_deliveries (run_id, status, due_at, doc) VALUES (@run_id, @status, @due_at, @doc)
-      ON CONFLICT (run_id) DO UPDATE SET status = excluded.status, due_at = excluded.due_at, doc = excluded.doc`);
+    const upsert = db.prepare(`INSERT INTO webhook_deliveries (id, run_id, kind, status, due_at, doc) VALUES (@id, @run_id, @kind, @status, @due_at, @doc)
+      ON CONFLICT (id) DO UPDATE SET status = excluded.status, due_at = excluded.due_at, doc = excluded.doc`);
+    const write = (d: Delivery) =>
+      upsert.run({ id: deliveryKey(d), run_id: d.run_id, kind: d.push ? "a2a-push" : "run", status: d.status, due_at: d.due_at, doc: encodeDelivery(d) });
+    const setConfig = db.prepare(`INSERT INTO a2a_push_configs (task_id, config_id, doc) VALUES (?, ?, ?)
+      ON CONFLICT (task_id, config_id) DO UPDATE SET doc = excluded.doc`);
+    const deleteConfig = db.prepare("DELETE FROM a2a_push_configs WHERE task_id = ? AND config_id = ?");
+    const link = db.prepare("INSERT INTO a2a_push_runs (run_id, task_id) VALUES (?, ?) ON CONFLICT (run_id) DO NOTHING");
+    const linked = db.prepare("SELECT task_id FROM a2a_push_runs WHERE run_id = ?").pluck();
+    const taskLinked = db.prepare("SELECT 1 FROM a2a_push_runs WHERE task_id = ? LIMIT 1").pluck();
+    const configs = pushConfigsOf(db);
+    const applyPush = (event: RecordedEvent) => {
+      const e = { type: event.type, data: event.data } as A2APushEvent;
+      if (e.type === "A2APushConfigSet") {
+        const stored: StoredPushConfig = { ...e.data.config, protocol: e.data.protocol };
+        setConfig.run(e.data.task_id, e.data.config.id, JSON.stringify(stored));
+        link.run(e.data.run_id, e.data.task_id);
+      } else if (e.type === "A2APushConfigDeleted") {
+        deleteConfig.run(e.data.task_id, e.data.config_id);
+      } else if (e.type === "A2APushRunEndCaughtUp") {
+        const config = configs(e.data.task_id).find((c) => c.id === e.data.config_id);
+        const d = config && a2aPush.deliveriesOnEnd(e.data.run_id, e.data.task_id, [config], e.data.ended)[0];
+        if (d && !find(deliveryKey(d))) write(d);
+      }
+    };
     return (event: RecordedEvent) => {
+      if (event.streamId.startsWith(A2A_PUSH_STREAM_PREFIX)) return applyPush(event);
+      const continued = a2aPush.continuedTask(event);
+      if (continued && taskLinked.get(continued.task_id) !== undefined) link.run(continued.run_id, continued.task_id);
       const key = webhookDeliveries.key(event);
       if (key === undefined) return;
+      if (event.type === "RunEnded") {
+        const task = linked.get(key) as string | undefined;
+        if (task !== undefined) {
+          for (const d of a2aPush.deliveriesOnEnd(key, task, configs(task), event.data as RunEnded)) if (!find(deliveryKey(d))) write(d);
+        }
+      }
       const before = find(key);
       if (!before && event.type !== "RunEnqueued") return;
       const after = webhookDeliveries.evolve(before, event);
       if (!after || after === before) return;
-      upsert.run({ run_id: key, status: after.status, due_at: after.due_at, doc: encodeDelivery(after) });
+      write(after);
     };
   },
 };
+
+/** The push configs of a task, oldest first. */
+export function pushConfigsOf(db: Database.Database): (taskId: string) => StoredPushConfig[] {
+  const select = db.prepare("SELECT doc FROM a2a_push_configs WHERE task_id = ? ORDER BY rowid").pluck();
+  return (taskId) => (select.all(taskId) as string[]).map((doc) => JSON.parse(doc) as StoredPushConfig);
+}
 
 /** bigint revisions survive JSON as strings. */
 export function encodeDelivery(d: Delivery): string {
@@ -49,17 +97,22 @@ export function decodeDelivery(doc: string): Delivery {
   return { ...raw, revision: raw.revision === "no_stream" ? "no_stream" : BigInt(raw.revision) };
 }
 
-export function findDelivery(db: Database.Database): (runId: string) => Delivery | undefined {
-  const select = db.prepare("SELECT doc FROM webhook_deliveries WHERE run_id = ?").pluck();
-  return (runId) => {
-    const doc = select.get(runId) as string | undefined;
+/** A delivery by key (a run's webhook: its run id). */
+export function findDelivery(db: Database.Database): (key: string) => Delivery | undefined {
+  const select = db.prepare("SELECT doc FROM webhook_deliveries WHERE id = ?").pluck();
+  return (key) => {
+    const doc = select.get(key) as string | undefined;
     return doc === undefined ? undefined : decodeDelivery(doc);
   };
 }
 
 /** The queries of the dispatcher. */
 export class WebhooksReadModel {
-  readonly get: (runId: string) => Delivery | undefined;
+  /** A delivery by key (a run's webhook: its run id). */
+  readonly get: (key: string) => Delivery | undefined;
+  /** The push configs of an A2A task. */
+  readonly pushConfigs: (taskId: string) => StoredPushConfig[];
+  private readonly pushOfRunStmt: Database.Statement;
   private readonly dueStmt: Database.Statement;
   private readonly nextStmt: Database.Statement;
   private readonly sendingStmt: Database.Statement;
@@ -67,16 +120,23 @@ export class WebhooksReadModel {
 
   constructor(db: Database.Database) {
     this.get = findDelivery(db);
+    this.pushConfigs = pushConfigsOf(db);
+    this.pushOfRunStmt = db.prepare("SELECT doc FROM webhook_deliveries WHERE run_id = ? AND kind = 'a2a-push' ORDER BY id").pluck();
     // `?` lists (as JSON) the deliveries this process is sending now: they are neither due nor a reason to wake.
-    this.dueStmt = db.prepare("SELECT doc FROM webhook_deliveries WHERE status IN ('due', 'sending') AND due_at <= ? AND run_id NOT IN (SELECT value FROM json_each(?)) ORDER BY due_at LIMIT ?").pluck();
+    this.dueStmt = db.prepare("SELECT doc FROM webhook_deliveries WHERE status IN ('due', 'sending') AND due_at <= ? AND id NOT IN (SELECT value FROM json_each(?)) ORDER BY due_at LIMIT ?").pluck();
     this.sendingStmt = db.prepare("SELECT doc FROM webhook_deliveries WHERE status IN ('due', 'sending') AND status = 'sending'").pluck();
     this.openCountStmt = db.prepare("SELECT count(*) FROM webhook_deliveries WHERE status IN ('due', 'sending')").pluck();
-    this.nextStmt = db.prepare("SELECT min(due_at) FROM webhook_deliveries WHERE status IN ('due', 'sending') AND run_id NOT IN (SELECT value FROM json_each(?))").pluck();
+    this.nextStmt = db.prepare("SELECT min(due_at) FROM webhook_deliveries WHERE status IN ('due', 'sending') AND id NOT IN (SELECT value FROM json_each(?))").pluck();
   }
 
   /** Deliveries whose attempt is due (or whose claim lapsed) at `nowMs`, oldest first, but those in `excluding`. */
   due(nowMs: number, limit: number, excluding: Iterable<string> = []): Delivery[] {
     return (this.dueStmt.all(nowMs, JSON.stringify([...excluding]), limit) as string[]).map(decodeDelivery);
+  }
+
+  /** The A2A push deliveries of a run's end. */
+  pushesOfRun(runId: string): Delivery[] {
+    return (this.pushOfRunStmt.all(runId) as string[]).map(decodeDelivery);
   }
 
   /** Deliveries claimed and not finished (at start on a single-process store: claims of a dead process). */

@@ -13,7 +13,7 @@ export function webhookBody(d: Delivery, sentAt: string, allowedFields?: readonl
   const body: JsonObject = {
     ...d.run,
     status,
-    updated_at: ended?.ended_at ?? d.run.updated_at,
+    updated_at: ended?.ended_at ?? d.run?.updated_at ?? null,
     run_started_at: d.run_started_at,
     run_ended_at: ended?.ended_at ?? null,
     webhook_sent_at: sentAt,

@@ -2,7 +2,8 @@ import { ulid } from "ulid";
 import type Database from "better-sqlite3";
 import { WrongExpectedVersionError, type EventStore, type RecordedEvent } from "../eventstore/types.js";
 import { RUN_STREAM_PREFIX } from "../domain/runs.js";
-import { attemptEvents, decideWebhookClaim, deliveryIdOf, webhookStream, type Delivery } from "../domain/webhooks.js";
+import { attemptEvents, decideWebhookClaim, deliveryIdOf, deliveryKey, webhookStream, type Delivery } from "../domain/webhooks.js";
+import { pushHeaders } from "../domain/a2a-push.js";
 import { WebhooksReadModel } from "../read-models/webhooks.js";
 import type { WebhookUrlPolicy } from "../runtime/langgraph-config.js";
 import { webhookBody } from "./body.js";
@@ -44,11 +45,14 @@ export interface DispatcherOptions {
   log?: (message: string) => void;
   /** Told of every attempt's outcome (for /metrics); `sinceEndedSeconds` is from the run's end to a delivery. */
   onAttempt?: (outcome: AttemptOutcome, attemptSeconds: number, sinceEndedSeconds?: number) => void;
+  /** The body of an A2A push delivery (the task as its run ended; undefined: the task is gone). */
+  pushBody?: (d: Delivery) => Promise<string | undefined>;
 }
 
 export type AttemptOutcome = "delivered" | "retry" | "failed";
 
-const WAKE_TYPES = new Set(["WebhookClaimed", "WebhookAttempted", "WebhookDelivered", "WebhookFailed"]);
+// A caught-up A2A push end makes a delivery due without a RunEnded.
+const WAKE_TYPES = new Set(["WebhookClaimed", "WebhookAttempted", "WebhookDelivered", "WebhookFailed", "A2APushRunEndCaughtUp"]);
 
 /**
  * Sends the webhooks of ended runs, driven by the log: the webhooks read model (fed by the
@@ -87,7 +91,11 @@ export class WebhookDispatcher {
 
   start(): void {
     this.unsubscribe = this.o.readModels.onApplied((event) => {
-      if (event.type === "RunEnded") this.startNow(event.streamId.slice(RUN_STREAM_PREFIX.length));
+      if (event.type === "RunEnded") {
+        const runId = event.streamId.slice(RUN_STREAM_PREFIX.length);
+        this.startNow(runId);
+        for (const push of this.model.pushesOfRun(runId)) this.startNow(deliveryKey(push));
+      }
       else if (WAKE_TYPES.has(event.type)) this.schedulePump();
     });
     if (this.takeover) {
@@ -105,11 +113,11 @@ export class WebhookDispatcher {
     await Promise.allSettled([...this.done]);
   }
 
-  /** A run just ended: its delivery starts in this turn of the event loop when a slot is free (latency). */
-  private startNow(runId: string): void {
+  /** A run just ended: its delivery (by key) starts in this turn of the event loop when a slot is free (latency). */
+  private startNow(key: string): void {
     if (this.stopping) return;
-    if (this.inflight.size >= this.o.concurrency || this.inflight.has(runId)) return this.schedulePump();
-    const d = this.model.get(runId);
+    if (this.inflight.size >= this.o.concurrency || this.inflight.has(key)) return this.schedulePump();
+    const d = this.model.get(key);
     if (!d) return; // no webhook
     if (d.status === "due" && (d.due_at ?? 0) <= this.nowMs()) this.launch(d, false);
     else this.schedulePump();
@@ -150,13 +158,13 @@ export class WebhookDispatcher {
 
   private launch(d: Delivery, takeover: boolean): void {
     const controller = new AbortController();
-    this.inflight.set(d.run_id, controller);
+    this.inflight.set(deliveryKey(d), controller);
     const p = this.attempt(d, takeover, controller.signal)
       .catch((error: unknown) => {
-        if (!this.stopping) this.o.log?.(`webhook of run ${d.run_id}: ${(error as Error).stack ?? String(error)}`);
+        if (!this.stopping) this.o.log?.(`webhook ${deliveryKey(d)}: ${(error as Error).stack ?? String(error)}`);
       })
       .finally(() => {
-        this.inflight.delete(d.run_id);
+        this.inflight.delete(deliveryKey(d));
         this.done.delete(p);
         this.schedulePump();
       });
@@ -175,7 +183,7 @@ export class WebhookDispatcher {
     let pendingClaim = claim.events;
     if (!this.o.exclusiveStore) {
       try {
-        revision = (await this.o.store.append(webhookStream(d.run_id), claim.events, d.revision)).nextExpectedRevision;
+        revision = (await this.o.store.append(webhookStream(deliveryKey(d)), claim.events, d.revision)).nextExpectedRevision;
         pendingClaim = [];
       } catch (error) {
         if (error instanceof WrongExpectedVersionError) return;
@@ -185,7 +193,7 @@ export class WebhookDispatcher {
     const attempt = claim.attempt;
     const startedAt = this.nowIso();
     const started = performance.now();
-    const deliveryId = deliveryIdOf(d.run_id);
+    const deliveryId = deliveryIdOf(deliveryKey(d));
     const target = this.targetOf(d.url);
     let result: AttemptResult;
     if (target.ok) {
@@ -193,8 +201,9 @@ export class WebhookDispatcher {
       if (!check.ok) {
         result = { error: check.detail, final: true };
       } else {
-        const body = JSON.stringify(webhookBody(d, this.nowIso(), this.o.allowedFields));
-        result = await this.o.send(target.url, body, this.headersFor(deliveryId, body), signal);
+        const body = await this.bodyOf(d);
+        if (typeof body !== "string") result = body;
+        else result = await this.o.send(target.url, body, { ...this.headersFor(deliveryId, body), ...(d.push ? pushHeaders(d.push) : {}) }, signal);
       }
     } else {
       result = { error: target.detail, final: true };
@@ -205,7 +214,7 @@ export class WebhookDispatcher {
     const verdict = classifyAttempt(result, attempt, this.o.retry, nowMs);
     const endedMs = d.ended ? Date.parse(d.ended.ended_at) : NaN;
     this.o.onAttempt?.(verdict.outcome, durationMs / 1000, verdict.outcome === "delivered" && Number.isFinite(endedMs) ? Math.max(0, nowMs - endedMs) / 1000 : undefined);
-    if (verdict.outcome === "failed" || ("error" in result && result.final)) this.o.log?.(`webhook of run ${d.run_id} attempt ${attempt}: ${"error" in result ? result.error : `HTTP ${result.statusCode}`}`);
+    if (verdict.outcome === "failed" || ("error" in result && result.final)) this.o.log?.(`webhook ${deliveryKey(d)} attempt ${attempt}: ${"error" in result ? result.error : `HTTP ${result.statusCode}`}`);
     const events = attemptEvents(
       {
         owner: this.owner,
@@ -221,12 +230,23 @@ export class WebhookDispatcher {
       verdict.outcome === "failed" ? verdict.reason : undefined,
     );
     try {
-      const appended = await this.o.store.append(webhookStream(d.run_id), [...pendingClaim, ...events], revision);
+      const appended = await this.o.store.append(webhookStream(deliveryKey(d)), [...pendingClaim, ...events], revision);
       // The row must show this outcome before the slot frees, or the next pump would see it as still claimed by us.
       await this.o.readModels.waitFor(appended.position);
     } catch (error) {
       if (!(error instanceof WrongExpectedVersionError)) throw error;
       // Our lease lapsed and another process took the delivery over: its record stands.
+    }
+  }
+
+  /** A run webhook's body, or an A2A push's (the task; undefined when it is gone). */
+  private async bodyOf(d: Delivery): Promise<string | AttemptResult> {
+    if (!d.push) return JSON.stringify(webhookBody(d, this.nowIso(), this.o.allowedFields));
+    if (!this.o.pushBody) return { error: "A2A push notifications are not served by this process", final: true };
+    try {
+      return (await this.o.pushBody(d)) ?? { error: "the task no longer exists", final: true };
+    } catch (error) {
+      return { error: `the task could not be read: ${(error as Error).message}` }; // retried with backoff
     }
   }
 

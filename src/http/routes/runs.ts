@@ -13,8 +13,7 @@ import { logPositionHeaders } from "../../app/request-context.js";
 import { SseWriter, parseLastEventId, streamModeFilter, tailRunStream } from "../sse.js";
 import { v7 as uuidv7 } from "uuid";
 import { authorize } from "../auth.js";
-import { authorizeThread, threadVisible } from "../auth-guards.js";
-import { filterMatches } from "../../auth/filters.js";
+import { authorizeCreateRun, authorizeThread, runVisible } from "../auth-guards.js";
 import { HttpError } from "../errors.js";
 
 const StreamMode = z.enum(STREAM_MODES as [string, ...string[]]);
@@ -138,32 +137,18 @@ export function runRoutes(ctx: AppContext, runs: RunsService, streams: { openStr
 
   const headersOf = (req: FastifyRequest) => req.headers as Record<string, string | string[] | undefined>;
 
-  /**
-   * `threads:create_run` (for stateless runs too, as the official server): the handler may add
-   * metadata (stored on the run, and on a thread made for it) or hide the thread (404).
-   */
+  /** `threads:create_run`, then the run with the metadata the handler left. */
   async function createRun(req: FastifyRequest, threadId: string | null, body: RunRequest): Promise<RunRecord> {
     const runId = uuidv7();
-    const { value, filters } = await authorize(req, "threads", "create_run", {
-      thread_id: threadId ?? undefined,
-      assistant_id: body.assistant_id,
-      run_id: runId,
-      status: "pending" as const,
-      metadata: body.metadata ?? {},
-      multitask_strategy: body.multitask_strategy ?? "enqueue",
-      if_not_exists: body.if_not_exists ?? "reject",
-      after_seconds: body.after_seconds ?? 0,
-      kwargs: { ...body } as Record<string, unknown>,
-    });
-    if (threadId !== null && !(await threadVisible(ctx, threadId, filters))) throw new HttpError(404, `Thread with ID ${threadId} not found`);
-    return runs.create(threadId, { ...body, metadata: value.metadata ?? {} }, headersOf(req), { auth: req.auth, runId });
+    const metadata = await authorizeCreateRun(ctx, req, threadId, body, runId);
+    return runs.create(threadId, { ...body, metadata }, headersOf(req), { auth: req.auth, runId });
   }
 
   /** A run reached without its thread in the path: visible when its metadata (its thread's at creation) passes. */
   async function statelessRun(req: FastifyRequest, runId: string): Promise<RunRecord> {
     const { filters } = await authorize(req, "threads", "read", { run_id: runId });
     const run = await runs.get(null, runId);
-    if (filters && !(filterMatches(run.metadata, filters) && (await threadVisible(ctx, run.thread_id, filters)))) throw new HttpError(404, "Run not found");
+    if (!(await runVisible(ctx, run, filters))) throw new HttpError(404, "Run not found");
     return run;
   }
 
@@ -276,7 +261,7 @@ export function runRoutes(ctx: AppContext, runs: RunsService, streams: { openStr
           // Named runs the user may not see are reported as missing, like unknown ones.
           for (const runId of req.body.run_ids ?? []) {
             const view = runs.view(runId);
-            if (view && !(filterMatches(view.run.metadata, filters) && (await threadVisible(ctx, view.run.thread_id, filters)))) throw new HttpError(404, "Run not found");
+            if (view && !(await runVisible(ctx, view.run, filters))) throw new HttpError(404, "Run not found");
           }
         }
         const n = await runs.cancelMany(req.body, req.query.action, filters);
