@@ -1,4 +1,4 @@
-import { copyFile, mkdtemp, rm } from "node:fs/promises";
+import { copyFile, mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { execFile } from "node:child_process";
@@ -136,6 +136,32 @@ t.test("a changed schema, a deleted database or a database ahead of the log is r
   t.teardown(() => again.close());
   t.equal(again.server.readModels.store.rebuilding, true, "ahead of the log → rebuild");
   t.equal(await again.client.threads.count({}), 1);
+});
+
+t.test("a torn read-model file (a rebuild cut short writes without a WAL) is rebuilt from the log", async (t) => {
+  const srv = await startTestServer();
+  t.teardown(() => srv.close());
+  const threads = [];
+  for (let i = 0; i < 50; i++) threads.push(await srv.client.threads.create({ metadata: { i, pad: "x".repeat(500) } }));
+  await srv.server.close();
+  const file = path.join(srv.dataDir, READ_MODELS_FILE);
+  // Every page but the first overwritten: the schema is readable, the tables are not.
+  t.equal(await stat(file + "-wal").catch(() => undefined), undefined, "the close left everything in the database file");
+  const size = (await stat(file)).size;
+  t.ok(size > 16 * 4096, `the database spans enough pages to tear (${size} bytes)`);
+  await writeFile(file, (await readFile(file)).fill(0x5a, 4096));
+  let again = await srv.restart();
+  t.equal(again.server.readModels.store.rebuilding, true, "torn pages → rebuild");
+  t.equal(await again.client.threads.count({}), 50);
+  t.match(await again.client.threads.get(threads[49].thread_id), { metadata: { i: 49 } });
+  await again.server.close();
+  // Not a database at all.
+  await writeFile(file, Buffer.alloc(64 * 1024, 0x5a));
+  await rm(file + "-wal", { force: true });
+  again = await srv.restart();
+  t.teardown(() => again.close());
+  t.equal(again.server.readModels.store.rebuilding, true, "not a database → rebuild");
+  t.equal(await again.client.threads.count({ metadata: { i: 7 } }), 1);
 });
 
 t.test("waitFor resolves only once the position is applied (read-your-writes)", async (t) => {

@@ -74,9 +74,9 @@ export class ReadModelStore {
    */
   static open(options: ReadModelStoreOptions): ReadModelStore {
     const fingerprint = schemaFingerprint(options.tables);
-    let db = openFile(options.file);
-    if (readFingerprint(db) === fingerprint) return new ReadModelStore(db, options.tables, undefined);
-    if (hasTables(db)) {
+    let { db, stored, empty } = openReadable(options.file);
+    if (stored === fingerprint) return new ReadModelStore(db, options.tables, undefined);
+    if (!empty) {
       // Another schema, or a rebuild that did not finish: read models are disposable caches of the log.
       db.close();
       removeDatabase(options.file);
@@ -88,9 +88,12 @@ export class ReadModelStore {
       db.exec(META_DDL);
       for (const statement of ddl) if (!isIndex(statement)) db.exec(statement);
     }).immediate();
-    // A rebuild writes the whole database once: a larger page cache and fewer WAL checkpoints for it.
+    // A rebuild writes the whole database once: a larger page cache for it, and no WAL (each page
+    // would be written twice, to the WAL and then back by the checkpoint). Its rollback journal is
+    // kept in memory: a rebuild cut short may leave a torn file, which the next start finds without
+    // a fingerprint (or unreadable) and rebuilds.
     db.pragma(`cache_size = -${REBUILD_CACHE_KIB}`);
-    db.pragma("wal_autocheckpoint = 16384");
+    db.pragma("journal_mode = MEMORY");
     return new ReadModelStore(db, options.tables, { indexes: ddl.filter(isIndex), fingerprint });
   }
 
@@ -210,13 +213,14 @@ export class ReadModelStore {
     const pending = this.pendingRebuild;
     if (!pending) return;
     this.pendingRebuild = undefined;
-    if (this.db.inTransaction) this.db.exec("COMMIT");
-    this.db.transaction(() => {
-      for (const statement of pending.indexes) this.db.exec(statement);
-      this.db.prepare("INSERT INTO read_model_meta (key, value) VALUES ('fingerprint', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value").run(pending.fingerprint);
-    })();
+    // The indexes are built in the rebuild's transaction, still without a WAL; the fingerprint is
+    // written once the database is back in WAL mode, as the last step.
+    if (!this.db.inTransaction) this.db.exec("BEGIN");
+    for (const statement of pending.indexes) this.db.exec(statement);
+    this.db.exec("COMMIT");
+    this.db.pragma("journal_mode = WAL");
+    this.db.prepare("INSERT INTO read_model_meta (key, value) VALUES ('fingerprint', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value").run(pending.fingerprint);
     this.db.pragma("wal_checkpoint(TRUNCATE)");
-    this.db.pragma("wal_autocheckpoint = 1000");
     this.db.pragma(`cache_size = -${CACHE_KIB}`);
     this.db.pragma("shrink_memory");
   }
@@ -279,6 +283,28 @@ function openFile(file: string): Database.Database {
     if (code === "SQLITE_BUSY" || code === "SQLITE_LOCKED") throw new StoreUnavailableError(`read-model database ${file} is locked by another process (give each server process its own DATA_DIR)`, { cause: error });
     throw new StoreUnavailableError(`cannot open read-model database ${file}: ${(error as Error).message}`, { cause: error });
   }
+}
+
+/**
+ * Opens the database and reads its fingerprint. A file that is not a readable database (what a
+ * rebuild cut short while writing without a WAL may leave) is removed and created anew.
+ */
+function openReadable(file: string): { db: Database.Database; stored: string | undefined; empty: boolean } {
+  let db: Database.Database | undefined;
+  try {
+    db = openFile(file);
+    return { db, stored: readFingerprint(db), empty: !hasTables(db) };
+  } catch (error) {
+    if (!isUnreadable(error)) throw error;
+    db?.close();
+    removeDatabase(file);
+    return { db: openFile(file), stored: undefined, empty: true };
+  }
+}
+
+function isUnreadable(error: unknown): boolean {
+  const codes = [(error as { code?: unknown }).code, (error as { cause?: { code?: unknown } }).cause?.code];
+  return codes.some((code) => code === "SQLITE_NOTADB" || (typeof code === "string" && code.startsWith("SQLITE_CORRUPT")));
 }
 
 function readFingerprint(db: Database.Database): string | undefined {
