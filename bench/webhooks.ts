@@ -1,17 +1,16 @@
 /**
  * Webhooks benchmark: the server as a child process (the esbuild bundle, as `npm start` runs it),
- * SQLite store, the example graph `agent`, a receiver on 127.0.0.1 in this process.
+ * SQLite store, the example graph `agent`, a receiver on 127.0.0.1 in a worker thread of this process.
  *   - latency from the terminal event (the run's `run_ended_at`) to the receiver, p50/p99, while
  *     64 clients create runs with a webhook (`POST /runs/wait`, stateless)
  *   - deliveries per second at WEBHOOK_CONCURRENCY=64: a backlog of pending deliveries (runs that
  *     ended while the receiver was down) drained by a restarted server once the receiver is up
  * Run: npm run bench -- webhooks [--tiny]
  */
-import http from "node:http";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import type { AddressInfo } from "node:net";
+import { Worker } from "node:worker_threads";
 import { jsonClient, runPool } from "./support/http.js";
 import { parseBenchOptions, type BenchOptions } from "./support/options.js";
 import { repoRoot, startBenchServer } from "./support/server.js";
@@ -30,39 +29,71 @@ interface Hit {
   sentAt: number;
 }
 
+/**
+ * The receiver's HTTP server, run in a worker thread: a real receiver is another service, so its
+ * clock must not wait behind this process's 64 clients. Posts {at, body} per request it accepts.
+ */
+const RECEIVER_SOURCE = `
+const http = require("node:http");
+const { parentPort } = require("node:worker_threads");
+let failing = false;
+const server = http.createServer((req, res) => {
+  const chunks = [];
+  req.on("data", (c) => chunks.push(c)).on("end", () => {
+    if (failing) { res.writeHead(503, { "retry-after": "1" }).end(); return; }
+    const at = Date.now();
+    res.writeHead(204).end();
+    parentPort.postMessage({ kind: "hit", at, body: Buffer.concat(chunks).toString("utf8") });
+  });
+});
+server.keepAliveTimeout = 30000;
+parentPort.on("message", (m) => {
+  if (m.kind === "failing") { failing = m.value; parentPort.postMessage({ kind: "failing-set" }); }
+  else if (m.kind === "listen") server.listen(m.port, "127.0.0.1", () => parentPort.postMessage({ kind: "listening", port: server.address().port }));
+  else if (m.kind === "close") { server.closeAllConnections(); server.close(() => parentPort.postMessage({ kind: "closed" })); }
+});
+`;
+
 /** Counts deliveries; `expect(n)` resolves once n distinct runs were delivered. */
 function receiver() {
   const seen = new Map<string, Hit>();
   let waiter: { n: number; resolve: () => void } | undefined;
-  const state = { failing: false };
-  const server = http.createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on("data", (c: Buffer) => chunks.push(c)).on("end", () => {
-      if (state.failing) {
-        res.writeHead(503, { "retry-after": "1" }).end();
-        return;
-      }
-      const at = Date.now();
-      const body = JSON.parse(Buffer.concat(chunks).toString("utf8")) as { run_id: string; run_ended_at: string; webhook_sent_at: string };
-      if (!seen.has(body.run_id)) seen.set(body.run_id, { at, runId: body.run_id, endedAt: Date.parse(body.run_ended_at), sentAt: Date.parse(body.webhook_sent_at) });
-      res.writeHead(204).end();
-      if (waiter && seen.size >= waiter.n) waiter.resolve();
-    });
+  const worker = new Worker(RECEIVER_SOURCE, { eval: true });
+  const reply = (kind: string) => new Promise<{ port?: number }>((resolve) => {
+    const on = (m: { kind: string; port?: number }) => {
+      if (m.kind !== kind) return;
+      worker.off("message", on);
+      resolve(m);
+    };
+    worker.on("message", on);
   });
-  server.keepAliveTimeout = 30_000;
+  worker.on("message", (m: { kind: string; at: number; body: string }) => {
+    if (m.kind !== "hit") return;
+    const body = JSON.parse(m.body) as { run_id: string; run_ended_at: string; webhook_sent_at: string };
+    if (!seen.has(body.run_id)) seen.set(body.run_id, { at: m.at, runId: body.run_id, endedAt: Date.parse(body.run_ended_at), sentAt: Date.parse(body.webhook_sent_at) });
+    if (waiter && seen.size >= waiter.n) waiter.resolve();
+  });
   return {
     seen,
-    state,
+    /** Answer 503 (Retry-After: 1) to every request, or accept again. */
+    async setFailing(value: boolean) {
+      const done = reply("failing-set");
+      worker.postMessage({ kind: "failing", value });
+      await done;
+    },
     async listen(port = 0) {
-      await new Promise<void>((r) => server.listen(port, "127.0.0.1", r));
-      return (server.address() as AddressInfo).port;
+      const listening = reply("listening");
+      worker.postMessage({ kind: "listen", port });
+      return (await listening).port!;
     },
     expect(n: number) {
       return seen.size >= n ? Promise.resolve() : new Promise<void>((resolve) => (waiter = { n, resolve }));
     },
     async close() {
-      server.closeAllConnections();
-      await new Promise<void>((r) => server.close(() => r()));
+      const closed = reply("closed");
+      worker.postMessage({ kind: "close" });
+      await closed;
+      await worker.terminate();
     },
   };
 }
@@ -121,7 +152,7 @@ export async function benchWebhooks(options: BenchOptions = { tiny: false, big: 
 
     // 2. Drain rate: runs end while the receiver answers 503 (Retry-After: 1 s); the server stops;
     // a restarted one finds every delivery due and drains the backlog once the receiver accepts.
-    rx.state.failing = true;
+    await rx.setFailing(true);
     const dataB = path.join(dir, "b");
     const retrying = { ...env, WEBHOOK_MAX_ATTEMPTS: "1000" };
     const first = await startBenchServer(dataB, retrying);
@@ -137,7 +168,7 @@ export async function benchWebhooks(options: BenchOptions = { tiny: false, big: 
     progress("backlog made");
     // Every retry is due within a second of the stop; wait that second so the whole backlog is due at start.
     await new Promise((r) => setTimeout(r, 1_100));
-    rx.state.failing = false;
+    await rx.setFailing(false);
     const before = rx.seen.size;
     const t0 = performance.now();
     const second = await startBenchServer(dataB, retrying);

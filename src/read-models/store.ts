@@ -13,6 +13,9 @@ const MAX_BATCH = 2000;
 const CACHE_KIB = 8192;
 /** Page cache while a rebuild writes the database (given back once it is done). */
 const REBUILD_CACHE_KIB = 65536;
+/** Pages the WAL may hold before a checkpoint (SQLite's default is 1,000), and the size it is cut back to. */
+const WAL_AUTOCHECKPOINT_PAGES = 10_000;
+const WAL_SIZE_LIMIT_BYTES = 64 * 1024 * 1024;
 
 const META_DDL = `CREATE TABLE IF NOT EXISTS read_model_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID`;
 
@@ -277,6 +280,10 @@ function openFile(file: string): Database.Database {
     db.pragma("synchronous = NORMAL");
     db.pragma(`cache_size = -${CACHE_KIB}`);
     db.pragma("temp_store = MEMORY");
+    // Rows land on random pages (ids are UUIDs): a longer WAL between checkpoints writes a page
+    // changed many times once. The WAL index of an exclusive connection is on the heap (~8 bytes a page).
+    db.pragma(`wal_autocheckpoint = ${WAL_AUTOCHECKPOINT_PAGES}`);
+    db.pragma(`journal_size_limit = ${WAL_SIZE_LIMIT_BYTES}`);
     return db;
   } catch (error) {
     const code = (error as { code?: string }).code;
