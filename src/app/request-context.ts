@@ -49,13 +49,13 @@ export interface AppendObserver {
 export function recordingPositions(store: EventStore, observe?: AppendObserver): EventStore {
   return {
     kind: store.kind,
-    async append(stream, events, expected) {
+    async append(stream, events, expected, options) {
       const context = storage.getStore();
       const stamped: EventData[] = events.map((e) => attributed(stream, e, context));
       const started = observe ? process.hrtime.bigint() : 0n;
       let ok = false;
       try {
-        const result = await store.append(stream, stamped, expected);
+        const result = await store.append(stream, stamped, expected, options);
         ok = true;
         if (context && (context.lastPosition === undefined || result.position > context.lastPosition)) context.lastPosition = result.position;
         return result;

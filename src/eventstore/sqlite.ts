@@ -21,6 +21,7 @@ import {
   WrongExpectedVersionError,
   eventSize,
   type AllSubscriptionOptions,
+  type AppendOptions,
   type AppendResult,
   type EventData,
   type EventFilter,
@@ -196,7 +197,7 @@ class SqliteStore implements SqliteEventStore {
     return { ...this.counters, subscriptions: this.hub.size, recentEvents: this.recent.size };
   }
 
-  async append(stream: string, events: EventData[], expected: ExpectedRevision = "any"): Promise<AppendResult> {
+  async append(stream: string, events: EventData[], expected: ExpectedRevision = "any", options: AppendOptions = {}): Promise<AppendResult> {
     // Generated ids are time-ordered (UUIDv7): the unique index on event_id then grows at its right edge. Random (v4)
     // ids scatter each commit over many index pages, which halves the throughput of large batches with synchronous=FULL.
     const prepared = checkAppend(stream, events, expected, { newId: uuidv7 }, toStored);
@@ -204,7 +205,7 @@ class SqliteStore implements SqliteEventStore {
     const size = prepared.reduce((sum, e) => sum + eventSize(e.type, e.data, e.metadata), 0);
     if (size > MAX_APPEND_SIZE) throw new AppendTooLargeError(stream, MAX_APPEND_SIZE, size);
     this.ensureOpen();
-    return this.queue.submit({ stream, expected, events: prepared, mayBeRetry: events[0]?.id !== undefined });
+    return this.queue.submit({ stream, expected, events: prepared, mayBeRetry: events[0]?.id !== undefined }, options.urgent === true);
   }
 
   async readStream(stream: string, options: ReadStreamOptions = {}): Promise<RecordedEvent[]> {

@@ -87,10 +87,20 @@ export interface Subscription extends AsyncIterable<SubscriptionItem> {
   close(): Promise<void>;
 }
 
+export interface AppendOptions {
+  /**
+   * Someone is waiting for this append (a run's end: `/wait`, `/join`, webhooks). The embedded
+   * store commits it, with whatever else is queued, as soon as the current callback returns,
+   * instead of batching it for the rest of the event loop's turn. EventStoreDB sends every append
+   * at once anyway.
+   */
+  urgent?: boolean;
+}
+
 export interface EventStore {
   readonly kind: "sqlite" | "esdb";
   /** Appends atomically. Throws WrongExpectedVersionError when `expected` does not hold. */
-  append(stream: string, events: EventData[], expected?: ExpectedRevision): Promise<AppendResult>;
+  append(stream: string, events: EventData[], expected?: ExpectedRevision, options?: AppendOptions): Promise<AppendResult>;
   /** A missing stream reads as empty. */
   readStream(stream: string, options?: ReadStreamOptions): Promise<RecordedEvent[]>;
   readAll(options?: ReadAllOptions): Promise<RecordedEvent[]>;

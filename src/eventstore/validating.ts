@@ -24,9 +24,9 @@ function check(schemaFor: SchemaLookup, stream: string, type: string, data: unkn
 export function withSchemas(store: EventStore, schemaFor: SchemaLookup): EventStore {
   return {
     kind: store.kind,
-    async append(stream, events: EventData[], expected) {
+    async append(stream, events: EventData[], expected, options) {
       for (const e of events) check(schemaFor, stream, e.type, e.data);
-      return store.append(stream, events, expected);
+      return store.append(stream, events, expected, options);
     },
     readStream: (stream, options) => store.readStream(stream, options),
     readAll: (options) => store.readAll(options),

@@ -1,4 +1,4 @@
-import { AppendTooLargeError, type EventData, type EventStore } from "../eventstore/types.js";
+import { AppendTooLargeError, type AppendOptions, type EventData, type EventStore } from "../eventstore/types.js";
 import { APPEND_BUDGET, planBatches, sizeOfEvent } from "../eventstore/chunked-append.js";
 
 /**
@@ -51,9 +51,9 @@ export class RunStreamWriter {
   }
 
   /** One append; when the store refuses it as too large, shrunk events in several appends. */
-  private async append(batch: EventData[], checked: boolean): Promise<void> {
+  private async append(batch: EventData[], checked: boolean, options?: AppendOptions): Promise<void> {
     try {
-      const result = await this.store.append(this.stream, batch, checked ? this.revision : "any");
+      const result = await this.store.append(this.stream, batch, checked ? this.revision : "any", options);
       this.revision = result.nextExpectedRevision;
       return;
     } catch (error) {
@@ -63,7 +63,7 @@ export class RunStreamWriter {
     for (const event of batch) shrunk.push(sizeOfEvent(event) > APPEND_BUDGET / 4 ? await this.shrink(event) : event);
     for (const group of planBatches(this.stream, shrunk)) {
       // Each part expects the revision the previous part left, so nothing interleaves unnoticed.
-      const result = await this.store.append(this.stream, group, checked ? this.revision : "any");
+      const result = await this.store.append(this.stream, group, checked ? this.revision : "any", options);
       this.revision = result.nextExpectedRevision;
     }
   }
@@ -71,15 +71,15 @@ export class RunStreamWriter {
   /**
    * Appends what is still queued plus `last` with the expected revision (so a concurrent writer,
    * e.g. a cancel request, makes it fail with WrongExpectedVersion instead of interleaving).
-   * Returns the revision of the last event.
+   * Returns the revision of the last event. `options`: e.g. urgent, for the append that ends a run.
    */
-  async finish(last: EventData[]): Promise<bigint> {
+  async finish(last: EventData[], options?: AppendOptions): Promise<bigint> {
     while (this.flushing) await this.flushing;
     if (this.failure) throw this.failure;
     const batch = [...this.queue.splice(0), ...last];
     const before = this.revision;
     try {
-      await this.append(batch, true);
+      await this.append(batch, true, options);
       return this.revision;
     } catch (error) {
       // Put the outputs back so a retry (after re-reading the stream) can still write them.

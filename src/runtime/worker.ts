@@ -263,7 +263,8 @@ export class RunWorker {
     if (ended.values !== undefined) ended.values = await externalizeIfLarge(this.o.store, "run-values-", run.run_id, ended.values);
     if (ended.error) output("error", ended.error);
     try {
-      await writer.finish([{ type: "RunEnded", data: ended }]);
+      // Urgent: `/wait`, `/join`, stream ends and webhooks wait for this commit.
+      await writer.finish([{ type: "RunEnded", data: ended }], { urgent: true });
     } catch (error) {
       if (!(error instanceof WrongExpectedVersionError)) {
         // The log refused the outputs (never a hang with the claim held): the run ends with that error.
@@ -305,7 +306,7 @@ export class RunWorker {
     let expected = revision;
     for (let attempt = 0; ; attempt++) {
       try {
-        await this.o.store.append(runStream(run.run_id), [{ type: "RunEnded", data: ended }], expected);
+        await this.o.store.append(runStream(run.run_id), [{ type: "RunEnded", data: ended }], expected, { urgent: true });
         break;
       } catch (error) {
         if (!(error instanceof WrongExpectedVersionError) || attempt >= 5) throw error;
