@@ -35,6 +35,7 @@ import { webhookRoutes } from "./http/routes/webhooks.js";
 import { CronScheduler } from "./runtime/cron-scheduler.js";
 import { systemClock, type Clock } from "./app/clock.js";
 import { WebhookDispatcher } from "./webhooks/dispatcher.js";
+import { threadedSender } from "./webhooks/threaded-sender.js";
 import { undiciSender } from "./webhooks/sender.js";
 import type { Resolver } from "./webhooks/url-policy.js";
 import { resolveWebhookHeaders } from "./runtime/langgraph-config.js";
@@ -194,7 +195,9 @@ export async function startServer(config: Config, deps: ServerDeps = {}): Promis
     if (webhooksEnabled) {
       const w = config.webhooks;
       const policy = langgraph.config.webhooks.url;
-      sender = undiciSender({ connectTimeoutMs: w.connectTimeoutMs, totalTimeoutMs: w.timeoutMs, policy, resolver: deps.resolver, connections: w.concurrency });
+      const sendOptions = { connectTimeoutMs: w.connectTimeoutMs, totalTimeoutMs: w.timeoutMs, policy, connections: w.concurrency };
+      // A resolver injected (tests) lives in this thread; otherwise the sender has a thread of its own.
+      sender = deps.resolver ? undiciSender({ ...sendOptions, resolver: deps.resolver }) : threadedSender(sendOptions);
       dispatcher = new WebhookDispatcher({
         store,
         readModels: readModels.store,
