@@ -161,6 +161,28 @@ t.test("webhooks", async (t) => {
     for (const name of ["stream", "wait", "stateless-stream", "stateless-wait", "batch", "singular"]) t.ok(urls.has(`/ep/${name}`), name);
   });
 
+  t.test("30 runs ending together: each webhook is sent once, in one attempt", async (t) => {
+    // Two paths can start a delivery (the run's end as it commits, and the read model folding it);
+    // the in-flight set must leave exactly one POST per run.
+    const threads = await Promise.all(Array.from({ length: 30 }, () => client.threads.create()));
+    const runs = await Promise.all(threads.map((th) => client.runs.create(th.thread_id, "agent", { input, webhook: `${receiver.url}/together` })));
+    const ends = await Promise.all(runs.map((r) => deliveryEnd(store, r.run_id)));
+    t.same(ends.map((e) => e.type), Array(30).fill("WebhookDelivered"));
+    // A later delivery arriving means any stray duplicate of the ones above had its chance to arrive too.
+    const last = await client.runs.create(threads[0].thread_id, "agent", { input, webhook: `${receiver.url}/after-together` });
+    await deliveryEnd(store, last.run_id);
+    const ids = receiver.requests.filter((r) => r.url === "/together").map((r) => JSON.parse(r.body).run_id as string);
+    t.equal(ids.length, 30, "30 POSTs");
+    t.same(new Set(ids), new Set(runs.map((r) => r.run_id)), "one per run");
+    const bodies = receiver.requests.filter((r) => r.url === "/together").map((r) => JSON.parse(r.body));
+    t.ok(bodies.every((b) => typeof b.run_started_at === "string" && b.status === "success" && b.values?.messages?.length === 2), "each body complete");
+    for (const r of runs.slice(0, 5)) {
+      const log = await json(fetch(`${server.url}/runs/${r.run_id}/webhooks`));
+      t.match(log, [{ event: "attempt", attempt: 1, status_code: 200 }, { event: "delivered", attempts: 1 }], "one attempt in the delivery log");
+      t.equal(log.length, 2);
+    }
+  });
+
   t.test("a receiver that never answers holds only its own delivery", async (t) => {
     let arrived!: () => void;
     const hung = new Promise<void>((r) => (arrived = r));

@@ -1,8 +1,9 @@
 import { ulid } from "ulid";
 import type Database from "better-sqlite3";
-import { WrongExpectedVersionError, type EventStore, type RecordedEvent } from "../eventstore/types.js";
+import { WrongExpectedVersionError, type EventStore, type RecordedEvent, type Subscription } from "../eventstore/types.js";
 import { RUN_STREAM_PREFIX } from "../domain/runs.js";
-import { attemptEvents, decideWebhookClaim, deliveryIdOf, deliveryKey, webhookStream, type Delivery } from "../domain/webhooks.js";
+import { attemptEvents, decideWebhookClaim, deliveryIdOf, deliveryKey, deliveryRunEnded, webhookStream, type Delivery } from "../domain/webhooks.js";
+import type { RunEnded } from "../domain/runs.js";
 import { pushHeaders } from "../domain/a2a-push.js";
 import { WebhooksReadModel } from "../read-models/webhooks.js";
 import type { WebhookUrlPolicy } from "../runtime/langgraph-config.js";
@@ -70,6 +71,7 @@ export class WebhookDispatcher {
   private timer: NodeJS.Timeout | undefined;
   private timerAt = Infinity;
   private unsubscribe: (() => void) | undefined;
+  private committedEnds: Subscription | undefined;
   private pumpQueued = false;
   private stopping = false;
   /** Owners whose claims are dead (exclusive store: every owner but us, at start). */
@@ -98,6 +100,7 @@ export class WebhookDispatcher {
       }
       else if (WAKE_TYPES.has(event.type)) this.schedulePump();
     });
+    if (this.o.exclusiveStore) this.followCommittedEnds();
     if (this.takeover) {
       // A single-process store: claims open at start belong to a process that died; retake them now.
       for (const d of this.model.sending()) if (d.owner !== this.owner) this.launch(d, true);
@@ -108,6 +111,7 @@ export class WebhookDispatcher {
   async stop(): Promise<void> {
     this.stopping = true;
     this.unsubscribe?.();
+    await this.committedEnds?.close();
     clearTimeout(this.timer);
     for (const c of this.inflight.values()) c.abort(new Error("server shutting down"));
     await Promise.allSettled([...this.done]);
@@ -121,6 +125,33 @@ export class WebhookDispatcher {
     if (!d) return; // no webhook
     if (d.status === "due" && (d.due_at ?? 0) <= this.nowMs()) this.launch(d, false);
     else this.schedulePump();
+  }
+
+  /**
+   * Latency, single-process store: a run's end is taken from the log as its commit lands, a turn of
+   * the event loop before the read models have folded it. The delivery is the read model's row with
+   * that one event folded in (the same pure fold). Whatever this path skips (a row not there yet, a
+   * run never started, no free slot) the read-model path above still starts; the in-flight set keeps
+   * one attempt per delivery, and an attempt frees its slot only once the row shows its outcome.
+   */
+  private followCommittedEnds(): void {
+    const subscription = this.o.store.subscribeToAll({ fromPosition: "end", filter: { streamPrefixes: [RUN_STREAM_PREFIX], eventTypes: ["RunEnded"] } });
+    this.committedEnds = subscription;
+    void (async () => {
+      for await (const item of subscription) if (item.kind === "event") this.startOnCommittedEnd(item.event);
+    })().catch((error: unknown) => {
+      if (!this.stopping) this.o.log?.(`webhooks: following run ends: ${(error as Error).message}`);
+    });
+  }
+
+  private startOnCommittedEnd(event: RecordedEvent): void {
+    if (this.stopping || this.inflight.size >= this.o.concurrency) return;
+    const key = event.streamId.slice(RUN_STREAM_PREFIX.length);
+    if (this.inflight.has(key)) return;
+    const row = this.model.get(key);
+    if (!row || row.push || row.ended || row.status !== "waiting" || !row.run_started_at) return;
+    const d = deliveryRunEnded(row, event.data as RunEnded);
+    if (d.status === "due" && (d.due_at ?? 0) <= this.nowMs()) this.launch(d, false);
   }
 
   private schedulePump(): void {
