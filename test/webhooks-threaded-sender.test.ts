@@ -79,4 +79,9 @@ t.test("an abort reaches the thread; closing stops it, and the next send starts 
   t.teardown(() => receiver.close());
   t.same(await sender.send(`${receiver.url}/again`, "{}", {}), { statusCode: 200 }, "a new thread after close");
   t.equal(receiver.requests[0]?.url, "/again");
+
+  const closing = sender.close();
+  const during = sender.send(`${receiver.url}/during-close`, "{}", {});
+  await closing;
+  t.same(await during, { statusCode: 200 }, "a send made while the old thread exits is answered by the new one");
 });

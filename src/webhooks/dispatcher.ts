@@ -1,9 +1,8 @@
 import { ulid } from "ulid";
 import type Database from "better-sqlite3";
 import { WrongExpectedVersionError, type EventStore, type RecordedEvent, type Subscription } from "../eventstore/types.js";
-import { RUN_STREAM_PREFIX } from "../domain/runs.js";
+import { RUN_STREAM_PREFIX, type RunEnded } from "../domain/runs.js";
 import { attemptEvents, decideWebhookClaim, deliveryIdOf, deliveryKey, deliveryRunEnded, webhookStream, type Delivery } from "../domain/webhooks.js";
-import type { RunEnded } from "../domain/runs.js";
 import { pushHeaders } from "../domain/a2a-push.js";
 import { WebhooksReadModel } from "../read-models/webhooks.js";
 import type { WebhookUrlPolicy } from "../runtime/langgraph-config.js";
@@ -123,7 +122,7 @@ export class WebhookDispatcher {
     if (this.inflight.size >= this.o.concurrency || this.inflight.has(key)) return this.schedulePump();
     const d = this.model.get(key);
     if (!d) return; // no webhook
-    if (d.status === "due" && (d.due_at ?? 0) <= this.nowMs()) this.launch(d, false);
+    if (this.dueNow(d)) this.launch(d, false);
     else this.schedulePump();
   }
 
@@ -151,7 +150,11 @@ export class WebhookDispatcher {
     const row = this.model.get(key);
     if (!row || row.push || row.ended || row.status !== "waiting" || !row.run_started_at) return;
     const d = deliveryRunEnded(row, event.data as RunEnded);
-    if (d.status === "due" && (d.due_at ?? 0) <= this.nowMs()) this.launch(d, false);
+    if (this.dueNow(d)) this.launch(d, false);
+  }
+
+  private dueNow(d: Delivery): boolean {
+    return d.status === "due" && (d.due_at ?? 0) <= this.nowMs();
   }
 
   private schedulePump(): void {

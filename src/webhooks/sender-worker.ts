@@ -1,6 +1,6 @@
 import { parentPort, workerData } from "node:worker_threads";
 import { undiciSender, type SendOptions } from "./sender.js";
-import type { SenderRequest } from "./threaded-sender.js";
+import type { SenderReply, SenderRequest } from "./threaded-sender.js";
 
 /**
  * The webhook sender's thread: undici and its keep-alive sockets live here, on an event loop that
@@ -18,7 +18,7 @@ port.on("message", (m: SenderRequest) => {
     aborts.set(m.id, controller);
     void sender.send(m.url, m.body, m.headers, controller.signal).then((result) => {
       aborts.delete(m.id);
-      port.postMessage({ id: m.id, result });
+      port.postMessage({ id: m.id, result } satisfies SenderReply);
     });
   } else if (m.type === "abort") {
     aborts.get(m.id)?.abort(new Error(m.reason));

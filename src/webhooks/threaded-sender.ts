@@ -10,6 +10,18 @@ export type SenderRequest =
   | { type: "abort"; id: number; reason: string }
   | { type: "close" };
 
+/** The thread's answer to one send. */
+export interface SenderReply {
+  id: number;
+  result: AttemptResult;
+}
+
+/** A running sender thread and the sends it owes an answer. */
+interface SenderThread {
+  worker: Worker;
+  pending: Map<number, (result: AttemptResult) => void>;
+}
+
 /** The worker's file: beside this module in the sources, under `webhooks/` beside the bundle's chunk. */
 function workerFile(): URL {
   const candidates = ["./sender-worker.js", "./webhooks/sender-worker.js", "./sender-worker.ts"].map((p) => new URL(p, import.meta.url));
@@ -26,46 +38,47 @@ function workerFile(): URL {
  * A custom resolver cannot cross threads: with one, use `undiciSender` in this thread.
  */
 export function threadedSender(o: Omit<SendOptions, "resolver">): { send: WebhookSender; close(): Promise<void> } {
-  let worker: Worker | undefined;
+  let current: SenderThread | undefined;
   let nextId = 0;
-  const pending = new Map<number, (result: AttemptResult) => void>();
 
-  const failAll = (why: string) => {
-    for (const settle of pending.values()) settle({ error: why });
-    pending.clear();
-  };
-
-  const start = (): Worker => {
+  const start = (): SenderThread => {
     const file = workerFile();
     // From the sources (tests, `tsx`), the thread registers tsx itself: loader flags do not reach workers.
     const w = file.pathname.endsWith(".ts")
       ? new Worker(`import(${JSON.stringify(import.meta.resolve("tsx/esm/api"))}).then(({ register }) => { register(); return import(${JSON.stringify(file.href)}); })`, { eval: true, workerData: o })
       : new Worker(file, { workerData: o });
     w.unref(); // the server's stop closes it; it never holds a process open by itself
-    w.on("message", (m: { id: number; result: AttemptResult }) => {
-      const settle = pending.get(m.id);
-      pending.delete(m.id);
+    // Each thread answers for its own sends: one that exits fails only those, not a successor's.
+    const thread: SenderThread = { worker: w, pending: new Map() };
+    const failAll = (why: string) => {
+      for (const settle of thread.pending.values()) settle({ error: why });
+      thread.pending.clear();
+    };
+    w.on("message", (m: SenderReply) => {
+      const settle = thread.pending.get(m.id);
+      thread.pending.delete(m.id);
       settle?.(m.result);
     });
     w.on("error", (error) => failAll(`webhook sender thread failed: ${error.message}`));
     w.on("exit", (code) => {
-      if (worker === w) worker = undefined;
+      if (current === thread) current = undefined;
       failAll(`webhook sender thread exited (code ${code})`);
     });
-    return w;
+    return thread;
   };
 
   const send: WebhookSender = async (url, body, headers, signal) => {
-    let w: Worker;
+    let thread: SenderThread;
     try {
-      w = worker ??= start();
+      thread = current ??= start();
     } catch (error) {
       return { error: `webhook sender thread: ${(error as Error).message}` };
     }
+    const w = thread.worker;
     const id = nextId++;
     return new Promise<AttemptResult>((resolve) => {
       const onAbort = () => w.postMessage({ type: "abort", id, reason: String((signal?.reason as Error | undefined)?.message ?? "aborted") } satisfies SenderRequest);
-      pending.set(id, (result) => {
+      thread.pending.set(id, (result) => {
         signal?.removeEventListener("abort", onAbort);
         resolve(result);
       });
@@ -77,8 +90,8 @@ export function threadedSender(o: Omit<SendOptions, "resolver">): { send: Webhoo
   };
 
   const close = async (): Promise<void> => {
-    const w = worker;
-    worker = undefined;
+    const w = current?.worker;
+    current = undefined;
     if (!w) return;
     const exited = new Promise<void>((resolve) => w.once("exit", () => resolve()));
     w.postMessage({ type: "close" } satisfies SenderRequest);
