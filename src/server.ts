@@ -5,7 +5,7 @@ import { withSchemas } from "./eventstore/validating.js";
 import type { EventStore } from "./eventstore/types.js";
 import { openReadModels, READ_MODELS_FILE, type ReadModels } from "./read-models/all.js";
 import { LiveFeed } from "./eventstore/live-feed.js";
-import { recordingPositions } from "./app/request-context.js";
+import { recordingPositions } from "./eventstore/attributing-store.js";
 import { logPositionHooks } from "./http/log-position.js";
 import { rmSync } from "node:fs";
 import path from "node:path";
@@ -15,38 +15,39 @@ import { metaRoutes } from "./http/routes/meta.js";
 import { assistantRoutes } from "./http/routes/assistants.js";
 import { threadRoutes } from "./http/routes/threads.js";
 import { threadStateRoutes } from "./http/routes/thread-state.js";
-import { loadLanggraphConfig, parseLanggraphConfigEnv } from "./runtime/langgraph-config.js";
+import { loadLanggraphConfig, parseLanggraphConfigEnv } from "./langgraph-config.js";
 import { loadGraphRegistry } from "./runtime/graphs.js";
 import { EventSourcedCheckpointSaver } from "./runtime/checkpointer.js";
-import { isoNow, type AppContext } from "./app/context.js";
+import type { AppContext } from "./app/context.js";
+import { isoNow } from "./util/time.js";
 import { ensureDefaultAssistants } from "./app/assistants.js";
 import { threadLifecycle } from "./app/thread-lifecycle.js";
 import { LANGGRAPH_JS_VERSION } from "./version.js";
 import { RunsService } from "./app/runs.js";
 import { runRoutes } from "./http/routes/runs.js";
 import { RunWorker } from "./runtime/worker.js";
-import { loadAuth } from "./auth/load.js";
+import { loadAuth } from "./app/auth/load.js";
 import { skipRunTreesUnlessTracing } from "./runtime/tracing.js";
 import { a2aRoutes } from "./a2a/routes.js";
 import { a2aPushBody } from "./a2a/push-body.js";
 import { CronsService } from "./app/crons.js";
 import { cronRoutes } from "./http/routes/crons.js";
 import { webhookRoutes } from "./http/routes/webhooks.js";
-import { CronScheduler } from "./runtime/cron-scheduler.js";
-import { systemClock, type Clock } from "./app/clock.js";
+import { CronScheduler } from "./app/cron-scheduler.js";
+import { systemClock, type Clock } from "./context/clock.js";
 import { WebhookDispatcher } from "./webhooks/dispatcher.js";
 import { threadedSender } from "./webhooks/threaded-sender.js";
 import { undiciSender } from "./webhooks/sender.js";
 import type { Resolver } from "./webhooks/url-policy.js";
-import { resolveWebhookHeaders } from "./runtime/langgraph-config.js";
+import { resolveWebhookHeaders } from "./langgraph-config.js";
 import { ServerMetrics, metricsRoutes } from "./http/metrics.js";
 import { auditRoutes } from "./http/routes/audit.js";
 import { TtlSweeper } from "./app/ttl-sweeper.js";
 import { requestContextOf } from "./http/actor.js";
 import { StoreService } from "./app/store.js";
 import { loadStoreIndex } from "./runtime/store-index.js";
-import { StoreSweeper } from "./runtime/store-sweeper.js";
-import { EventSourcedStore } from "./runtime/graph-store.js";
+import { StoreSweeper } from "./app/store-sweeper.js";
+import { EventSourcedStore } from "./app/graph-store.js";
 import { storeRoutes } from "./http/routes/store.js";
 import { internalRoutes } from "./http/routes/internal.js";
 import { registerSdkLogger } from "./runtime/sdk-logger.js";
@@ -118,7 +119,7 @@ export async function startServer(config: Config, deps: ServerDeps = {}): Promis
   let checkpointer: EventSourcedCheckpointSaver;
   try {
     readModels = await openReadModelsFor(store, config.dataDir);
-    await readModels.store.start(store);
+    await readModels.runner.start(store);
     // With a shared store, other processes append checkpoints too: the cache follows them live.
     // A SQLite store belongs to this process alone, whose own appends keep the cache current.
     liveCheckpoints = store.kind === "sqlite" ? undefined : new LiveFeed(store, { streamPrefixes: ["checkpoints-"] });
@@ -152,7 +153,7 @@ export async function startServer(config: Config, deps: ServerDeps = {}): Promis
       logLevel: config.logLevel,
       cors: langgraph.config.http.cors,
       auth,
-      hooks: [logPositionHooks(readModels.store, (request) => requestContextOf(request, config.apiKey !== undefined))],
+      hooks: [logPositionHooks(readModels.runner, (request) => requestContextOf(request, config.apiKey !== undefined))],
       customApp,
       mountPrefix: httpConfig.mount_prefix,
       // `http.disable_*` leave a group of built-in routes out, as the official servers do.
@@ -160,7 +161,7 @@ export async function startServer(config: Config, deps: ServerDeps = {}): Promis
         ...(httpConfig.disable_meta ? [] : [
           metaRoutes({
             storeKind: store.kind, langgraphJsVersion: LANGGRAPH_JS_VERSION, webhooksEnabled,
-            positions: async () => ({ head: await store.headPosition(), projections: models.store.tables.map((t) => ({ name: t.name, position: models.store.position })) }),
+            positions: async () => ({ head: await store.headPosition(), projections: models.runner.tables.map((t) => ({ name: t.name, position: models.runner.position })) }),
           }),
           metricsRoutes(metrics),
         ]),
@@ -200,7 +201,7 @@ export async function startServer(config: Config, deps: ServerDeps = {}): Promis
       sender = deps.resolver ? undiciSender({ ...sendOptions, resolver: deps.resolver }) : threadedSender(sendOptions);
       dispatcher = new WebhookDispatcher({
         store,
-        readModels: readModels.store,
+        readModels: readModels.runner,
         policy,
         retry: { maxAttempts: w.maxAttempts, baseMs: w.retryBaseMs, maxDelayMs: w.retryMaxMs },
         send: sender.send,
@@ -223,7 +224,7 @@ export async function startServer(config: Config, deps: ServerDeps = {}): Promis
     }
     scheduler = new CronScheduler({
       store,
-      readModels: readModels.store,
+      readModels: readModels.runner,
       startRun: (cron) => crons.startRun(cron),
       clock,
       catchUpMs: config.cronCatchUpSecs === null ? null : config.cronCatchUpSecs * 1000,
@@ -242,7 +243,7 @@ export async function startServer(config: Config, deps: ServerDeps = {}): Promis
     await worker?.stop().catch(() => undefined);
     await storeSweeper?.stop().catch(() => undefined);
     runs?.close();
-    await readModels?.store.close().catch(() => undefined);
+    await readModels?.runner.close().catch(() => undefined);
     await liveCheckpoints?.close().catch(() => undefined);
     await store.close().catch(() => undefined);
     throw error;
@@ -283,7 +284,7 @@ export async function startServer(config: Config, deps: ServerDeps = {}): Promis
         unbindLoopback();
         runService.close();
         await app.close();
-        await models.store.close();
+        await models.runner.close();
         await feed?.close();
         checkpointer.close();
         await store.close();
@@ -299,8 +300,8 @@ export async function startServer(config: Config, deps: ServerDeps = {}): Promis
  */
 async function openReadModelsFor(store: EventStore, dataDir: string): Promise<ReadModels> {
   const models = openReadModels(dataDir);
-  if (models.store.position <= (await store.headPosition())) return models;
-  models.store.db.close();
+  if (models.runner.position <= (await store.headPosition())) return models;
+  models.runner.db.close();
   for (const suffix of ["", "-wal", "-shm"]) rmSync(path.join(dataDir, READ_MODELS_FILE) + suffix, { force: true });
   return openReadModels(dataDir);
 }

@@ -1,7 +1,7 @@
 import t from "tap";
 import { Auth, HTTPException } from "@langchain/langgraph-sdk/auth";
-import { AUTH_ACTIONS, authenticate, authorize, findHandler, normalizeUser, type AuthResource } from "../src/auth/engine.js";
-import { authHandlersOf, type AuthHandlers } from "../src/auth/handlers.js";
+import { AUTH_ACTIONS, authenticate, authorize, findHandler, normalizeUser, type AuthResource } from "../src/app/auth/engine.js";
+import { authHandlersOf, type AuthHandlers } from "../src/app/auth/handlers.js";
 import { HttpError } from "../src/http/errors.js";
 
 /** The engine with real `Auth` instances of the official SDK, for every resource and action. */

@@ -1,6 +1,6 @@
 import t from "tap";
 import Database from "better-sqlite3";
-import { filterMatches, filtersToSql, parseFilters, type AuthFilters } from "../src/auth/filters.js";
+import { filterMatches, filtersToSql, parseFilters, type AuthFilters } from "../src/read-models/auth-filters.js";
 
 /** The same filters, checked row by row in JS and as a WHERE fragment in a real SQLite. */
 

@@ -34,7 +34,7 @@ t.test("two servers on one EventStoreDB", async (t) => {
     const crons = [];
     for (let i = 0; i < 3; i++) crons.push(await a.client.crons.create("agent", { schedule: "* * * * *", input: { messages: [{ role: "user", content: `c${i}` }] } }));
     // Both schedulers must know the crons before the clock moves.
-    await b.server.readModels.store.waitFor(await store.headPosition());
+    await b.server.readModels.runner.waitFor(await store.headPosition());
     for (const minute of ["01", "02", "03", "04"]) {
       clock.set(`2026-06-01T00:${minute}:00Z`);
       await Promise.all(servers.map((s) => s.server.crons.idle()));

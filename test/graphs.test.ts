@@ -31,7 +31,7 @@ import {
   parseLanggraphConfig,
   parseLanggraphConfigEnv,
   resolveWebhookHeaders,
-} from "../src/runtime/langgraph-config.js";
+} from "../src/langgraph-config.js";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, "..");

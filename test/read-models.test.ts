@@ -47,7 +47,7 @@ async function busyServer(t: { teardown(fn: () => unknown): void }) {
 t.test("a rebuild from position 0 equals the incrementally built read models, row for row", async (t) => {
   const { srv, thread, copy } = await busyServer(t);
   const live = path.join(srv.dataDir, READ_MODELS_FILE);
-  const position = srv.server.readModels.store.position;
+  const position = srv.server.readModels.runner.position;
 
   // Checkpoints are not in the read-model database: they are folded per thread on demand. The live
   // server's cached state (built from its own appends) equals a fold of the stream by a fresh saver.
@@ -61,10 +61,10 @@ t.test("a rebuild from position 0 equals the incrementally built read models, ro
   const rebuiltDir = await mkdtemp(path.join(os.tmpdir(), "agent-server-rebuild-"));
   t.teardown(() => rm(rebuiltDir, { recursive: true, force: true }));
   const rebuilt = openReadModels(rebuiltDir);
-  t.equal(rebuilt.store.rebuilding, true, "a new database is built from position 0");
-  await rebuilt.store.start(srv.server.store);
-  t.equal(rebuilt.store.position, position, "same position");
-  await rebuilt.store.close();
+  t.equal(rebuilt.runner.rebuilding, true, "a new database is built from position 0");
+  await rebuilt.runner.start(srv.server.store);
+  t.equal(rebuilt.runner.position, position, "same position");
+  await rebuilt.runner.close();
   const restarted = await srv.restart();
   t.teardown(() => restarted.close());
   await restarted.server.close();
@@ -76,7 +76,7 @@ t.test("a rebuild from position 0 equals the incrementally built read models, ro
 
 t.test("a deleted thread leaves its runs and values out of the read models", async (t) => {
   const { srv, gone } = await busyServer(t);
-  const db = srv.server.readModels.store.db;
+  const db = srv.server.readModels.runner.db;
   t.equal(db.prepare("SELECT count(*) FROM runs WHERE thread_id = ?").pluck().get(gone.thread_id), 0, "no runs of the deleted thread");
   t.match(db.prepare('SELECT deleted, "values", metadata FROM threads WHERE thread_id = ?').get(gone.thread_id), { deleted: 1, values: null, metadata: "{}" });
   t.equal(db.prepare("SELECT count(*) FROM threads_metadata WHERE id = ?").pluck().get(gone.thread_id), 0);
@@ -101,7 +101,7 @@ t.test("restart after a crash between a log append and its projection resumes fr
   await store.close();
   const again = await srv.restart();
   t.teardown(() => again.close());
-  t.equal(again.server.readModels.store.rebuilding, false, "resumed, not rebuilt");
+  t.equal(again.server.readModels.runner.rebuilding, false, "resumed, not rebuilt");
   t.match(await again.client.threads.get(id), { thread_id: id, metadata: { when: "after" } });
   t.match(await again.client.threads.get(before.thread_id), { metadata: { when: "before" } });
   t.equal(await again.client.threads.count({ metadata: { when: "after" } }), 1);
@@ -117,12 +117,12 @@ t.test("a changed schema, a deleted database or a database ahead of the log is r
   db.prepare("UPDATE read_model_meta SET value = 'an older schema' WHERE key = 'fingerprint'").run();
   db.close();
   let again = await srv.restart();
-  t.equal(again.server.readModels.store.rebuilding, true, "schema change → rebuild");
+  t.equal(again.server.readModels.runner.rebuilding, true, "schema change → rebuild");
   t.match(await again.client.threads.get(thread.thread_id), { metadata: { keep: true } });
   await again.server.close();
   await rm(file);
   again = await srv.restart();
-  t.equal(again.server.readModels.store.rebuilding, true, "deleted → rebuild");
+  t.equal(again.server.readModels.runner.rebuilding, true, "deleted → rebuild");
   t.match(await again.client.threads.get(thread.thread_id), { metadata: { keep: true } });
   await again.server.close();
   // A database from a longer log (here: another data directory's) is ahead of this log.
@@ -134,7 +134,7 @@ t.test("a changed schema, a deleted database or a database ahead of the log is r
   await other.close();
   again = await srv.restart();
   t.teardown(() => again.close());
-  t.equal(again.server.readModels.store.rebuilding, true, "ahead of the log → rebuild");
+  t.equal(again.server.readModels.runner.rebuilding, true, "ahead of the log → rebuild");
   t.equal(await again.client.threads.count({}), 1);
 });
 
@@ -151,7 +151,7 @@ t.test("a torn read-model file (a rebuild cut short writes without a WAL) is reb
   t.ok(size > 16 * 4096, `the database spans enough pages to tear (${size} bytes)`);
   await writeFile(file, (await readFile(file)).fill(0x5a, 4096));
   let again = await srv.restart();
-  t.equal(again.server.readModels.store.rebuilding, true, "torn pages → rebuild");
+  t.equal(again.server.readModels.runner.rebuilding, true, "torn pages → rebuild");
   t.equal(await again.client.threads.count({}), 50);
   t.match(await again.client.threads.get(threads[49].thread_id), { metadata: { i: 49 } });
   await again.server.close();
@@ -160,14 +160,14 @@ t.test("a torn read-model file (a rebuild cut short writes without a WAL) is reb
   await rm(file + "-wal", { force: true });
   again = await srv.restart();
   t.teardown(() => again.close());
-  t.equal(again.server.readModels.store.rebuilding, true, "not a database → rebuild");
+  t.equal(again.server.readModels.runner.rebuilding, true, "not a database → rebuild");
   t.equal(await again.client.threads.count({ metadata: { i: 7 } }), 1);
 });
 
 t.test("waitFor resolves only once the position is applied (read-your-writes)", async (t) => {
   const srv = await startTestServer();
   t.teardown(() => srv.close());
-  const models = srv.server.readModels.store;
+  const models = srv.server.readModels.runner;
   const head = models.position;
   let resolved = false;
   const waiting = models.waitFor(head + 1n).then(() => (resolved = true));

@@ -7,10 +7,11 @@ import { withSchemas } from "../src/eventstore/validating.js";
 import { schemaForEventType } from "../src/domain/events.js";
 import { openReadModels } from "../src/read-models/all.js";
 import { EventSourcedCheckpointSaver } from "../src/runtime/checkpointer.js";
-import { loadLanggraphConfig } from "../src/runtime/langgraph-config.js";
+import { loadLanggraphConfig } from "../src/langgraph-config.js";
 import { loadGraphRegistry } from "../src/runtime/graphs.js";
 import { loadConfig } from "../src/config.js";
-import { isoNow, type AppContext } from "../src/app/context.js";
+import type { AppContext } from "../src/app/context.js";
+import { isoNow } from "../src/util/time.js";
 import { ensureDefaultAssistants } from "../src/app/assistants.js";
 import { RunsService } from "../src/app/runs.js";
 import { RunWorker } from "../src/runtime/worker.js";
@@ -26,7 +27,7 @@ t.test("workers sharing a store", async (t) => {
   const dir = await mkdtemp(path.join(os.tmpdir(), "agent-server-workers-"));
   const store = withSchemas(await openSqliteStore({ path: path.join(dir, "events.sqlite"), synchronous: "NORMAL" }), schemaForEventType);
   const readModels = openReadModels(dir);
-  await readModels.store.start(store);
+  await readModels.runner.start(store);
   const checkpointer = new EventSourcedCheckpointSaver({ store });
   const langgraph = await loadLanggraphConfig(TEST_GRAPHS);
   const graphs = await loadGraphRegistry(langgraph.config, langgraph.baseDir, { graphDefaults: {} });
@@ -44,7 +45,7 @@ t.test("workers sharing a store", async (t) => {
   t.teardown(async () => {
     for (const w of workers) await w.stop();
     runs.close();
-    await readModels.store.close();
+    await readModels.runner.close();
     await store.close();
     await rm(dir, { recursive: true, force: true });
   });
@@ -133,7 +134,7 @@ t.test("workers sharing a store", async (t) => {
         attempts.push((item.event.data as { attempt: number }).attempt);
         await current.stop(); // dies with its claim open
         // A fresh process starts with its read models caught up with the log.
-        await readModels.store.waitFor(item.event.position);
+        await readModels.runner.waitFor(item.event.position);
         current = dying(++n);
         workers.push(current);
         await current.start(); // a fresh process on an exclusive store takes over at once

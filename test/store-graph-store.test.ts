@@ -8,7 +8,7 @@ import { withSchemas } from "../src/eventstore/validating.js";
 import { schemaForEventType } from "../src/domain/events.js";
 import { openReadModels } from "../src/read-models/all.js";
 import { StoreService } from "../src/app/store.js";
-import { EventSourcedStore } from "../src/runtime/graph-store.js";
+import { EventSourcedStore } from "../src/app/graph-store.js";
 import { storeItemStream } from "../src/domain/store.js";
 import { FakeClock } from "./support/fake-clock.js";
 
@@ -22,9 +22,9 @@ t.test("EventSourcedStore", async (t) => {
   const dir = await mkdtemp(path.join(os.tmpdir(), "store-graph-"));
   const log = withSchemas(await openSqliteStore({ path: path.join(dir, "events.sqlite") }), schemaForEventType);
   const models = openReadModels(dir);
-  await models.store.start(log);
+  await models.runner.start(log);
   t.teardown(async () => {
-    await models.store.close();
+    await models.runner.close();
     await log.close();
     await rm(dir, { recursive: true, force: true });
   });
@@ -61,14 +61,14 @@ t.test("EventSourcedStore", async (t) => {
     await store.put(["ttl"], "x", { v: 1 });
     const rebuiltDir = await mkdtemp(path.join(os.tmpdir(), "store-graph-rebuild-"));
     const rebuilt = openReadModels(rebuiltDir);
-    await rebuilt.store.start(log);
+    await rebuilt.runner.start(log);
     t.teardown(async () => {
-      await rebuilt.store.close();
+      await rebuilt.runner.close();
       await rm(rebuiltDir, { recursive: true, force: true });
     });
     for (const table of ["store_items", "store_vectors", "store_namespaces"]) {
       const q = `SELECT * FROM ${table} ORDER BY 1, 2`;
-      t.same(rebuilt.store.db.prepare(q).all(), models.store.db.prepare(q).all(), table);
+      t.same(rebuilt.runner.db.prepare(q).all(), models.runner.db.prepare(q).all(), table);
     }
   });
 });

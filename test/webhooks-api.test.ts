@@ -123,7 +123,7 @@ t.test("webhooks", async (t) => {
     receiver.script.push({ status: 404 });
     const gone = await client.runs.create(null, "agent", { input, webhook: `${receiver.url}/metrics-gone` });
     const goneEnd = await deliveryEnd(store, gone.run_id);
-    await server.server.readModels.store.waitFor(goneEnd.position > okEnd.position ? goneEnd.position : okEnd.position);
+    await server.server.readModels.runner.waitFor(goneEnd.position > okEnd.position ? goneEnd.position : okEnd.position);
     const after = await scrape();
     t.same(
       { delivered: after.delivered - before.delivered, retry: after.retry - before.retry, failed: after.failed - before.failed },

@@ -59,14 +59,14 @@ t.test("rebuild equals incremental: webhook_deliveries and crons", async (t) => 
     }
   }
   // …and the read models show everything (the last event of a run stream is folded).
-  await srv.server.readModels.store.waitFor((await srv.server.store.readAll({ filter: srv.server.readModels.store.eventFilter })).at(-1)!.position);
+  await srv.server.readModels.runner.waitFor((await srv.server.store.readAll({ filter: srv.server.readModels.runner.eventFilter })).at(-1)!.position);
 
   const rebuiltDir = await mkdtemp(path.join(os.tmpdir(), "webhooks-crons-rebuild-"));
   t.teardown(() => rm(rebuiltDir, { recursive: true, force: true }));
   const rebuilt = openReadModels(rebuiltDir);
-  await rebuilt.store.start(srv.server.store);
-  t.equal(rebuilt.store.position, srv.server.readModels.store.position);
-  await rebuilt.store.close();
+  await rebuilt.runner.start(srv.server.store);
+  t.equal(rebuilt.runner.position, srv.server.readModels.runner.position);
+  await rebuilt.runner.close();
   await srv.server.close();
   const live = path.join(srv.dataDir, READ_MODELS_FILE);
   const again = path.join(rebuiltDir, READ_MODELS_FILE);

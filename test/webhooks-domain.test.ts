@@ -1,6 +1,6 @@
 import t from "tap";
 import Database from "better-sqlite3";
-import { WebhookUrlPolicySchema } from "../src/runtime/langgraph-config.js";
+import { WebhookUrlPolicySchema } from "../src/langgraph-config.js";
 import { addressRefusal, checkWebhookUrl, checkWebhookUrlResolved, type Resolver } from "../src/webhooks/url-policy.js";
 import { signWebhook, verifyWebhook } from "../src/webhooks/signing.js";
 import { DEFAULT_RETRY, backoffDelay, classifyAttempt, parseRetryAfter } from "../src/webhooks/retry.js";

@@ -1,7 +1,7 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import t from "tap";
-import { WebhookUrlPolicySchema } from "../src/runtime/langgraph-config.js";
+import { WebhookUrlPolicySchema } from "../src/langgraph-config.js";
 import { threadedSender } from "../src/webhooks/threaded-sender.js";
 import { Receiver } from "./support/webhooks.js";
 

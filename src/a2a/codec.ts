@@ -14,6 +14,7 @@ import type { StoredPushConfig } from "../domain/a2a-push.js";
 import type {
   Artifact, ListParams, Message, Operation, Part, PushConfigInput, PushQuery, PushSetParams, SendParams, StreamEvent, Task, TaskPage, TaskState, TaskStatus,
 } from "./types.js";
+import { JsonObjectSchema } from "../util/json.js";
 
 export interface Codec {
   version: ProtocolVersion;
@@ -37,7 +38,7 @@ export interface Codec {
   encodePushBody(task: Task): unknown;
 }
 
-const Obj = z.record(z.string(), z.unknown());
+const Obj = JsonObjectSchema;
 const NonNegativeInt = z.number().int().min(0);
 
 /** zod failure → -32602 naming the field. */

@@ -3,6 +3,7 @@
  * builders, and the protocol-version negotiation (method name + `A2A-Version` header).
  */
 import { A2AError, ErrorCode } from "./errors.js";
+import { isPlainObject } from "../util/json.js";
 
 export type RpcId = string | number | null;
 
@@ -30,8 +31,6 @@ export class EnvelopeError extends A2AError {
   }
 }
 
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
-
 /** Parses and validates a raw body; throws EnvelopeError with the id to echo. */
 export function parseRequest(raw: string | undefined): RpcRequest {
   let body: unknown;
@@ -42,7 +41,7 @@ export function parseRequest(raw: string | undefined): RpcRequest {
     throw new EnvelopeError(ErrorCode.ParseError, `Parse error: ${(error as Error).message}`, null);
   }
   if (Array.isArray(body)) throw new EnvelopeError(ErrorCode.InvalidRequest, "Invalid Request: batch requests are not supported", null);
-  if (!isObject(body)) throw new EnvelopeError(ErrorCode.InvalidRequest, "Invalid Request: the body must be a JSON-RPC request object", null);
+  if (!isPlainObject(body)) throw new EnvelopeError(ErrorCode.InvalidRequest, "Invalid Request: the body must be a JSON-RPC request object", null);
   const id = body.id;
   const validId = typeof id === "string" || (typeof id === "number" && Number.isFinite(id)) || id === null;
   if (!("id" in body)) throw new EnvelopeError(ErrorCode.InvalidRequest, "Invalid Request: 'id' is required (notifications are not supported)", null);
@@ -51,7 +50,7 @@ export function parseRequest(raw: string | undefined): RpcRequest {
   if (typeof body.method !== "string" || body.method === "") {
     throw new EnvelopeError(ErrorCode.InvalidRequest, "Invalid Request: 'method' must be a non-empty string", id);
   }
-  if (body.params !== undefined && !isObject(body.params)) {
+  if (body.params !== undefined && !isPlainObject(body.params)) {
     throw new EnvelopeError(ErrorCode.InvalidParams, "Invalid params: 'params' must be an object", id);
   }
   return { id, method: body.method, params: (body.params as Record<string, unknown> | undefined) ?? {} };

@@ -4,7 +4,7 @@
  */
 import type { AppContext } from "../app/context.js";
 import type { RunsService } from "../app/runs.js";
-import { resolveLarge } from "../app/large-values.js";
+import { resolveLarge } from "../eventstore/large-values.js";
 import type { Delivery } from "../domain/webhooks.js";
 import { taskOf } from "./task-view.js";
 import { v03, v1 } from "./codec.js";

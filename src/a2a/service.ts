@@ -12,11 +12,11 @@ import type { Assistant } from "../domain/assistants.js";
 import { runStream, type RunEnded, type RunView } from "../domain/runs.js";
 import type { JsonObject } from "../domain/json.js";
 import type { RunRecord } from "../domain/run-record.js";
-import type { AuthContext } from "../auth/engine.js";
+import type { AuthContext } from "../app/auth/engine.js";
 import type { SqlFragment } from "../read-models/json-filter.js";
 import { a2aPushStream, pushDeliveryKey, type StoredPushConfig } from "../domain/a2a-push.js";
 import { checkWebhookUrl } from "../webhooks/url-policy.js";
-import { isLargeValueMarker, resolveLarge } from "../app/large-values.js";
+import { isLargeValueMarker, resolveLarge } from "../eventstore/large-values.js";
 import { A2AError, ErrorCode, invalidParams, taskNotFound, toA2AError, unsupported } from "./errors.js";
 import { deltaOf, inputOfMessage, resumeOfMessage, type GraphInput } from "./parts.js";
 import { artifactsOf, stateNeedsTerminal, statusOf, taskOf, taskStateOf } from "./task-view.js";
@@ -348,7 +348,7 @@ export class A2AService {
       "any",
     );
     // Read-your-writes: a get right after the set sees it.
-    await this.ctx.readModels.store.waitFor(appended.position);
+    await this.ctx.readModels.runner.waitFor(appended.position);
     return { ...config, protocol };
   }
 
@@ -387,7 +387,7 @@ export class A2AService {
     const { taskId: id, configs } = await this.listPush(assistant, taskId, visible);
     if (!configs.some((c) => c.id === configId)) return;
     const appended = await this.ctx.store.append(a2aPushStream(id), [{ type: "A2APushConfigDeleted", data: { task_id: id, config_id: configId, deleted_at: this.ctx.now() } }], "any");
-    await this.ctx.readModels.store.waitFor(appended.position);
+    await this.ctx.readModels.runner.waitFor(appended.position);
   }
 
   /** The closing events of an ended run: its artifact, then the status with `final: true`. */

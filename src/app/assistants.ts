@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { validate as isUuid } from "uuid";
 import type { AppContext } from "./context.js";
 import { execute } from "./commands.js";
-import { authConditions, type AuthFilters } from "../auth/filters.js";
+import { authConditions, type AuthFilters } from "../read-models/auth-filters.js";
 import { catchUpWithStream } from "./commands.js";
 import {
   assistantStream,
@@ -138,7 +138,7 @@ export async function ensureDefaultAssistants(
     if (!created.ok) continue;
     try {
       const result = await ctx.store.append(assistantStream(assistantId), created.events, "no_stream");
-      await ctx.readModels.store.waitFor(result.position);
+      await ctx.readModels.runner.waitFor(result.position);
     } catch (error) {
       if (!(error instanceof WrongExpectedVersionError)) throw error;
     }

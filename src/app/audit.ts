@@ -5,7 +5,7 @@ import { evolveThread, decidePurgeThread, threadStream, type ThreadEvent, type T
 import type { JsonObject } from "../domain/json.js";
 import { parseLogPoint, replayThread, type LogPoint, type ThreadAt } from "../../projections/replay.js";
 import { readThreadEvents, threadContentStreams } from "./thread-history.js";
-import { resolveLarge } from "./large-values.js";
+import { resolveLarge } from "../eventstore/large-values.js";
 import { DomainError, invalid, isNotFound, notFound } from "../domain/errors.js";
 import type { AppContext } from "./context.js";
 import type { ThreadLifecycle } from "./thread-lifecycle.js";
@@ -101,5 +101,5 @@ export async function purgeThread(ctx: AppContext, lifecycle: ThreadLifecycle, t
   if (!decision.ok) return; // purged concurrently
   // "any": on EventStoreDB the stream was just deleted, and a deleted stream is written again after its last revision.
   const result = await ctx.store.append(threadStream(id), decision.events, "any");
-  await ctx.readModels.store.waitFor(result.position);
+  await ctx.readModels.runner.waitFor(result.position);
 }

@@ -19,7 +19,7 @@ export interface CommandDeps {
  */
 export async function catchUpWithStream(deps: CommandDeps, stream: string): Promise<void> {
   const [last] = await deps.store.readStream(stream, { direction: "backwards", fromRevision: "end", maxCount: 1 });
-  if (last && last.position > deps.readModels.store.position) await deps.readModels.store.waitForAtMost(last.position, CATCH_UP_TIMEOUT_MS);
+  if (last && last.position > deps.readModels.runner.position) await deps.readModels.runner.waitForAtMost(last.position, CATCH_UP_TIMEOUT_MS);
 }
 
 /**
@@ -41,7 +41,7 @@ export async function execute<S extends { revision: bigint }, R extends Decision
     if (decision.events.length === 0) return { state, decision: decision as R & { ok: true } };
     try {
       const result = await deps.store.append(stream, decision.events, state ? state.revision : "no_stream");
-      await deps.readModels.store.waitFor(result.position);
+      await deps.readModels.runner.waitFor(result.position);
       return { state: load(), decision: decision as R & { ok: true } };
     } catch (error) {
       if (!(error instanceof WrongExpectedVersionError) || attempt >= MAX_ATTEMPTS) throw error;

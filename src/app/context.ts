@@ -3,7 +3,7 @@ import type { EventStore } from "../eventstore/types.js";
 import type { ReadModels } from "../read-models/all.js";
 import type { GraphRegistry } from "../runtime/graphs.js";
 import type { EventSourcedCheckpointSaver } from "../runtime/checkpointer.js";
-import type { LoadedLanggraphConfig } from "../runtime/langgraph-config.js";
+import type { LoadedLanggraphConfig } from "../langgraph-config.js";
 
 /** Everything a route or worker needs, passed explicitly (no module-level singletons). */
 export interface AppContext {
@@ -18,5 +18,3 @@ export interface AppContext {
   /** ISO 8601 with UTC offset, the Python server's timestamp format. */
   now(): string;
 }
-
-export const isoNow = () => new Date().toISOString().replace("Z", "+00:00");

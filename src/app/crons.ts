@@ -11,7 +11,7 @@ import { cronStream, isoOf, decideDeleteCron, decideUpdateCron, publicCron, type
 import type { CronFilter, CronSortField } from "../read-models/crons.js";
 import type { SortOrder } from "../read-models/statements.js";
 import type { JsonObject } from "../domain/json.js";
-import { filterMatches, type AuthFilters } from "../auth/filters.js";
+import { filterMatches, type AuthFilters } from "../read-models/auth-filters.js";
 
 export interface CronCreateRequest extends CronPayload {
   assistant_id: string;
@@ -46,7 +46,7 @@ function endTimeOf(value: string | null | undefined): string | null | undefined 
   if (value === undefined || value === null) return value;
   const ms = Date.parse(value);
   if (Number.isNaN(ms)) throw invalid(`end_time: '${value}' is not an ISO 8601 date-time`);
-  return new Date(ms).toISOString().replace("Z", "+00:00");
+  return isoOf(ms);
 }
 
 /** The run request one tick of a cron creates. */

@@ -2,7 +2,7 @@ import { v7 as uuidv7, validate as isUuid } from "uuid";
 import type { AppContext } from "./context.js";
 import { assertWebhookAllowed } from "./webhooks.js";
 import { catchUpWithStream, execute } from "./commands.js";
-import { externalizeIfLarge, resolveLarge } from "./large-values.js";
+import { externalizeIfLarge, resolveLarge } from "../eventstore/large-values.js";
 import { findAssistantConsistent } from "./assistants.js";
 import { createThread, threadState, threadStateConsistent } from "./threads.js";
 import { defaultAssistantId } from "../runtime/graphs.js";
@@ -13,10 +13,11 @@ import { isPlainObject, type JsonObject } from "../domain/json.js";
 import { WrongExpectedVersionError, type RecordedEvent } from "../eventstore/types.js";
 import { conflict, isNotFound, notFound } from "../domain/errors.js";
 import { completeOnThread, loadRunStream, type CompletionDeps } from "../runtime/run-completion.js";
-import type { AuthContext } from "../auth/engine.js";
-import { authConditions, type AuthFilters } from "../auth/filters.js";
+import type { AuthContext } from "./auth/engine.js";
+import { authConditions, type AuthFilters } from "../read-models/auth-filters.js";
 import { configurableHeadersOf, DEFAULT_CONFIGURABLE_HEADERS } from "./configurable-headers.js";
-import { currentRequestContext } from "./request-context.js";
+import { currentRequestContext } from "../context/request-context.js";
+import { isoOf } from "../util/time.js";
 
 /** Keys of `configurable` that only the server sets (from the authenticated user), as the official server. */
 const AUTH_CONFIGURABLE_KEYS = ["langgraph_auth_user", "langgraph_auth_user_id", "langgraph_auth_permissions"];
@@ -86,7 +87,7 @@ export class RunsService {
     private readonly completion: CompletionDeps,
   ) {
     this.headersToConfigurable = configurableHeadersOf(ctx.langgraph.config.http.configurable_headers ?? DEFAULT_CONFIGURABLE_HEADERS);
-    this.unsubscribe = ctx.readModels.store.onApplied((event) => this.onEvent(event));
+    this.unsubscribe = ctx.readModels.runner.onApplied((event) => this.onEvent(event));
   }
 
   /** Registers something to end at shutdown; returns the function that unregisters it. */
@@ -218,7 +219,7 @@ export class RunsService {
     const config: JsonObject = { ...assistant.config, ...thread.config, ...request, configurable, metadata: { ...obj(request.metadata), ...metadata } };
     const streamMode = req.stream_mode === undefined ? ["values"] : Array.isArray(req.stream_mode) ? req.stream_mode : [req.stream_mode];
     const afterMs = Math.max(0, (req.after_seconds ?? 0) * 1000);
-    const createdAt = afterMs > 0 ? new Date(Date.parse(now) + afterMs).toISOString().replace("Z", "+00:00") : now;
+    const createdAt = afterMs > 0 ? isoOf(Date.parse(now) + afterMs) : now;
     const kwargs: RunRecord["kwargs"] = {
       // Inputs too large for one event are written beside the run and referenced (resolved by the worker).
       input: await externalizeIfLarge(ctx.store, "run-input-", runId, req.input ?? null),
@@ -291,7 +292,7 @@ export class RunsService {
       try {
         const expected = stream.owner ? "any" : stream.revision;
         const result = await this.ctx.store.append(runStream(id), decision.events, expected);
-        await this.ctx.readModels.store.waitFor(result.position);
+        await this.ctx.readModels.runner.waitFor(result.position);
       } catch (error) {
         if (!(error instanceof WrongExpectedVersionError) || attempt >= 5) throw error;
         stream = await loadRunStream(this.ctx.store, id);
@@ -324,7 +325,7 @@ export class RunsService {
     if (!v || v.run.thread_id !== threadId.toLowerCase()) throw notFound("Run not found");
     if (!v.threadFinished) throw conflict("Run is still active; cancel it before deleting it");
     const result = await this.ctx.store.append(threadStream(v.run.thread_id), [{ type: "RunDeleted", data: { run_id: v.run.run_id, deleted_at: this.ctx.now() } }], "any");
-    await this.ctx.readModels.store.waitFor(result.position);
+    await this.ctx.readModels.runner.waitFor(result.position);
   }
 
   /** Cancels the active runs of a thread about to be deleted (its runs leave the read model with it). */

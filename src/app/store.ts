@@ -20,7 +20,7 @@ import {
 } from "../domain/store.js";
 import type { JsonObject } from "../domain/json.js";
 import type { StoreIndex } from "../runtime/store-index.js";
-import type { Clock } from "./clock.js";
+import type { Clock } from "../context/clock.js";
 import { catchUpWithStream } from "./commands.js";
 import { invalid } from "../domain/errors.js";
 
@@ -148,7 +148,7 @@ export class StoreService {
   private async append(stream: string, events: EventData[]): Promise<void> {
     if (events.length === 0) return;
     const result = await this.o.store.append(stream, events, "any");
-    await this.o.readModels.store.waitFor(result.position);
+    await this.o.readModels.runner.waitFor(result.position);
   }
 
   private async embed(cmd: PutCommand): Promise<StoreVector[]> {

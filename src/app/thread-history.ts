@@ -5,7 +5,7 @@ import { threadStream } from "../domain/threads.js";
 import { runStream } from "../domain/runs.js";
 import { CHECKPOINT_STREAM_PREFIX, CHECKPOINT_VALUE_STREAM_PREFIX } from "../domain/checkpoint-events.js";
 import { isLargeJsonRef } from "../eventstore/chunked-append.js";
-import { correlationOf } from "./attribution.js";
+import { correlationOf } from "../context/attribution.js";
 
 import { a2aPushStream, pushDeliveryKey } from "../domain/a2a-push.js";
 

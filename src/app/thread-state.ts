@@ -3,7 +3,7 @@ import type { StateSnapshot } from "@langchain/langgraph";
 import type { AppContext } from "./context.js";
 import { getThread, threadState } from "./threads.js";
 import { findAssistant } from "./assistants.js";
-import { externalizeIfLarge } from "./large-values.js";
+import { externalizeIfLarge } from "../eventstore/large-values.js";
 import { decideUpdateThreadState, threadIsBusy, threadStream } from "../domain/threads.js";
 import { isPlainObject, type JsonObject } from "../domain/json.js";
 import { conflict, notFound, precondition } from "../domain/errors.js";

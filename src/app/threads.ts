@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { AppContext } from "./context.js";
 import { catchUpWithStream, execute } from "./commands.js";
-import { isLargeValueMarker, resolveLarge } from "./large-values.js";
+import { isLargeValueMarker, resolveLarge } from "../eventstore/large-values.js";
 import {
   decideCreateThread,
   decideDeleteThread,
@@ -15,7 +15,7 @@ import type { JsonObject } from "../domain/json.js";
 import type { ThreadFilter, ThreadSortField } from "../read-models/threads.js";
 import type { SortOrder } from "../read-models/statements.js";
 import { notFound } from "../domain/errors.js";
-import { authConditions, type AuthFilters } from "../auth/filters.js";
+import { authConditions, type AuthFilters } from "../read-models/auth-filters.js";
 
 /** Application service of threads: commands through the deciders, queries on the read model. */
 

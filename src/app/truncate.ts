@@ -32,7 +32,7 @@ export async function truncate(d: TruncateDeps, what: TruncateRequest): Promise<
   const counts: Record<string, number> = {};
   if (what.runs) {
     // Active runs are cancelled first; every run then leaves with a RunDeleted on its thread.
-    const ids = ctx.readModels.store.db.prepare("SELECT thread_id, run_id FROM runs ORDER BY run_id").all() as { thread_id: string; run_id: string }[];
+    const ids = ctx.readModels.runner.db.prepare("SELECT thread_id, run_id FROM runs ORDER BY run_id").all() as { thread_id: string; run_id: string }[];
     const threads = new Set(ids.map((r) => r.thread_id));
     for (const threadId of threads) await d.runs.cancelThreadRuns(threadId);
     let n = 0;
@@ -80,5 +80,5 @@ export async function truncate(d: TruncateDeps, what: TruncateRequest): Promise<
 
 /** Ids of the live threads, read before any is deleted. */
 function allThreadIds(ctx: AppContext): string[] {
-  return ctx.readModels.store.db.prepare("SELECT thread_id FROM threads WHERE deleted = 0 ORDER BY thread_id").pluck().all() as string[];
+  return ctx.readModels.runner.db.prepare("SELECT thread_id FROM threads WHERE deleted = 0 ORDER BY thread_id").pluck().all() as string[];
 }

@@ -1,13 +1,13 @@
 import type { AppContext } from "./context.js";
 import type { ThreadLifecycle } from "./thread-lifecycle.js";
-import { runInRequestContext } from "./request-context.js";
-import { SYSTEM_ACTOR } from "./attribution.js";
+import { runInRequestContext } from "../context/request-context.js";
+import { SYSTEM_ACTOR } from "../context/attribution.js";
 import { isNotFound } from "../domain/errors.js";
-import { systemClock, MAX_TIMER_MS, type Clock } from "./clock.js";
+import { systemClock, MAX_TIMER_MS, type Clock } from "../context/clock.js";
+import { isoOf } from "../util/time.js";
 
 const THREAD_EVENTS_WITH_TTL = new Set(["ThreadCreated", "ThreadUpdated", "ThreadDeleted", "ThreadPurged"]);
 
-const iso = (ms: number) => new Date(ms).toISOString().replace("Z", "+00:00");
 
 /**
  * Thread TTL (`ttl`, strategy delete): one timer, set to the next expiry the threads read model
@@ -29,7 +29,7 @@ export class TtlSweeper {
   ) {}
 
   start(): void {
-    this.unsubscribe = this.ctx.readModels.store.onApplied((event) => {
+    this.unsubscribe = this.ctx.readModels.runner.onApplied((event) => {
       if (event.streamId.startsWith("thread-") && THREAD_EVENTS_WITH_TTL.has(event.type)) this.queueRearm();
     });
     this.arm();
@@ -59,7 +59,7 @@ export class TtlSweeper {
 
   private async deleteExpired(): Promise<void> {
     for (;;) {
-      const expired = this.ctx.readModels.threads.expiredAt(iso(this.clock.now()));
+      const expired = this.ctx.readModels.threads.expiredAt(isoOf(this.clock.now()));
       if (expired.length === 0 || this.stopped) return;
       for (const threadId of expired) {
         try {

@@ -1,5 +1,6 @@
 import { z, type ZodType } from "zod";
 import { largeJsonEventSchemas, largeJsonRefSchema } from "../eventstore/chunked-append.js";
+import { JsonObjectSchema } from "../util/json.js";
 
 /**
  * The LangGraph checkpointer's event catalogue. One stream per thread, `checkpoints-{thread_id}`;
@@ -68,7 +69,7 @@ export const checkpointSavedSchema = z
     checkpoint_id: z.string().min(1),
     parent_checkpoint_id: z.string().min(1).nullable(),
     checkpoint: storedCheckpointSchema,
-    metadata: z.record(z.string(), z.unknown()),
+    metadata: JsonObjectSchema,
     /** Only the channels listed in the put's `newVersions`. */
     blobs: z.array(channelBlobSchema),
   })
@@ -89,7 +90,6 @@ export const pendingWriteSchema = z.object({
   channel: z.string(),
   value: serializedValueSchema,
 });
-export type StoredPendingWrite = z.infer<typeof pendingWriteSchema>;
 
 export const pendingWritesSavedSchema = z.object({
   thread_id: z.string().min(1),

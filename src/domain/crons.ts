@@ -3,6 +3,8 @@ import type { EventsOf } from "./event-types.js";
 import type { Decision } from "./decision.js";
 import { MultitaskStrategySchema } from "./run-record.js";
 import { nextTick } from "./cron-schedule.js";
+import { JsonObjectSchema } from "../util/json.js";
+import { isoOf } from "../util/time.js";
 
 /**
  * Crons: one stream `cron-{cron_id}`. Every tick that fires is a CronFired appended with the
@@ -12,7 +14,7 @@ import { nextTick } from "./cron-schedule.js";
 export const CRON_STREAM_PREFIX = "cron-";
 export const cronStream = (cronId: string) => `${CRON_STREAM_PREFIX}${cronId}`;
 
-const Obj = z.record(z.string(), z.unknown());
+const Obj = JsonObjectSchema;
 const NodeList = z.union([z.literal("*"), z.array(z.string())]);
 
 /** What each tick's run is created with (the run-create fields a cron carries). */
@@ -116,7 +118,7 @@ export function nextRunOf(s: CronState): number | null {
 }
 
 /** Cron timestamps on the wire: ISO 8601 with the UTC offset (the Python server's form). */
-export const isoOf = (ms: number) => new Date(ms).toISOString().replace("Z", "+00:00");
+export { isoOf };
 
 /** The Cron object of the API (reference B.4). */
 export function publicCron(s: CronState): Record<string, unknown> {

@@ -1,11 +1,8 @@
 /** Plain JSON helpers shared by the deciders and read models. */
 
-export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
-export type JsonObject = Record<string, unknown>;
+import { isPlainObject, type JsonObject } from "../util/json.js";
 
-export function isPlainObject(value: unknown): value is JsonObject {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
+export { isPlainObject, type Json, type JsonObject } from "../util/json.js";
 
 /**
  * JSON containment as PostgreSQL's `@>` means it (what the official server's metadata filters use):

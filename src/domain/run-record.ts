@@ -1,11 +1,12 @@
 import { z } from "zod";
+import { JsonObjectSchema } from "../util/json.js";
 
 export const MultitaskStrategySchema = z.enum(["reject", "interrupt", "rollback", "enqueue"]);
 export type MultitaskStrategy = z.infer<typeof MultitaskStrategySchema>;
 export const RunStatusSchema = z.enum(["pending", "running", "error", "success", "timeout", "interrupted"]);
 export type RunStatus = z.infer<typeof RunStatusSchema>;
 
-const Obj = z.record(z.string(), z.unknown());
+const Obj = JsonObjectSchema;
 
 /** The run as the API shows it when it is created; `kwargs` carries everything the worker needs. */
 export const RunRecordSchema = z.object({

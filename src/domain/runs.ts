@@ -3,6 +3,7 @@ import type { EventsOf } from "./event-types.js";
 import type { EventData } from "../eventstore/types.js";
 import type { RunRecord, RunStatus } from "./run-record.js";
 import { FinalRunStatusSchema, type FinalRunStatus } from "./threads.js";
+import { JsonObjectSchema } from "../util/json.js";
 
 /**
  * Run streams: `run-{run_id}`. A run is accepted on its thread (RunEnqueued on `thread-{id}`);
@@ -13,7 +14,7 @@ import { FinalRunStatusSchema, type FinalRunStatus } from "./threads.js";
 export const RUN_STREAM_PREFIX = "run-";
 export const runStream = (runId: string) => `${RUN_STREAM_PREFIX}${runId}`;
 
-const Obj = z.record(z.string(), z.unknown());
+const Obj = JsonObjectSchema;
 export const CancelActionSchema = z.enum(["interrupt", "rollback"]);
 export type CancelAction = z.infer<typeof CancelActionSchema>;
 export const RunErrorSchema = z.object({ error: z.string(), message: z.string() });
@@ -91,7 +92,6 @@ export function runStatusOf(s: RunStreamState): RunStatus {
   return s.owner ? "running" : "pending";
 }
 
-export const isTerminal = (s: RunStreamState) => s.ended !== undefined;
 
 // ---- deciders (pure) ----
 

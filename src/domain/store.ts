@@ -3,6 +3,8 @@ import { z } from "zod";
 import type { EventsOf } from "./event-types.js";
 import type { EventData } from "../eventstore/types.js";
 import type { JsonObject } from "./json.js";
+import { JsonObjectSchema } from "../util/json.js";
+import { isoOf } from "../util/time.js";
 
 /**
  * The Store (long-term memory shared across threads): items addressed by a namespace (a list of
@@ -20,7 +22,7 @@ export function storeItemStream(namespace: readonly string[], key: string): stri
 }
 
 const Namespace = z.array(z.string());
-const Obj = z.record(z.string(), z.unknown());
+const Obj = JsonObjectSchema;
 /** Who wrote it, when a graph did: the run (and its thread). */
 const Attribution = { run_id: z.string().optional(), thread_id: z.string().optional() };
 
@@ -131,7 +133,7 @@ export function decideExpire(state: StoreItemState | undefined, nowMs: number): 
 }
 
 /** ISO 8601 with UTC offset, like every other timestamp of the API. */
-export const isoOf = (ms: number): string => new Date(ms).toISOString().replace("Z", "+00:00");
+export { isoOf };
 
 // ---------------------------------------------------------------------------------------------
 // namespaces

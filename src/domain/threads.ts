@@ -4,11 +4,12 @@ import type { EventData } from "../eventstore/types.js";
 import type { JsonObject } from "./json.js";
 import { RunRecordSchema, type RunRecord, type MultitaskStrategy } from "./run-record.js";
 import type { Decision } from "./decision.js";
+import { JsonObjectSchema } from "../util/json.js";
 
 /** Thread streams: `thread-{thread_id}`. They also carry the run lifecycle marks that keep double-texting rules. */
 export const threadStream = (threadId: string) => `thread-${threadId}`;
 
-const Obj = z.record(z.string(), z.unknown());
+const Obj = JsonObjectSchema;
 export const ThreadStatusSchema = z.enum(["idle", "busy", "interrupted", "error"]);
 export type ThreadStatus = z.infer<typeof ThreadStatusSchema>;
 export const FinalRunStatusSchema = z.enum(["success", "error", "interrupted", "timeout", "rollback"]);

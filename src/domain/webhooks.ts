@@ -22,7 +22,6 @@ const DELIVERY_NAMESPACE = "4c2b0f55-5b0e-4d53-9a3c-0c8f7a1e6d42";
 export const deliveryIdOf = (key: string) => uuidv5(`webhook:${key}`, DELIVERY_NAMESPACE);
 
 export const WebhookOutcomeSchema = z.enum(["delivered", "retry", "failed"]);
-export type WebhookOutcome = z.infer<typeof WebhookOutcomeSchema>;
 
 export const webhookEventSchemas = {
   /** A sender took the next attempt; until `lease_expires_at` (ms since epoch) nobody else sends. */

@@ -20,6 +20,7 @@ import {
   type ExpectedRevision,
   type RecordedEvent,
 } from "./types.js";
+import { isPlainObject } from "../util/json.js";
 
 /**
  * THE mapping of our expected revision to the client's append options. Nowhere else.
@@ -91,7 +92,7 @@ export function toRecordedEvent(resolved: ResolvedEvent): RecordedEvent | undefi
     // A stream read on a server that cannot tell the position (not a self-committed event): -1n, documented.
     position: fromClientPosition(e.position) ?? -1n,
     data,
-    metadata: isPlainObject(metadata) ? metadata : {},
+    metadata: isPlainObject(metadata) && !(metadata instanceof Uint8Array) ? metadata : {},
     created: e.created,
   };
 }
@@ -105,9 +106,6 @@ function decodeJson(bytes: Uint8Array): unknown {
   }
 }
 
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value) && !(value instanceof Uint8Array);
-}
 
 /** The client's conflict error, as ours: the stream, what we expected, what the stream actually is. */
 export function toWrongExpectedVersion(

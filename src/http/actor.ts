@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { FastifyInstance, FastifyRequest } from "fastify";
-import type { RequestContext } from "../app/request-context.js";
+import type { RequestContext } from "../context/request-context.js";
 
 /**
  * Who a request acts as: the custom-auth user's identity, else the API key's name (`api-key`)

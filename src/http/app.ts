@@ -7,7 +7,7 @@ import { requireApiKey } from "./api-key.js";
 import fastifyCors from "@fastify/cors";
 import { corsOptions, type CorsConfig } from "./cors.js";
 import { installAuth } from "./auth.js";
-import type { AuthHandlers } from "../auth/handlers.js";
+import type { AuthHandlers } from "../app/auth/handlers.js";
 import { VERSION } from "../version.js";
 import { echoRequestId, requestIdOf } from "./actor.js";
 import { mountCustomApp, type FetchApp } from "./custom-app.js";

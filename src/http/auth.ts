@@ -4,8 +4,8 @@
  * `authorize(request, resource, action, value)`.
  */
 import type { FastifyInstance, FastifyRequest } from "fastify";
-import type { AuthHandlers } from "../auth/handlers.js";
-import { authenticate, authorize as runAuthorize, type AuthAction, type AuthContext, type AuthResource, type AuthorizeResult } from "../auth/engine.js";
+import type { AuthHandlers } from "../app/auth/handlers.js";
+import { authenticate, authorize as runAuthorize, type AuthAction, type AuthContext, type AuthResource, type AuthorizeResult } from "../app/auth/engine.js";
 import { isPublicRequest } from "./public-paths.js";
 
 declare module "fastify" {

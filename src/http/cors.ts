@@ -8,7 +8,7 @@
  * headers, so a browser client can read a 401 or a 404.
  */
 import type { FastifyCorsOptions } from "@fastify/cors";
-import type { HttpConfig } from "../runtime/langgraph-config.js";
+import type { HttpConfig } from "../langgraph-config.js";
 
 export type CorsConfig = NonNullable<HttpConfig["cors"]>;
 

@@ -15,7 +15,7 @@
 import { Readable } from "node:stream";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import path from "node:path";
-import { importFile } from "../runtime/graphs.js";
+import { loadExport, parseModuleSpec } from "../module-loader.js";
 
 export interface FetchApp {
   fetch(request: Request, env?: unknown, executionCtx?: unknown): Response | Promise<Response>;
@@ -32,18 +32,8 @@ function isFetchApp(value: unknown): value is FetchApp {
 
 /** Loads `./file.ts:export` (default export when no `:export`) relative to the config's directory. */
 export async function loadCustomApp(spec: string, baseDir: string): Promise<FetchApp> {
-  const colon = spec.lastIndexOf(":");
-  const hasExport = colon > 0 && !/^[A-Za-z]:[\\/]/.test(spec.slice(colon - 1, colon + 2));
-  const file = hasExport ? spec.slice(0, colon) : spec;
-  const exportName = hasExport ? spec.slice(colon + 1) : "default";
-  let mod: Record<string, unknown>;
-  try {
-    mod = await importFile(path.resolve(baseDir, file));
-  } catch (error) {
-    throw new CustomAppError(`http.app: cannot load ${file}: ${(error as Error).message.split("\n")[0]}`);
-  }
-  const app = mod[exportName];
-  if (app === undefined) throw new CustomAppError(`http.app: ${file} has no export "${exportName}"`);
+  const { file, exportName = "default" } = parseModuleSpec(spec);
+  const { value: app } = await loadExport({ file, exportName }, baseDir, "http.app", (m) => new CustomAppError(m));
   if (!isFetchApp(app)) throw new CustomAppError(`http.app: export "${exportName}" of ${file} is not an app with fetch(Request) (a Hono app)`);
   return app;
 }

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
-import type { ReadModelStore } from "../read-models/store.js";
-import { logPositionHeaders, runInRequestContext, type RequestContext } from "../app/request-context.js";
+import type { CatchUpRunner } from "../read-models/catch-up-runner.js";
+import { logPositionHeaders, runInRequestContext, type RequestContext } from "../context/request-context.js";
 import { CATCH_UP_TIMEOUT_MS } from "../app/commands.js";
 
 const HEADER = "x-log-position";
@@ -10,7 +10,7 @@ const HEADER = "x-log-position";
  * `X-Log-Position`, the log position of its last append; a request that sends it back waits until
  * this process's read models reached it (at most CATCH_UP_TIMEOUT_MS) before it is served.
  */
-export function logPositionHooks(readModels: ReadModelStore, contextOf: (request: FastifyRequest) => RequestContext = () => ({})): (app: FastifyInstance) => void {
+export function logPositionHooks(readModels: CatchUpRunner, contextOf: (request: FastifyRequest) => RequestContext = () => ({})): (app: FastifyInstance) => void {
   return (app) => {
     // The request's context (who acts, which request) for everything it calls; see request-context.ts.
     app.addHook("onRequest", (request, _reply, done) => runInRequestContext(contextOf(request), done));

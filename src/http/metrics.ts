@@ -79,7 +79,7 @@ export class ServerMetrics {
       name: "agent_server_projection_lag_events", help: "Log head position minus the read models' position", registers,
       async collect() {
         const head = await store.headPosition();
-        const applied = readModels.store.position;
+        const applied = readModels.runner.position;
         this.set(Number(head > applied ? head - applied : 0n));
       },
     });

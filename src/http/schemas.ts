@@ -1,7 +1,8 @@
 import { z } from "zod";
+import { JsonObjectSchema } from "../util/json.js";
 
 /** Request pieces shared by several routes. */
-export const JsonObject = z.record(z.string(), z.unknown());
+export const JsonObject = JsonObjectSchema;
 export const Uuid = z.uuid({ error: "must be a UUID" });
 export const IfExists = z.enum(["raise", "do_nothing"]);
 export const SortOrder = z.enum(["asc", "desc"]);

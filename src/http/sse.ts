@@ -3,7 +3,7 @@ import type { FastifyReply } from "fastify";
 import type { EventStore } from "../eventstore/types.js";
 import { runStream } from "../domain/runs.js";
 import { HttpError } from "./errors.js";
-import { isLargeValueMarker, resolveLarge } from "../app/large-values.js";
+import { isLargeValueMarker, resolveLarge } from "../eventstore/large-values.js";
 
 /** Idle time after which a `: heartbeat` comment keeps the connection (and the SDK's watchdog) alive. */
 export const HEARTBEAT_MS = 5_000;

@@ -1,6 +1,6 @@
 import path from "node:path";
 import type { TableProjection } from "./table.js";
-import { ReadModelStore } from "./store.js";
+import { CatchUpRunner } from "./catch-up-runner.js";
 import { assistantsTable, AssistantsReadModel } from "./assistants.js";
 import { threadsTable, ThreadsReadModel } from "./threads.js";
 import { runsTable, RunsReadModel } from "./runs.js";
@@ -16,7 +16,8 @@ export const READ_MODELS_FILE = "read-models.sqlite";
 
 /** The read-model database and the queries of each read model. */
 export interface ReadModels {
-  store: ReadModelStore;
+  /** The catch-up runner that feeds every table, and the database they live in. */
+  runner: CatchUpRunner;
   assistants: AssistantsReadModel;
   threads: ThreadsReadModel;
   runs: RunsReadModel;
@@ -26,9 +27,9 @@ export interface ReadModels {
   storeItems: StoreReadModel;
 }
 
-export function readModelsOf(store: ReadModelStore): ReadModels {
+export function readModelsOf(store: CatchUpRunner): ReadModels {
   return {
-    store,
+    runner: store,
     assistants: new AssistantsReadModel(store.db),
     threads: new ThreadsReadModel(store.db),
     runs: new RunsReadModel(store.db),
@@ -41,5 +42,5 @@ export function readModelsOf(store: ReadModelStore): ReadModels {
 /** Opens `DATA_DIR/read-models.sqlite` (or an in-memory database) with every table. */
 export function openReadModels(dataDir: string | ":memory:", tables: readonly TableProjection[] = allTables): ReadModels {
   const file = dataDir === ":memory:" ? ":memory:" : path.join(dataDir, READ_MODELS_FILE);
-  return readModelsOf(ReadModelStore.open({ file, tables }));
+  return readModelsOf(CatchUpRunner.open({ file, tables }));
 }

@@ -1,7 +1,7 @@
 /**
  * Entities changed within one batch, kept until the batch commits: a run's enqueue, claim, end and
  * finish mark in one batch cost one read and one write instead of four of each. Bounded by the
- * batch size (ReadModelStore commits at most MAX_BATCH events at a time).
+ * batch size (CatchUpRunner commits at most MAX_BATCH events at a time).
  */
 export class BatchedEntities<S> {
   private readonly dirty = new Map<string, { before: S | undefined; after: S | undefined }>();

@@ -6,7 +6,7 @@ import { nextRunOf, publicCron, type CronState } from "../domain/crons.js";
 import { StatementCache, pageAndCount, countWhere, type SortOrder } from "./statements.js";
 import { containsSql, type SqlFragment } from "./json-filter.js";
 import type { JsonObject } from "../domain/json.js";
-import { authConditions, type AuthFilters } from "../auth/filters.js";
+import { authConditions, type AuthFilters } from "./auth-filters.js";
 
 /**
  * Crons: one row per live cron with the columns search filters and sorts on, and `next_run_at`

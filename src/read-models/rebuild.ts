@@ -16,15 +16,15 @@ async function main(): Promise<void> {
     for (const suffix of ["", "-wal", "-shm"]) rmSync(file + suffix, { force: true });
     const models = openReadModels(config.dataDir);
     let events = 0;
-    models.store.onApplied(() => events++);
+    models.runner.onApplied(() => events++);
     const started = process.hrtime.bigint();
     const cpuBefore = process.cpuUsage();
-    await models.store.start(store);
+    await models.runner.start(store);
     const seconds = Number(process.hrtime.bigint() - started) / 1e9;
     const cpu = process.cpuUsage(cpuBefore);
     const cpuSeconds = (cpu.user + cpu.system) / 1e6;
-    const position = models.store.position;
-    await models.store.close();
+    const position = models.runner.position;
+    await models.runner.close();
     console.log(JSON.stringify({
       rebuild: { file, events, seconds: Number(seconds.toFixed(3)), events_per_s: Math.round(events / Math.max(seconds, 1e-9)),
         cpu_seconds: Number(cpuSeconds.toFixed(3)), events_per_cpu_s: Math.round(events / Math.max(cpuSeconds, 1e-9)), position: String(position) },

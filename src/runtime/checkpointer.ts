@@ -60,6 +60,7 @@ import {
   type WriteEntry,
 } from "../../projections/checkpoints.js";
 import { ThreadCheckpointsCache } from "./checkpoint-cache.js";
+import { jsonContains } from "../domain/json.js";
 
 /** Threads whose folded checkpoints are kept when the caller does not say (CHECKPOINT_CACHE_THREADS). */
 export const DEFAULT_CHECKPOINT_CACHE_THREADS = 1000;
@@ -72,7 +73,7 @@ export const DEFAULT_SNAPSHOT_EVERY = 100;
  * (`checkpoint-value-{sha256}`) and the event holds its ref: events stay under EventStoreDB's
  * append limit, and the cache holds refs, not megabytes.
  */
-export const LARGE_VALUE_BYTES = 128 * 1024;
+export const LARGE_CHECKPOINT_VALUE_BYTES = 128 * 1024;
 
 export interface EventSourcedCheckpointSaverOptions {
   store: EventStore;
@@ -437,7 +438,7 @@ export class EventSourcedCheckpointSaver extends BaseCheckpointSaver {
   }
 
   /**
-   * Keeps an event under the append limit: values above LARGE_VALUE_BYTES, then the largest
+   * Keeps an event under the append limit: values above LARGE_CHECKPOINT_VALUE_BYTES, then the largest
    * others until the event fits, move to their own streams (content-addressed, so a retried put
    * or a copy shares them) and the event keeps their refs. Mutates the given slots.
    */
@@ -446,7 +447,7 @@ export class EventSourcedCheckpointSaver extends BaseCheckpointSaver {
     inline.sort((a, b) => b.value[1].length - a.value[1].length);
     const whole = () => sizeOfEvent({ type: "CheckpointSaved", data: event ?? { blobs: slots } });
     for (const slot of inline) {
-      if (slot.value[1].length <= LARGE_VALUE_BYTES && whole() <= APPEND_BUDGET) break;
+      if (slot.value[1].length <= LARGE_CHECKPOINT_VALUE_BYTES && whole() <= APPEND_BUDGET) break;
       const [type, base64] = slot.value;
       const sha256 = createHash("sha256").update(base64).digest("hex");
       (slot as { value: SerializedValue }).value = [type, await putLargeJson(this.store, CHECKPOINT_VALUE_STREAM_PREFIX, sha256, base64)];
@@ -549,22 +550,8 @@ export function checkpointMetadata(config: RunnableConfig, metadata: CheckpointM
   return { ...Object.fromEntries(configurable), ...(config.metadata ?? {}), ...metadata } as CheckpointMetadata;
 }
 
-/** PostgreSQL `@>` containment, as the official servers filter metadata; plain equality for scalars. */
-function contains(value: unknown, filter: unknown): boolean {
-  if (filter !== null && typeof filter === "object") {
-    if (Array.isArray(filter)) {
-      return Array.isArray(value) && filter.every((f) => value.some((v) => contains(v, f)));
-    }
-    if (value === null || typeof value !== "object" || Array.isArray(value)) return false;
-    const record = value as Record<string, unknown>;
-    return Object.entries(filter).every(([k, f]) => Object.hasOwn(record, k) && contains(record[k], f));
-  }
-  return value === filter;
-}
-
-function matchesMetadata(metadata: Record<string, unknown>, filter: Record<string, unknown>): boolean {
-  return Object.entries(filter).every(([k, f]) => Object.hasOwn(metadata, k) && contains(metadata[k], f));
-}
+/** PostgreSQL `@>` containment of the filter in the metadata, as the official servers filter it. */
+const matchesMetadata = (metadata: Record<string, unknown>, filter: Record<string, unknown>): boolean => jsonContains(metadata, filter);
 
 /** The events that rebuild `source`'s checkpoints on another thread (see `copyThread`). */
 function copyEvents(source: ThreadCheckpoints, toThreadId: string): EventData[] {

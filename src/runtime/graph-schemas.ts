@@ -19,6 +19,7 @@ import {
 } from "@langchain/langgraph/zod/schema";
 import { toJsonSchema } from "@langchain/core/utils/json_schema";
 import { isZodSchemaV3, isZodSchemaV4 } from "@langchain/core/utils/types";
+import { isPlainObject } from "../util/json.js";
 
 export type JsonSchema = Record<string, unknown>;
 
@@ -48,19 +49,15 @@ interface StateSchemaLike {
 /** StateGraph's marker for "input = the state schema, every field optional". */
 const PARTIAL_STATE = Symbol.for("langgraph.state.partial");
 
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null;
-}
-
 function isStateSchemaLike(value: unknown): value is StateSchemaLike {
-  return isObject(value) && typeof value.getJsonSchema === "function" && typeof value.getInputJsonSchema === "function";
+  return isPlainObject(value) && typeof value.getJsonSchema === "function" && typeof value.getInputJsonSchema === "function";
 }
 
 /** A schema object, or null for anything else (undefined, a throw). */
 function attempt(fn: () => unknown): JsonSchema | null {
   try {
     const value = fn();
-    return isObject(value) ? (value as JsonSchema) : null;
+    return isPlainObject(value) ? (value as JsonSchema) : null;
   } catch {
     return null;
   }
@@ -131,7 +128,7 @@ function typeOfDefault(value: unknown): JsonSchema {
 
 /** One channel's schema: messages, a topic (list), the type of its default, or any. */
 function channelSchema(channel: unknown): JsonSchema {
-  if (!isObject(channel)) return {};
+  if (!isPlainObject(channel)) return {};
   if (channel.operator === messagesStateReducer) return { ...MESSAGES };
   const name = (channel as { lc_graph_name?: unknown }).lc_graph_name;
   if (name === "Topic") return { type: "array" };
@@ -147,7 +144,7 @@ function channelSchema(channel: unknown): JsonSchema {
 }
 
 function channelsSchema(channels: unknown): JsonSchema | null {
-  if (!isObject(channels)) return null;
+  if (!isPlainObject(channels)) return null;
   const properties: Record<string, JsonSchema> = {};
   for (const [key, channel] of Object.entries(channels)) {
     if (key.startsWith("__")) continue;
@@ -169,8 +166,8 @@ function fromAnnotation(b: Builder): RawGraphSchema | undefined {
 
 /** The graph's schemas (JS parser shape); all null when the graph has no builder or nothing is known. */
 export function extractGraphSchema(graph: unknown): RawGraphSchema {
-  const builder = isObject(graph) ? (graph.builder as Builder | undefined) : undefined;
+  const builder = isPlainObject(graph) ? (graph.builder as Builder | undefined) : undefined;
   const none: RawGraphSchema = { state: null, input: null, output: null, config: null };
-  if (!isObject(builder)) return none;
+  if (!isPlainObject(builder)) return none;
   return fromStateSchema(builder) ?? fromZodRegistry(graph) ?? fromZodDirect(builder) ?? fromAnnotation(builder) ?? none;
 }

@@ -9,13 +9,10 @@
  *   - a factory `(config) => graph | Promise<graph>`  (kind "factory", called on every `get`
  *     with the run's config; the result may also be a builder).
  *
- * Loading note: graphs must share the server's module instances of `@langchain/langgraph` /
- * `@langchain/core` (tsx's `tsImport()` would give them private copies); see `importFile`.
+ * Files are loaded by src/module-loader.ts (TypeScript transpiled by esbuild, sharing the
+ * server's module instances).
  */
-import { randomUUID } from "node:crypto";
-import { rm, writeFile } from "node:fs/promises";
 import path from "node:path";
-import { pathToFileURL } from "node:url";
 import type { RunnableConfig } from "@langchain/core/runnables";
 import type { CompiledGraph as LangGraphCompiledGraph } from "@langchain/langgraph";
 import { extractGraphSchema, type RawGraphSchema } from "./graph-schemas.js";
@@ -25,12 +22,14 @@ import {
   type GraphSpec,
   graphDefaults,
   parseLanggraphConfigEnv,
-} from "./langgraph-config.js";
+} from "../langgraph-config.js";
+import { isPlainObject } from "../util/json.js";
+import { loadExport, loadingModules } from "../module-loader.js";
 
 // ---------------------------------------------------------------------------------------------
 // default assistant ids
 
-/** Namespace of default-assistant ids (reference §F; not RFC 4122's NAMESPACE_URL). */
+/** Namespace of default-assistant ids (the Python server's, `langgraph_api.graph`; not RFC 4122's NAMESPACE_URL). */
 export const NAMESPACE_GRAPH = "6ba7b821-9dad-11d1-80b4-00c04fd430c8";
 
 /** The id of a graph's default (system) assistant: uuid v5 of the graph id in NAMESPACE_GRAPH. */
@@ -68,7 +67,7 @@ export interface DrawableGraph {
   edges: { source: string | number; target: string | number; data?: unknown; conditional?: boolean }[];
 }
 
-/** What the server needs to register a graph's default assistant (reference §F). */
+/** What the server needs to register a graph's default assistant (as the Python server registers it). */
 export interface DefaultAssistantSpec {
   assistant_id: string;
   graph_id: string;
@@ -102,52 +101,22 @@ export class GraphLoadError extends Error {
 // ---------------------------------------------------------------------------------------------
 // loading
 
-const TYPESCRIPT = /\.(ts|mts|cts|tsx)$/;
-
-/**
- * Loads a graph file. TypeScript is transpiled with esbuild (bundling the file's own relative
- * imports, keeping packages external) into a hidden .mjs beside the source, imported, then
- * removed. Beside the source, bare imports resolve to the same node_modules as the server's, so
- * graphs share the server's module instances (`instanceof`, Command, checkpointer classes match);
- * and no module-loader hook thread is started (on Node 20 a loader costs a second V8 isolate).
- */
-export async function importFile(file: string): Promise<Record<string, unknown>> {
-  if (!TYPESCRIPT.test(file)) return (await import(pathToFileURL(file).href)) as Record<string, unknown>;
-  const { build } = await import("esbuild");
-  esbuildUsed = true;
-  const result = await build({
-    entryPoints: [file], bundle: true, packages: "external", format: "esm", platform: "node", target: "node20",
-    write: false, sourcemap: "inline", logLevel: "silent",
-  });
-  const compiled = path.join(path.dirname(file), `.${path.basename(file)}.${randomUUID()}.mjs`);
-  await writeFile(compiled, result.outputFiles[0].contents);
-  try {
-    return (await import(pathToFileURL(compiled).href)) as Record<string, unknown>;
-  } finally {
-    await rm(compiled, { force: true });
-  }
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null;
-}
-
 export function isCompiledGraph(value: unknown): value is CompiledGraph {
   return (
-    isObject(value) &&
+    isPlainObject(value) &&
     typeof value.invoke === "function" &&
     typeof value.stream === "function" &&
     typeof value.getGraphAsync === "function" &&
-    isObject(value.nodes)
+    isPlainObject(value.nodes)
   );
 }
 
 function isGraphBuilder(value: unknown): value is { compile(): unknown } {
-  return isObject(value) && typeof value.compile === "function" && !isCompiledGraph(value);
+  return isPlainObject(value) && typeof value.compile === "function" && !isCompiledGraph(value);
 }
 
 function isThenable(value: unknown): value is PromiseLike<unknown> {
-  return isObject(value) && typeof value.then === "function";
+  return isPlainObject(value) && typeof value.then === "function";
 }
 
 /** A compiled graph from a resolved export value (compiling a builder). */
@@ -309,40 +278,15 @@ export async function loadGraphRegistry(
   options: LoadGraphRegistryOptions = {},
 ): Promise<GraphRegistry> {
   const defaults = options.graphDefaults ?? parseLanggraphConfigEnv(process.env.LANGGRAPH_CONFIG);
-  loadsInProgress += 1;
-  try {
-    return new GraphRegistry(await loadEntries(config, baseDir), defaults);
-  } finally {
-    loadsInProgress -= 1;
-    // esbuild's service is a child process (~12 MiB) that outlives the builds: stop it once no
-    // load needs it any more. A later build starts a new one on demand.
-    if (loadsInProgress === 0 && esbuildUsed) {
-      esbuildUsed = false;
-      const { stop } = await import("esbuild");
-      await stop();
-    }
-  }
+  // One loading scope for all graphs: esbuild's service is started once and stopped after the last.
+  return loadingModules(async () => new GraphRegistry(await loadEntries(config, baseDir), defaults));
 }
-
-/** Registries being loaded now (they may share esbuild's service). */
-let loadsInProgress = 0;
-/** Set by `importFile` when it used esbuild's service. */
-let esbuildUsed = false;
 
 async function loadEntries(config: { graphs: Record<string, GraphSpec> }, baseDir: string): Promise<Entry[]> {
   const entries: Entry[] = [];
   for (const [id, spec] of Object.entries(config.graphs)) {
     const file = path.resolve(baseDir, spec.path);
-    let mod: Record<string, unknown>;
-    try {
-      mod = await importFile(file);
-    } catch (err) {
-      throw new GraphLoadError(`Graph "${id}": cannot load ${spec.path}: ${(err as Error).message.split("\n")[0]}`);
-    }
-    if (!(spec.exportName in mod)) {
-      throw new GraphLoadError(`Graph "${id}": ${spec.path} has no export "${spec.exportName}"`);
-    }
-    const value = mod[spec.exportName];
+    const { value } = await loadExport({ file: spec.path, exportName: spec.exportName }, baseDir, `Graph "${id}"`, (m) => new GraphLoadError(m));
     const what = `Graph "${id}": export "${spec.exportName}" of ${spec.path}`;
     if (typeof value === "function" && !isCompiledGraph(value)) {
       entries.push({ id, spec, file, kind: "factory", factory: value as GraphFactory });

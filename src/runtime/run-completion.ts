@@ -46,7 +46,7 @@ export async function completeOnThread(
   let position = (await deps.store.append(threadStream(run.thread_id), [mark], "any")).position;
   if (run.kwargs.temporary) {
     for (let attempt = 0; attempt < 5; attempt++) {
-      await deps.readModels.store.waitFor(position);
+      await deps.readModels.runner.waitFor(position);
       const thread = deps.readModels.threads.load(run.thread_id);
       if (!thread || thread.deleted || thread.activeRuns.length > 0) break;
       try {
@@ -59,5 +59,5 @@ export async function completeOnThread(
       }
     }
   }
-  await deps.readModels.store.waitFor(position);
+  await deps.readModels.runner.waitFor(position);
 }

@@ -6,9 +6,8 @@
  * Provider strings (`openai:text-embedding-3-small`) would need network access and a provider
  * package; they are refused at start with a message saying what to write instead.
  */
-import path from "node:path";
-import { importFile } from "./graphs.js";
-import { LanggraphConfigError, type StoreConfig } from "./langgraph-config.js";
+import { loadExport, parseModuleSpec } from "../module-loader.js";
+import { LanggraphConfigError, type StoreConfig } from "../langgraph-config.js";
 
 export interface StoreIndex {
   dims: number;
@@ -18,23 +17,15 @@ export interface StoreIndex {
   embedQuery(text: string): Promise<number[]>;
 }
 
-const SPEC = /^(.+):([A-Za-z_$][\w$]*)$/;
 
 export async function loadStoreIndex(config: StoreConfig["index"] | undefined, baseDir: string, label = "langgraph.json"): Promise<StoreIndex | undefined> {
   if (!config) return undefined;
   const where = `${label}: store.index.embed`;
-  const match = SPEC.exec(config.embed);
-  if (!match || !/^[./]/.test(match[1])) {
+  const { file, exportName } = parseModuleSpec(config.embed);
+  if (!exportName || !/^[./]/.test(file)) {
     throw new LanggraphConfigError(`${where}: expected a path to an embedding function ("./embed.ts:embed"); provider embeddings ("${config.embed}") are not supported`);
   }
-  const file = path.resolve(baseDir, match[1]);
-  let mod: Record<string, unknown>;
-  try {
-    mod = await importFile(file);
-  } catch (error) {
-    throw new LanggraphConfigError(`${where}: cannot load ${match[1]}: ${(error as Error).message.split("\n")[0]}`);
-  }
-  const value = mod[match[2]];
+  const { value } = await loadExport({ file, exportName }, baseDir, where, (m) => new LanggraphConfigError(m));
   const checked = (vectors: unknown, count: number): number[][] => {
     if (!Array.isArray(vectors) || vectors.length !== count) throw new Error(`store.index.embed returned ${Array.isArray(vectors) ? vectors.length : typeof vectors} vectors for ${count} texts`);
     for (const v of vectors) {
@@ -61,5 +52,5 @@ export async function loadStoreIndex(config: StoreConfig["index"] | undefined, b
       embedQuery: async (text) => checked([e.embedQuery ? await e.embedQuery(text) : (await e.embedDocuments([text]) as unknown[])[0]], 1)[0],
     };
   }
-  throw new LanggraphConfigError(`${where}: export "${match[2]}" of ${match[1]} is not a function or an Embeddings object`);
+  throw new LanggraphConfigError(`${where}: export "${exportName}" of ${file} is not a function or an Embeddings object`);
 }

@@ -1,4 +1,4 @@
-import { runInRequestContext, type RequestContext } from "../app/request-context.js";
+import { runInRequestContext, type RequestContext } from "../context/request-context.js";
 import { ulid } from "ulid";
 import type { BaseCheckpointSaver, BaseStore } from "@langchain/langgraph-checkpoint";
 import { WrongExpectedVersionError, type EventData, type EventStore, type RecordedEvent } from "../eventstore/types.js";
@@ -15,7 +15,7 @@ import {
 import type { RunRecord } from "../domain/run-record.js";
 import { executeRun, type ExecutionOutcome, type GraphSource } from "./execute-run.js";
 import { RunStreamWriter } from "./run-stream-writer.js";
-import { externalizeIfLarge, resolveLarge } from "../app/large-values.js";
+import { externalizeIfLarge, resolveLarge } from "../eventstore/large-values.js";
 import { completeOnThread, loadRunStream, type CompletionDeps } from "./run-completion.js";
 
 /** A run whose worker died this many times is ended with an error instead of being resumed again. */
@@ -42,8 +42,6 @@ export interface WorkerOptions extends CompletionDeps {
   exclusiveStore: boolean;
   /** The store a run's graph gets (writes attributed to the run); none: graphs run without a store. */
   storeFor?(run: RunRecord): BaseStore;
-  /** Called once a run has ended and its thread shows it (e.g. for webhooks). */
-  onRunCompleted?(run: RunRecord, ended: RunEnded): void;
 }
 
 interface Active {
@@ -85,7 +83,6 @@ export class RunWorker {
     return this.active.size;
   }
 
-  /** Subscribes to the read models, recovers runs of dead processes, starts what is startable. */
   /** The context of the worker's appends: its actor, and for a run its id and the request that enqueued it. */
   private context(run?: RunRecord): RequestContext {
     if (!run) return { actor: `worker:${this.owner}` };
@@ -93,13 +90,14 @@ export class RunWorker {
     return { actor: `worker:${this.owner}`, correlationId: run.run_id, causationId: typeof requestId === "string" ? requestId : `run:${run.run_id}` };
   }
 
+  /** Subscribes to the read models, recovers runs of dead processes, starts what is startable. */
   start(): Promise<void> {
     // Everything the worker appends (recovery, lease renewals, from timers too) is attributed to it.
     return runInRequestContext(this.context(), () => this.startInContext());
   }
 
   private async startInContext(): Promise<void> {
-    this.unsubscribe = this.o.readModels.store.onApplied((event) => this.onEvent(event));
+    this.unsubscribe = this.o.readModels.runner.onApplied((event) => this.onEvent(event));
     for (const v of this.o.readModels.runs.openClaims()) this.openClaims.add(v.run.run_id);
     await this.recover();
     for (const threadId of this.o.readModels.threads.idsWithActiveRuns()) this.ready.add(threadId);
@@ -322,7 +320,6 @@ export class RunWorker {
 
   private async completed(run: RunRecord, ended: RunEnded, base: string | null): Promise<void> {
     await completeOnThread(this.o, run, ended, base);
-    this.o.onRunCompleted?.(run, ended);
   }
 
   /**

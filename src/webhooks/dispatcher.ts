@@ -5,14 +5,15 @@ import { RUN_STREAM_PREFIX, type RunEnded } from "../domain/runs.js";
 import { attemptEvents, decideWebhookClaim, deliveryIdOf, deliveryKey, deliveryRunEnded, webhookStream, type Delivery } from "../domain/webhooks.js";
 import { pushHeaders } from "../domain/a2a-push.js";
 import { WebhooksReadModel } from "../read-models/webhooks.js";
-import type { WebhookUrlPolicy } from "../runtime/langgraph-config.js";
+import type { WebhookUrlPolicy } from "../langgraph-config.js";
 import { webhookBody } from "./body.js";
 import { DELIVERY_ID_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER, signWebhook } from "./signing.js";
 import { checkWebhookUrlResolved, type Resolver } from "./url-policy.js";
 import { classifyAttempt, type AttemptResult, type RetryPolicy } from "./retry.js";
 import type { WebhookSender } from "./sender.js";
+import { isoOf } from "../util/time.js";
 
-/** What the dispatcher needs of the read-model store (ReadModelStore satisfies it). */
+/** What the dispatcher needs of the read-model store (CatchUpRunner satisfies it). */
 export interface ReadModelHost {
   readonly db: Database.Database;
   waitFor(position: bigint): Promise<void>;
@@ -83,7 +84,7 @@ export class WebhookDispatcher {
     this.model = new WebhooksReadModel(o.readModels.db);
     this.takeover = o.exclusiveStore;
     this.nowMs = o.nowMs ?? Date.now;
-    this.nowIso = o.nowIso ?? (() => new Date(this.nowMs()).toISOString().replace("Z", "+00:00"));
+    this.nowIso = o.nowIso ?? (() => isoOf(this.nowMs()));
   }
 
   get inFlight(): number {

@@ -1,6 +1,6 @@
 import type { LookupFunction } from "node:net";
 import type { Agent } from "undici";
-import type { WebhookUrlPolicy } from "../runtime/langgraph-config.js";
+import type { WebhookUrlPolicy } from "../langgraph-config.js";
 import { addressRefusal, systemResolver, type Resolver } from "./url-policy.js";
 import type { AttemptResult } from "./retry.js";
 

@@ -1,6 +1,6 @@
 import { lookup } from "node:dns/promises";
 import ipaddr from "ipaddr.js";
-import type { WebhookUrlPolicy } from "../runtime/langgraph-config.js";
+import type { WebhookUrlPolicy } from "../langgraph-config.js";
 
 /**
  * The webhook URL policy (langgraph.json `webhooks.url`), checked at run creation and again at

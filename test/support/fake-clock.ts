@@ -1,4 +1,4 @@
-import type { Clock } from "../../src/app/clock.js";
+import type { Clock } from "../../src/context/clock.js";
 
 /**
  * A clock that only moves when told to; timers due by then fire in order. No real waiting: cron

@@ -1,8 +1,8 @@
 import type { FastifyPluginAsync, FastifyRequest } from "fastify";
-import type { AuthAction } from "../../auth/engine.js";
+import type { AuthAction } from "../../app/auth/engine.js";
 import { authorize } from "../auth.js";
-import { authorizeAssistant } from "../auth-guards.js";
-import { filterMatches } from "../../auth/filters.js";
+import { authorizeAssistant } from "../../app/auth/guards.js";
+import { filterMatches } from "../../read-models/auth-filters.js";
 import { HttpError } from "../errors.js";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";

@@ -6,9 +6,9 @@ import type { AppContext } from "../../app/context.js";
 import { eventJson, filterHistory } from "../../app/thread-history.js";
 import { lastLiveMetadata, logPointParam, purgeThread, replayFromLog, threadEventsOr404 } from "../../app/audit.js";
 import type { ThreadLifecycle } from "../../app/thread-lifecycle.js";
-import { currentRequestContext } from "../../app/request-context.js";
+import { currentRequestContext } from "../../context/request-context.js";
 import { authorize } from "../auth.js";
-import { filterMatches } from "../../auth/filters.js";
+import { filterMatches } from "../../read-models/auth-filters.js";
 import { HttpError } from "../errors.js";
 import { ThreadIdParams, Uuid } from "../schemas.js";
 import type { RecordedEvent } from "../../eventstore/types.js";
@@ -38,13 +38,13 @@ async function visibleEvents(ctx: AppContext, req: FastifyRequest, threadId: str
   return events;
 }
 
-/** Beside this module when run from source; from dist/main.js (the bundle), in the source tree. */
 /** `DELETE /threads/{id}?purge=true`: needs `threads:delete`; the thread may already be deleted (not purged). */
 export async function purgeVisibleThread(ctx: AppContext, lifecycle: ThreadLifecycle, req: FastifyRequest, threadId: string): Promise<void> {
   await visibleEvents(ctx, req, threadId, "delete");
   await purgeThread(ctx, lifecycle, threadId, currentRequestContext()?.actor ?? "anonymous");
 }
 
+/** Beside this module when run from source; from dist/main.js (the bundle), in the source tree. */
 const AUDIT_PAGE_CANDIDATES = [new URL("../audit-page/index.html", import.meta.url), new URL("../src/http/audit-page/index.html", import.meta.url)];
 
 function readAuditPage(): string {

@@ -5,7 +5,7 @@ import type { FastifyRequest } from "fastify";
 import type { CronsService, CronCreateRequest, CronPatchRequest } from "../../app/crons.js";
 import type { AppContext } from "../../app/context.js";
 import { authorize } from "../auth.js";
-import { threadVisible } from "../auth-guards.js";
+import { threadVisible } from "../../app/auth/guards.js";
 import { HttpError } from "../errors.js";
 import { MultitaskStrategySchema } from "../../domain/run-record.js";
 import { OnRunCompletedSchema } from "../../domain/crons.js";
@@ -94,7 +94,7 @@ export function cronRoutes(ctx: AppContext, crons: CronsService): FastifyPluginA
       const { page, total } = crons.search({ ...req.body, auth: filters });
       reply.headers(paginationHeaders(req.body.offset, page.length, total));
       const select = req.body.select;
-      const now = new Date().toISOString().replace("Z", "+00:00");
+      const now = ctx.now();
       return page.map((c) => pick(select?.includes("now") ? { ...c, now } : c, select));
     });
 

@@ -9,11 +9,11 @@ import { CancelActionSchema } from "../../domain/runs.js";
 import { STREAM_MODES } from "../../runtime/stream-modes.js";
 import { JsonObject, RunnableConfig, Uuid } from "../schemas.js";
 import { pick } from "../../domain/json.js";
-import { logPositionHeaders } from "../../app/request-context.js";
+import { logPositionHeaders } from "../../context/request-context.js";
 import { SseWriter, parseLastEventId, streamModeFilter, tailRunStream } from "../sse.js";
 import { v7 as uuidv7 } from "uuid";
 import { authorize } from "../auth.js";
-import { authorizeCreateRun, authorizeThread, runVisible } from "../auth-guards.js";
+import { authorizeCreateRun, authorizeThread, runVisible } from "../../app/auth/guards.js";
 import { HttpError } from "../errors.js";
 
 const StreamMode = z.enum(STREAM_MODES as [string, ...string[]]);

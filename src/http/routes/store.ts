@@ -2,8 +2,8 @@ import type { FastifyPluginAsync, FastifyRequest } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { assertNamespace, itemToWire, type StoreService } from "../../app/store.js";
-import type { AuthAction } from "../../auth/engine.js";
-import type { AuthorizeResult } from "../../auth/engine.js";
+import type { AuthAction } from "../../app/auth/engine.js";
+import type { AuthorizeResult } from "../../app/auth/engine.js";
 import { authorize } from "../auth.js";
 import { JsonObject, Offset } from "../schemas.js";
 

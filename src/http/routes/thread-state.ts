@@ -4,7 +4,7 @@ import { z } from "zod";
 import type { AppContext } from "../../app/context.js";
 import { getThreadHistory, getThreadState, updateThreadState } from "../../app/thread-state.js";
 import { JsonObject, ThreadIdParams } from "../schemas.js";
-import { authorizeThread } from "../auth-guards.js";
+import { authorizeThread } from "../../app/auth/guards.js";
 
 const CheckpointRef = z.strictObject({
   checkpoint_id: z.string().optional(),

@@ -4,14 +4,15 @@ import { z } from "zod";
 import type { AppContext } from "../../app/context.js";
 import { countThreads, createThread, getThread, patchThread, searchThreads, threadStateConsistent } from "../../app/threads.js";
 import { authorize } from "../auth.js";
-import { authorizeThread } from "../auth-guards.js";
-import { filterMatches } from "../../auth/filters.js";
+import { authorizeThread } from "../../app/auth/guards.js";
+import { filterMatches } from "../../read-models/auth-filters.js";
 import { HttpError } from "../errors.js";
 import { ThreadStatusSchema } from "../../domain/threads.js";
 import { pick } from "../../domain/json.js";
 import { IfExists, JsonObject, Limit, Offset, SortOrder, ThreadIdParams, Uuid, paginationHeaders } from "../schemas.js";
 import type { ThreadLifecycle } from "../../app/thread-lifecycle.js";
 import { purgeVisibleThread } from "./audit.js";
+import { isoOf } from "../../util/time.js";
 
 const ThreadFields = ["thread_id", "created_at", "updated_at", "state_updated_at", "metadata", "config", "context", "status", "values", "interrupts", "error"] as const;
 
@@ -25,7 +26,7 @@ const Ttl = z.union([
 function expiresAt(ttl: z.infer<typeof Ttl> | undefined, now: string): string | undefined {
   if (ttl === undefined) return undefined;
   const minutes = typeof ttl === "number" ? ttl : ttl.ttl;
-  return new Date(Date.parse(now) + minutes * 60_000).toISOString().replace("Z", "+00:00");
+  return isoOf(Date.parse(now) + minutes * 60_000);
 }
 
 export const SuperstepSchema = z.strictObject({

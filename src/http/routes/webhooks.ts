@@ -5,7 +5,7 @@ import type { AppContext } from "../../app/context.js";
 import { webhookAttempts } from "../../app/webhooks.js";
 import { Uuid } from "../schemas.js";
 import { authorize } from "../auth.js";
-import { authorizeThread } from "../auth-guards.js";
+import { authorizeThread } from "../../app/auth/guards.js";
 
 /** The delivery log of a run's webhook: every attempt with its outcome, then delivered or failed. */
 export function webhookRoutes(ctx: AppContext): FastifyPluginAsync {

@@ -6,13 +6,12 @@
  * - `causation_id`: what caused it: the request, or for the worker the request that enqueued the run;
  * - `correlation_id`: the run it belongs to, else its thread (else the stream's entity).
  */
-import type { EventData } from "../eventstore/types.js";
 import type { RequestContext } from "./request-context.js";
 
 export const SYSTEM_ACTOR = "system";
 
 /** The event with its attribution merged into its metadata (what the writer set itself wins). */
-export function attributed(stream: string, event: EventData, context: RequestContext | undefined): EventData {
+export function attributed<E extends { data: unknown; metadata?: Record<string, unknown> }>(stream: string, event: E, context: RequestContext | undefined): E {
   const metadata: Record<string, unknown> = { actor: context?.actor ?? SYSTEM_ACTOR };
   if (context?.requestId) metadata.request_id = context.requestId;
   const causation = context?.causationId ?? context?.requestId;

@@ -37,7 +37,7 @@ type Waiter = { position: bigint; resolve: () => void; reject: (e: unknown) => v
  * version, its DDL, or the layout) rebuilds everything from position 0. Nothing per entity is kept
  * in memory: readers query the tables.
  */
-export class ReadModelStore {
+export class CatchUpRunner {
   readonly db: Database.Database;
   private readonly writers: { table: TableProjection; apply: (event: RecordedEvent) => void; flush?: () => void }[];
   private readonly filter: EventFilter;
@@ -75,10 +75,10 @@ export class ReadModelStore {
    * tables now and their indexes once the log is folded (bulk inserts are faster without them);
    * the fingerprint is written last, so a rebuild cut short starts over at the next start.
    */
-  static open(options: ReadModelStoreOptions): ReadModelStore {
+  static open(options: ReadModelStoreOptions): CatchUpRunner {
     const fingerprint = schemaFingerprint(options.tables);
     let { db, stored, empty } = openReadable(options.file);
-    if (stored === fingerprint) return new ReadModelStore(db, options.tables, undefined);
+    if (stored === fingerprint) return new CatchUpRunner(db, options.tables, undefined);
     if (!empty) {
       // Another schema, or a rebuild that did not finish: read models are disposable caches of the log.
       db.close();
@@ -97,7 +97,7 @@ export class ReadModelStore {
     // a fingerprint (or unreadable) and rebuilds.
     db.pragma(`cache_size = -${REBUILD_CACHE_KIB}`);
     db.pragma("journal_mode = MEMORY");
-    return new ReadModelStore(db, options.tables, { indexes: ddl.filter(isIndex), fingerprint });
+    return new CatchUpRunner(db, options.tables, { indexes: ddl.filter(isIndex), fingerprint });
   }
 
   /** Position of the last event applied (and committed); -1n when none. */

@@ -8,6 +8,7 @@
  * Values are JSON scalars (string, number, boolean, null). Pure: no I/O.
  */
 import { z } from "zod";
+import { isPlainObject } from "../util/json.js";
 
 export type FilterScalar = string | number | boolean | null;
 export type FilterValue = FilterScalar | { $eq: FilterScalar } | { $contains: FilterScalar | FilterScalar[] };
@@ -31,8 +32,6 @@ export function parseFilters(value: unknown): AuthFilters {
   throw new Error(`${where}${issue?.message ?? "invalid"} (expected {key: value}, {key: {$eq: value}} or {key: {$contains: value | value[]}})`);
 }
 
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
-
 /** JSON-scalar equality as SQLite sees it: same JSON type, same value (1 and 1.0 are equal). */
 const sameScalar = (a: unknown, b: FilterScalar) => a === b;
 
@@ -41,16 +40,16 @@ export function filterMatches(metadata: unknown, filters: AuthFilters | undefine
   if (!filters) return true;
   const entries = Object.entries(filters);
   if (entries.length === 0) return true;
-  if (!isObject(metadata)) return false;
+  if (!isPlainObject(metadata)) return false;
   for (const [key, filter] of entries) {
     if (!Object.hasOwn(metadata, key)) return false;
     const actual = metadata[key];
-    if (isObject(filter) && "$contains" in filter) {
+    if (isPlainObject(filter) && "$contains" in filter) {
       if (!Array.isArray(actual)) return false;
       const wanted = Array.isArray(filter.$contains) ? filter.$contains : [filter.$contains];
       if (!wanted.every((w) => actual.some((a) => sameScalar(a, w)))) return false;
     } else {
-      const expected = isObject(filter) ? (filter as { $eq: FilterScalar }).$eq : (filter as FilterScalar);
+      const expected = isPlainObject(filter) ? (filter as { $eq: FilterScalar }).$eq : (filter as FilterScalar);
       if (!sameScalar(actual, expected)) return false;
     }
   }
@@ -85,7 +84,7 @@ export function filtersToSql(filters: AuthFilters | undefined, metadataColumn: s
   const params: unknown[] = [];
   const clauses = entries.map(([key, filter]) => {
     const path = `$."${key}"`;
-    if (isObject(filter) && "$contains" in filter) {
+    if (isPlainObject(filter) && "$contains" in filter) {
       const wanted = Array.isArray(filter.$contains) ? filter.$contains : [filter.$contains];
       params.push(path);
       const parts = [`json_type(${col}, ?) = 'array'`];
@@ -98,7 +97,7 @@ export function filtersToSql(filters: AuthFilters | undefined, metadataColumn: s
       }
       return `(${parts.join(" AND ")})`;
     }
-    const expected = isObject(filter) ? (filter as { $eq: FilterScalar }).$eq : (filter as FilterScalar);
+    const expected = isPlainObject(filter) ? (filter as { $eq: FilterScalar }).$eq : (filter as FilterScalar);
     const typeParams: unknown[] = [path];
     if (typeof expected === "number" || typeof expected === "string") typeParams.push(path);
     // Both placeholders (json_type's path, then json_extract's) precede the value's.

@@ -1,8 +1,8 @@
 /**
  * `langgraph.json` (zod schema + loader) and the `LANGGRAPH_CONFIG` environment variable.
  *
- * Fields (reference §G): `graphs`, `env`, `http`, `webhooks`, `auth`; every other top-level key
- * (node_version, dependencies, ui, store, checkpointer, ...) is accepted and passed through.
+ * Fields read: `graphs`, `env`, `http`, `webhooks`, `auth`, `store`; every other top-level key
+ * (node_version, dependencies, ui, checkpointer, ...) is accepted and passed through.
  * An invalid file is reported as one line naming the field, e.g.
  *   `langgraph.json: graphs.agent: expected "path:export"`.
  */
@@ -10,6 +10,8 @@ import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { parseEnv } from "node:util";
 import { z } from "zod";
+import { isPlainObject, type JsonObject } from "./util/json.js";
+import { parseModuleSpec } from "./module-loader.js";
 
 /** An invalid `langgraph.json` or `LANGGRAPH_CONFIG`; the message is one line naming the field. */
 export class LanggraphConfigError extends Error {
@@ -19,11 +21,6 @@ export class LanggraphConfigError extends Error {
   }
 }
 
-type JsonObject = Record<string, unknown>;
-
-function isPlainObject(value: unknown): value is JsonObject {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
 
 // ---------------------------------------------------------------------------------------------
 // graphs
@@ -43,12 +40,10 @@ export interface GraphSpec {
 const EXPECTED_SPEC = 'expected "path:export"';
 const EXPORT_NAME = /^[A-Za-z_$][\w$]*$/;
 
+/** A graph spec must name its export (`./file.ts:graph`). */
 function splitSpec(spec: string): { path: string; exportName: string } | undefined {
-  const idx = spec.lastIndexOf(":");
-  if (idx <= 0) return undefined;
-  const file = spec.slice(0, idx).trim();
-  const exportName = spec.slice(idx + 1).trim();
-  if (file === "" || !EXPORT_NAME.test(exportName)) return undefined;
+  const { file, exportName } = parseModuleSpec(spec);
+  if (file === "" || exportName === undefined || !EXPORT_NAME.test(exportName)) return undefined;
   return { path: file, exportName };
 }
 
@@ -210,12 +205,11 @@ export const WebhooksConfigSchema = z
   });
 export type WebhooksConfig = z.output<typeof WebhooksConfigSchema>;
 
-/** `path` names the `Auth` instance (`./auth.ts:auth`) that authenticates and authorizes every request (src/auth/). */
+/** `path` names the `Auth` instance (`./auth.ts:auth`) that authenticates and authorizes every request (src/app/auth/). */
 export const AuthConfigSchema = z.looseObject({
   path: z.string().optional(),
   disable_studio_auth: z.boolean().optional(),
 });
-export type AuthConfig = z.output<typeof AuthConfigSchema>;
 
 /**
  * `store`: the semantic index (`index.embed` names an embedding function like a graph,

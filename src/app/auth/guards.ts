@@ -5,16 +5,16 @@
  * as before. Searches and counts get the filters to apply in their queries.
  */
 import type { FastifyRequest } from "fastify";
-import type { AppContext } from "../app/context.js";
-import { threadStateConsistent } from "../app/threads.js";
-import { findAssistantConsistent, resolveAssistantId } from "../app/assistants.js";
-import { filterMatches, type AuthFilters } from "../auth/filters.js";
-import type { AuthAction } from "../auth/engine.js";
-import { authorize } from "./auth.js";
-import { HttpError } from "./errors.js";
-import type { RunRecord } from "../domain/run-record.js";
-import type { RunRequest } from "../app/runs.js";
-import type { JsonObject } from "../domain/json.js";
+import type { AppContext } from "../context.js";
+import { threadStateConsistent } from "../threads.js";
+import { findAssistantConsistent, resolveAssistantId } from "../assistants.js";
+import { filterMatches, type AuthFilters } from "../../read-models/auth-filters.js";
+import type { AuthAction } from "./engine.js";
+import { authorize } from "../../http/auth.js";
+import { HttpError } from "../../http/errors.js";
+import type { RunRecord } from "../../domain/run-record.js";
+import type { RunRequest } from "../runs.js";
+import type { JsonObject } from "../../domain/json.js";
 
 export interface Authorized<V> {
   value: V;

@@ -3,9 +3,9 @@
  * it runs the handlers of an `Auth` instance and turns their answers (a user, filters, a
  * changed value, an HTTPException) into plain results or HttpErrors.
  */
-import { HttpError } from "../http/errors.js";
+import { HttpError } from "../../http/errors.js";
 import type { AuthHandlers, AuthorizeHandler } from "./handlers.js";
-import { parseFilters, type AuthFilters } from "./filters.js";
+import { parseFilters, type AuthFilters } from "../../read-models/auth-filters.js";
 
 /** Every resource and action the official server authorizes. */
 export const AUTH_ACTIONS = {

@@ -1,13 +1,13 @@
-import { getLargeJson, isLargeJsonRef, putLargeJson } from "../eventstore/chunked-append.js";
-import type { EventStore } from "../eventstore/types.js";
-import { isPlainObject } from "../domain/json.js";
+import { getLargeJson, isLargeJsonRef, putLargeJson } from "./chunked-append.js";
+import type { EventStore } from "./types.js";
+import { isPlainObject } from "../util/json.js";
 
 /**
  * Values too large to travel inside one event (a run's input, a thread's state) are written to a
  * stream of their own in chunks (EventStoreDB appends are at most 1 MiB); the event carries a
  * reference `{"__large_json__": ref}` instead, resolved where the value is read.
  */
-export const LARGE_VALUE_BYTES = 256 * 1024;
+export const LARGE_RUN_VALUE_BYTES = 256 * 1024;
 const MARKER = "__large_json__";
 
 /** Whether `value` is such a reference. */
@@ -19,7 +19,7 @@ export function isLargeValueMarker(value: unknown): value is { [MARKER]: unknown
 export async function externalizeIfLarge(store: EventStore, prefix: string, id: string, value: unknown): Promise<unknown> {
   if (value === undefined || value === null || typeof value !== "object") return value;
   const text = JSON.stringify(value);
-  if (Buffer.byteLength(text) <= LARGE_VALUE_BYTES) return value;
+  if (Buffer.byteLength(text) <= LARGE_RUN_VALUE_BYTES) return value;
   return { [MARKER]: await putLargeJson(store, prefix, id, value) };
 }
 

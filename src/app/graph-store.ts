@@ -16,7 +16,7 @@ import {
   type SearchItem,
   type SearchOperation,
 } from "@langchain/langgraph-checkpoint";
-import type { StoreService } from "../app/store.js";
+import type { StoreService } from "./store.js";
 import { namespaceError, type Attribution, type StoreItemState } from "../domain/store.js";
 import type { JsonObject } from "../domain/json.js";
 import { DomainError } from "../domain/errors.js";

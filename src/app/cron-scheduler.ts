@@ -4,7 +4,7 @@ import { CRON_STREAM_PREFIX, cronCursor, cronStream, decideFire, isoOf, type Cro
 import { dueTicks } from "../domain/cron-schedule.js";
 import { CronsReadModel } from "../read-models/crons.js";
 import type { ReadModelHost } from "../webhooks/dispatcher.js";
-import { systemClock, type Clock } from "../app/clock.js";
+import { systemClock, type Clock } from "../context/clock.js";
 
 export interface CronSchedulerOptions {
   store: EventStore;

@@ -8,8 +8,8 @@
 import { WrongExpectedVersionError, type EventStore, type RecordedEvent } from "../eventstore/types.js";
 import type { ReadModels } from "../read-models/all.js";
 import { decideExpire, storeItemStream } from "../domain/store.js";
-import type { Clock } from "../app/clock.js";
-import { MAX_TIMER_MS } from "../app/clock.js";
+import type { Clock } from "../context/clock.js";
+import { MAX_TIMER_MS } from "../context/clock.js";
 
 /** Items expired per read of the read model. */
 const SWEEP_PAGE = 100;
@@ -35,7 +35,7 @@ export class StoreSweeper {
 
   start(): void {
     // A new or refreshed expiry earlier than the armed one moves the timer forward.
-    this.unsubscribe = this.o.readModels.store.onApplied((event: RecordedEvent) => {
+    this.unsubscribe = this.o.readModels.runner.onApplied((event: RecordedEvent) => {
       if (event.type !== "StoreItemPut" && event.type !== "StoreItemTtlRefreshed") return;
       const at = (event.data as { expires_at: number | null }).expires_at;
       if (at !== null && (this.armedFor === undefined || at < this.armedFor)) this.arm();
@@ -95,11 +95,11 @@ export class StoreSweeper {
           } catch (error) {
             if (!(error instanceof WrongExpectedVersionError)) throw error;
             // Changed meanwhile (put, refresh, or another process expired it): the read model will say.
-            await this.o.readModels.store.waitForAtMost(await this.o.store.headPosition(), 5_000);
+            await this.o.readModels.runner.waitForAtMost(await this.o.store.headPosition(), 5_000);
             progress++;
           }
         }
-        if (last !== undefined) await this.o.readModels.store.waitFor(last);
+        if (last !== undefined) await this.o.readModels.runner.waitFor(last);
         if (due.length < SWEEP_PAGE || progress === 0) break;
       }
     } catch (error) {

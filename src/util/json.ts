@@ -1,0 +1,13 @@
+/** JSON value helpers every layer shares (ground floor: imports nothing of the server). */
+import { z } from "zod";
+
+export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+export type JsonObject = Record<string, unknown>;
+
+/** An object that is neither null nor an array: what JSON calls an object. */
+export function isPlainObject(value: unknown): value is JsonObject {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/** Any JSON object, as a zod schema (event payloads, request bodies). */
+export const JsonObjectSchema = z.record(z.string(), z.unknown());
