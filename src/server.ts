@@ -11,6 +11,7 @@ import { rmSync } from "node:fs";
 import path from "node:path";
 import { schemaForEventType } from "./domain/events.js";
 import { buildHttpApp } from "./http/app.js";
+import { callerOf } from "./http/auth.js";
 import { metaRoutes } from "./http/routes/meta.js";
 import { assistantRoutes } from "./http/routes/assistants.js";
 import { threadRoutes } from "./http/routes/threads.js";
@@ -168,7 +169,7 @@ export async function startServer(config: Config, deps: ServerDeps = {}): Promis
         ...(httpConfig.disable_assistants ? [] : [assistantRoutes(ctx, lifecycle)]),
         ...(httpConfig.disable_threads ? [] : [threadRoutes(ctx, lifecycle), threadStateRoutes(ctx), auditRoutes(ctx)]),
         ...(httpConfig.disable_runs ? [] : [runRoutes(ctx, runs, metrics), cronRoutes(ctx, crons), webhookRoutes(ctx)]),
-        ...(httpConfig.disable_a2a ? [] : [a2aRoutes(ctx, runs, { publicUrl: config.publicUrl })]),
+        ...(httpConfig.disable_a2a ? [] : [a2aRoutes(ctx, runs, { publicUrl: config.publicUrl, callerOf })]),
         ...(httpConfig.disable_store ? [] : [storeRoutes(storeService)]),
         ...(config.devMode ? [internalRoutes({ ctx, lifecycle, runs, store: storeService })] : []),
       ],

@@ -2,7 +2,7 @@ import t from "tap";
 import { Auth, HTTPException } from "@langchain/langgraph-sdk/auth";
 import { AUTH_ACTIONS, authenticate, authorize, findHandler, normalizeUser, type AuthResource } from "../src/app/auth/engine.js";
 import { authHandlersOf, type AuthHandlers } from "../src/app/auth/handlers.js";
-import { HttpError } from "../src/http/errors.js";
+import { AuthError } from "../src/app/auth/engine.js";
 
 /** The engine with real `Auth` instances of the official SDK, for every resource and action. */
 
@@ -31,24 +31,24 @@ t.test("authenticate: string or object users, HTTPException statuses, other fail
       throw new HTTPException(401, { message: "Bad token", headers: { "WWW-Authenticate": 'Bearer error="invalid_token"', "Content-Length": "5" } });
     }),
   );
-  const e1 = (await rejects(authenticate(denied, req))) as HttpError;
-  t.ok(e1 instanceof HttpError);
-  t.same([e1.statusCode, e1.detail, e1.headers], [401, "Bad token", { "WWW-Authenticate": 'Bearer error="invalid_token"' }], "framing headers dropped");
+  const e1 = (await rejects(authenticate(denied, req))) as AuthError;
+  t.ok(e1 instanceof AuthError);
+  t.same([e1.status, e1.detail, e1.headers], [401, "Bad token", { "WWW-Authenticate": 'Bearer error="invalid_token"' }], "framing headers dropped");
 
   const teapot = handlersOf(new Auth().authenticate(() => Promise.reject(new HTTPException(418))));
-  const e2 = (await rejects(authenticate(teapot, req))) as HttpError;
-  t.same([e2.statusCode, e2.detail], [418, "I'm a Teapot"]);
+  const e2 = (await rejects(authenticate(teapot, req))) as AuthError;
+  t.same([e2.status, e2.detail], [418, "I'm a Teapot"]);
 
   const logged: unknown[] = [];
   const leaky = handlersOf(new Auth().authenticate(() => { throw new Error("secret=hunter2"); }));
-  const e3 = (await rejects(authenticate(leaky, req, (e) => logged.push(e)))) as HttpError;
-  t.same([e3.statusCode, e3.detail], [401, "Unauthorized"], "no detail leaked");
+  const e3 = (await rejects(authenticate(leaky, req, (e) => logged.push(e)))) as AuthError;
+  t.same([e3.status, e3.detail], [401, "Unauthorized"], "no detail leaked");
   t.equal(logged.length, 1, "but logged");
 
   for (const bad of [undefined, null, "", 42, { name: "no identity" }, { identity: 7 }]) {
     const h = handlersOf(new Auth().authenticate(() => bad as never));
-    const e = (await rejects(authenticate(h, req))) as HttpError;
-    t.equal(e.statusCode, 401, `invalid user ${JSON.stringify(bad)} → 401`);
+    const e = (await rejects(authenticate(h, req))) as AuthError;
+    t.equal(e.status, 401, `invalid user ${JSON.stringify(bad)} → 401`);
   }
 });
 
@@ -103,14 +103,14 @@ t.test("results: nothing or true → no filters; false → 403; HTTPException �
   t.same((await run(() => true)).filters, undefined);
   t.same((await run(() => ({}))).filters, undefined, "empty filters are no filters");
   t.same((await run(() => ({ team: { $contains: "x" } }))).filters, { team: { $contains: "x" } });
-  const forbidden = (await rejects(run(() => false))) as HttpError;
-  t.same([forbidden.statusCode, forbidden.detail], [403, "Forbidden"]);
-  const scopes = (await rejects(run(() => { throw new HTTPException(403, { message: "Missing scope assistants:write" }); }))) as HttpError;
-  t.same([scopes.statusCode, scopes.detail], [403, "Missing scope assistants:write"]);
-  const gone = (await rejects(run(() => { throw new HTTPException(404); }))) as HttpError;
-  t.same([gone.statusCode, gone.detail], [404, "Not Found"]);
+  const forbidden = (await rejects(run(() => false))) as AuthError;
+  t.same([forbidden.status, forbidden.detail], [403, "Forbidden"]);
+  const scopes = (await rejects(run(() => { throw new HTTPException(403, { message: "Missing scope assistants:write" }); }))) as AuthError;
+  t.same([scopes.status, scopes.detail], [403, "Missing scope assistants:write"]);
+  const gone = (await rejects(run(() => { throw new HTTPException(404); }))) as AuthError;
+  t.same([gone.status, gone.detail], [404, "Not Found"]);
   const bug = (await rejects(run(() => { throw new TypeError("oops"); }))) as Error;
-  t.notOk(bug instanceof HttpError, "a bug in the handler stays a server error");
+  t.notOk(bug instanceof AuthError, "a bug in the handler stays a server error");
   const bad = (await rejects(run(() => ({ owner: { $in: ["a"] } })))) as Error;
   t.match(bad.message, /assistants:delete returned invalid filters: owner/);
   const weird = (await rejects(run(() => "owner"))) as Error;
@@ -132,6 +132,6 @@ t.test("crons and store handlers run too (their routes do not exist yet)", async
   const h = handlersOf(auth);
   t.same((await authorize(h, alice, "crons", "create", { schedule: "* * * * *" })).filters, { owner: "alice" });
   for (const action of AUTH_ACTIONS.store.filter((a) => a !== "delete")) await authorize(h, alice, "store", action, { namespace: ["alice"], key: "k" });
-  t.equal(((await rejects(authorize(h, alice, "store", "delete", { namespace: ["bob"], key: "k" }))) as HttpError).statusCode, 403);
+  t.equal(((await rejects(authorize(h, alice, "store", "delete", { namespace: ["bob"], key: "k" }))) as AuthError).status, 403);
   t.same(seen, ["cron * * * * *", 'put ["alice"]', 'get ["alice"]', 'search ["alice"]', 'list_namespaces ["alice"]', 'delete ["bob"]']);
 });

@@ -17,6 +17,7 @@ import { RunsService } from "../src/app/runs.js";
 import { RunWorker } from "../src/runtime/worker.js";
 import { runStream } from "../src/domain/runs.js";
 import { TEST_GRAPHS } from "./support/server.js";
+import { SYSTEM_CALLER } from "../src/app/auth/caller.js";
 
 /**
  * Several workers on one store (as several processes on one EventStoreDB would be): every run is
@@ -54,7 +55,7 @@ t.test("workers sharing a store", async (t) => {
   t.test("exactly one claim and one end per run", async (t) => {
     const created = [];
     for (let i = 0; i < 24; i++) {
-      created.push(await runs.create(null, { assistant_id: "agent", input: { messages: [{ role: "user", content: `m${i}` }] }, on_completion: "keep" }));
+      created.push(await runs.create(await runs.authorize(SYSTEM_CALLER, null, { assistant_id: "agent", input: { messages: [{ role: "user", content: `m${i}` }] }, on_completion: "keep" })));
     }
     await Promise.all(created.map((r) => runs.waitDone(r.run_id)));
     const owners = new Set<string>();
@@ -78,7 +79,7 @@ t.test("workers sharing a store", async (t) => {
     for (const w of workers) await w.stop();
     workers.length = 0;
     await mortal.start();
-    const run = await runs.create(null, { assistant_id: "delay", input: { delay: 60_000 }, on_completion: "keep" });
+    const run = await runs.create(await runs.authorize(SYSTEM_CALLER, null, { assistant_id: "delay", input: { delay: 60_000 }, on_completion: "keep" }));
     const sub = store.subscribeToStream(runStream(run.run_id));
     let stage = 0;
     let heir: RunWorker | undefined;
@@ -109,7 +110,7 @@ t.test("workers sharing a store", async (t) => {
     const strict = worker("strict", 30_000, 150);
     workers.push(strict);
     await strict.start();
-    const run = await runs.create(null, { assistant_id: "delay", input: { delay: 60_000 }, on_completion: "keep" });
+    const run = await runs.create(await runs.authorize(SYSTEM_CALLER, null, { assistant_id: "delay", input: { delay: 60_000 }, on_completion: "keep" }));
     await runs.waitDone(run.run_id);
     t.match(await runs.terminalEvent(run.run_id), { status: "timeout", error: { error: "TimeoutError" } });
     const outputs = (await store.readStream(runStream(run.run_id))).filter((e) => e.type === "RunOutput").map((e) => (e.data as { event: string }).event);
@@ -124,7 +125,7 @@ t.test("workers sharing a store", async (t) => {
     const dying = (n: number) => new RunWorker({ ...completion, graphs, checkpointer, maxConcurrentRuns: 1, exclusiveStore: true, owner: `dying-${n}` });
     let current = dying(1);
     await current.start();
-    const run = await runs.create(null, { assistant_id: "delay", input: { delay: 60_000 }, on_completion: "keep" });
+    const run = await runs.create(await runs.authorize(SYSTEM_CALLER, null, { assistant_id: "delay", input: { delay: 60_000 }, on_completion: "keep" }));
     const sub = store.subscribeToStream(runStream(run.run_id));
     const attempts: number[] = [];
     let n = 1;

@@ -1,4 +1,4 @@
-import { HttpError } from "../http/errors.js";
+import { AuthError } from "../app/auth/engine.js";
 import { DomainError } from "../domain/errors.js";
 import { WrongExpectedVersionError } from "../eventstore/types.js";
 
@@ -55,8 +55,7 @@ export type Subject = "task" | "assistant" | "thread";
 
 /**
  * The one place where application errors become JSON-RPC errors: the services raise DomainError
- * (the same ones the REST routes turn into statuses); HttpError still comes from the HTTP-level
- * parts A2A shares with REST (authentication, authorization guards).
+ * (the same ones the REST routes turn into statuses), and AuthError when custom auth refused.
  */
 export function toA2AError(error: unknown, subject: Subject): A2AError {
   if (error instanceof A2AError) return error;
@@ -66,13 +65,14 @@ export function toA2AError(error: unknown, subject: Subject): A2AError {
     }
     return invalidParams(error.detail);
   }
-  if (error instanceof HttpError) {
-    if (error.statusCode === 404) {
+  if (error instanceof AuthError) {
+    // A handler's HTTPException carries a status of its choosing: a 404 hides what it names.
+    if (error.status === 404) {
       return subject === "task" ? new A2AError(ErrorCode.TaskNotFound, error.detail) : invalidParams(error.detail);
     }
-    if (error.statusCode === 409 || error.statusCode === 422 || error.statusCode === 400) return invalidParams(error.detail);
+    if (error.status === 409 || error.status === 422 || error.status === 400) return invalidParams(error.detail);
     // Custom auth refused the operation (the handler's status and message): the request is not allowed.
-    if (error.statusCode === 401 || error.statusCode === 403) return new A2AError(ErrorCode.InvalidRequest, error.detail);
+    if (error.status === 401 || error.status === 403) return new A2AError(ErrorCode.InvalidRequest, error.detail);
   }
   if (error instanceof WrongExpectedVersionError) {
     return invalidParams("the task was changed concurrently; retry the request");

@@ -8,18 +8,20 @@ import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest 
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
 import type { AppContext } from "../app/context.js";
-import type { RunRequest, RunsService } from "../app/runs.js";
-import { HttpError } from "../http/errors.js";
-import { SseWriter } from "../http/sse.js";
+import type { RunsService } from "../app/runs.js";
+import type { RunRequest } from "../app/run-request.js";
+import { SseWriter } from "../util/sse-writer.js";
+import { notFound } from "../domain/errors.js";
 import { defaultAssistantId } from "../runtime/graphs.js";
 import { VERSION } from "../version.js";
 import { agentCard, publicBaseUrl } from "./card.js";
 import { codecFor, v03, v1, type Codec } from "./codec.js";
 import { A2AError, ErrorCode, toA2AError, unsupported } from "./errors.js";
+import { AuthError } from "../app/auth/engine.js";
 import { EnvelopeError, failure, headerVersion, parseRequest, success, type RpcId } from "./jsonrpc.js";
 import { A2AService, type SendAccess, type Visible } from "./service.js";
-import { authorize } from "../http/auth.js";
-import { authorizeCreateRun, runVisible } from "../app/auth/guards.js";
+import { authorize, type Caller } from "../app/auth/caller.js";
+import { runVisible } from "../app/auth/guards.js";
 import { threadsOfRuns } from "../app/runs.js";
 import type { AuthAction } from "../app/auth/engine.js";
 import { readModelTaskIndex } from "./task-index.js";
@@ -29,6 +31,8 @@ import type { Operation, SendParams } from "./types.js";
 export interface A2ARoutesOptions {
   /** PUBLIC_URL: the base URL the card advertises (default: the request's host). */
   publicUrl?: string;
+  /** Who asks (custom auth's handlers and user), as the server's authentication established it. */
+  callerOf: (request: FastifyRequest) => Caller;
 }
 
 /**
@@ -36,31 +40,27 @@ export interface A2ARoutesOptions {
  * `threads` handler the REST route of the same thing runs (read: get, subscribe, push get/list;
  * update: cancel, push set/delete; search: list; create_run: send) and hides what its filters exclude.
  */
-function accessOf(ctx: AppContext, req: FastifyRequest) {
+function accessOf(ctx: AppContext, caller: Caller) {
   return {
     async visible(action: AuthAction<"threads">, value: Record<string, unknown>): Promise<Visible | undefined> {
-      const { filters } = await authorize(req, "threads", action, value);
+      const { filters } = await authorize(caller, "threads", action, value);
       return filters && ((run) => runVisible(ctx, run, filters));
     },
     async searchable(value: Record<string, unknown>) {
-      const { filters } = await authorize(req, "threads", "search", value);
+      const { filters } = await authorize(caller, "threads", "search", value);
       return filters && threadsOfRuns(filters);
     },
     async send(p: SendParams): Promise<SendAccess> {
       const taskId = p.message.taskId;
       const visible = taskId === undefined ? undefined : await this.visible("read", { run_id: taskId });
-      return {
-        ...(visible ? { visible } : {}),
-        ...(req.auth ? { auth: req.auth } : {}),
-        ...(req.server.authHandlers ? { authorizeRun: (threadId: string, request: RunRequest, runId: string) => authorizeCreateRun(ctx, req, threadId, request, runId) } : {}),
-      };
+      return { ...(visible ? { visible } : {}), caller };
     },
   };
 }
 
 type Headers = Record<string, string | string[] | undefined>;
 
-export function a2aRoutes(ctx: AppContext, runs: RunsService, options: A2ARoutesOptions = {}): FastifyPluginAsync {
+export function a2aRoutes(ctx: AppContext, runs: RunsService, options: A2ARoutesOptions): FastifyPluginAsync {
   const service = new A2AService(ctx, runs, readModelTaskIndex(ctx));
 
   async function card(request: FastifyRequest, assistantParam: string | undefined) {
@@ -69,7 +69,7 @@ export function a2aRoutes(ctx: AppContext, runs: RunsService, options: A2ARoutes
     try {
       assistant = await service.assistant(idOrGraph);
     } catch {
-      throw new HttpError(404, `Assistant '${idOrGraph}' not found`);
+      throw notFound(`Assistant '${idOrGraph}' not found`);
     }
     const host = `${ctx.config.host.includes(":") ? `[${ctx.config.host}]` : ctx.config.host}:${ctx.config.port}`;
     return agentCard({
@@ -87,7 +87,7 @@ export function a2aRoutes(ctx: AppContext, runs: RunsService, options: A2ARoutes
     if (op === "extendedCard") throw unsupported("this agent has no authenticated extended card");
     if (op === "pushSet" || op === "pushGet" || op === "pushList" || op === "pushDelete") service.assertPushSupported();
     const assistant = await service.assistant(assistantParam);
-    const access = accessOf(ctx, req);
+    const access = accessOf(ctx, options.callerOf(req));
     switch (op) {
       case "send": {
         const p = codec.decodeSend(params);
@@ -146,7 +146,7 @@ export function a2aRoutes(ctx: AppContext, runs: RunsService, options: A2ARoutes
     };
     try {
       const assistant = await service.assistant(assistantParam);
-      const access = accessOf(ctx, req);
+      const access = accessOf(ctx, options.callerOf(req));
       if (op === "stream") {
         const p = codec.decodeSend(params);
         const { view, ended, taskId } = await service.start(assistant, p, headers, true, codec.version, await access.send(p));
@@ -186,7 +186,7 @@ export function a2aRoutes(ctx: AppContext, runs: RunsService, options: A2ARoutes
     app.addContentTypeParser("*", { parseAs: "string" }, (_req, body, done) => done(null, body));
     app.setErrorHandler((error: Error & { statusCode?: number; code?: string }, _request, reply) => {
       // Authentication failures (the API key, custom auth) are answered as on every other route.
-      if (error.statusCode === 401 || error.statusCode === 403) throw error;
+      if (error instanceof AuthError || error.statusCode === 401 || error.statusCode === 403) throw error;
       // Failures before the handler (body too large, unreadable body): a JSON-RPC error without an id.
       const tooLarge = error.code === "FST_ERR_CTP_BODY_TOO_LARGE";
       const status = tooLarge ? 413 : 400;

@@ -6,7 +6,9 @@
 import { randomUUID } from "node:crypto";
 import { v7 as uuidv7, validate as isUuid } from "uuid";
 import type { AppContext } from "../app/context.js";
-import type { RunRequest, RunsService } from "../app/runs.js";
+import type { AuthorizedRun, RunsService } from "../app/runs.js";
+import type { Caller } from "../app/auth/caller.js";
+import type { RunRequest } from "../app/run-request.js";
 import { getAssistant } from "../app/assistants.js";
 import type { Assistant } from "../domain/assistants.js";
 import { runStream, type RunEnded, type RunView } from "../domain/runs.js";
@@ -49,11 +51,9 @@ type Headers = Record<string, string | string[] | undefined>;
 /** Whether the user may see a task's run (custom auth's filters); absent: every task is visible. */
 export type Visible = (run: RunRecord) => Promise<boolean>;
 
-/** What custom auth decides about a message: who sends it, and the `threads:create_run` verdict. */
+/** Who sends a message (the run is authorized for them), and which tasks they may name. */
 export interface SendAccess {
-  auth?: AuthContext;
-  /** Authorizes the run on its thread; returns the run's metadata (the handler may add some); 404 hides the thread. */
-  authorizeRun?: (threadId: string, request: RunRequest, runId: string) => Promise<JsonObject>;
+  caller: Caller;
   /** Which tasks a follow-up message may name (`threads:read`): another user's task is not found. */
   visible?: Visible;
 }
@@ -136,7 +136,7 @@ export class A2AService {
   }
 
   /** Starts the run of a message: a new task on its context, or the resumption of a task waiting for input. */
-  async start(assistant: Assistant, p: SendParams, headers: Headers, streaming: boolean, protocol: ProtocolVersion, access: SendAccess = {}): Promise<TaskRun> {
+  async start(assistant: Assistant, p: SendParams, headers: Headers, streaming: boolean, protocol: ProtocolVersion, access: SendAccess): Promise<TaskRun> {
     if (p.pushConfig) this.assertPushAllowed(p.pushConfig.url);
     const message = p.message;
     let threadId: string;
@@ -174,18 +174,19 @@ export class A2AService {
     };
     if (plan.input) request.input = plan.input;
     if (plan.command) request.command = plan.command;
-    let runId = uuidv7();
+    let authorized: AuthorizedRun;
     try {
       // Custom auth: `threads:create_run` as on POST /threads/{id}/runs; a hidden context of a task is the task not found.
-      if (access.authorizeRun) request.metadata = await access.authorizeRun(threadId, request, runId);
+      authorized = await this.runs.authorize(access.caller, threadId, request);
     } catch (error) {
       throw toA2AError(error, taskId ? "task" : "thread");
     }
-    if (taskId) request.metadata = { ...request.metadata, [TASK_ID_KEY]: taskId };
+    if (taskId) authorized = { ...authorized, request: { ...authorized.request, metadata: { ...authorized.request.metadata, [TASK_ID_KEY]: taskId } } };
+    let runId = authorized.runId;
     // The config is in the log before the run exists, so that no end of the run can precede it.
     if (p.pushConfig) await this.writePushConfig(taskId ?? runId, runId, p.pushConfig, protocol);
     try {
-      runId = (await this.runs.create(threadId, request, headers, { runId, ...(access.auth ? { auth: access.auth } : {}) })).run_id;
+      runId = (await this.runs.create(authorized, headers)).run_id;
     } catch (error) {
       throw toA2AError(error, "thread");
     }

@@ -10,6 +10,9 @@ import { DomainError, invalid, isNotFound, notFound } from "../domain/errors.js"
 import type { AppContext } from "./context.js";
 import type { ThreadLifecycle } from "./thread-lifecycle.js";
 import { catchUpWithStream } from "./commands.js";
+import { authorize, type Caller } from "./auth/caller.js";
+import { filterMatches } from "../read-models/auth-filters.js";
+import { currentRequestContext } from "../context/request-context.js";
 
 /** `at` / `diff` of /replay and of `npm run replay`; a 422 naming the parameter when malformed. */
 export function logPointParam(name: string, text: string | undefined): LogPoint | undefined {
@@ -102,4 +105,21 @@ export async function purgeThread(ctx: AppContext, lifecycle: ThreadLifecycle, t
   // "any": on EventStoreDB the stream was just deleted, and a deleted stream is written again after its last revision.
   const result = await ctx.store.append(threadStream(id), decision.events, "any");
   await ctx.readModels.runner.waitFor(result.position);
+}
+
+/** The thread's events, if the user may read the thread (custom-auth filters on its metadata as the log last showed it). */
+export async function visibleEvents(ctx: AppContext, caller: Caller, threadId: string, action: "read" | "delete"): Promise<RecordedEvent[]> {
+  const { filters } = await authorize(caller, "threads", action, { thread_id: threadId });
+  const events = await threadEventsOr404(ctx.store, threadId);
+  if (filters) {
+    const metadata = lastLiveMetadata(threadId.toLowerCase(), events);
+    if (!metadata || !filterMatches(metadata, filters)) throw notFound(`Thread with ID ${threadId} not found`);
+  }
+  return events;
+}
+
+/** `DELETE /threads/{id}?purge=true`: needs `threads:delete`; the thread may already be deleted (not purged). */
+export async function purgeVisibleThread(ctx: AppContext, lifecycle: ThreadLifecycle, caller: Caller, threadId: string): Promise<void> {
+  await visibleEvents(ctx, caller, threadId, "delete");
+  await purgeThread(ctx, lifecycle, threadId, currentRequestContext()?.actor ?? "anonymous");
 }

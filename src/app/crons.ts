@@ -4,7 +4,9 @@ import { catchUpWithStream, execute } from "./commands.js";
 import { findAssistantConsistent, resolveAssistantId } from "./assistants.js";
 import { threadStateConsistent } from "./threads.js";
 import { assertWebhookAllowed } from "./webhooks.js";
-import type { RunRequest, RunsService } from "./runs.js";
+import type { RunsService } from "./runs.js";
+import { SYSTEM_CALLER } from "./auth/caller.js";
+import type { RunRequest } from "./run-request.js";
 import { invalid, notFound } from "../domain/errors.js";
 import { checkSchedule } from "../domain/cron-schedule.js";
 import { cronStream, isoOf, decideDeleteCron, decideUpdateCron, publicCron, type CronFields, type CronPayload, type CronState } from "../domain/crons.js";
@@ -161,7 +163,8 @@ export class CronsService {
 
   /** The scheduler's hook: one tick's run through the normal pipeline. */
   async startRun(cron: CronState): Promise<{ run_id: string; thread_id: string }> {
-    const run = await this.runs.create(cron.thread_id, runRequestOf(cron), {});
+    // A tick is the server acting on a cron already authorized at its creation.
+    const run = await this.runs.create(await this.runs.authorize(SYSTEM_CALLER, cron.thread_id, runRequestOf(cron)));
     return { run_id: run.run_id, thread_id: run.thread_id };
   }
 

@@ -14,6 +14,9 @@ import { WrongExpectedVersionError, type RecordedEvent } from "../eventstore/typ
 import { conflict, isNotFound, notFound } from "../domain/errors.js";
 import { completeOnThread, loadRunStream, type CompletionDeps } from "../runtime/run-completion.js";
 import type { AuthContext } from "./auth/engine.js";
+import { isRestricted, type Caller } from "./auth/caller.js";
+import { authorizeCreateRun } from "./auth/guards.js";
+import type { RunRequest } from "./run-request.js";
 import { authConditions, type AuthFilters } from "../read-models/auth-filters.js";
 import { configurableHeadersOf, DEFAULT_CONFIGURABLE_HEADERS } from "./configurable-headers.js";
 import { currentRequestContext } from "../context/request-context.js";
@@ -22,34 +25,21 @@ import { isoOf } from "../util/time.js";
 /** Keys of `configurable` that only the server sets (from the authenticated user), as the official server. */
 const AUTH_CONFIGURABLE_KEYS = ["langgraph_auth_user", "langgraph_auth_user_id", "langgraph_auth_permissions"];
 
-/** Who asked for the run, and the run id the auth handler was shown. */
-export interface RunCreateOptions {
-  auth?: AuthContext;
-  runId?: string;
-}
+const AUTHORIZED = Symbol("authorized run");
 
-/** A run request as the routes validated it (snake_case, as on the wire). */
-export interface RunRequest {
-  assistant_id: string;
-  input?: unknown;
-  command?: { resume?: unknown; update?: unknown; goto?: unknown } | null;
-  config?: JsonObject;
-  context?: JsonObject;
-  metadata?: JsonObject;
-  stream_mode?: string | string[];
-  stream_subgraphs?: boolean;
-  stream_resumable?: boolean;
-  interrupt_before?: "*" | string[];
-  interrupt_after?: "*" | string[];
-  multitask_strategy?: MultitaskStrategy;
-  if_not_exists?: "reject" | "create";
-  on_completion?: "delete" | "keep";
-  on_disconnect?: "cancel" | "continue";
-  after_seconds?: number;
-  checkpoint_id?: string;
-  checkpoint?: { checkpoint_id?: string; checkpoint_ns?: string; checkpoint_map?: JsonObject | null };
-  webhook?: string;
-  feedback_keys?: string[];
+/**
+ * A run request that passed custom auth's `threads:create_run` for its caller, with the metadata
+ * the handler left: the only form `RunsService.create` accepts, so whatever edge creates a run
+ * (REST, A2A, crons, ...), the same handler has run.
+ */
+export interface AuthorizedRun {
+  readonly [AUTHORIZED]: true;
+  readonly threadId: string | null;
+  readonly request: RunRequest;
+  /** The id the handler was shown; the run gets it. */
+  readonly runId: string;
+  /** The authenticated user, whose identity the graph sees in `configurable`. */
+  readonly auth?: AuthContext;
 }
 
 const obj = (v: unknown): JsonObject => (isPlainObject(v) ? v : {});
@@ -168,13 +158,22 @@ export class RunsService {
     return assistant;
   }
 
-  /** Creates a run on a thread (threadId) or on a new temporary thread (stateless, threadId null). */
-  async create(
-    threadId: string | null,
-    req: RunRequest,
-    headers: Record<string, string | string[] | undefined> = {},
-    options: RunCreateOptions = {},
-  ): Promise<RunRecord> {
+  /**
+   * Runs `threads:create_run` for the caller (stateless runs too, as the official server): the
+   * handler may add metadata (the run's, and a thread made for it) or hide the thread (404).
+   */
+  async authorize(caller: Caller, threadId: string | null, request: RunRequest, runId: string = uuidv7()): Promise<AuthorizedRun> {
+    const metadata = isRestricted(caller) ? await authorizeCreateRun(this.ctx, caller, threadId, request, runId) : request.metadata;
+    return {
+      [AUTHORIZED]: true, threadId, runId,
+      request: metadata === request.metadata ? request : { ...request, metadata },
+      ...(caller.auth ? { auth: caller.auth } : {}),
+    };
+  }
+
+  /** Creates an authorized run on its thread, or on a new temporary thread (stateless, threadId null). */
+  async create(authorized: AuthorizedRun, headers: Record<string, string | string[] | undefined> = {}): Promise<RunRecord> {
+    const { threadId, request: req, auth } = authorized;
     const ctx = this.ctx;
     assertWebhookAllowed(ctx, req.webhook);
     const assistant = await this.assistantOf(req.assistant_id);
@@ -191,7 +190,7 @@ export class RunsService {
       }
     }
     const thread = threadState(ctx, tid)!.thread;
-    const runId = options.runId ?? uuidv7();
+    const runId = authorized.runId;
     const now = ctx.now();
     const request = obj(req.config);
     const configurable: JsonObject = {
@@ -202,10 +201,10 @@ export class RunsService {
     };
     // Never from the client or stored config: only the authenticated user sets these.
     for (const key of AUTH_CONFIGURABLE_KEYS) delete configurable[key];
-    if (options.auth) {
-      configurable.langgraph_auth_user = JSON.parse(JSON.stringify(options.auth.user)) as JsonObject;
-      configurable.langgraph_auth_user_id = options.auth.user.identity;
-      configurable.langgraph_auth_permissions = [...options.auth.permissions];
+    if (auth) {
+      configurable.langgraph_auth_user = JSON.parse(JSON.stringify(auth.user)) as JsonObject;
+      configurable.langgraph_auth_user_id = auth.user.identity;
+      configurable.langgraph_auth_permissions = [...auth.permissions];
     }
     // The request that created the run, as the official server records it (the worker's events name it as their cause).
     const requestId = currentRequestContext()?.requestId;

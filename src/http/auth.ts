@@ -1,11 +1,12 @@
 /**
  * Custom auth at the HTTP edge: authenticates every non-public request with the configured
- * `Auth` (after the API key check, after CORS preflights are answered) and gives routes
- * `authorize(request, resource, action, value)`.
+ * `Auth` (after the API key check, after CORS preflights are answered) and gives routes the
+ * request's `Caller`, which the application services authorize.
  */
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { AuthHandlers } from "../app/auth/handlers.js";
-import { authenticate, authorize as runAuthorize, type AuthAction, type AuthContext, type AuthResource, type AuthorizeResult } from "../app/auth/engine.js";
+import { authenticate, type AuthContext } from "../app/auth/engine.js";
+import type { Caller } from "../app/auth/caller.js";
 import { isPublicRequest } from "./public-paths.js";
 
 declare module "fastify" {
@@ -43,12 +44,7 @@ export function installAuth(app: FastifyInstance, handlers: AuthHandlers | undef
   });
 }
 
-/**
- * Runs the auth handler for `resource:action` on `value` for this request's user. Returns the
- * (possibly changed) value and the filters every read or write of the resource must honour;
- * without custom auth, the value unchanged and no filters. Throws HttpError (403 or the
- * handler's status).
- */
-export function authorize<V>(request: FastifyRequest, resource: AuthResource, action: AuthAction, value: V): Promise<AuthorizeResult<V>> {
-  return runAuthorize(request.server.authHandlers, request.auth, resource, action, value);
+/** Who asks, for the application services: the configured handlers and this request's user. */
+export function callerOf(request: FastifyRequest): Caller {
+  return { handlers: request.server.authHandlers, auth: request.auth };
 }

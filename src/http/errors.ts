@@ -2,6 +2,7 @@ import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
 import { hasZodFastifySchemaValidationErrors, isResponseSerializationError } from "fastify-type-provider-zod";
 import { WrongExpectedVersionError } from "../eventstore/types.js";
 import { DomainError, type FailureKind } from "../domain/errors.js";
+import { AuthError } from "../app/auth/engine.js";
 
 /** An error that maps to an HTTP status with a `{"detail": ...}` body (the Python server's shape). */
 export class HttpError extends Error {
@@ -42,6 +43,10 @@ function describeValidation(context: string | undefined, issues: ZodLikeIssue[])
 export function errorHandler(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
   if (error instanceof HttpError) {
     reply.headers(error.headers).code(error.statusCode).send({ detail: error.detail });
+    return;
+  }
+  if (error instanceof AuthError) {
+    reply.headers(error.headers).code(error.status).send({ detail: error.detail });
     return;
   }
   if (error instanceof DomainError) {

@@ -1,95 +1,10 @@
-import type { OutgoingHttpHeaders } from "node:http";
-import type { FastifyReply } from "fastify";
+import { SseWriter } from "../util/sse-writer.js";
+
+export { SseWriter, HEARTBEAT_MS } from "../util/sse-writer.js";
 import type { EventStore } from "../eventstore/types.js";
 import { runStream } from "../domain/runs.js";
 import { HttpError } from "./errors.js";
 import { isLargeValueMarker, resolveLarge } from "../eventstore/large-values.js";
-
-/** Idle time after which a `: heartbeat` comment keeps the connection (and the SDK's watchdog) alive. */
-export const HEARTBEAT_MS = 5_000;
-
-/**
- * A Server-Sent Events response in the Python server's framing:
- * `event: <name>\r\ndata: <json>\r\nid: <id>\r\n\r\n`, `: heartbeat` comments while idle.
- */
-export class SseWriter {
-  private lastWrite = Date.now();
-  private readonly timer: NodeJS.Timeout;
-  private readonly closeListeners: (() => void)[] = [];
-  private readonly endListeners: (() => void)[] = [];
-  closed = false;
-
-  constructor(
-    private readonly reply: FastifyReply,
-    headers: Record<string, string>,
-    heartbeatMs = HEARTBEAT_MS,
-  ) {
-    reply.hijack();
-    const raw = reply.raw;
-    raw.writeHead(200, {
-      // Headers hooks already set (CORS) would be lost on a hijacked reply otherwise.
-      ...(reply.getHeaders() as OutgoingHttpHeaders),
-      "Content-Type": "text/event-stream; charset=utf-8",
-      "Cache-Control": "no-store",
-      Connection: "keep-alive",
-      "X-Accel-Buffering": "no",
-      ...headers,
-    });
-    raw.flushHeaders();
-    raw.on("close", () => {
-      if (this.closed) return;
-      this.closed = true;
-      clearInterval(this.timer);
-      for (const l of this.closeListeners) l();
-    });
-    this.timer = setInterval(() => {
-      if (Date.now() - this.lastWrite >= heartbeatMs - 50) this.write(": heartbeat\r\n\r\n");
-    }, heartbeatMs);
-    this.timer.unref();
-  }
-
-  /** Called when the client goes away (not when we end the response ourselves). */
-  onClose(listener: () => void): void {
-    this.closeListeners.push(listener);
-  }
-
-  /** Writes one event; resolves at once, or once the socket drained when the client reads slowly. */
-  event(name: string, data: unknown, id?: bigint | string): Promise<void> | undefined {
-    const idLine = id === undefined ? "" : `id: ${String(id)}\r\n`;
-    if (this.write(`event: ${name}\r\ndata: ${JSON.stringify(data)}\r\n${idLine}\r\n`)) return undefined;
-    const raw = this.reply.raw;
-    return new Promise((resolve) => {
-      const done = () => {
-        raw.off("drain", done);
-        raw.off("close", done);
-        resolve();
-      };
-      raw.on("drain", done);
-      raw.on("close", done);
-    });
-  }
-
-  /** False when the socket buffer is full (backpressure). */
-  private write(text: string): boolean {
-    if (this.closed) return true;
-    this.lastWrite = Date.now();
-    return this.reply.raw.write(text);
-  }
-
-  /** Ends the response (also used at shutdown: tails notice `closed` and stop). */
-  end(): void {
-    if (this.closed) return;
-    this.closed = true;
-    clearInterval(this.timer);
-    for (const l of this.endListeners) l();
-    this.reply.raw.end();
-  }
-
-  /** Called when the response ends, whoever ends it. */
-  onEnd(listener: () => void): void {
-    this.endListeners.push(listener);
-  }
-}
 
 /**
  * The PY join filter `?stream_mode=`: keeps events of the listed modes (with their subgraph

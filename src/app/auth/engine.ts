@@ -1,9 +1,8 @@
 /**
  * The authentication and authorization engine of custom auth, independent of the HTTP framework:
  * it runs the handlers of an `Auth` instance and turns their answers (a user, filters, a
- * changed value, an HTTPException) into plain results or HttpErrors.
+ * changed value, an HTTPException) into plain results or AuthErrors.
  */
-import { HttpError } from "../../http/errors.js";
 import type { AuthHandlers, AuthorizeHandler } from "./handlers.js";
 import { parseFilters, type AuthFilters } from "../../read-models/auth-filters.js";
 
@@ -39,6 +38,22 @@ export interface AuthorizeResult<V> {
   filters: AuthFilters | undefined;
 }
 
+/**
+ * Authentication or authorization refused the request: a status of the handler's choosing (401 or
+ * 403 by default) with its message and headers (e.g. `WWW-Authenticate`). Each edge gives it its
+ * own form: the HTTP routes answer the status, A2A a JSON-RPC error.
+ */
+export class AuthError extends Error {
+  constructor(
+    readonly status: number,
+    readonly detail: string,
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(detail);
+    this.name = "AuthError";
+  }
+}
+
 const FRAMING_HEADERS = new Set(["content-type", "content-length", "transfer-encoding", "connection"]);
 
 /** An `HTTPException` of the SDK (or any error shaped like one: another copy of the SDK). */
@@ -56,7 +71,7 @@ function asHttpException(error: unknown): { status: number; message: string; hea
   return { status, message: typeof message === "string" && message ? message : `HTTP ${status}`, headers: plain };
 }
 
-const toHttpError = (e: { status: number; message: string; headers: Record<string, string> }) => new HttpError(e.status, e.message, e.headers);
+const toAuthError = (e: { status: number; message: string; headers: Record<string, string> }) => new AuthError(e.status, e.message, e.headers);
 
 /** A string identity, or an object with a string `identity` (and `permissions`, ...). */
 export function normalizeUser(result: unknown): AuthContext {
@@ -89,15 +104,15 @@ export async function authenticate(handlers: AuthHandlers, request: Request, log
     result = await handlers.authenticate(request);
   } catch (error) {
     const http = asHttpException(error);
-    if (http) throw toHttpError(http);
+    if (http) throw toAuthError(http);
     log?.(error);
-    throw new HttpError(401, "Unauthorized");
+    throw new AuthError(401, "Unauthorized");
   }
   try {
     return normalizeUser(result);
   } catch (error) {
     log?.(error);
-    throw new HttpError(401, "Unauthorized");
+    throw new AuthError(401, "Unauthorized");
   }
 }
 
@@ -130,11 +145,11 @@ export async function authorize<V>(
     result = await handler({ event: `${resource}:${action}`, resource, action, value, permissions: context.permissions, user: context.user });
   } catch (error) {
     const http = asHttpException(error);
-    if (http) throw toHttpError(http);
+    if (http) throw toAuthError(http);
     throw error;
   }
   if (result === undefined || result === null || result === true) return { value, filters: undefined };
-  if (result === false) throw new HttpError(403, "Forbidden");
+  if (result === false) throw new AuthError(403, "Forbidden");
   try {
     const filters = parseFilters(result);
     return { value, filters: Object.keys(filters).length ? filters : undefined };

@@ -1,6 +1,7 @@
 import type { FastifyPluginAsync, FastifyRequest } from "fastify";
 import type { AuthAction } from "../../app/auth/engine.js";
-import { authorize } from "../auth.js";
+import { callerOf } from "../auth.js";
+import { authorize } from "../../app/auth/caller.js";
 import { authorizeAssistant } from "../../app/auth/guards.js";
 import { filterMatches } from "../../read-models/auth-filters.js";
 import { HttpError } from "../errors.js";
@@ -68,7 +69,7 @@ export function assistantRoutes(ctx: AppContext, lifecycle: ThreadLifecycle): Fa
     const tags = ["assistants"];
 
     r.post("/assistants", { schema: { tags, body: CreateBody } }, async (req) => {
-      const { value, filters } = await authorize(req, "assistants", "create", {
+      const { value, filters } = await authorize(callerOf(req), "assistants", "create", {
         graph_id: req.body.graph_id,
         assistant_id: req.body.assistant_id,
         config: req.body.config ?? {},
@@ -85,20 +86,20 @@ export function assistantRoutes(ctx: AppContext, lifecycle: ThreadLifecycle): Fa
     });
 
     r.post("/assistants/search", { schema: { tags, body: SearchBody.default({ limit: 10, offset: 0 }) } }, async (req, reply) => {
-      const { filters } = await authorize(req, "assistants", "search", { ...req.body });
+      const { filters } = await authorize(callerOf(req), "assistants", "search", { ...req.body });
       const { page, total } = searchAssistants(ctx, req.body, filters);
       reply.headers(paginationHeaders(req.body.offset, page.length, total));
       return page.map((a) => pick(a, req.body.select));
     });
 
     r.post("/assistants/count", { schema: { tags, body: z.strictObject(Filters).default({}) } }, async (req) => {
-      const { filters } = await authorize(req, "assistants", "search", { ...req.body });
+      const { filters } = await authorize(callerOf(req), "assistants", "search", { ...req.body });
       return countAssistants(ctx, req.body, filters);
     });
 
     /** `assistants:<action>` on the assistant of the path; 404 when it is not visible. */
     const guard = <V extends { assistant_id: string }>(req: FastifyRequest, action: AuthAction<"assistants">, value: V) =>
-      authorizeAssistant(ctx, req, action, value.assistant_id, value);
+      authorizeAssistant(ctx, callerOf(req), action, value.assistant_id, value);
     const idOf = (req: FastifyRequest) => ({ assistant_id: (req.params as { assistant_id: string }).assistant_id });
 
     r.get("/assistants/:assistant_id", { schema: { tags, params: AssistantIdParams } }, async (req) => {
@@ -119,7 +120,7 @@ export function assistantRoutes(ctx: AppContext, lifecycle: ThreadLifecycle): Fa
         await guard(req, "delete", idOf(req));
         // Only the threads this user may delete go with it.
         const threadFilters = req.query.delete_threads === "true"
-          ? (await authorize(req, "threads", "delete", { metadata: { assistant_id: resolveAssistantId(ctx, req.params.assistant_id) } })).filters
+          ? (await authorize(callerOf(req), "threads", "delete", { metadata: { assistant_id: resolveAssistantId(ctx, req.params.assistant_id) } })).filters
           : undefined;
         const assistantId = await deleteAssistant(ctx, req.params.assistant_id);
         if (req.query.delete_threads === "true") {

@@ -1,17 +1,14 @@
-import type { FastifyPluginAsync, FastifyRequest } from "fastify";
+import type { FastifyPluginAsync } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { readFileSync } from "node:fs";
 import type { AppContext } from "../../app/context.js";
 import { eventJson, filterHistory } from "../../app/thread-history.js";
-import { lastLiveMetadata, logPointParam, purgeThread, replayFromLog, threadEventsOr404 } from "../../app/audit.js";
+import { logPointParam, replayFromLog, visibleEvents } from "../../app/audit.js";
 import type { ThreadLifecycle } from "../../app/thread-lifecycle.js";
-import { currentRequestContext } from "../../context/request-context.js";
-import { authorize } from "../auth.js";
-import { filterMatches } from "../../read-models/auth-filters.js";
+import { callerOf } from "../auth.js";
 import { HttpError } from "../errors.js";
 import { ThreadIdParams, Uuid } from "../schemas.js";
-import type { RecordedEvent } from "../../eventstore/types.js";
 
 const Bool = z.enum(["true", "false"]).transform((v) => v === "true");
 const Position = z.string().regex(/^\d{1,19}$/, "expected a log position (a non-negative integer)");
@@ -26,23 +23,6 @@ const EventsQuery = z.object({
 });
 
 const ReplayQuery = z.object({ at: z.string().optional(), diff: z.string().optional() });
-
-/** The thread's events, if the user may read the thread (custom-auth filters on its metadata as the log last showed it). */
-async function visibleEvents(ctx: AppContext, req: FastifyRequest, threadId: string, action: "read" | "delete"): Promise<RecordedEvent[]> {
-  const { filters } = await authorize(req, "threads", action, { thread_id: threadId });
-  const events = await threadEventsOr404(ctx.store, threadId);
-  if (filters) {
-    const metadata = lastLiveMetadata(threadId.toLowerCase(), events);
-    if (!metadata || !filterMatches(metadata, filters)) throw new HttpError(404, `Thread with ID ${threadId} not found`);
-  }
-  return events;
-}
-
-/** `DELETE /threads/{id}?purge=true`: needs `threads:delete`; the thread may already be deleted (not purged). */
-export async function purgeVisibleThread(ctx: AppContext, lifecycle: ThreadLifecycle, req: FastifyRequest, threadId: string): Promise<void> {
-  await visibleEvents(ctx, req, threadId, "delete");
-  await purgeThread(ctx, lifecycle, threadId, currentRequestContext()?.actor ?? "anonymous");
-}
 
 /** Beside this module when run from source; from dist/main.js (the bundle), in the source tree. */
 const AUDIT_PAGE_CANDIDATES = [new URL("../audit-page/index.html", import.meta.url), new URL("../src/http/audit-page/index.html", import.meta.url)];
@@ -67,7 +47,7 @@ export function auditRoutes(ctx: AppContext): FastifyPluginAsync {
 
     r.get("/threads/:thread_id/events", { schema: { tags, params: ThreadIdParams, querystring: EventsQuery } }, async (req, reply) => {
       const q = req.query;
-      const all = await visibleEvents(ctx, req, req.params.thread_id, "read");
+      const all = await visibleEvents(ctx, callerOf(req), req.params.thread_id, "read");
       const ndjson = (req.headers.accept ?? "").includes("application/x-ndjson");
       const events = filterHistory(all, {
         after: q.after === undefined ? undefined : BigInt(q.after),
@@ -86,7 +66,7 @@ export function auditRoutes(ctx: AppContext): FastifyPluginAsync {
     r.get("/threads/:thread_id/replay", { schema: { tags, params: ThreadIdParams, querystring: ReplayQuery } }, async (req) => {
       const at = logPointParam("at", req.query.at);
       const since = logPointParam("diff", req.query.diff);
-      const events = await visibleEvents(ctx, req, req.params.thread_id, "read");
+      const events = await visibleEvents(ctx, callerOf(req), req.params.thread_id, "read");
       return replayFromLog(ctx.store, req.params.thread_id, at, since, events);
     });
 

@@ -4,7 +4,8 @@ import { z } from "zod";
 import type { FastifyRequest } from "fastify";
 import type { CronsService, CronCreateRequest, CronPatchRequest } from "../../app/crons.js";
 import type { AppContext } from "../../app/context.js";
-import { authorize } from "../auth.js";
+import { callerOf } from "../auth.js";
+import { authorize } from "../../app/auth/caller.js";
 import { threadVisible } from "../../app/auth/guards.js";
 import { HttpError } from "../errors.js";
 import { MultitaskStrategySchema } from "../../domain/run-record.js";
@@ -72,7 +73,7 @@ const CronParams = z.object({ cron_id: Uuid });
 export function cronRoutes(ctx: AppContext, crons: CronsService): FastifyPluginAsync {
   /** `crons:create`: the handler may add metadata (stored on the cron) or refuse; a thread it may not see is a 404. */
   async function create(req: FastifyRequest, threadId: string | null, body: CronCreateRequest) {
-    const { value, filters } = await authorize(req, "crons", "create", { ...body, thread_id: threadId ?? undefined, metadata: body.metadata ?? {} });
+    const { value, filters } = await authorize(callerOf(req), "crons", "create", { ...body, thread_id: threadId ?? undefined, metadata: body.metadata ?? {} });
     if (threadId !== null && !(await threadVisible(ctx, threadId, filters))) throw new HttpError(404, `Thread with ID ${threadId} not found`);
     return crons.create(threadId, { ...body, metadata: value.metadata ?? {} });
   }
@@ -90,7 +91,7 @@ export function cronRoutes(ctx: AppContext, crons: CronsService): FastifyPluginA
     }
 
     r.post("/runs/crons/search", { schema: { tags, body: SearchBody.default({ limit: 10, offset: 0 }) } }, async (req, reply) => {
-      const { filters } = await authorize(req, "crons", "search", { ...req.body });
+      const { filters } = await authorize(callerOf(req), "crons", "search", { ...req.body });
       const { page, total } = crons.search({ ...req.body, auth: filters });
       reply.headers(paginationHeaders(req.body.offset, page.length, total));
       const select = req.body.select;
@@ -99,18 +100,18 @@ export function cronRoutes(ctx: AppContext, crons: CronsService): FastifyPluginA
     });
 
     r.post("/runs/crons/count", { schema: { tags, body: z.object(Filter).default({}) } }, async (req) => {
-      const { filters } = await authorize(req, "crons", "search", { ...req.body });
+      const { filters } = await authorize(callerOf(req), "crons", "search", { ...req.body });
       return crons.count({ ...req.body, auth: filters });
     });
 
     r.patch("/runs/crons/:cron_id", { schema: { tags, params: CronParams, body: CronPatch } }, async (req) => {
-      const { value, filters } = await authorize(req, "crons", "update", { ...req.body, cron_id: req.params.cron_id });
+      const { value, filters } = await authorize(callerOf(req), "crons", "update", { ...req.body, cron_id: req.params.cron_id });
       const { cron_id: _id, ...changes } = value;
       return crons.patch(req.params.cron_id, changes as CronPatchRequest, filters);
     });
 
     r.delete("/runs/crons/:cron_id", { schema: { tags, params: CronParams } }, async (req, reply) => {
-      const { filters } = await authorize(req, "crons", "delete", { cron_id: req.params.cron_id });
+      const { filters } = await authorize(callerOf(req), "crons", "delete", { cron_id: req.params.cron_id });
       await crons.delete(req.params.cron_id, filters);
       reply.code(204).send();
     });

@@ -3,7 +3,8 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
 import type { AppContext } from "../../app/context.js";
-import type { RunRequest, RunsService } from "../../app/runs.js";
+import type { RunsService } from "../../app/runs.js";
+import type { RunRequest } from "../../app/run-request.js";
 import { MultitaskStrategySchema, RunStatusSchema, type RunRecord } from "../../domain/run-record.js";
 import { CancelActionSchema } from "../../domain/runs.js";
 import { STREAM_MODES } from "../../runtime/stream-modes.js";
@@ -12,7 +13,8 @@ import { pick } from "../../domain/json.js";
 import { logPositionHeaders } from "../../context/request-context.js";
 import { SseWriter, parseLastEventId, streamModeFilter, tailRunStream } from "../sse.js";
 import { v7 as uuidv7 } from "uuid";
-import { authorize } from "../auth.js";
+import { callerOf } from "../auth.js";
+import { authorize } from "../../app/auth/caller.js";
 import { authorizeCreateRun, authorizeThread, runVisible } from "../../app/auth/guards.js";
 import { HttpError } from "../errors.js";
 
@@ -139,14 +141,12 @@ export function runRoutes(ctx: AppContext, runs: RunsService, streams: { openStr
 
   /** `threads:create_run`, then the run with the metadata the handler left. */
   async function createRun(req: FastifyRequest, threadId: string | null, body: RunRequest): Promise<RunRecord> {
-    const runId = uuidv7();
-    const metadata = await authorizeCreateRun(ctx, req, threadId, body, runId);
-    return runs.create(threadId, { ...body, metadata }, headersOf(req), { auth: req.auth, runId });
+    return runs.create(await runs.authorize(callerOf(req), threadId, body), headersOf(req));
   }
 
   /** A run reached without its thread in the path: visible when its metadata (its thread's at creation) passes. */
   async function statelessRun(req: FastifyRequest, runId: string): Promise<RunRecord> {
-    const { filters } = await authorize(req, "threads", "read", { run_id: runId });
+    const { filters } = await authorize(callerOf(req), "threads", "read", { run_id: runId });
     const run = await runs.get(null, runId);
     if (!(await runVisible(ctx, run, filters))) throw new HttpError(404, "Run not found");
     return run;
@@ -179,23 +179,23 @@ export function runRoutes(ctx: AppContext, runs: RunsService, streams: { openStr
 
       r.get(`${prefix}/:thread_id/runs`, { schema: { tags, hide, params: ThreadParams, querystring: ListQuery } }, async (req) => {
         const select = req.query.select === undefined ? undefined : Array.isArray(req.query.select) ? req.query.select : [req.query.select];
-        const { filters } = await authorizeThread(ctx, req, "search", req.params.thread_id, { thread_id: req.params.thread_id, status: req.query.status });
+        const { filters } = await authorizeThread(ctx, callerOf(req), "search", req.params.thread_id, { thread_id: req.params.thread_id, status: req.query.status });
         return (await runs.list(req.params.thread_id, req.query, filters)).map((r) => pick(r, select));
       });
 
       r.get(`${prefix}/:thread_id/runs/:run_id`, { schema: { tags, hide, params: RunParams } }, async (req) => {
-        await authorizeThread(ctx, req, "read", req.params.thread_id, { ...req.params });
+        await authorizeThread(ctx, callerOf(req), "read", req.params.thread_id, { ...req.params });
         return runs.get(req.params.thread_id, req.params.run_id);
       });
 
       r.delete(`${prefix}/:thread_id/runs/:run_id`, { schema: { tags, hide, params: RunParams } }, async (req, reply) => {
-        await authorizeThread(ctx, req, "delete", req.params.thread_id, { ...req.params });
+        await authorizeThread(ctx, callerOf(req), "delete", req.params.thread_id, { ...req.params });
         await runs.delete(req.params.thread_id, req.params.run_id);
         reply.code(204).send();
       });
 
       r.post(`${prefix}/:thread_id/runs/:run_id/cancel`, { schema: { tags, hide, params: RunParams, querystring: CancelQuery } }, async (req, reply) => {
-        await authorizeThread(ctx, req, "update", req.params.thread_id, { ...req.params, action: req.query.action });
+        await authorizeThread(ctx, callerOf(req), "update", req.params.thread_id, { ...req.params, action: req.query.action });
         const run = await runs.get(req.params.thread_id, req.params.run_id);
         await runs.cancel(req.params.thread_id, req.params.run_id, req.query.action);
         if (!req.query.wait) {
@@ -206,14 +206,14 @@ export function runRoutes(ctx: AppContext, runs: RunsService, streams: { openStr
       });
 
       r.get(`${prefix}/:thread_id/runs/:run_id/join`, { schema: { tags, hide, params: RunParams, querystring: JoinQuery } }, async (req, reply) => {
-        await authorizeThread(ctx, req, "read", req.params.thread_id, { ...req.params });
+        await authorizeThread(ctx, callerOf(req), "read", req.params.thread_id, { ...req.params });
         const run = await runs.get(req.params.thread_id, req.params.run_id);
         const path = runPath(run, false);
         await waitRun(reply, run, { "Content-Location": path, Location: `${path}/join` }, req.query.cancel_on_disconnect);
       });
 
       r.get(`${prefix}/:thread_id/runs/:run_id/stream`, { schema: { tags, hide, params: RunParams, querystring: JoinStreamQuery } }, async (req, reply) => {
-        await authorizeThread(ctx, req, "read", req.params.thread_id, { ...req.params });
+        await authorizeThread(ctx, callerOf(req), "read", req.params.thread_id, { ...req.params });
         const run = await runs.get(req.params.thread_id, req.params.run_id);
         const from = parseLastEventId(req.headers["last-event-id"]);
         const path = runPath(run, false);
@@ -256,7 +256,7 @@ export function runRoutes(ctx: AppContext, runs: RunsService, streams: { openStr
       "/runs/cancel",
       { schema: { tags, body: CancelManyBody, querystring: z.object({ action: CancelActionSchema.default("interrupt") }) } },
       async (req, reply) => {
-        const { filters } = await authorize(req, "threads", "update", { ...req.body, action: req.query.action });
+        const { filters } = await authorize(callerOf(req), "threads", "update", { ...req.body, action: req.query.action });
         if (filters) {
           // Named runs the user may not see are reported as missing, like unknown ones.
           for (const runId of req.body.run_ids ?? []) {

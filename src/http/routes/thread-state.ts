@@ -5,6 +5,7 @@ import type { AppContext } from "../../app/context.js";
 import { getThreadHistory, getThreadState, updateThreadState } from "../../app/thread-state.js";
 import { JsonObject, ThreadIdParams } from "../schemas.js";
 import { authorizeThread } from "../../app/auth/guards.js";
+import { callerOf } from "../auth.js";
 
 const CheckpointRef = z.strictObject({
   checkpoint_id: z.string().optional(),
@@ -38,7 +39,7 @@ export function threadStateRoutes(ctx: AppContext): FastifyPluginAsync {
     app.addHook("preHandler", async (req) => {
       const threadId = (req.params as { thread_id?: string }).thread_id;
       if (threadId === undefined) return;
-      await authorizeThread(ctx, req, req.method === "POST" && /\/state$/.test(req.routeOptions.url ?? "") ? "update" : "read", threadId, { thread_id: threadId });
+      await authorizeThread(ctx, callerOf(req), req.method === "POST" && /\/state$/.test(req.routeOptions.url ?? "") ? "update" : "read", threadId, { thread_id: threadId });
     });
 
     r.get("/threads/:thread_id/state", { schema: { tags, params: ThreadIdParams, querystring: z.object({ subgraphs: Bool.optional() }) } }, async (req) =>

@@ -2,16 +2,13 @@ import type { FastifyPluginAsync } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
 import type { AppContext } from "../../app/context.js";
-import { countThreads, createThread, getThread, patchThread, searchThreads, threadStateConsistent } from "../../app/threads.js";
-import { authorize } from "../auth.js";
-import { authorizeThread } from "../../app/auth/guards.js";
-import { filterMatches } from "../../read-models/auth-filters.js";
-import { HttpError } from "../errors.js";
+import { ThreadsService } from "../../app/threads-service.js";
+import { callerOf } from "../auth.js";
 import { ThreadStatusSchema } from "../../domain/threads.js";
 import { pick } from "../../domain/json.js";
 import { IfExists, JsonObject, Limit, Offset, SortOrder, ThreadIdParams, Uuid, paginationHeaders } from "../schemas.js";
 import type { ThreadLifecycle } from "../../app/thread-lifecycle.js";
-import { purgeVisibleThread } from "./audit.js";
+import { purgeVisibleThread } from "../../app/audit.js";
 import { isoOf } from "../../util/time.js";
 
 const ThreadFields = ["thread_id", "created_at", "updated_at", "state_updated_at", "metadata", "config", "context", "status", "values", "interrupts", "error"] as const;
@@ -62,66 +59,42 @@ export function threadRoutes(ctx: AppContext, lifecycle: ThreadLifecycle): Fasti
   return async (app) => {
     const r = app.withTypeProvider<ZodTypeProvider>();
     const tags = ["threads"];
+    const threads = new ThreadsService(ctx, lifecycle);
 
     r.post("/threads", { schema: { tags, body: CreateBody.default({}) } }, async (req) => {
-      const { value, filters } = await authorize(req, "threads", "create", {
-        thread_id: req.body.thread_id, metadata: req.body.metadata ?? {}, if_exists: req.body.if_exists ?? "raise",
-      });
-      // Someone else's thread with that id: a conflict, as for any existing thread (its content stays hidden).
-      const existing = value.thread_id ? (await threadStateConsistent(ctx, value.thread_id))?.thread : undefined;
-      if (existing && filters && !filterMatches(existing.metadata, filters)) throw new HttpError(409, `Thread with ID ${value.thread_id} already exists`);
-      const thread = await createThread(ctx, {
-        thread_id: value.thread_id, metadata: value.metadata ?? {}, if_exists: value.if_exists ?? "raise", expires_at: expiresAt(req.body.ttl, ctx.now()),
-      });
-      if (req.body.supersteps?.length) return lifecycle.applySupersteps(thread.thread_id, req.body.supersteps);
-      return thread;
+      const { ttl, ...body } = req.body;
+      return threads.create(callerOf(req), { ...body, expires_at: expiresAt(ttl, ctx.now()) });
     });
 
     r.post("/threads/search", { schema: { tags, body: SearchBody.default({ limit: 10, offset: 0 }) } }, async (req, reply) => {
-      const { filters } = await authorize(req, "threads", "search", { ...req.body });
-      const { page, total } = await searchThreads(ctx, req.body, filters);
+      const { page, total } = await threads.search(callerOf(req), req.body);
       reply.headers(paginationHeaders(req.body.offset, page.length, total));
       return page.map((t) => pick(t, req.body.select));
     });
 
-    r.post("/threads/count", { schema: { tags, body: z.strictObject(Filters).default({}) } }, async (req) => {
-      const { filters } = await authorize(req, "threads", "search", { ...req.body });
-      return countThreads(ctx, req.body, filters);
-    });
+    r.post("/threads/count", { schema: { tags, body: z.strictObject(Filters).default({}) } }, async (req) => threads.count(callerOf(req), req.body));
 
-    r.get("/threads/:thread_id", { schema: { tags, params: ThreadIdParams, querystring: z.object({ include: z.unknown().optional() }) } }, async (req) => {
-      await authorizeThread(ctx, req, "read", req.params.thread_id, { thread_id: req.params.thread_id });
-      return getThread(ctx, req.params.thread_id);
-    });
+    r.get("/threads/:thread_id", { schema: { tags, params: ThreadIdParams, querystring: z.object({ include: z.unknown().optional() }) } }, async (req) =>
+      threads.get(callerOf(req), req.params.thread_id),
+    );
 
     r.patch(
       "/threads/:thread_id",
       { schema: { tags, params: ThreadIdParams, body: z.strictObject({ metadata: JsonObject.optional(), ttl: Ttl.optional() }) } },
-      async (req) => {
-        const { value } = await authorizeThread(ctx, req, "update", req.params.thread_id, { thread_id: req.params.thread_id, metadata: req.body.metadata ?? {} });
-        return patchThread(ctx, req.params.thread_id, value.metadata ?? {}, expiresAt(req.body.ttl, ctx.now()));
-      },
+      async (req) => threads.patch(callerOf(req), req.params.thread_id, req.body.metadata, expiresAt(req.body.ttl, ctx.now())),
     );
 
     r.delete(
       "/threads/:thread_id",
       { schema: { tags, params: ThreadIdParams, querystring: z.object({ purge: z.enum(["true", "false"]).optional() }) } },
       async (req, reply) => {
-        if (req.query.purge === "true") {
-          // Purging also reaches deleted threads: their visibility is checked on the log (audit routes).
-          await purgeVisibleThread(ctx, lifecycle, req, req.params.thread_id);
-        } else {
-          await authorizeThread(ctx, req, "delete", req.params.thread_id, { thread_id: req.params.thread_id });
-          await lifecycle.delete(req.params.thread_id);
-        }
+        // Purging also reaches deleted threads: their visibility is checked on the log (audit).
+        if (req.query.purge === "true") await purgeVisibleThread(ctx, lifecycle, callerOf(req), req.params.thread_id);
+        else await threads.delete(callerOf(req), req.params.thread_id);
         reply.code(204).send();
       },
     );
 
-    r.post("/threads/:thread_id/copy", { schema: { tags, params: ThreadIdParams } }, async (req) => {
-      // As the official server: copying needs read access; the copy keeps the source's metadata (its owner).
-      await authorizeThread(ctx, req, "read", req.params.thread_id, { thread_id: req.params.thread_id });
-      return lifecycle.copy(req.params.thread_id);
-    });
+    r.post("/threads/:thread_id/copy", { schema: { tags, params: ThreadIdParams } }, async (req) => threads.copy(callerOf(req), req.params.thread_id));
   };
 }

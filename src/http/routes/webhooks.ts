@@ -4,7 +4,8 @@ import { z } from "zod";
 import type { AppContext } from "../../app/context.js";
 import { webhookAttempts } from "../../app/webhooks.js";
 import { Uuid } from "../schemas.js";
-import { authorize } from "../auth.js";
+import { callerOf } from "../auth.js";
+import { authorize } from "../../app/auth/caller.js";
 import { authorizeThread } from "../../app/auth/guards.js";
 
 /** The delivery log of a run's webhook: every attempt with its outcome, then delivered or failed. */
@@ -13,12 +14,12 @@ export function webhookRoutes(ctx: AppContext): FastifyPluginAsync {
     const r = app.withTypeProvider<ZodTypeProvider>();
     const tags = ["runs"];
     r.get("/runs/:run_id/webhooks", { schema: { tags, params: z.object({ run_id: Uuid }) } }, async (req) => {
-      const { filters } = await authorize(req, "threads", "read", { run_id: req.params.run_id });
+      const { filters } = await authorize(callerOf(req), "threads", "read", { run_id: req.params.run_id });
       return webhookAttempts(ctx, null, req.params.run_id, filters);
     });
     for (const prefix of ["/threads", "/thread"]) {
       r.get(`${prefix}/:thread_id/runs/:run_id/webhooks`, { schema: { tags, hide: prefix === "/thread", params: z.object({ thread_id: Uuid, run_id: Uuid }) } }, async (req) => {
-        const { filters } = await authorizeThread(ctx, req, "read", req.params.thread_id, { ...req.params });
+        const { filters } = await authorizeThread(ctx, callerOf(req), "read", req.params.thread_id, { ...req.params });
         return webhookAttempts(ctx, req.params.thread_id, req.params.run_id, filters);
       });
     }

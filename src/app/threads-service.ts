@@ -1,0 +1,78 @@
+/**
+ * The thread operations every edge calls, on behalf of a caller: each runs custom auth's
+ * `threads:<action>` handler and honours its filters (a thread the caller may not see is not
+ * found; searches and counts filter in SQL), then the command or query of threads.ts.
+ */
+import type { AppContext } from "./context.js";
+import type { ThreadLifecycle } from "./thread-lifecycle.js";
+import { authorize, type Caller } from "./auth/caller.js";
+import { authorizeThread } from "./auth/guards.js";
+import { countThreads, createThread, getThread, patchThread, searchThreads, threadStateConsistent, type ThreadQuery } from "./threads.js";
+import { filterMatches } from "../read-models/auth-filters.js";
+import { conflict } from "../domain/errors.js";
+import type { Thread } from "../domain/threads.js";
+import type { ThreadSortField } from "../read-models/threads.js";
+import type { JsonObject, SortOrder } from "../domain/json.js";
+import type { applySupersteps } from "./thread-state.js";
+
+export interface ThreadCreateRequest {
+  thread_id?: string;
+  metadata?: JsonObject;
+  if_exists?: "raise" | "do_nothing";
+  expires_at?: string;
+  supersteps?: Parameters<typeof applySupersteps>[2];
+}
+
+export type ThreadSearchRequest = ThreadQuery & { sort_by?: ThreadSortField; sort_order?: SortOrder; limit: number; offset: number };
+
+export class ThreadsService {
+  constructor(
+    private readonly ctx: AppContext,
+    private readonly lifecycle: ThreadLifecycle,
+  ) {}
+
+  async create(caller: Caller, body: ThreadCreateRequest): Promise<Thread> {
+    const { value, filters } = await authorize(caller, "threads", "create", {
+      thread_id: body.thread_id, metadata: body.metadata ?? {}, if_exists: body.if_exists ?? "raise",
+    });
+    // Someone else's thread with that id: a conflict, as for any existing thread (its content stays hidden).
+    const existing = value.thread_id ? (await threadStateConsistent(this.ctx, value.thread_id))?.thread : undefined;
+    if (existing && filters && !filterMatches(existing.metadata, filters)) throw conflict(`Thread with ID ${value.thread_id} already exists`);
+    const thread = await createThread(this.ctx, {
+      thread_id: value.thread_id, metadata: value.metadata ?? {}, if_exists: value.if_exists ?? "raise", expires_at: body.expires_at,
+    });
+    if (body.supersteps?.length) return this.lifecycle.applySupersteps(thread.thread_id, body.supersteps);
+    return thread;
+  }
+
+  async search(caller: Caller, q: ThreadSearchRequest): Promise<{ page: Thread[]; total: number }> {
+    const { filters } = await authorize(caller, "threads", "search", { ...q });
+    return searchThreads(this.ctx, q, filters);
+  }
+
+  async count(caller: Caller, q: ThreadQuery): Promise<number> {
+    const { filters } = await authorize(caller, "threads", "search", { ...q });
+    return countThreads(this.ctx, q, filters);
+  }
+
+  async get(caller: Caller, threadId: string): Promise<Thread> {
+    await authorizeThread(this.ctx, caller, "read", threadId, { thread_id: threadId });
+    return getThread(this.ctx, threadId);
+  }
+
+  async patch(caller: Caller, threadId: string, metadata: JsonObject | undefined, expiresAt?: string): Promise<Thread> {
+    const { value } = await authorizeThread(this.ctx, caller, "update", threadId, { thread_id: threadId, metadata: metadata ?? {} });
+    return patchThread(this.ctx, threadId, value.metadata ?? {}, expiresAt);
+  }
+
+  async delete(caller: Caller, threadId: string): Promise<void> {
+    await authorizeThread(this.ctx, caller, "delete", threadId, { thread_id: threadId });
+    await this.lifecycle.delete(threadId);
+  }
+
+  /** As the official server: copying needs read access; the copy keeps the source's metadata (its owner). */
+  async copy(caller: Caller, threadId: string): Promise<Thread> {
+    await authorizeThread(this.ctx, caller, "read", threadId, { thread_id: threadId });
+    return this.lifecycle.copy(threadId);
+  }
+}
