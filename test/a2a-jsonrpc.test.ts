@@ -244,6 +244,22 @@ t.test("data parts are structured input; the seed's params.thread.threadId names
   t.equal((await s.client.threads.get(threadId)).thread_id, threadId);
 });
 
+t.test("params.thread.threadId continues an existing thread: its state, metadata and runs", async (t) => {
+  const thread = await s.client.threads.create({ metadata: { owner: "ada" } });
+  t.match(await s.client.runs.wait(thread.thread_id, "counter", { input: { count: 40, by: 2 } }), { count: 42 });
+  const body = { jsonrpc: "2.0", id: "c", method: "message/send", params: { message: { role: "user", messageId: "m-cont", parts: [{ kind: "data", data: { by: 3 } }] }, thread: { threadId: thread.thread_id.toUpperCase() } } };
+  const task = (await rpc(url, "counter", body)).json.result;
+  t.equal(task.contextId, thread.thread_id, "the existing thread is the context (ids compared without case)");
+  t.equal(task.status.state, "completed");
+  t.same(task.artifacts[0].parts[1], { kind: "data", data: { count: 45, by: 3 } }, "42 from the earlier run, plus 3: the state was continued");
+  const after = await s.client.threads.get(thread.thread_id);
+  t.same(after.values, { count: 45, by: 3 });
+  t.match(after.metadata, { owner: "ada" }, "the thread's metadata is kept");
+  const runs = await s.client.runs.list(thread.thread_id);
+  t.equal(runs.length, 2, "the A2A run joined the thread's runs");
+  t.ok(runs.some((r) => r.run_id === task.id), "the task is a run of the thread");
+});
+
 t.test("a failing graph gives a failed task", async (t) => {
   const res = await rpc(url, "error", send("boom"));
   t.equal(res.json.result.status.state, "failed");
