@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 // The whole test suite, as `npm test` runs it: typecheck, the tap suites under c8 coverage, every
 // benchmark once in tiny mode (one test each: it must exit 0 and print its JSON), and the LangGraph
-// checkpointer validation suite under vitest. Ends with one line "N passed, M failed" and
-// exits non-zero on any failure (or when no test ran at all).
+// checkpointer validation suite under vitest. Ends with one line "N passed, M failed, K skipped"
+// (the README's form) and exits non-zero on any failure (or when no test ran at all).
 import { spawn } from "node:child_process";
 import { mkdirSync, readFileSync, rmSync } from "node:fs";
 import path from "node:path";

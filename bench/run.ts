@@ -12,6 +12,10 @@ const benches: Record<string, (options: BenchOptions) => Promise<Record<string, 
   scale: async (o) => (await import("./scale.js")).benchScale(o),
   a2a: async (o) => (await import("./a2a.js")).benchA2A(o),
   webhooks: async (o) => (await import("./webhooks.js")).benchWebhooks(o),
+  // Runs (after warm-up runs) of the built server; the tiny size only proves the benchmark still works.
+  "cpu-per-run": async (o) => (await import("./cpu-per-run.js")).benchCpuPerRun(o.tiny ? 40 : o.big ? 10_000 : 2_000, o.tiny ? 20 : 500),
+  // Runs' worth of events in the log read back by a filtered subscription.
+  "filtered-catchup": async (o) => (await import("./filtered-catchup.js")).benchFilteredCatchUp(o.tiny ? 500 : o.big ? 50_000 : 10_000),
 };
 
 const args = process.argv.slice(2).filter((a) => a !== "--");

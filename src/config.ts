@@ -44,7 +44,7 @@ const EnvSchema = z.object({
   WEBHOOK_LEASE_MS: z.coerce.number().int().positive().optional(),
   /** Missed cron ticks fired on start: unset = only the latest; N = every missed tick of the last N seconds. */
   CRON_CATCHUP_SECS: z.coerce.number().nonnegative().optional(),
-  /** Development mode (as `langgraph dev` sets it): enables POST /internal/truncate. */
+  /** Development mode (as `langgraph dev` sets it): enables POST /internal/truncate and webhooks to loopback / private addresses. */
   LANGGRAPH_DEV: z.enum(["true", "false", "1", "0"]).default("false"),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("warn"),
 });
@@ -80,7 +80,7 @@ export interface Config {
   };
   /** null = fire only the latest missed tick. */
   cronCatchUpSecs: number | null;
-  /** LANGGRAPH_DEV=true: development endpoints (POST /internal/truncate) are served. */
+  /** LANGGRAPH_DEV=true: development endpoints (POST /internal/truncate) are served; webhooks may reach loopback / private addresses. */
   devMode: boolean;
 }
 

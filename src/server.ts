@@ -40,6 +40,7 @@ import { WebhookDispatcher } from "./webhooks/dispatcher.js";
 import { threadedSender } from "./webhooks/threaded-sender.js";
 import { undiciSender } from "./webhooks/sender.js";
 import type { Resolver } from "./webhooks/url-policy.js";
+import { webhookUrlPolicyFor } from "./webhooks/mode-policy.js";
 import { resolveWebhookHeaders } from "./langgraph-config.js";
 import { ServerMetrics, metricsRoutes } from "./http/metrics.js";
 import { auditRoutes } from "./http/routes/audit.js";
@@ -196,7 +197,7 @@ export async function startServer(config: Config, deps: ServerDeps = {}): Promis
     const selfUrl = typeof address === "object" && address ? `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${address.port}` : undefined;
     if (webhooksEnabled) {
       const w = config.webhooks;
-      const policy = langgraph.config.webhooks.url;
+      const policy = webhookUrlPolicyFor(langgraph.config.webhooks.url, config.devMode);
       const sendOptions = { connectTimeoutMs: w.connectTimeoutMs, totalTimeoutMs: w.timeoutMs, policy, connections: w.concurrency };
       // A resolver injected (tests) lives in this thread; otherwise the sender has a thread of its own.
       sender = deps.resolver ? undiciSender({ ...sendOptions, resolver: deps.resolver }) : threadedSender(sendOptions);

@@ -5,6 +5,7 @@
 import t from "tap";
 import { startA2AServer, rpc, textMessage } from "./support/a2a.js";
 import { defaultAssistantId } from "../src/runtime/graphs.js";
+import { protobufTimestamp } from "../src/a2a/codec.js";
 
 const s = await startA2AServer();
 t.teardown(() => s.close());
@@ -137,6 +138,33 @@ t.test("protocol version: A2A-Version header and method names", async (t) => {
   t.equal(badPage.json.error.code, -32602);
 });
 
+t.test("v1.0 timestamps are RFC 3339 in UTC with Z (protobuf JSON); v0.3 keeps +00:00", async (t) => {
+  const PROTOBUF_TIMESTAMP = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{3}|\.\d{6}|\.\d{9})?Z$/;
+  const v1 = { "A2A-Version": "1.0" };
+  const sent = await rpc(url, "agent", { jsonrpc: "2.0", id: 1, method: "SendMessage", params: { message: { messageId: "ts1", role: "ROLE_USER", parts: [{ text: "when" }] } } }, v1);
+  const task = sent.json.result.task;
+  t.match(task.status.timestamp, PROTOBUF_TIMESTAMP, "SendMessage");
+  const got = (await rpc(url, "agent", { jsonrpc: "2.0", id: 2, method: "GetTask", params: { id: task.id } }, v1)).json.result;
+  t.equal(got.status.timestamp, task.status.timestamp, "GetTask: the same instant, the same text");
+  const listed = (await rpc(url, "agent", { jsonrpc: "2.0", id: 3, method: "ListTasks", params: { contextId: task.contextId } }, v1)).json.result.tasks;
+  t.equal(listed[0].status.timestamp, task.status.timestamp, "ListTasks");
+  const none = (await rpc(url, "agent", { jsonrpc: "2.0", id: 4, method: "ListTasks", params: { contextId: task.contextId, statusTimestampAfter: task.status.timestamp } }, v1)).json.result;
+  t.same(none.tasks, [], "a Z timestamp is a valid statusTimestampAfter");
+
+  const streamed = await rpc(url, "agent", { jsonrpc: "2.0", id: 5, method: "SendStreamingMessage", params: { message: { messageId: "ts2", role: "ROLE_USER", parts: [{ text: "stream when" }] } } }, { ...v1, accept: "text/event-stream" });
+  const stamps = streamed.events.flatMap((e) => [e.result.task?.status?.timestamp, e.result.statusUpdate?.status?.timestamp]).filter((x) => x !== undefined);
+  t.ok(stamps.length >= 2, "the task and its status updates carry timestamps");
+  for (const stamp of stamps) t.match(stamp, PROTOBUF_TIMESTAMP, `stream: ${stamp}`);
+
+  const legacy = (await rpc(url, "agent", { jsonrpc: "2.0", id: 6, method: "tasks/get", params: { id: task.id } })).json.result;
+  t.match(legacy.status.timestamp, /\+00:00$/, "v0.3 keeps its form");
+  t.equal(Date.parse(legacy.status.timestamp), Date.parse(task.status.timestamp), "both name the same instant");
+  // Timestamps written by other versions of the server: digits kept, other offsets made UTC.
+  t.equal(protobufTimestamp("2025-01-02T03:04:05.123456+00:00"), "2025-01-02T03:04:05.123456Z");
+  t.equal(protobufTimestamp("2025-01-02T03:04:05Z"), "2025-01-02T03:04:05Z");
+  t.equal(protobufTimestamp("2025-01-02T05:04:05.5+02:00"), "2025-01-02T03:04:05.500Z");
+});
+
 t.test("ListTasks pages the tasks of an assistant", async (t) => {
   const ids: string[] = [];
   for (let i = 0; i < 3; i++) ids.push((await rpc(url, "delay", send(`n${i}`))).json.result.id);
@@ -214,6 +242,22 @@ t.test("data parts are structured input; the seed's params.thread.threadId names
   t.same(JSON.parse(task.artifacts[0].parts[0].text), { count: 42, by: 2 });
   t.same(task.artifacts[0].parts[1], { kind: "data", data: { count: 42, by: 2 } });
   t.equal((await s.client.threads.get(threadId)).thread_id, threadId);
+});
+
+t.test("params.thread.threadId continues an existing thread: its state, metadata and runs", async (t) => {
+  const thread = await s.client.threads.create({ metadata: { owner: "ada" } });
+  t.match(await s.client.runs.wait(thread.thread_id, "counter", { input: { count: 40, by: 2 } }), { count: 42 });
+  const body = { jsonrpc: "2.0", id: "c", method: "message/send", params: { message: { role: "user", messageId: "m-cont", parts: [{ kind: "data", data: { by: 3 } }] }, thread: { threadId: thread.thread_id.toUpperCase() } } };
+  const task = (await rpc(url, "counter", body)).json.result;
+  t.equal(task.contextId, thread.thread_id, "the existing thread is the context (ids compared without case)");
+  t.equal(task.status.state, "completed");
+  t.same(task.artifacts[0].parts[1], { kind: "data", data: { count: 45, by: 3 } }, "42 from the earlier run, plus 3: the state was continued");
+  const after = await s.client.threads.get(thread.thread_id);
+  t.same(after.values, { count: 45, by: 3 });
+  t.match(after.metadata, { owner: "ada" }, "the thread's metadata is kept");
+  const runs = await s.client.runs.list(thread.thread_id);
+  t.equal(runs.length, 2, "the A2A run joined the thread's runs");
+  t.ok(runs.some((r) => r.run_id === task.id), "the task is a run of the thread");
 });
 
 t.test("a failing graph gives a failed task", async (t) => {

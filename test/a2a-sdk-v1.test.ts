@@ -39,10 +39,12 @@ t.test("the client picks the 1.0 interface; send, get and list", async (t) => {
   const task = asTask(await client.sendMessage(request([text("hello v1")])));
   t.equal(task.status?.state, TaskState.TASK_STATE_COMPLETED);
   t.equal(replyOf(task), "You said: hello v1");
+  t.match(task.status?.timestamp, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{3})?Z$/, "the status timestamp is RFC 3339 in UTC with Z (protobuf JSON)");
   const again = asTask(await client.sendMessage(request([text("second")], { contextId: task.contextId })));
   t.equal(again.contextId, task.contextId);
   const got = await client.getTask({ tenant: "", id: task.id, historyLength: undefined });
   t.equal(replyOf(got), "You said: hello v1");
+  t.equal(got.status?.timestamp, task.status?.timestamp, "GetTask: the same timestamp");
   t.same(got.history.map((m) => m.role), [Role.ROLE_USER, Role.ROLE_AGENT]);
   const list = await client.listTasks({
     tenant: "", contextId: task.contextId, status: TaskState.TASK_STATE_UNSPECIFIED, pageSize: 10, pageToken: "",

@@ -137,9 +137,10 @@ t.test("threads and their state survive a restart; a second assistant continues 
   const thread = await first.client.threads.create({ graphId: "agent", metadata: { x: 1 } });
   await first.client.threads.updateState(thread.thread_id, { values: { messages: [human("before restart")] }, asNode: "agent" });
   const stateBefore = await first.client.threads.getState(thread.thread_id);
+  const threadBefore = await first.client.threads.get(thread.thread_id);
   const again = await first.restart();
   t.teardown(() => again.close());
-  t.same(await again.client.threads.get(thread.thread_id), await again.client.threads.get(thread.thread_id));
+  t.same(await again.client.threads.get(thread.thread_id), threadBefore, "the thread (status, values, metadata, times) is the same after the restart");
   const stateAfter = await again.client.threads.getState(thread.thread_id);
   t.same(stateAfter, stateBefore, "state identical after rebuilding from the log");
   t.same((await again.client.threads.get(thread.thread_id)).metadata, { x: 1, graph_id: "agent" });

@@ -158,6 +158,61 @@ t.test("attribution, history, replay and purge", async (t) => {
     t.match(metrics, /agent_server_sse_streams_open 0/);
     t.match(metrics, /agent_server_append_seconds_count \d+/);
     t.match(metrics, /agent_server_projection_lag_events \d+/);
+
+    /** One sample's value (NaN when the line is missing, so a missing metric fails every check). */
+    const scrape = async () => {
+      const text = await (await fetch(`${url}/metrics`)).text();
+      const value = (sample: string) => Number(text.match(new RegExp(`^${sample.replace(/[{}"]/g, "\\$&")} (\\S+)$`, "m"))?.[1] ?? NaN);
+      return {
+        success: value('agent_server_runs{status="success"}'),
+        error: value('agent_server_runs{status="error"}'),
+        running: value('agent_server_runs{status="running"}'),
+        pendingByStatus: value('agent_server_runs{status="pending"}'),
+        interrupted: value('agent_server_runs{status="interrupted"}'),
+        pending: value("agent_server_pending_runs"),
+        appends: value("agent_server_append_seconds_count"),
+        appendFailures: value("agent_server_append_failures_total"),
+      };
+    };
+    const zero = (n: number) => (Number.isNaN(n) ? 0 : n); // a status with no run has no sample
+    const before = await scrape();
+    t.ok(Number.isFinite(before.appendFailures) && Number.isFinite(before.appends), "append counters are exported");
+
+    // One run that succeeds, one that fails: the gauges move by exactly one each.
+    const ok = await client.threads.create();
+    const good = await client.runs.create(ok.thread_id, "agent", { input: { messages: [human("count me")] } });
+    await client.runs.join(ok.thread_id, good.run_id);
+    const bad = await client.runs.create(ok.thread_id, "error", { input: { messages: [human("fail me")] } });
+    await client.runs.join(ok.thread_id, bad.run_id);
+    const ended = await scrape();
+    t.equal(ended.success - before.success, 1, "one more successful run");
+    t.equal(zero(ended.error) - zero(before.error), 1, "one more failed run");
+    t.equal(ended.pending, before.pending, "nothing left pending");
+    t.ok(ended.appends > before.appends, "the runs' appends were timed");
+    t.equal(ended.appendFailures, before.appendFailures, "no append was refused");
+
+    // An append the log refuses (a stream that exists, appended as if new) is counted once.
+    const [created] = await srv.server.store.readStream(`thread-${ok.thread_id}`, { maxCount: 1 });
+    await t.rejects(srv.server.store.append(`thread-${ok.thread_id}`, [{ type: created.type, data: created.data }], "no_stream"), { name: "WrongExpectedVersionError" });
+    t.equal((await scrape()).appendFailures - ended.appendFailures, 1, "append_failures_total: exactly one more");
+
+    // A running run and one queued behind it: running +1, pending +1; both gone once cancelled.
+    const busy = await client.threads.create();
+    const slow = await client.runs.create(busy.thread_id, "delay", { input: { messages: [human("slow")], delay: 60_000 } });
+    const queued = await client.runs.create(busy.thread_id, "delay", { input: { messages: [human("queued")] }, multitaskStrategy: "enqueue" });
+    const deadline = Date.now() + 10_000;
+    while ((await client.runs.get(busy.thread_id, slow.run_id)).status !== "running" && Date.now() < deadline) await new Promise((r) => setImmediate(r));
+    const busyNow = await scrape();
+    t.equal(zero(busyNow.running) - zero(ended.running), 1, "one run running");
+    t.equal(busyNow.pending - ended.pending, 1, "one run waiting (queue depth)");
+    t.equal(zero(busyNow.pendingByStatus) - zero(ended.pendingByStatus), 1, "the same run by status");
+    await client.runs.cancel(busy.thread_id, queued.run_id);
+    await client.runs.cancel(busy.thread_id, slow.run_id, true);
+    await client.runs.join(busy.thread_id, queued.run_id);
+    const calm = await scrape();
+    t.equal(zero(calm.running), zero(ended.running), "no run running");
+    t.equal(calm.pending, ended.pending, "queue drained");
+    t.equal(zero(calm.interrupted) - zero(ended.interrupted), 2, "both cancelled runs are interrupted");
     const info = await getJson<{ store: { kind: string; head_position: string }; projections: { name: string; position: string }[] }>(`${url}/info`);
     t.equal(info.body.store.kind, "sqlite");
     t.ok(BigInt(info.body.store.head_position) > 0n);

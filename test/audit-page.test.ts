@@ -2,11 +2,11 @@ import t from "tap";
 import { mkdir } from "node:fs/promises";
 import path from "node:path";
 import { startTestServer, repoRoot } from "./support/server.js";
-import { hasChromium, launchChromium } from "./support/browser.js";
+import { skipWithoutBrowser, launchChromium } from "./support/browser.js";
 
 /** The /audit page in a real headless Chromium, against a real server with an API key. */
 
-t.test("audit page", { skip: hasChromium() ? false : "Debian's chromium is not installed (.ci/run installs it)" }, async (t) => {
+t.test("audit page", { skip: skipWithoutBrowser() }, async (t) => {
   const srv = await startTestServer({ env: { LANGGRAPH_API_KEY: "k-auditor" } });
   t.teardown(() => srv.close());
   const thread = await srv.client.threads.create({ metadata: { auditor: "page-test" } });

@@ -1,4 +1,9 @@
 import t from "tap";
+import { execFile } from "node:child_process";
+import { readdir } from "node:fs/promises";
+import path from "node:path";
+import { promisify } from "node:util";
+import { repoRoot } from "./support/server.js";
 import { parseBenchOptions } from "../bench/support/options.js";
 import { cpuMs, rssMiB } from "../bench/support/server.js";
 import { check, findEventsPerSecond, percentile, perSecond, summary, tally } from "../bench/support/stats.js";
@@ -52,4 +57,14 @@ t.test("rssMiB and cpuMs read this process's /proc entries", async (t) => {
   t.ok(after > before, `CPU ${before} → ${after} ms`);
   const own = process.cpuUsage();
   t.ok(Math.abs(after - (own.user + own.system) / 1000) < 200, "agrees with process.cpuUsage()");
+});
+
+t.test("bench/run.ts --list names every benchmark file, so CI runs each one in tiny mode", async (t) => {
+  const files = (await readdir(path.join(repoRoot, "bench"), { withFileTypes: true }))
+    .filter((f) => f.isFile() && f.name.endsWith(".ts") && f.name !== "run.ts")
+    .map((f) => f.name.slice(0, -3))
+    .sort();
+  t.ok(files.length >= 7, `benchmark files found: ${files.join(", ")}`);
+  const { stdout } = await promisify(execFile)(path.join(repoRoot, "node_modules", ".bin", "tsx"), ["bench/run.ts", "--list"], { cwd: repoRoot });
+  t.same(stdout.split("\n").filter(Boolean).sort(), files, "one name per file under bench/ (bench/support/ holds helpers)");
 });

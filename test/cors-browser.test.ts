@@ -3,7 +3,7 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { startTestServer, TEST_GRAPHS, type TestServer } from "./support/server.js";
-import { bundleSdkForBrowser, hasChromium, launchChromium, servePage } from "./support/browser.js";
+import { bundleSdkForBrowser, skipWithoutBrowser, launchChromium, servePage } from "./support/browser.js";
 
 /**
  * A browser client on another origin (a page on a second 127.0.0.1 port, the official SDK
@@ -51,7 +51,7 @@ interface Outcome {
   searched?: number;
 }
 
-t.test("a browser client on another origin", { skip: hasChromium() || process.env.CI ? false : "no /usr/bin/chromium (.ci/run installs it)" }, async (t) => {
+t.test("a browser client on another origin", { skip: skipWithoutBrowser() }, async (t) => {
   const bundle = await bundleSdkForBrowser(SCENARIO);
   const page = await servePage(bundle);
   t.teardown(() => page.close());

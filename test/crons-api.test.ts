@@ -7,6 +7,8 @@ import { FakeClock } from "./support/fake-clock.js";
 import { Receiver, deliveryEnd, writeWebhookConfig } from "./support/webhooks.js";
 import { expectErrors } from "./support/http.js";
 import { cronStream } from "../src/domain/crons.js";
+import { threadStream } from "../src/domain/threads.js";
+import { firstEventOf } from "./support/log.js";
 
 /**
  * Crons end to end through the official SDK, with the scheduler on a fake clock: nothing waits for
@@ -74,6 +76,13 @@ t.test("crons", async (t) => {
     t.same(await fired(server, cron.cron_id), ["00:05", "00:10", "00:15"].map((m) => `2026-01-01T${m}:00.000+00:00`), "each tick once");
     const created = (await server.server.store.readStream(cronStream(cron.cron_id))).filter((e) => e.type === "CronRunCreated").map((e) => e.data as { thread_id: string });
     t.equal(new Set(created.map((c) => c.thread_id)).size, 3, "a new thread per tick");
+    // on_run_completed "delete" (the default): each tick's thread is deleted once its run ended.
+    for (const { thread_id } of created) {
+      const deleted = await firstEventOf(server.server.store, threadStream(thread_id), ["ThreadDeleted"]);
+      const events = await server.server.store.readStream(threadStream(thread_id));
+      t.ok(events.some((e) => e.type === "ThreadCreated") && deleted.revision === events.at(-1)!.revision, "the tick's thread was created, then deleted last");
+      await t.rejects(server.client.threads.get(thread_id), /404/, "the tick's thread is gone");
+    }
     const [found] = await server.client.crons.search({ assistantId: "agent", metadata: { kind: "stateless" } });
     t.equal(found.next_run_date, "2026-01-01T00:20:00.000+00:00");
     await server.client.crons.delete(cron.cron_id);

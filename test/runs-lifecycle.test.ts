@@ -1,6 +1,9 @@
 import t from "tap";
 import { expectErrors } from "./support/http.js";
 import { startTestServer, type TestServer } from "./support/server.js";
+import { firstEventOf } from "./support/log.js";
+import { runStream } from "../src/domain/runs.js";
+import { threadStream } from "../src/domain/threads.js";
 
 /** Runs through the official SDK against the real server: wait, create + join, cancel, double-texting, interrupts, stateless. */
 
@@ -207,11 +210,24 @@ t.test("runs lifecycle", async (t) => {
     await res.text();
     await t.rejects(client.threads.get(temp.thread_id), /404/, "temporary thread deleted after the run");
     const batch = await client.runs.createBatch([
-      { assistantId: "agent", input: { messages: [human("b1")] } },
+      // The SDK's createBatch sends its payloads as they are (only assistantId is renamed): snake_case here.
+      { assistantId: "agent", input: { messages: [human("b1")] }, ...({ on_completion: "keep" } as object) },
       { assistantId: "agent", input: { messages: [human("b2")] } },
     ]);
     t.equal(batch.length, 2);
-    t.ok(batch.every((r) => r.status === "pending"));
+    t.ok(batch.every((r) => r.status === "pending"), "answered before they run");
+    t.not(batch[0].thread_id, batch[1].thread_id, "each run has a thread of its own");
+    t.same(batch.map((r) => contents((r as unknown as { kwargs: { input: unknown } }).kwargs.input)), [["b1"], ["b2"]], "in the order given");
+    // Both run to success with their own input, as the log records it.
+    const ends = await Promise.all(batch.map((r) => firstEventOf(srv.server.store, runStream(r.run_id), ["RunEnded"])));
+    t.same(ends.map((e) => (e.data as { status: string }).status), ["success", "success"]);
+    t.same(ends.map((e) => contents((e.data as { values: unknown }).values)), [["b1", "You said: b1"], ["b2", "You said: b2"]]);
+    // The first was kept: its thread and run show the outcome. The second's thread is deleted (the default).
+    const [kept1, temp2] = batch;
+    t.same(contents((await client.threads.get(kept1.thread_id)).values), ["b1", "You said: b1"]);
+    t.equal((await client.runs.get(kept1.thread_id, kept1.run_id)).status, "success");
+    await firstEventOf(srv.server.store, threadStream(temp2.thread_id), ["ThreadDeleted"]);
+    await t.rejects(client.threads.get(temp2.thread_id), /404/, "the second run's temporary thread is gone");
   });
 
   t.test("after_seconds delays the start", async (t) => {

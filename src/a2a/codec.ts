@@ -325,10 +325,22 @@ function messageToV1(m: Message): Record<string, unknown> {
   return out;
 }
 
+/**
+ * A timestamp in the protobuf JSON mapping of `google.protobuf.Timestamp` (RFC 3339, UTC, `Z`),
+ * which v1.0 clients parse strictly. Our timestamps are `…+00:00` (the Python server's form,
+ * kept by v0.3); the digits are kept as they are, any other offset is converted to UTC.
+ */
+export function protobufTimestamp(ts: string): string {
+  const utc = /^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?)(?:Z|[+-]00:?00)$/i.exec(ts);
+  if (utc) return `${utc[1]}Z`;
+  const ms = Date.parse(ts);
+  return Number.isNaN(ms) ? ts : new Date(ms).toISOString();
+}
+
 function statusToV1(s: TaskStatus): Record<string, unknown> {
   const out: Record<string, unknown> = { state: STATE_TO_V1[s.state] };
   if (s.message) out.message = messageToV1(s.message);
-  if (s.timestamp) out.timestamp = s.timestamp;
+  if (s.timestamp) out.timestamp = protobufTimestamp(s.timestamp);
   return out;
 }
 

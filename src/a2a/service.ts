@@ -18,6 +18,7 @@ import type { AuthContext } from "../app/auth/engine.js";
 import type { SqlFragment } from "../read-models/json-filter.js";
 import { a2aPushStream, pushDeliveryKey, type StoredPushConfig } from "../domain/a2a-push.js";
 import { checkWebhookUrl } from "../webhooks/url-policy.js";
+import { webhookUrlPolicyFor } from "../webhooks/mode-policy.js";
 import { isLargeValueMarker, resolveLarge } from "../eventstore/large-values.js";
 import { A2AError, ErrorCode, invalidParams, taskNotFound, toA2AError, unsupported } from "./errors.js";
 import { deltaOf, inputOfMessage, resumeOfMessage, type GraphInput } from "./parts.js";
@@ -337,7 +338,7 @@ export class A2AService {
 
   private assertPushAllowed(url: string): void {
     this.assertPushSupported();
-    const check = checkWebhookUrl(url, this.ctx.langgraph.config.webhooks.url);
+    const check = checkWebhookUrl(url, webhookUrlPolicyFor(this.ctx.langgraph.config.webhooks.url, this.ctx.config.devMode));
     if (!check.ok) throw invalidParams(check.detail);
   }
 

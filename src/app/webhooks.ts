@@ -2,15 +2,16 @@ import type { AppContext } from "./context.js";
 import { invalid, notFound } from "../domain/errors.js";
 import { filterMatches, type AuthFilters } from "../read-models/auth-filters.js";
 import { checkWebhookUrl } from "../webhooks/url-policy.js";
+import { webhookUrlPolicyFor } from "../webhooks/mode-policy.js";
 import { readWebhookAttempts, type WebhookAttemptView } from "../webhooks/attempts.js";
 
 /**
  * A run's (or cron's) `webhook` checked against the URL policy when it is created: 422 with the
  * official message. With webhooks disabled the URL is accepted as is and never used.
  */
-export function assertWebhookAllowed(ctx: Pick<AppContext, "langgraph">, url: string | undefined): void {
+export function assertWebhookAllowed(ctx: Pick<AppContext, "langgraph" | "config">, url: string | undefined): void {
   if (url === undefined || ctx.langgraph.config.http.disable_webhooks) return;
-  const check = checkWebhookUrl(url, ctx.langgraph.config.webhooks.url);
+  const check = checkWebhookUrl(url, webhookUrlPolicyFor(ctx.langgraph.config.webhooks.url, ctx.config.devMode));
   if (!check.ok) throw invalid(check.detail);
 }
 

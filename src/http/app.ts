@@ -12,6 +12,7 @@ import { VERSION } from "../version.js";
 import { echoRequestId, requestIdOf } from "./actor.js";
 import { mountCustomApp, type FetchApp } from "./custom-app.js";
 import { mountPrefixRewrite, normalizeMountPrefix } from "./mount-prefix.js";
+import { forgiveEmptyBodies } from "./forgiving-body.js";
 
 export interface HttpAppOptions {
   bodyLimit: number;
@@ -53,8 +54,8 @@ export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInst
   app.setNotFoundHandler((request, reply) => {
     reply.code(404).send({ detail: `Not Found: ${request.method} ${request.originalUrl.split("?")[0]}` });
   });
-  // The official JS server treats text/plain bodies as JSON; SDKs and curl users send both.
-  app.addContentTypeParser("text/plain", { parseAs: "string" }, app.getDefaultJsonParser("error", "error"));
+  // JSON and text/plain (the official JS server reads it as JSON); an empty body is no body, no body is {}.
+  forgiveEmptyBodies(app);
 
   // Order of the onRequest hooks: CORS (answers preflights, adds its headers to every later
   // response), then the API key (cheap, constant), then custom authentication.

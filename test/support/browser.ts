@@ -10,6 +10,12 @@ import { repoRoot } from "./server.js";
 /** Debian's Chromium (`.ci/run` installs it when missing). */
 export const CHROMIUM = "/usr/bin/chromium";
 export const hasChromium = () => existsSync(CHROMIUM);
+/**
+ * The `skip` option of a browser test: it runs whenever Chromium is there, and always in CI
+ * (`CI` set), where a missing Chromium must fail the test rather than hide it. Only a developer's
+ * machine without Chromium skips it, saying why.
+ */
+export const skipWithoutBrowser = (): false | string => (hasChromium() || process.env.CI ? false : `no ${CHROMIUM} (.ci/run installs it)`);
 
 /** The official SDK bundled for the browser at test time: `window.LangGraph.Client`, plus `extra` code. */
 export async function bundleSdkForBrowser(extra = ""): Promise<string> {
