@@ -10,6 +10,7 @@ import { DomainError, invalid, isNotFound, notFound } from "../domain/errors.js"
 import type { AppContext } from "./context.js";
 import type { ThreadLifecycle } from "./thread-lifecycle.js";
 import { catchUpWithStream } from "./commands.js";
+import { eraseLeftoversOfPurge } from "../read-models/purge.js";
 
 /** `at` / `diff` of /replay and of `npm run replay`; a 422 naming the parameter when malformed. */
 export function logPointParam(name: string, text: string | undefined): LogPoint | undefined {
@@ -102,4 +103,5 @@ export async function purgeThread(ctx: AppContext, lifecycle: ThreadLifecycle, t
   // "any": on EventStoreDB the stream was just deleted, and a deleted stream is written again after its last revision.
   const result = await ctx.store.append(threadStream(id), decision.events, "any");
   await ctx.readModels.store.waitFor(result.position);
+  eraseLeftoversOfPurge(ctx.readModels);
 }
