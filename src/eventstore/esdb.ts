@@ -115,8 +115,6 @@ interface PreparedEvent {
 
 class EsdbStore implements EventStore {
   readonly kind = "esdb" as const;
-  /** A stream delete is soft: its events stay in `$all` until a scavenge. */
-  readonly purge = { tombstones: false, immediate: false } as const;
   private closed = false;
   /** Every call in progress (appends and reads): `close()` lets them finish before disposing the client. */
   private readonly inFlight = new Set<Promise<unknown>>();

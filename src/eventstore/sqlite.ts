@@ -158,7 +158,6 @@ function take<R>(statement: Database.Statement, args: unknown[], max: number | u
 
 class SqliteStore implements SqliteEventStore {
   readonly kind = "sqlite" as const;
-  readonly purge = { tombstones: true, immediate: true } as const;
   private closed = false;
   private readonly sql: ReturnType<typeof prepareStatements>;
   private readonly hub = new CommitHub();

@@ -114,8 +114,8 @@ export interface PurgeBehaviour {
 }
 
 export interface EventStore {
+  /** Which adapter this is (wrappers pass it on); see also purgeBehaviourOf. */
   readonly kind: "sqlite" | "esdb";
-  readonly purge: PurgeBehaviour;
   /** Appends atomically. Throws WrongExpectedVersionError when `expected` does not hold. */
   append(stream: string, events: EventData[], expected?: ExpectedRevision, options?: AppendOptions): Promise<AppendResult>;
   /** A missing stream reads as empty. */
@@ -129,7 +129,7 @@ export interface EventStore {
    * Removes the content of these streams from the log (a thread purge). SQLite keeps each event's
    * place (position, stream, revision, id, time, metadata) and replaces its type and data by a
    * tombstone (`EventPurged`, `{ purged_type }`), zeroing the old bytes in the file and its WAL;
-   * EventStoreDB deletes the streams (see `purge`). Missing streams are ignored. Readers and folds
+   * EventStoreDB deletes the streams (see purgeBehaviourOf). Missing streams are ignored. Readers and folds
    * must accept tombstones (skip them).
    */
   purgeStreams(streams: readonly string[]): Promise<void>;
@@ -202,6 +202,17 @@ export class StoreUnavailableError extends Error {
     super(message, options);
     this.name = "StoreUnavailableError";
   }
+}
+
+const PURGE_BEHAVIOURS: Record<EventStore["kind"], PurgeBehaviour> = {
+  sqlite: { tombstones: true, immediate: true },
+  // A stream delete is soft: its events stay in `$all` until a scavenge.
+  esdb: { tombstones: false, immediate: false },
+};
+
+/** What `purgeStreams` leaves behind on this store's adapter. */
+export function purgeBehaviourOf(store: Pick<EventStore, "kind">): PurgeBehaviour {
+  return PURGE_BEHAVIOURS[store.kind];
 }
 
 /** The type of a purged event's tombstone (SQLite); its data is `{ purged_type }`. */

@@ -24,7 +24,6 @@ function check(schemaFor: SchemaLookup, stream: string, type: string, data: unkn
 export function withSchemas(store: EventStore, schemaFor: SchemaLookup): EventStore {
   return {
     kind: store.kind,
-    purge: store.purge,
     async append(stream, events: EventData[], expected, options) {
       for (const e of events) check(schemaFor, stream, e.type, e.data);
       return store.append(stream, events, expected, options);
