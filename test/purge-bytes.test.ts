@@ -4,13 +4,14 @@ import { mkdtemp, readdir, readFile, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { spawnServer, type ServerProcess } from "./support/process.js";
-import { TEST_GRAPHS } from "./support/server.js";
+import { Receiver, writeWebhookConfig } from "./support/webhooks.js";
 
 /**
  * `DELETE /threads/{id}?purge=true` on the embedded store removes the bytes: no file of DATA_DIR
  * (event log, read models, their WALs) holds the purged thread's content any more, both while the
  * server runs on and after it stopped. A marker of a thread that was not purged is still found, so
- * the scan does look where the content lives.
+ * the scan does look where the content lives. The purged thread's run has a webhook: its delivery
+ * (which holds the run) goes too.
  */
 
 type Json = Record<string, unknown>;
@@ -51,7 +52,11 @@ async function stop(proc: ServerProcess): Promise<number | null> {
 t.test("a purge leaves no byte of the thread's content in DATA_DIR, WALs included", async (t) => {
   const dataDir = await mkdtemp(path.join(os.tmpdir(), "purge-bytes-"));
   t.teardown(() => rm(dataDir, { recursive: true, force: true }));
-  const proc = await spawnServer({ DATA_DIR: dataDir, LANGGRAPH_JSON: TEST_GRAPHS });
+  const receiver = await new Receiver().start();
+  t.teardown(() => receiver.close());
+  const config = await writeWebhookConfig({ webhooks: { url: { disable_private_ips: false, disable_loopback: false } } });
+  t.teardown(() => rm(path.dirname(config), { recursive: true, force: true }));
+  const proc = await spawnServer({ DATA_DIR: dataDir, LANGGRAPH_JSON: config });
   t.teardown(() => stop(proc));
   t.ok(proc.url, `the server started (stderr: ${proc.stderr})`);
   const url = proc.url!;
@@ -69,8 +74,10 @@ t.test("a purge leaves no byte of the thread's content in DATA_DIR, WALs include
     assistant_id: "agent",
     input: { messages: [{ role: "user", content: `${inInput} ${"filler ".repeat(3000)}` }] },
     metadata: { note: inMetadata },
+    webhook: `${receiver.url}/hook`,
   });
   t.equal(run.status, 200, JSON.stringify(run.body));
+  t.match((await receiver.nth(1)).body, inInput, "the webhook was delivered, with the run");
   t.match(JSON.stringify(run.body), inInput, "the run saw the input");
   // The metadata search index holds the marker too.
   const found = await call<unknown[]>(`${url}/threads/search`, "POST", { metadata: { secret: inMetadata } });

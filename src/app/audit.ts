@@ -4,7 +4,7 @@ import { PURGED_EVENT_TYPE, WrongExpectedVersionError } from "../eventstore/type
 import { evolveThread, decidePurgeThread, threadStream, type ThreadEvent, type ThreadState } from "../domain/threads.js";
 import type { JsonObject } from "../domain/json.js";
 import { parseLogPoint, replayThread, type LogPoint, type ThreadAt } from "../../projections/replay.js";
-import { readThreadEvents, threadContentStreams } from "./thread-history.js";
+import { readThreadEvents, threadContent } from "./thread-history.js";
 import { resolveLarge } from "./large-values.js";
 import { DomainError, invalid, isNotFound, notFound } from "../domain/errors.js";
 import type { AppContext } from "./context.js";
@@ -96,9 +96,9 @@ export async function purgeThread(ctx: AppContext, lifecycle: ThreadLifecycle, t
       if (!(isNotFound(error)) && !(error instanceof WrongExpectedVersionError)) throw error;
     }
   }
-  const streams = await threadContentStreams(ctx.store, id);
+  const { streams, runIds } = await threadContent(ctx.store, id);
   await ctx.store.purgeStreams(streams);
-  const decision = decidePurgeThread(ctx.readModels.threads.load(id), id, actor, streams.length, ctx.now());
+  const decision = decidePurgeThread(ctx.readModels.threads.load(id), id, actor, streams.length, ctx.now(), runIds);
   if (!decision.ok) return; // purged concurrently
   // "any": on EventStoreDB the stream was just deleted, and a deleted stream is written again after its last revision.
   const result = await ctx.store.append(threadStream(id), decision.events, "any");
