@@ -1,6 +1,6 @@
 import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { createInterface } from "node:readline";
@@ -424,4 +424,33 @@ t.test("RecentEvents: holds the last events, answers only what it holds entirely
   const small = new RecentEvents(0n, { maxEvents: 100, maxBytes: 200 });
   small.add([e(1, "s", 0), e(2, "s", 1), e(3, "s", 2)]);
   t.ok(small.size < 3, "the byte bound evicts too");
+});
+
+/** Names of the files in `dir` whose bytes contain `needle`. */
+async function filesHolding(dir: string, needle: string): Promise<string[]> {
+  const found: string[] = [];
+  for (const name of (await readdir(dir)).sort()) if ((await readFile(path.join(dir, name))).includes(Buffer.from(needle))) found.push(name);
+  return found;
+}
+
+t.test("purgeStreams removes the bytes: neither the database file nor its WAL holds the purged payloads, open or closed", async (t) => {
+  const dir = await tempDir(t);
+  const store = await openSqliteStore({ path: path.join(dir, "events.sqlite") });
+  t.teardown(() => store.close());
+  const secret = `forgetme${randomUUID().replaceAll("-", "")}`;
+  const kept = `keepme${randomUUID().replaceAll("-", "")}`;
+  // Enough events to split pages (and move rows to new pages), some larger than a page (overflow chains).
+  for (let i = 0; i < 40; i++) {
+    await store.append(`kept-${i}`, [{ type: "Public", data: { words: `${kept} ${"k".repeat(i % 5 === 0 ? 9000 : 300)}` } }]);
+    await store.append("secret-1", [{ type: "Secret", data: { words: `${secret} ${"s".repeat(i % 5 === 0 ? 9000 : 300)}` } }]);
+  }
+  t.same(await filesHolding(dir, secret), ["events.sqlite-wal"], "before the purge the payloads are in the WAL");
+  await store.purgeStreams(["secret-1"]);
+  t.same(await filesHolding(dir, secret), [], "open: in no file once purgeStreams returned");
+  t.not((await filesHolding(dir, kept)).length, 0, "the kept payloads are found (the scan looks where they live)");
+  t.equal((await store.readStream("secret-1")).length, 40, "the tombstones stay");
+  await store.append("secret-1", [{ type: "After", data: {} }]);
+  await store.close();
+  t.same(await filesHolding(dir, secret), [], "closed: in no file");
+  t.same(await filesHolding(dir, kept), ["events.sqlite"], "the kept payloads are in the database");
 });

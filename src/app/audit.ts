@@ -4,7 +4,7 @@ import { PURGED_EVENT_TYPE, WrongExpectedVersionError } from "../eventstore/type
 import { evolveThread, decidePurgeThread, threadStream, type ThreadEvent, type ThreadState } from "../domain/threads.js";
 import type { JsonObject } from "../domain/json.js";
 import { parseLogPoint, replayThread, type LogPoint, type ThreadAt } from "../../projections/replay.js";
-import { readThreadEvents, threadContentStreams } from "./thread-history.js";
+import { readThreadEvents, threadContent } from "./thread-history.js";
 import { resolveLarge } from "../eventstore/large-values.js";
 import { DomainError, invalid, isNotFound, notFound } from "../domain/errors.js";
 import type { AppContext } from "./context.js";
@@ -13,6 +13,7 @@ import { catchUpWithStream } from "./commands.js";
 import { authorize, type Caller } from "./auth/caller.js";
 import { filterMatches } from "../read-models/auth-filters.js";
 import { currentRequestContext } from "../context/request-context.js";
+import { eraseLeftoversOfPurge } from "../read-models/purge.js";
 
 /** `at` / `diff` of /replay and of `npm run replay`; a 422 naming the parameter when malformed. */
 export function logPointParam(name: string, text: string | undefined): LogPoint | undefined {
@@ -98,13 +99,14 @@ export async function purgeThread(ctx: AppContext, lifecycle: ThreadLifecycle, t
       if (!(isNotFound(error)) && !(error instanceof WrongExpectedVersionError)) throw error;
     }
   }
-  const streams = await threadContentStreams(ctx.store, id);
+  const { streams, runIds } = await threadContent(ctx.store, id);
   await ctx.store.purgeStreams(streams);
-  const decision = decidePurgeThread(ctx.readModels.threads.load(id), id, actor, streams.length, ctx.now());
+  const decision = decidePurgeThread(ctx.readModels.threads.load(id), id, actor, streams.length, ctx.now(), runIds);
   if (!decision.ok) return; // purged concurrently
   // "any": on EventStoreDB the stream was just deleted, and a deleted stream is written again after its last revision.
   const result = await ctx.store.append(threadStream(id), decision.events, "any");
   await ctx.readModels.runner.waitFor(result.position);
+  eraseLeftoversOfPurge(ctx.readModels);
 }
 
 /** The thread's events, if the user may read the thread (custom-auth filters on its metadata as the log last showed it). */

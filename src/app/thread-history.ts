@@ -80,11 +80,12 @@ export function eventJson(e: RecordedEvent) {
 }
 
 /**
- * Every stream that holds the thread's content: what a purge removes. Values written beside the
+ * Every stream that holds the thread's content (what a purge removes), and the ids of the thread's
+ * runs (what the read models drop once the purge is recorded). Values written beside the
  * runs and the checkpoint snapshots the checkpoint events reference are included; content-addressed
  * checkpoint values (`checkpoint-value-{sha256}`) are not, as other threads (copies) may share them.
  */
-export async function threadContentStreams(store: EventStore, threadId: string): Promise<string[]> {
+export async function threadContent(store: EventStore, threadId: string): Promise<{ streams: string[]; runIds: string[] }> {
   const id = threadId.toLowerCase();
   const thread = await store.readStream(threadStream(id));
   const checkpoints = await store.readStream(`${CHECKPOINT_STREAM_PREFIX}${id}`);
@@ -104,7 +105,7 @@ export async function threadContentStreams(store: EventStore, threadId: string):
     for (const configId of configIds) streams.add(`${WEBHOOK_STREAM_PREFIX}${pushDeliveryKey(runId, configId)}`);
   }
   for (const e of checkpoints) collectRefs(e.data, streams);
-  return [...streams];
+  return { streams: [...streams], runIds: [...runIds] };
 }
 
 function collectRefs(value: unknown, into: Set<string>): void {

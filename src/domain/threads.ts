@@ -39,9 +39,16 @@ export const threadEventSchemas = {
   ThreadDeleted: z.object({ deleted_at: z.string() }),
   /**
    * The thread's content was removed from the log (`DELETE /threads/{id}?purge=true`): who and
-   * when, and how many streams, never what they held. Appended after the purge.
+   * when, how many streams and the ids of the runs they belonged to (so that read models drop what
+   * they hold of those runs; absent in older events), never what they held. Appended after the purge.
    */
-  ThreadPurged: z.object({ thread_id: z.uuid(), purged_at: z.string(), purged_by: z.string(), streams: z.number().int().nonnegative() }),
+  ThreadPurged: z.object({
+    thread_id: z.uuid(),
+    purged_at: z.string(),
+    purged_by: z.string(),
+    streams: z.number().int().nonnegative(),
+    runs: z.array(z.string()).optional(),
+  }),
   /** A run was accepted on this thread (pending). Appended with the thread's expected revision. */
   RunEnqueued: z.object({ run: RunRecordSchema, thread_metadata: Obj }),
   /** A run on this thread ended (or was removed); the thread's status, values and interrupts follow it. */
@@ -57,6 +64,7 @@ export const threadEventSchemas = {
 } satisfies Record<string, z.ZodType>;
 
 export type ThreadEvent = EventsOf<typeof threadEventSchemas>;
+export type ThreadPurged = z.infer<typeof threadEventSchemas.ThreadPurged>;
 
 export interface Thread {
   thread_id: string;
@@ -109,7 +117,8 @@ export function evolveThread(state: ThreadState | undefined, event: ThreadEvent,
     const d = event.data;
     const at = d.purged_at;
     const base = state?.thread ?? { thread_id: d.thread_id, created_at: at, updated_at: at, state_updated_at: at, metadata: {}, status: "idle" as const, config: {}, values: null, interrupts: {} };
-    return { revision, deleted: true, purged: true, activeRuns: [], restingStatus: "idle", thread: { ...base, values: null, interrupts: {}, metadata: {}, updated_at: at } };
+    const { error: _error, ...kept } = base; // what the thread held goes: its error and config too
+    return { revision, deleted: true, purged: true, activeRuns: [], restingStatus: "idle", thread: { ...kept, config: {}, values: null, interrupts: {}, metadata: {}, updated_at: at } };
   }
   if (!state) throw new Error(`thread event ${event.type} before ThreadCreated`);
   // A deleted thread is a tombstone: later marks (its cancelled runs finishing) only move its revision.
@@ -198,9 +207,9 @@ export function decidePatchThread(state: ThreadState | undefined, metadata: Json
  * Purging: a thread that exists in the log (live or deleted) and is not purged yet. The caller
  * purges its streams, then appends this decision's ThreadPurged.
  */
-export function decidePurgeThread(state: ThreadState | undefined, threadId: string, actor: string, streams: number, now: string): Decision {
+export function decidePurgeThread(state: ThreadState | undefined, threadId: string, actor: string, streams: number, now: string, runs: readonly string[] = []): Decision {
   if (!state || state.purged) return { ok: false, kind: "not_found", detail: `Thread with ID ${threadId} not found` };
-  return { ok: true, events: [{ type: "ThreadPurged", data: { thread_id: threadId, purged_at: now, purged_by: actor, streams } }] };
+  return { ok: true, events: [{ type: "ThreadPurged", data: { thread_id: threadId, purged_at: now, purged_by: actor, streams, runs: [...runs] } }] };
 }
 
 export function decideDeleteThread(state: ThreadState | undefined, now: string): Decision {

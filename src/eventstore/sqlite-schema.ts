@@ -2,6 +2,7 @@ import { mkdirSync, statSync } from "node:fs";
 import path from "node:path";
 import Database from "better-sqlite3";
 import { StoreUnavailableError } from "./types.js";
+import { zeroFreedContent } from "./sqlite-erase.js";
 
 export type Synchronous = "FULL" | "NORMAL";
 
@@ -66,6 +67,7 @@ export function openDatabase(file: string, synchronous: Synchronous): Database.D
     db.pragma("cache_size = -16384"); // 16 MiB: appends and tail reads touch the end of the log; memory stays bounded
     db.pragma("wal_autocheckpoint = 4096"); // pages; fewer, larger checkpoints
     db.pragma("journal_size_limit = 67108864");
+    zeroFreedContent(db, "FAST"); // a purge must find no stale copy of its rows in free space
     migrate(db, file);
     return db;
   } catch (err) {

@@ -10,6 +10,7 @@ import {
   type CheckedEvent,
 } from "./arguments.js";
 import { GroupCommit, type Outcome } from "./sqlite-group-commit.js";
+import { eraseForGood } from "./sqlite-erase.js";
 import { openDatabase, openDatabaseReadOnly, type Synchronous } from "./sqlite-schema.js";
 import { CommittedEvent, RecentEvents } from "./sqlite-recent.js";
 import { COLUMNS, toRecorded, type Row } from "./sqlite-rows.js";
@@ -324,9 +325,10 @@ class SqliteStore implements SqliteEventStore {
   async purgeStreams(streams: readonly string[]): Promise<void> {
     this.ensureOpen();
     this.queue.flushAll(); // queued appends to these streams commit first, then are purged with the rest
-    this.db.transaction(() => {
+    // The old payloads are zeroed in the pages and the WAL that still held them is cut off.
+    eraseForGood(this.db, () => {
       for (const stream of streams) this.sql.purge.run(stream);
-    }).immediate();
+    });
     // The recent events hold the purged payloads: start over from the head (older reads go to the table).
     this.recent = new RecentEvents(this.head(), RECENT_LIMITS);
   }

@@ -97,7 +97,24 @@ export interface AppendOptions {
   urgent?: boolean;
 }
 
+/** What `purgeStreams` leaves behind, which differs by adapter (callers and the contract suite ask). */
+export interface PurgeBehaviour {
+  /**
+   * Each purged event keeps its place in its stream and in `$all` as a tombstone (`EventPurged`,
+   * `{ purged_type }`, its metadata kept): SQLite. Otherwise a read of a purged stream answers
+   * empty, and the stream goes on after its last revision: EventStoreDB.
+   */
+  readonly tombstones: boolean;
+  /**
+   * The content is gone from every read, `$all` included, and from the files once purgeStreams
+   * returns: SQLite. Otherwise deleted events stay readable in `$all` until the operator's next
+   * scavenge: EventStoreDB (a soft delete).
+   */
+  readonly immediate: boolean;
+}
+
 export interface EventStore {
+  /** Which adapter this is (wrappers pass it on); see also purgeBehaviourOf. */
   readonly kind: "sqlite" | "esdb";
   /** Appends atomically. Throws WrongExpectedVersionError when `expected` does not hold. */
   append(stream: string, events: EventData[], expected?: ExpectedRevision, options?: AppendOptions): Promise<AppendResult>;
@@ -111,8 +128,9 @@ export interface EventStore {
   /**
    * Removes the content of these streams from the log (a thread purge). SQLite keeps each event's
    * place (position, stream, revision, id, time, metadata) and replaces its type and data by a
-   * tombstone (`EventPurged`, `{ purged_type }`); EventStoreDB deletes the streams. Missing streams
-   * are ignored. Readers and folds must accept tombstones (skip them).
+   * tombstone (`EventPurged`, `{ purged_type }`), zeroing the old bytes in the file and its WAL;
+   * EventStoreDB deletes the streams (see purgeBehaviourOf). Missing streams are ignored. Readers and folds
+   * must accept tombstones (skip them).
    */
   purgeStreams(streams: readonly string[]): Promise<void>;
   /** Waits for in-flight appends, closes subscriptions, releases the store. */
@@ -184,6 +202,17 @@ export class StoreUnavailableError extends Error {
     super(message, options);
     this.name = "StoreUnavailableError";
   }
+}
+
+const PURGE_BEHAVIOURS: Record<EventStore["kind"], PurgeBehaviour> = {
+  sqlite: { tombstones: true, immediate: true },
+  // A stream delete is soft: its events stay in `$all` until a scavenge.
+  esdb: { tombstones: false, immediate: false },
+};
+
+/** What `purgeStreams` leaves behind on this store's adapter. */
+export function purgeBehaviourOf(store: Pick<EventStore, "kind">): PurgeBehaviour {
+  return PURGE_BEHAVIOURS[store.kind];
 }
 
 /** The type of a purged event's tombstone (SQLite); its data is `{ purged_type }`. */

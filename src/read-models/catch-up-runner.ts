@@ -4,6 +4,7 @@ import Database from "better-sqlite3";
 import type { EventFilter, EventStore, RecordedEvent, Subscription } from "../eventstore/types.js";
 import { StoreUnavailableError } from "../eventstore/types.js";
 import type { TableProjection } from "./table.js";
+import { zeroFreedContent } from "../eventstore/sqlite-erase.js";
 
 /** Version of the store's own layout (meta table, batching); part of the schema fingerprint. */
 const STORE_LAYOUT = 1;
@@ -284,6 +285,7 @@ function openFile(file: string): Database.Database {
     // changed many times once. The WAL index of an exclusive connection is on the heap (~8 bytes a page).
     db.pragma(`wal_autocheckpoint = ${WAL_AUTOCHECKPOINT_PAGES}`);
     db.pragma(`journal_size_limit = ${WAL_SIZE_LIMIT_BYTES}`);
+    zeroFreedContent(db, "ON"); // rows are rewritten in place: a purged row's older versions must not linger in free space
     return db;
   } catch (error) {
     const code = (error as { code?: string }).code;

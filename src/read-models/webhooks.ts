@@ -4,6 +4,7 @@ import type { TableProjection } from "./table.js";
 import { a2aPush, webhookDeliveries } from "../../projections/webhooks.js";
 import { deliveryKey, type Delivery } from "../domain/webhooks.js";
 import type { RunEnded } from "../domain/runs.js";
+import type { ThreadPurged } from "../domain/threads.js";
 import { A2A_PUSH_STREAM_PREFIX, type A2APushEvent, type StoredPushConfig } from "../domain/a2a-push.js";
 
 /**
@@ -15,7 +16,8 @@ import { A2A_PUSH_STREAM_PREFIX, type A2APushEvent, type StoredPushConfig } from
  */
 export const webhooksTable: TableProjection = {
   name: webhookDeliveries.name,
-  version: 2,
+  // 3: a thread's purge drops the deliveries and push configs of its runs (they hold the runs).
+  version: 3,
   ddl: [
     `CREATE TABLE webhook_deliveries (
        id TEXT PRIMARY KEY,
@@ -32,8 +34,9 @@ export const webhooksTable: TableProjection = {
     "CREATE INDEX a2a_push_runs_task ON a2a_push_runs (task_id)",
   ],
   streamPrefixes: webhookDeliveries.streamPrefixes,
-  eventTypes: webhookDeliveries.eventTypes,
+  eventTypes: [...webhookDeliveries.eventTypes, "ThreadPurged"],
   prepare(db) {
+    const forgetRuns = forgetPurgedRuns(db);
     const find = findDelivery(db);
     const upsert = db.prepare(`INSERT INTO webhook_deliveries (id, run_id, kind, status, due_at, doc) VALUES (@id, @run_id, @kind, @status, @due_at, @doc)
       ON CONFLICT (id) DO UPDATE SET status = excluded.status, due_at = excluded.due_at, doc = excluded.doc`);
@@ -61,6 +64,7 @@ export const webhooksTable: TableProjection = {
       }
     };
     return (event: RecordedEvent) => {
+      if (event.type === "ThreadPurged") return forgetRuns((event.data as ThreadPurged).runs ?? []);
       if (event.streamId.startsWith(A2A_PUSH_STREAM_PREFIX)) return applyPush(event);
       const continued = a2aPush.continuedTask(event);
       if (continued && taskLinked.get(continued.task_id) !== undefined) link.run(continued.run_id, continued.task_id);
@@ -80,6 +84,23 @@ export const webhooksTable: TableProjection = {
     };
   },
 };
+
+/**
+ * A purged thread's runs: their deliveries (which hold the run and its end), their push configs
+ * (a task's id is a run id) and links, as a rebuild from the purged log would not have them.
+ */
+function forgetPurgedRuns(db: Database.Database): (runIds: readonly string[]) => void {
+  const deliveries = db.prepare("DELETE FROM webhook_deliveries WHERE run_id = ?");
+  const configs = db.prepare("DELETE FROM a2a_push_configs WHERE task_id = ?");
+  const links = db.prepare("DELETE FROM a2a_push_runs WHERE run_id = ? OR task_id = ?");
+  return (runIds) => {
+    for (const runId of runIds) {
+      deliveries.run(runId);
+      configs.run(runId);
+      links.run(runId, runId);
+    }
+  };
+}
 
 /** The push configs of a task, oldest first. */
 export function pushConfigsOf(db: Database.Database): (taskId: string) => StoredPushConfig[] {

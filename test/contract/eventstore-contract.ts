@@ -21,6 +21,7 @@ import {
   type Subscription,
   type SubscriptionItem,
   PURGED_EVENT_TYPE,
+  purgeBehaviourOf,
 } from "../../src/eventstore/types.js";
 
 export interface StoreUnderTest {
@@ -139,22 +140,47 @@ export function eventStoreContract(t: Test, factory: () => Promise<StoreUnderTes
       await body(t, sut.store);
     });
 
-  test("purgeStreams: the content leaves the stream (tombstones or nothing), other streams stay, the stream can go on", async (t, store) => {
-    const { stream } = namespace();
+  test("purgeStreams: the content leaves the stream as the adapter's purge behaviour says, other streams stay, the stream can go on", async (t, store) => {
+    const { prefix, stream } = namespace();
     const [gone, kept] = [stream(1), stream(2)];
-    await store.append(gone, [ev("Secret", { words: "forget me" }, { metadata: { actor: "alice" } }), ev("Secret", { words: "me too" })]);
+    const secret = uniqueType("Secret");
+    await store.append(gone, [ev(secret, { words: "forget me" }, { metadata: { actor: "alice" } }), ev(secret, { words: "me too" })]);
     await store.append(kept, [ev("Public", { words: "keep me" })]);
+    const before = await store.readStream(gone);
+    t.equal(before.length, 2);
     await store.purgeStreams([gone, stream(3)]); // a missing stream is no error
+    const behaviour = purgeBehaviourOf(store);
+
     const left = await store.readStream(gone);
     t.notOk(JSON.stringify(left.map((e) => e.data)).includes("forget me"), "no payload is left");
-    t.ok(left.every((e) => e.type === PURGED_EVENT_TYPE), "what is left are tombstones");
-    if (left.length > 0) t.same(left[0].metadata, { actor: "alice" }, "a tombstone keeps the attribution");
-    const all = await store.readAll();
-    t.notOk(JSON.stringify(all.map((e) => e.data)).includes("forget me"), "nor in $all");
+    if (behaviour.tombstones) {
+      t.same(
+        left.map((e) => ({ id: e.id, revision: e.revision, position: e.position, type: e.type, data: e.data })),
+        before.map((e) => ({ id: e.id, revision: e.revision, position: e.position, type: PURGED_EVENT_TYPE, data: { purged_type: secret } })),
+        "each event keeps its place as a tombstone naming its type",
+      );
+      t.same(left[0].metadata, { actor: "alice" }, "a tombstone keeps the attribution");
+    } else {
+      t.same(left, [], "a read of the purged stream answers empty");
+      t.same(await store.readStream(gone, { direction: "backwards" }), [], "backwards too");
+    }
+    const caughtUp = eventsOf(await untilCaughtUp(iterate(store.subscribeToStream(gone))));
+    t.same(caughtUp.map((e) => e.type), left.map((e) => e.type), "a catch-up subscription to the stream replays what a read shows");
+    t.notOk(JSON.stringify(caughtUp.map((e) => e.data)).includes("forget me"), "and no payload");
+
+    if (behaviour.immediate) {
+      const all = await store.readAll({ filter: { streamPrefixes: [prefix] } });
+      t.same(all.filter((e) => e.streamId === gone).map((e) => e.type), behaviour.tombstones ? [PURGED_EVENT_TYPE, PURGED_EVENT_TYPE] : [], "$all shows no purged event");
+      t.notOk(JSON.stringify(all.map((e) => e.data)).includes("forget me"), "nor a purged payload");
+      t.same(await store.readAll({ filter: { eventTypes: [secret] } }), [], "nor an event of the purged type (the type index follows)");
+    }
     t.same((await store.readStream(kept)).map((e) => e.data), [{ words: "keep me" }], "other streams are untouched");
+
     const after = await store.append(gone, [ev("After", { n: 1 })], "any");
     t.equal(after.nextExpectedRevision, 2n, "the stream goes on after its last revision");
-    t.same((await store.readStream(gone)).filter((e) => e.type !== PURGED_EVENT_TYPE).map((e) => e.type), ["After"]);
+    const final = await store.readStream(gone);
+    t.same(final.filter((e) => e.type !== PURGED_EVENT_TYPE).map((e) => [e.type, e.revision]), [["After", 2n]], "the new event, at its revision");
+    t.equal(final.length, behaviour.tombstones ? 3 : 1, behaviour.tombstones ? "after the tombstones" : "alone: the purged events stay out of the stream");
   });
 
   test("append: 0-based revisions, ids, data and metadata round-trip, result names the last event", async (t, store) => {
