@@ -8,7 +8,8 @@ import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest 
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
 import type { AppContext } from "../app/context.js";
-import type { RunRequest, RunsService } from "../app/runs.js";
+import type { RunsService } from "../app/runs.js";
+import type { RunRequest } from "../domain/run-request.js";
 import { HttpError } from "../http/errors.js";
 import { SseWriter } from "../http/sse.js";
 import { defaultAssistantId } from "../runtime/graphs.js";

@@ -6,7 +6,8 @@
 import { randomUUID } from "node:crypto";
 import { v7 as uuidv7, validate as isUuid } from "uuid";
 import type { AppContext } from "../app/context.js";
-import type { RunRequest, RunsService } from "../app/runs.js";
+import type { RunsService } from "../app/runs.js";
+import type { RunRequest } from "../domain/run-request.js";
 import { getAssistant } from "../app/assistants.js";
 import type { Assistant } from "../domain/assistants.js";
 import { runStream, type RunEnded, type RunView } from "../domain/runs.js";

@@ -13,7 +13,7 @@ import type { AuthAction } from "./engine.js";
 import { authorize } from "../../http/auth.js";
 import { HttpError } from "../../http/errors.js";
 import type { RunRecord } from "../../domain/run-record.js";
-import type { RunRequest } from "../runs.js";
+import type { RunRequest } from "../../domain/run-request.js";
 import type { JsonObject } from "../../domain/json.js";
 
 export interface Authorized<V> {
