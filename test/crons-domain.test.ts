@@ -1,7 +1,9 @@
 import t from "tap";
 import Database from "better-sqlite3";
 import { checkSchedule, dueTicks, nextTick } from "../src/domain/cron-schedule.js";
-import { decideDeleteCron, decideFire, decideUpdateCron, evolveCron, nextRunOf, publicCron, type CronEvent, type CronState } from "../src/domain/crons.js";
+import { CronPayloadSchema, decideDeleteCron, decideFire, decideUpdateCron, evolveCron, nextRunOf, publicCron, type CronEvent, type CronState } from "../src/domain/crons.js";
+import { runRequestOf } from "../src/app/crons.js";
+import { StatelessRunRequestSchema } from "../src/domain/run-request.js";
 import { cronsTable, CronsReadModel } from "../src/read-models/crons.js";
 import type { RecordedEvent } from "../src/eventstore/types.js";
 import { schemaForEventType } from "../src/domain/events.js";
@@ -119,4 +121,28 @@ t.test("crons table: rows, next_run_at index, search, count, delete", async (t) 
   t.equal(model.get("c1"), undefined);
   t.equal(model.count({}), 2);
   db.close();
+});
+
+t.test("a tick's run request: the payload picked from the run request, unknown stream modes left out", async (t) => {
+  const payload = {
+    input: { x: 1 },
+    config: { tags: ["nightly"], configurable: { k: "v" } },
+    metadata: { m: 1 },
+    webhook: "https://example.test/hook",
+    multitask_strategy: "reject" as const,
+    interrupt_before: "*" as const,
+    stream_mode: ["updates", "no-such-mode"],
+    stream_subgraphs: true,
+    durability: "sync" as const,
+  };
+  t.ok(CronPayloadSchema.safeParse(payload).success, "any stream mode name is read back from the log");
+  t.notOk(CronPayloadSchema.safeParse({ ...payload, durability: "eventually" }).success, "other fields validated as a run request's");
+  const stateless = fold([{ type: "CronCreated", data: { ...created, payload } }])!;
+  const request = runRequestOf(stateless);
+  t.match(request, { assistant_id: "a1", input: { x: 1 }, config: { tags: ["nightly"] }, metadata: { m: 1 }, webhook: "https://example.test/hook", multitask_strategy: "reject", interrupt_before: "*", stream_subgraphs: true, on_completion: "delete" });
+  t.same(request.stream_mode, ["updates"]);
+  t.ok(StatelessRunRequestSchema.safeParse(request).success, "a valid run request");
+  const onThread = runRequestOf({ ...stateless, thread_id: "t1", on_run_completed: null, payload: { input: null } });
+  t.same(onThread, { input: null, assistant_id: "a1" }, "a thread's cron: no on_completion, no stream mode named");
+  t.equal(runRequestOf({ ...stateless, on_run_completed: "keep" }).on_completion, "keep");
 });

@@ -9,7 +9,7 @@ import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
 import type { AppContext } from "../app/context.js";
 import type { RunsService } from "../app/runs.js";
-import type { RunRequest } from "../app/run-request.js";
+import type { RunRequest } from "../domain/run-request.js";
 import { SseWriter } from "../util/sse-writer.js";
 import { notFound } from "../domain/errors.js";
 import { defaultAssistantId } from "../runtime/graphs.js";

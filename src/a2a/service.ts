@@ -8,7 +8,7 @@ import { v7 as uuidv7, validate as isUuid } from "uuid";
 import type { AppContext } from "../app/context.js";
 import type { AuthorizedRun, RunsService } from "../app/runs.js";
 import type { Caller } from "../app/auth/caller.js";
-import type { RunRequest } from "../app/run-request.js";
+import type { RunRequest } from "../domain/run-request.js";
 import { getAssistant } from "../app/assistants.js";
 import type { Assistant } from "../domain/assistants.js";
 import { runStream, type RunEnded, type RunView } from "../domain/runs.js";

@@ -6,10 +6,10 @@ import { threadStateConsistent } from "./threads.js";
 import { assertWebhookAllowed } from "./webhooks.js";
 import type { RunsService } from "./runs.js";
 import { SYSTEM_CALLER } from "./auth/caller.js";
-import type { RunRequest } from "./run-request.js";
+import { knownStreamModes, type RunRequest } from "../domain/run-request.js";
 import { invalid, notFound } from "../domain/errors.js";
 import { checkSchedule } from "../domain/cron-schedule.js";
-import { cronStream, isoOf, decideDeleteCron, decideUpdateCron, publicCron, type CronFields, type CronPayload, type CronState } from "../domain/crons.js";
+import { CronPayloadSchema, cronStream, isoOf, decideDeleteCron, decideUpdateCron, publicCron, type CronFields, type CronPayload, type CronState } from "../domain/crons.js";
 import type { CronFilter, CronSortField } from "../read-models/crons.js";
 import type { SortOrder } from "../read-models/statements.js";
 import type { JsonObject } from "../domain/json.js";
@@ -27,15 +27,9 @@ export interface CronCreateRequest extends CronPayload {
 
 export type CronPatchRequest = Partial<Omit<CronCreateRequest, "assistant_id">>;
 
-const PAYLOAD_KEYS = [
-  "input", "config", "context", "metadata", "webhook", "multitask_strategy", "interrupt_before", "interrupt_after",
-  "stream_mode", "stream_subgraphs", "stream_resumable", "durability", "checkpoint_during",
-] as const;
-
+/** The payload fields of a request (the rest of it is the cron's own), those given only. */
 function payloadOf(req: Partial<CronPayload>): CronPayload {
-  const out: Record<string, unknown> = {};
-  for (const k of PAYLOAD_KEYS) if (req[k] !== undefined) out[k] = req[k];
-  return out as CronPayload;
+  return CronPayloadSchema.parse(Object.fromEntries(Object.entries(req).filter(([, v]) => v !== undefined)));
 }
 
 function checkScheduleOrThrow(schedule: string, timezone: string): void {
@@ -53,19 +47,9 @@ function endTimeOf(value: string | null | undefined): string | null | undefined 
 
 /** The run request one tick of a cron creates. */
 export function runRequestOf(cron: CronState): RunRequest {
-  const p = cron.payload;
-  const req: RunRequest = { assistant_id: cron.assistant_id };
-  if (p.input !== undefined) req.input = p.input;
-  if (p.config !== undefined) req.config = p.config;
-  if (p.context !== undefined) req.context = p.context;
-  if (p.metadata !== undefined) req.metadata = p.metadata;
-  if (p.webhook !== undefined) req.webhook = p.webhook;
-  if (p.multitask_strategy !== undefined) req.multitask_strategy = p.multitask_strategy;
-  if (p.interrupt_before !== undefined) req.interrupt_before = p.interrupt_before;
-  if (p.interrupt_after !== undefined) req.interrupt_after = p.interrupt_after;
-  if (p.stream_mode !== undefined) req.stream_mode = p.stream_mode;
-  if (p.stream_subgraphs !== undefined) req.stream_subgraphs = p.stream_subgraphs;
-  if (p.stream_resumable !== undefined) req.stream_resumable = p.stream_resumable;
+  const { stream_mode, ...payload } = cron.payload;
+  const req: RunRequest = { ...payload, assistant_id: cron.assistant_id };
+  if (stream_mode !== undefined) req.stream_mode = knownStreamModes(stream_mode);
   if (cron.thread_id === null) req.on_completion = cron.on_run_completed ?? "delete";
   return req;
 }

@@ -8,7 +8,8 @@ import { createThread, threadState, threadStateConsistent } from "./threads.js";
 import { defaultAssistantId } from "../runtime/graphs.js";
 import { decideEnqueueRun, threadStream } from "../domain/threads.js";
 import { decideCancel, publicRun, runStream, type CancelAction, type RunEnded, type RunStreamState, type RunView } from "../domain/runs.js";
-import type { MultitaskStrategy, RunRecord, RunStatus } from "../domain/run-record.js";
+import type { RunRecord, RunStatus } from "../domain/run-record.js";
+import type { RunRequest } from "../domain/run-request.js";
 import { isPlainObject, type JsonObject } from "../domain/json.js";
 import { WrongExpectedVersionError, type RecordedEvent } from "../eventstore/types.js";
 import { conflict, isNotFound, notFound } from "../domain/errors.js";
@@ -16,14 +17,10 @@ import { completeOnThread, loadRunStream, type CompletionDeps } from "../runtime
 import type { AuthContext } from "./auth/engine.js";
 import { isRestricted, type Caller } from "./auth/caller.js";
 import { authorizeCreateRun } from "./auth/guards.js";
-import type { RunRequest } from "./run-request.js";
 import { authConditions, type AuthFilters } from "../read-models/auth-filters.js";
 import { configurableHeadersOf, DEFAULT_CONFIGURABLE_HEADERS } from "./configurable-headers.js";
 import { currentRequestContext } from "../context/request-context.js";
-import { isoOf } from "../util/time.js";
-
-/** Keys of `configurable` that only the server sets (from the authenticated user), as the official server. */
-const AUTH_CONFIGURABLE_KEYS = ["langgraph_auth_user", "langgraph_auth_user_id", "langgraph_auth_permissions"];
+import { assembleRun } from "../domain/run-assembly.js";
 
 const AUTHORIZED = Symbol("authorized run");
 
@@ -192,61 +189,24 @@ export class RunsService {
     const thread = threadState(ctx, tid)!.thread;
     const runId = authorized.runId;
     const now = ctx.now();
-    const request = obj(req.config);
-    const configurable: JsonObject = {
-      ...obj(assistant.config.configurable),
-      ...obj(thread.config.configurable),
-      ...this.headersToConfigurable(headers),
-      ...obj(request.configurable),
-    };
-    // Never from the client or stored config: only the authenticated user sets these.
-    for (const key of AUTH_CONFIGURABLE_KEYS) delete configurable[key];
-    if (auth) {
-      configurable.langgraph_auth_user = JSON.parse(JSON.stringify(auth.user)) as JsonObject;
-      configurable.langgraph_auth_user_id = auth.user.identity;
-      configurable.langgraph_auth_permissions = [...auth.permissions];
-    }
-    // The request that created the run, as the official server records it (the worker's events name it as their cause).
-    const requestId = currentRequestContext()?.requestId;
-    if (requestId && configurable.langgraph_request_id === undefined) configurable.langgraph_request_id = requestId;
-    if (req.checkpoint_id) configurable.checkpoint_id = req.checkpoint_id;
-    if (req.checkpoint) {
-      for (const [k, v] of Object.entries(req.checkpoint)) if (v !== undefined && v !== null) configurable[k] = v;
-    }
-    Object.assign(configurable, { run_id: runId, thread_id: tid, graph_id: assistant.graph_id, assistant_id: assistant.assistant_id });
-    const metadata = { ...obj(req.metadata) };
-    const config: JsonObject = { ...assistant.config, ...thread.config, ...request, configurable, metadata: { ...obj(request.metadata), ...metadata } };
-    const streamMode = req.stream_mode === undefined ? ["values"] : Array.isArray(req.stream_mode) ? req.stream_mode : [req.stream_mode];
-    const afterMs = Math.max(0, (req.after_seconds ?? 0) * 1000);
-    const createdAt = afterMs > 0 ? isoOf(Date.parse(now) + afterMs) : now;
-    const kwargs: RunRecord["kwargs"] = {
-      // Inputs too large for one event are written beside the run and referenced (resolved by the worker).
+    // Inputs too large for one event are written beside the run and referenced (resolved by the worker).
+    const stored = {
       input: await externalizeIfLarge(ctx.store, "run-input-", runId, req.input ?? null),
-      config,
-      context: { ...assistant.context, ...obj(req.context) },
-      stream_mode: streamMode,
-      temporary: stateless && (req.on_completion ?? "delete") === "delete",
-      subgraphs: req.stream_subgraphs ?? false,
-      resumable: req.stream_resumable ?? false,
+      command: req.command === undefined || req.command === null ? undefined : await externalizeIfLarge(ctx.store, "run-command-", runId, req.command),
     };
-    if (req.command !== undefined && req.command !== null) kwargs.command = await externalizeIfLarge(ctx.store, "run-command-", runId, req.command);
-    if (req.interrupt_before !== undefined) kwargs.interrupt_before = req.interrupt_before;
-    if (req.interrupt_after !== undefined) kwargs.interrupt_after = req.interrupt_after;
-    if (req.webhook !== undefined) kwargs.webhook = req.webhook;
-    if (req.feedback_keys !== undefined) kwargs.feedback_keys = req.feedback_keys;
-    if (req.on_disconnect !== undefined) kwargs.on_disconnect = req.on_disconnect;
-    if (afterMs > 0) kwargs.not_before = createdAt;
-    const run: RunRecord = {
-      run_id: runId,
-      thread_id: tid,
-      assistant_id: assistant.assistant_id,
-      created_at: createdAt,
-      updated_at: createdAt,
-      status: "pending",
-      metadata: { ...assistant.metadata, ...thread.metadata, ...metadata },
-      multitask_strategy: req.multitask_strategy ?? "enqueue",
-      kwargs,
-    };
+    const run = assembleRun({
+      runId,
+      threadId: tid,
+      stateless,
+      now,
+      request: req,
+      assistant,
+      thread,
+      headerConfigurable: this.headersToConfigurable(headers),
+      auth,
+      requestId: currentRequestContext()?.requestId,
+      stored,
+    });
     const stamp = { graph_id: assistant.graph_id, assistant_id: assistant.assistant_id };
     const { decision } = await execute(ctx, () => ctx.readModels.threads.load(tid), threadStream(tid), (s) => decideEnqueueRun(s && !s.deleted ? s : undefined, run, stamp));
     const action: CancelAction | undefined = decision.strategy === "rollback" ? "rollback" : decision.strategy === "interrupt" ? "interrupt" : undefined;

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import type { EventsOf } from "./event-types.js";
 import type { Decision } from "./decision.js";
-import { MultitaskStrategySchema } from "./run-record.js";
+import { RunRequestSchema } from "./run-request.js";
 import { nextTick } from "./cron-schedule.js";
 import { JsonObjectSchema } from "../util/json.js";
 import { isoOf } from "../util/time.js";
@@ -15,23 +15,27 @@ export const CRON_STREAM_PREFIX = "cron-";
 export const cronStream = (cronId: string) => `${CRON_STREAM_PREFIX}${cronId}`;
 
 const Obj = JsonObjectSchema;
-const NodeList = z.union([z.literal("*"), z.array(z.string())]);
 
-/** What each tick's run is created with (the run-create fields a cron carries). */
-export const CronPayloadSchema = z.object({
-  input: z.unknown().optional(),
-  config: Obj.optional(),
-  context: Obj.optional(),
-  metadata: Obj.optional(),
-  webhook: z.string().optional(),
-  multitask_strategy: MultitaskStrategySchema.optional(),
-  interrupt_before: NodeList.optional(),
-  interrupt_after: NodeList.optional(),
+/**
+ * What each tick's run is created with: the run-create fields a cron carries, validated as a run
+ * request's. `stream_mode` takes any name, as crons always have (the log holds such payloads);
+ * a tick's run asks only for the modes the server knows.
+ */
+export const CronPayloadSchema = RunRequestSchema.pick({
+  input: true,
+  config: true,
+  context: true,
+  metadata: true,
+  webhook: true,
+  multitask_strategy: true,
+  interrupt_before: true,
+  interrupt_after: true,
+  stream_subgraphs: true,
+  stream_resumable: true,
+  durability: true,
+  checkpoint_during: true,
+}).extend({
   stream_mode: z.union([z.string(), z.array(z.string())]).optional(),
-  stream_subgraphs: z.boolean().optional(),
-  stream_resumable: z.boolean().optional(),
-  durability: z.string().optional(),
-  checkpoint_during: z.boolean().optional(),
 });
 export type CronPayload = z.infer<typeof CronPayloadSchema>;
 

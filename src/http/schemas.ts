@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { JsonObjectSchema } from "../util/json.js";
+import { RunnableConfigSchema } from "../domain/run-request.js";
 
 /** Request pieces shared by several routes. */
 export const JsonObject = JsonObjectSchema;
@@ -9,13 +10,7 @@ export const SortOrder = z.enum(["asc", "desc"]);
 export const Limit = z.number().int().min(1).max(1000).default(10);
 export const Offset = z.number().int().min(0).default(0);
 
-export const RunnableConfig = z
-  .object({
-    tags: z.array(z.string()).optional(),
-    recursion_limit: z.number().int().positive().optional(),
-    configurable: JsonObject.optional(),
-  })
-  .catchall(z.unknown());
+export const RunnableConfig = RunnableConfigSchema;
 
 export const ThreadIdParams = z.object({ thread_id: Uuid });
 

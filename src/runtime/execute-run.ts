@@ -2,7 +2,7 @@ import type { RunnableConfig } from "@langchain/core/runnables";
 import { Command } from "@langchain/langgraph";
 import type { BaseCheckpointSaver, BaseStore } from "@langchain/langgraph-checkpoint";
 import type { RunRecord } from "../domain/run-record.js";
-import type { RunError } from "../domain/runs.js";
+import type { RunOutcome } from "../domain/run-rules.js";
 import type { CompiledGraph } from "./graphs.js";
 import { StreamModeMapper, serializeError, toWire, type SseEvent } from "./stream-modes.js";
 
@@ -11,10 +11,8 @@ export interface GraphSource {
   get(graphId: string, config: RunnableConfig): Promise<CompiledGraph>;
 }
 
-export type ExecutionOutcome =
-  | { status: "success"; values: unknown }
-  | { status: "interrupted"; values: unknown; interrupts: Record<string, unknown> }
-  | { status: "error"; error: RunError; aborted: boolean; values?: unknown };
+/** How the attempt ended (the worker's rules turn it into the run's terminal event). */
+export type ExecutionOutcome = RunOutcome;
 
 export interface RunExecution {
   run: RunRecord;

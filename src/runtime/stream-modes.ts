@@ -6,11 +6,8 @@
  *   messages       → `messages/metadata` (once per message id), `messages/partial` (accumulated
  *                    chunk), `messages/complete` (new complete messages seen in `values`)
  *   events         → raw streamEvents v2 objects
+ * The modes a request may name are listed with the run request (domain/run-request.ts).
  */
-
-export type StreamModeName =
-  | "values" | "updates" | "messages" | "messages-tuple" | "events" | "debug" | "custom" | "tasks" | "checkpoints";
-export const STREAM_MODES: readonly StreamModeName[] = ["values", "updates", "messages", "messages-tuple", "events", "debug", "custom", "tasks", "checkpoints"];
 
 type LibMode = "values" | "updates" | "debug" | "messages" | "checkpoints" | "tasks" | "custom";
 

@@ -13,13 +13,21 @@ import {
   type RunView,
 } from "../domain/runs.js";
 import type { RunRecord } from "../domain/run-record.js";
-import { executeRun, type ExecutionOutcome, type GraphSource } from "./execute-run.js";
+import { executeRun, type GraphSource } from "./execute-run.js";
 import { RunStreamWriter } from "./run-stream-writer.js";
 import { externalizeIfLarge, resolveLarge } from "../eventstore/large-values.js";
 import { completeOnThread, loadRunStream, type CompletionDeps } from "./run-completion.js";
-
-/** A run whose worker died this many times is ended with an error instead of being resumed again. */
-export const MAX_ATTEMPTS = 3;
+import {
+  baseCheckpointOf,
+  endedByFailure,
+  endedOf,
+  isUnclaimed,
+  leaseExpiry,
+  mayTakeOver,
+  planClaim,
+  resumesFromCheckpoint,
+  startDelayMs,
+} from "../domain/run-rules.js";
 
 export interface WorkerOptions extends CompletionDeps {
   store: EventStore;
@@ -153,9 +161,8 @@ export class RunWorker {
     const head = thread && !thread.deleted ? thread.activeRuns[0] : undefined;
     if (!head || this.active.has(head)) return undefined;
     const view = this.o.readModels.runs.load(head);
-    if (!view || view.stream.owner || view.stream.ended) return undefined;
-    const notBefore = view.run.kwargs.not_before ? Date.parse(view.run.kwargs.not_before) : 0;
-    const wait = notBefore - Date.now();
+    if (!view || !isUnclaimed(view.stream)) return undefined;
+    const wait = startDelayMs(view.run, Date.now());
     if (wait > 0) {
       if (!this.timers.has(head)) {
         const timer = setTimeout(() => {
@@ -194,37 +201,23 @@ export class RunWorker {
     const latest = await this.o.checkpointer.latestCheckpointId(run.thread_id);
     const claim = decideClaim(stream, { owner: this.owner, now: this.o.now(), nowMs, leaseMs: this.leaseMs, takeover, baseCheckpointId: latest });
     if (!claim.ok) return;
-    const attempt = stream.attempt + 1;
-    // The claim and the stream's first event go in one append (one commit before the first byte).
-    const cancelled = takeover && stream.cancel !== undefined;
-    // Its workers died this many times: it may be what kills them. End it instead of trying again.
-    const exhausted = takeover && !cancelled && attempt > MAX_ATTEMPTS;
-    const giveUp = { error: "RunAttemptsExhausted", message: `run abandoned after ${attempt - 1} attempts whose workers died` };
-    const first = cancelled
-      ? []
-      : exhausted
-        ? [{ type: "RunOutput", data: { event: "error", data: giveUp } }]
-        : [{ type: "RunOutput", data: { event: "metadata", data: { run_id: run.run_id, attempt } } }];
+    // Executed, or (cancelled while its worker was down, or its workers died too often) ended at once.
+    const plan = planClaim(stream, { runId: run.run_id, takeover });
     let revision: bigint;
     try {
-      revision = (await this.o.store.append(runStream(run.run_id), [...claim.events, ...first], stream.revision)).nextExpectedRevision;
+      // The claim and the stream's first event go in one append (one commit before the first byte).
+      revision = (await this.o.store.append(runStream(run.run_id), [...claim.events, ...plan.first], stream.revision)).nextExpectedRevision;
     } catch (error) {
       if (error instanceof WrongExpectedVersionError) return; // another worker won
       throw error;
     }
     entry.claimed = true;
-    const base = stream.base_checkpoint_id !== undefined ? stream.base_checkpoint_id : latest;
-    if (exhausted) {
-      await this.end(run, revision, { status: "error", error: giveUp, reason: giveUp.message, ended_at: this.o.now() }, base);
+    const base = baseCheckpointOf(stream, latest);
+    if (plan.end) {
+      await this.end(run, revision, { ...plan.end, ended_at: this.o.now() }, base);
       return;
     }
-    if (cancelled) {
-      // Asked to stop while its owner was gone: end it instead of resuming.
-      await this.end(run, revision, { status: stream.cancel === "rollback" ? "rollback" : "interrupted", reason: "cancelled while its worker was down", ended_at: this.o.now() }, base);
-      return;
-    }
-    // Taken over after a crash: if the run already checkpointed, continue from there.
-    const resume = takeover && latest !== base;
+    const resume = resumesFromCheckpoint(takeover, latest, base);
     const timeoutMs = this.o.runTimeoutMs;
     const timer = timeoutMs
       ? setTimeout(() => {
@@ -256,7 +249,10 @@ export class RunWorker {
       await writer.drain().catch(() => undefined);
       return; // claim stays open: the next start resumes the run
     }
-    const ended = this.endedOf(outcome, entry, takeover ? stream.owner : undefined);
+    const ended = endedOf(outcome, { cancel: entry.cancel, timedOut: entry.timedOut, timeoutMs: this.o.runTimeoutMs }, {
+      endedAt: this.o.now(),
+      recoveredFrom: takeover ? stream.owner : undefined,
+    });
     // A final state too large for one event is written beside the run and referenced.
     if (ended.values !== undefined) ended.values = await externalizeIfLarge(this.o.store, "run-values-", run.run_id, ended.values);
     if (ended.error) output("error", ended.error);
@@ -266,8 +262,7 @@ export class RunWorker {
     } catch (error) {
       if (!(error instanceof WrongExpectedVersionError)) {
         // The log refused the outputs (never a hang with the claim held): the run ends with that error.
-        const failed: RunEnded = { status: "error", error: { error: (error as Error).name ?? "Error", message: (error as Error).message }, ended_at: this.o.now() };
-        await this.end(run, (await loadRunStream(this.o.store, run.run_id)).revision as bigint, failed, base);
+        await this.end(run, (await loadRunStream(this.o.store, run.run_id)).revision as bigint, endedByFailure(error as Error, this.o.now()), base);
         return;
       }
       // Someone appended meanwhile (a cancel request): write the rest, then end it the careful way.
@@ -276,27 +271,6 @@ export class RunWorker {
       return;
     }
     await this.completed(run, ended, base);
-  }
-
-  private endedOf(outcome: ExecutionOutcome, entry: Active, recoveredFrom: string | undefined): RunEnded {
-    const ended_at = this.o.now();
-    const base = recoveredFrom ? { reason: `resumed after its worker ${recoveredFrom} died` } : {};
-    if (entry.cancel) {
-      // Interrupted: the work done so far stays. Rolled back: the thread keeps its previous state.
-      const values = entry.cancel === "rollback" ? undefined : outcome.values;
-      return { status: entry.cancel === "rollback" ? "rollback" : "interrupted", reason: `cancelled (${entry.cancel})`, ended_at, ...(values !== undefined ? { values } : {}) };
-    }
-    if (entry.timedOut) {
-      return { status: "timeout", reason: "run exceeded BG_JOB_TIMEOUT_SECS", error: { error: "TimeoutError", message: `run exceeded ${(this.o.runTimeoutMs ?? 0) / 1000}s` }, ended_at };
-    }
-    switch (outcome.status) {
-      case "success":
-        return { ...base, status: "success", values: outcome.values, ended_at };
-      case "interrupted":
-        return { ...base, status: "interrupted", values: outcome.values, interrupts: outcome.interrupts, ended_at };
-      case "error":
-        return { ...base, status: "error", error: outcome.error, ended_at };
-    }
   }
 
   /** Appends RunEnded (only the owner, only once), then the thread's RunFinished mark. */
@@ -335,10 +309,7 @@ export class RunWorker {
       if (s.ended) await completeOnThread(this.o, view.run, s.ended, s.base_checkpoint_id);
     }
     for (const view of this.o.readModels.runs.openClaims()) {
-      const s = view.stream;
-      if (!s.owner || s.owner === this.owner) continue;
-      if (!this.o.exclusiveStore && (s.lease_expires_at ?? 0) > nowMs) continue;
-      this.launch(view, true);
+      if (mayTakeOver(view.stream, { owner: this.owner, nowMs, exclusiveStore: this.o.exclusiveStore })) this.launch(view, true);
     }
   }
 
@@ -348,7 +319,7 @@ export class RunWorker {
     const nowMs = Date.now();
     const renewals = [...this.active].filter(([, a]) => a.claimed).map(([runId]) =>
       this.o.store
-        .append(runStream(runId), [{ type: "RunLeaseRenewed", data: { owner: this.owner, lease_expires_at: nowMs + this.leaseMs } }], "any")
+        .append(runStream(runId), [{ type: "RunLeaseRenewed", data: { owner: this.owner, lease_expires_at: leaseExpiry(nowMs, this.leaseMs) } }], "any")
         .catch(() => undefined),
     );
     await Promise.all(renewals);
@@ -358,10 +329,8 @@ export class RunWorker {
         this.openClaims.delete(runId);
         continue;
       }
-      const s = view.stream;
-      if (s.ended || !s.owner || s.owner === this.owner || this.active.has(runId)) continue;
-      if ((s.lease_expires_at ?? 0) > nowMs || this.active.size >= this.o.maxConcurrentRuns) continue;
-      this.launch(view, true);
+      if (this.active.has(runId) || this.active.size >= this.o.maxConcurrentRuns) continue;
+      if (mayTakeOver(view.stream, { owner: this.owner, nowMs, exclusiveStore: this.o.exclusiveStore })) this.launch(view, true);
     }
   }
 }

@@ -12,7 +12,7 @@ import type { AuthAction } from "./engine.js";
 import { authorize, type Caller } from "./caller.js";
 import { notFound } from "../../domain/errors.js";
 import type { RunRecord } from "../../domain/run-record.js";
-import type { RunRequest } from "../run-request.js";
+import type { RunRequest } from "../../domain/run-request.js";
 import type { JsonObject } from "../../domain/json.js";
 
 export interface Authorized<V> {
@@ -72,7 +72,7 @@ export async function authorizeCreateRun(ctx: AppContext, caller: Caller, thread
     multitask_strategy: body.multitask_strategy ?? "enqueue",
     if_not_exists: body.if_not_exists ?? "reject",
     after_seconds: body.after_seconds ?? 0,
-    kwargs: { ...body } as Record<string, unknown>,
+    kwargs: { ...body },
   });
   if (threadId !== null && !(await threadVisible(ctx, threadId, filters))) throw notFound(`Thread with ID ${threadId} not found`);
   return value.metadata ?? {};

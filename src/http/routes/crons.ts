@@ -8,29 +8,13 @@ import { callerOf } from "../auth.js";
 import { authorize } from "../../app/auth/caller.js";
 import { threadVisible } from "../../app/auth/guards.js";
 import { HttpError } from "../errors.js";
-import { MultitaskStrategySchema } from "../../domain/run-record.js";
-import { OnRunCompletedSchema } from "../../domain/crons.js";
+import { CronPayloadSchema, OnRunCompletedSchema } from "../../domain/crons.js";
 import { CRON_SORT_FIELDS } from "../../read-models/crons.js";
 import { pick } from "../../domain/json.js";
-import { JsonObject, Limit, Offset, RunnableConfig, SortOrder, ThreadIdParams, Uuid, paginationHeaders } from "../schemas.js";
+import { JsonObject, Limit, Offset, SortOrder, ThreadIdParams, Uuid, paginationHeaders } from "../schemas.js";
 
-const NodeList = z.union([z.literal("*"), z.array(z.string())]);
-
-const PayloadFields = {
-  input: z.unknown().optional(),
-  config: RunnableConfig.optional(),
-  context: JsonObject.optional(),
-  metadata: JsonObject.optional(),
-  webhook: z.string().min(1).optional(),
-  multitask_strategy: MultitaskStrategySchema.optional(),
-  interrupt_before: NodeList.optional(),
-  interrupt_after: NodeList.optional(),
-  stream_mode: z.union([z.string(), z.array(z.string())]).optional(),
-  stream_subgraphs: z.boolean().optional(),
-  stream_resumable: z.boolean().optional(),
-  durability: z.enum(["sync", "async", "exit"]).optional(),
-  checkpoint_during: z.boolean().optional(),
-};
+/** The run-create fields a cron carries (the run request's, picked). */
+const PayloadFields = CronPayloadSchema.shape;
 
 const CronCreate = z.object({
   ...PayloadFields,

@@ -4,11 +4,10 @@ import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
 import type { AppContext } from "../../app/context.js";
 import type { RunsService } from "../../app/runs.js";
-import type { RunRequest } from "../../app/run-request.js";
-import { MultitaskStrategySchema, RunStatusSchema, type RunRecord } from "../../domain/run-record.js";
+import { RunRequestSchema, StatelessRunRequestSchema, StreamModeSchema, type RunRequest } from "../../domain/run-request.js";
+import { RunStatusSchema, type RunRecord } from "../../domain/run-record.js";
 import { CancelActionSchema } from "../../domain/runs.js";
-import { STREAM_MODES } from "../../runtime/stream-modes.js";
-import { JsonObject, RunnableConfig, Uuid } from "../schemas.js";
+import { Uuid } from "../schemas.js";
 import { pick } from "../../domain/json.js";
 import { logPositionHeaders } from "../../context/request-context.js";
 import { SseWriter, parseLastEventId, streamModeFilter, tailRunStream } from "../sse.js";
@@ -17,43 +16,6 @@ import { callerOf } from "../auth.js";
 import { authorize } from "../../app/auth/caller.js";
 import { authorizeCreateRun, authorizeThread, runVisible } from "../../app/auth/guards.js";
 import { HttpError } from "../errors.js";
-
-const StreamMode = z.enum(STREAM_MODES as [string, ...string[]]);
-const NodeList = z.union([z.literal("*"), z.array(z.string())]);
-
-const RunCreateFields = {
-  assistant_id: z.string().min(1),
-  input: z.unknown().optional(),
-  command: z
-    .object({ resume: z.unknown().optional(), update: z.unknown().optional(), goto: z.unknown().optional() })
-    .nullable()
-    .optional(),
-  config: RunnableConfig.optional(),
-  context: JsonObject.optional(),
-  metadata: JsonObject.optional(),
-  stream_mode: z.union([StreamMode, z.array(StreamMode)]).optional(),
-  stream_subgraphs: z.boolean().optional(),
-  stream_resumable: z.boolean().optional(),
-  interrupt_before: NodeList.optional(),
-  interrupt_after: NodeList.optional(),
-  multitask_strategy: MultitaskStrategySchema.optional(),
-  if_not_exists: z.enum(["reject", "create"]).optional(),
-  on_disconnect: z.enum(["cancel", "continue"]).optional(),
-  after_seconds: z.number().min(0).optional(),
-  checkpoint_id: z.string().optional(),
-  checkpoint: z
-    .object({ checkpoint_id: z.string().optional(), checkpoint_ns: z.string().optional(), checkpoint_map: JsonObject.nullable().optional() })
-    .optional(),
-  webhook: z.string().min(1).optional(),
-  feedback_keys: z.array(z.string()).optional(),
-  // Accepted for SDK compatibility; durability is always "sync" here (every checkpoint is an event).
-  checkpoint_during: z.boolean().optional(),
-  durability: z.enum(["sync", "async", "exit"]).optional(),
-  strict_resume: z.boolean().optional(),
-  langsmith_tracer: JsonObject.optional(),
-};
-const RunCreateStateful = z.object(RunCreateFields);
-const RunCreateStateless = z.object({ ...RunCreateFields, on_completion: z.enum(["delete", "keep"]).optional() });
 
 const ThreadParams = z.object({ thread_id: Uuid });
 const RunParams = z.object({ thread_id: Uuid, run_id: Uuid });
@@ -70,7 +32,7 @@ const CancelQuery = z.object({ wait: Truthy, action: CancelActionSchema.default(
 const JoinQuery = z.object({ cancel_on_disconnect: Truthy });
 const JoinStreamQuery = z.object({
   cancel_on_disconnect: Truthy,
-  stream_mode: z.union([StreamMode, z.array(StreamMode)]).optional().transform((v) => (v === undefined ? undefined : Array.isArray(v) ? v : [v])),
+  stream_mode: z.union([StreamModeSchema, z.array(StreamModeSchema)]).optional().transform((v) => (v === undefined ? undefined : Array.isArray(v) ? v : [v])),
 });
 const CancelManyBody = z
   .object({ thread_id: Uuid.optional(), run_ids: z.array(Uuid).optional(), status: z.enum(["pending", "running", "all"]).optional() })
@@ -159,20 +121,20 @@ export function runRoutes(ctx: AppContext, runs: RunsService, streams: { openStr
     for (const prefix of ["/threads", "/thread"]) {
       // The singular prefix is an alias (the webhook docs use it): served, not listed twice in the OpenAPI document.
       const hide = prefix === "/thread";
-      r.post(`${prefix}/:thread_id/runs`, { schema: { tags, hide, params: ThreadParams, body: RunCreateStateful } }, async (req, reply) => {
-        const run = await createRun(req, req.params.thread_id, req.body as RunRequest);
+      r.post(`${prefix}/:thread_id/runs`, { schema: { tags, hide, params: ThreadParams, body: RunRequestSchema } }, async (req, reply) => {
+        const run = await createRun(req, req.params.thread_id, req.body);
         reply.header("Content-Location", runPath(run, false));
         return run;
       });
 
-      r.post(`${prefix}/:thread_id/runs/stream`, { schema: { tags, hide, params: ThreadParams, body: RunCreateStateful } }, async (req, reply) => {
-        const run = await createRun(req, req.params.thread_id, req.body as RunRequest);
+      r.post(`${prefix}/:thread_id/runs/stream`, { schema: { tags, hide, params: ThreadParams, body: RunRequestSchema } }, async (req, reply) => {
+        const run = await createRun(req, req.params.thread_id, req.body);
         const path = runPath(run, false);
         await streamRun(reply, run, { "Content-Location": path, Location: `${path}/stream` }, "start", run.kwargs.on_disconnect === "cancel");
       });
 
-      r.post(`${prefix}/:thread_id/runs/wait`, { schema: { tags, hide, params: ThreadParams, body: RunCreateStateful } }, async (req, reply) => {
-        const run = await createRun(req, req.params.thread_id, req.body as RunRequest);
+      r.post(`${prefix}/:thread_id/runs/wait`, { schema: { tags, hide, params: ThreadParams, body: RunRequestSchema } }, async (req, reply) => {
+        const run = await createRun(req, req.params.thread_id, req.body);
         const path = runPath(run, false);
         await waitRun(reply, run, { "Content-Location": path, Location: `${path}/join` }, run.kwargs.on_disconnect === "cancel");
       });
@@ -221,27 +183,27 @@ export function runRoutes(ctx: AppContext, runs: RunsService, streams: { openStr
       });
     }
 
-    r.post("/runs", { schema: { tags, body: RunCreateStateless } }, async (req, reply) => {
-      const run = await createRun(req, null, req.body as RunRequest);
+    r.post("/runs", { schema: { tags, body: StatelessRunRequestSchema } }, async (req, reply) => {
+      const run = await createRun(req, null, req.body);
       reply.header("Content-Location", runPath(run, true));
       return run;
     });
 
-    r.post("/runs/stream", { schema: { tags, body: RunCreateStateless } }, async (req, reply) => {
-      const run = await createRun(req, null, req.body as RunRequest);
+    r.post("/runs/stream", { schema: { tags, body: StatelessRunRequestSchema } }, async (req, reply) => {
+      const run = await createRun(req, null, req.body);
       const path = runPath(run, true);
       await streamRun(reply, run, { "Content-Location": path, Location: `${path}/stream` }, "start", run.kwargs.on_disconnect === "cancel");
     });
 
-    r.post("/runs/wait", { schema: { tags, body: RunCreateStateless } }, async (req, reply) => {
-      const run = await createRun(req, null, req.body as RunRequest);
+    r.post("/runs/wait", { schema: { tags, body: StatelessRunRequestSchema } }, async (req, reply) => {
+      const run = await createRun(req, null, req.body);
       const path = runPath(run, true);
       await waitRun(reply, run, { "Content-Location": path }, run.kwargs.on_disconnect === "cancel");
     });
 
-    r.post("/runs/batch", { schema: { tags, body: z.array(RunCreateStateless).min(1) } }, async (req) => {
+    r.post("/runs/batch", { schema: { tags, body: z.array(StatelessRunRequestSchema).min(1) } }, async (req) => {
       const created: RunRecord[] = [];
-      for (const body of req.body) created.push(await createRun(req, null, body as RunRequest));
+      for (const body of req.body) created.push(await createRun(req, null, body));
       return created;
     });
 

@@ -1,0 +1,72 @@
+/**
+ * The body of a run request: one zod schema every edge builds its run from (REST's run routes,
+ * the cron payload, A2A), and the type the application's RunsService takes, inferred from it.
+ * Snake_case, as on the wire.
+ */
+import { z } from "zod";
+import { JsonObjectSchema } from "../util/json.js";
+import { MultitaskStrategySchema } from "./run-record.js";
+
+/** The stream modes a run may ask for (the runtime maps each to its SSE events). */
+export const STREAM_MODES = ["values", "updates", "messages", "messages-tuple", "events", "debug", "custom", "tasks", "checkpoints"] as const;
+export type StreamModeName = (typeof STREAM_MODES)[number];
+export const StreamModeSchema = z.enum(STREAM_MODES);
+
+/** `interrupt_before` / `interrupt_after`: every node, or the nodes named. */
+export const NodeListSchema = z.union([z.literal("*"), z.array(z.string())]);
+
+/** A LangChain RunnableConfig as clients send it: known keys typed, anything else kept. */
+export const RunnableConfigSchema = z
+  .object({
+    tags: z.array(z.string()).optional(),
+    recursion_limit: z.number().int().positive().optional(),
+    configurable: JsonObjectSchema.optional(),
+  })
+  .catchall(z.unknown());
+
+/** What a run on a thread is created with (POST /threads/{id}/runs and its /stream, /wait forms). */
+export const RunRequestSchema = z.object({
+  assistant_id: z.string().min(1),
+  input: z.unknown().optional(),
+  command: z
+    .object({ resume: z.unknown().optional(), update: z.unknown().optional(), goto: z.unknown().optional() })
+    .nullable()
+    .optional(),
+  config: RunnableConfigSchema.optional(),
+  context: JsonObjectSchema.optional(),
+  metadata: JsonObjectSchema.optional(),
+  stream_mode: z.union([StreamModeSchema, z.array(StreamModeSchema)]).optional(),
+  stream_subgraphs: z.boolean().optional(),
+  stream_resumable: z.boolean().optional(),
+  interrupt_before: NodeListSchema.optional(),
+  interrupt_after: NodeListSchema.optional(),
+  multitask_strategy: MultitaskStrategySchema.optional(),
+  if_not_exists: z.enum(["reject", "create"]).optional(),
+  on_disconnect: z.enum(["cancel", "continue"]).optional(),
+  after_seconds: z.number().min(0).optional(),
+  checkpoint_id: z.string().optional(),
+  checkpoint: z
+    .object({ checkpoint_id: z.string().optional(), checkpoint_ns: z.string().optional(), checkpoint_map: JsonObjectSchema.nullable().optional() })
+    .optional(),
+  webhook: z.string().min(1).optional(),
+  feedback_keys: z.array(z.string()).optional(),
+  // Accepted for SDK compatibility; durability is always "sync" here (every checkpoint is an event).
+  checkpoint_during: z.boolean().optional(),
+  durability: z.enum(["sync", "async", "exit"]).optional(),
+  strict_resume: z.boolean().optional(),
+  langsmith_tracer: JsonObjectSchema.optional(),
+});
+
+/** A run without a thread in the path (POST /runs…): its temporary thread is deleted or kept after it. */
+export const StatelessRunRequestSchema = RunRequestSchema.extend({
+  on_completion: z.enum(["delete", "keep"]).optional(),
+});
+
+/** Any run request, stateful or stateless: what RunsService.create takes. */
+export type RunRequest = z.infer<typeof StatelessRunRequestSchema>;
+
+/** The stream modes of `value` the server knows, in order (an unknown mode streams nothing). */
+export function knownStreamModes(value: string | readonly string[]): StreamModeName[] {
+  const modes = typeof value === "string" ? [value] : value;
+  return modes.filter((m): m is StreamModeName => (STREAM_MODES as readonly string[]).includes(m));
+}
