@@ -5,7 +5,8 @@ import { findAssistantConsistent, resolveAssistantId } from "./assistants.js";
 import { threadStateConsistent } from "./threads.js";
 import { assertWebhookAllowed } from "./webhooks.js";
 import type { RunsService } from "./runs.js";
-import { SYSTEM_CALLER } from "./auth/caller.js";
+import { SYSTEM_CALLER, authorize, type Caller } from "./auth/caller.js";
+import { threadVisible } from "./auth/guards.js";
 import { knownStreamModes, type RunRequest } from "../domain/run-request.js";
 import { invalid, notFound } from "../domain/errors.js";
 import { checkSchedule } from "../domain/cron-schedule.js";
@@ -69,8 +70,12 @@ export class CronsService {
 
   private load = (id: string) => () => this.ctx.readModels.crons.get(id);
 
-  async create(threadId: string | null, req: CronCreateRequest): Promise<Record<string, unknown>> {
+  /** `crons:create`: the handler may add metadata (stored on the cron) or refuse; a thread it may not see is a 404. */
+  async create(caller: Caller, threadId: string | null, body: CronCreateRequest): Promise<Record<string, unknown>> {
     const ctx = this.ctx;
+    const { value, filters } = await authorize(caller, "crons", "create", { ...body, thread_id: threadId ?? undefined, metadata: body.metadata ?? {} });
+    if (threadId !== null && !(await threadVisible(ctx, threadId, filters))) throw notFound(`Thread with ID ${threadId} not found`);
+    const req: CronCreateRequest = { ...body, metadata: value.metadata ?? {} };
     const timezone = req.timezone ?? "UTC";
     checkScheduleOrThrow(req.schedule, timezone);
     const endTime = endTimeOf(req.end_time) ?? null;
@@ -110,7 +115,9 @@ export class CronsService {
     return s;
   }
 
-  async patch(cronId: string, req: CronPatchRequest, filters?: AuthFilters): Promise<Record<string, unknown>> {
+  async patch(caller: Caller, cronId: string, body: CronPatchRequest): Promise<Record<string, unknown>> {
+    const { value, filters } = await authorize(caller, "crons", "update", { ...body, cron_id: cronId });
+    const { cron_id: _id, ...req } = value;
     const current = await this.get(cronId, filters);
     const schedule = req.schedule?.trim() ?? current.schedule;
     const timezone = req.timezone ?? current.timezone;
@@ -131,18 +138,22 @@ export class CronsService {
     return publicCron(state!);
   }
 
-  async delete(cronId: string, filters?: AuthFilters): Promise<void> {
+  async delete(caller: Caller, cronId: string): Promise<void> {
+    const { filters } = await authorize(caller, "crons", "delete", { cron_id: cronId });
     const id = (await this.get(cronId, filters)).cron_id;
     await execute(this.ctx, this.load(id), cronStream(id), (s) => decideDeleteCron(s, this.now()));
   }
 
-  search(q: CronFilter & { sort_by?: CronSortField; sort_order?: SortOrder; limit: number; offset: number }): { page: Record<string, unknown>[]; total: number } {
+  async search(caller: Caller, asked: CronFilter & { sort_by?: CronSortField; sort_order?: SortOrder; limit: number; offset: number }): Promise<{ page: Record<string, unknown>[]; total: number }> {
+    const { filters } = await authorize(caller, "crons", "search", { ...asked });
+    const q = { ...asked, auth: filters };
     const { page, total } = this.ctx.readModels.crons.search({ ...this.normalise(q), sort_by: q.sort_by ?? "created_at", sort_order: q.sort_order ?? "desc", limit: q.limit, offset: q.offset });
     return { page: page.map(publicCron), total };
   }
 
-  count(q: CronFilter): number {
-    return this.ctx.readModels.crons.count(this.normalise(q));
+  async count(caller: Caller, asked: CronFilter): Promise<number> {
+    const { filters } = await authorize(caller, "crons", "search", { ...asked });
+    return this.ctx.readModels.crons.count(this.normalise({ ...asked, auth: filters }));
   }
 
   /** The scheduler's hook: one tick's run through the normal pipeline. */

@@ -1,13 +1,9 @@
 import type { FastifyPluginAsync } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
-import type { FastifyRequest } from "fastify";
 import type { CronsService, CronCreateRequest, CronPatchRequest } from "../../app/crons.js";
 import type { AppContext } from "../../app/context.js";
 import { callerOf } from "../auth.js";
-import { authorize } from "../../app/auth/caller.js";
-import { threadVisible } from "../../app/auth/guards.js";
-import { HttpError } from "../errors.js";
 import { CronPayloadSchema, OnRunCompletedSchema } from "../../domain/crons.js";
 import { CRON_SORT_FIELDS } from "../../read-models/crons.js";
 import { pick } from "../../domain/json.js";
@@ -55,28 +51,20 @@ const CronParams = z.object({ cron_id: Uuid });
 
 /** Crons (reference A.5): stateless (a new thread per tick) and thread crons, search, count, patch, delete. */
 export function cronRoutes(ctx: AppContext, crons: CronsService): FastifyPluginAsync {
-  /** `crons:create`: the handler may add metadata (stored on the cron) or refuse; a thread it may not see is a 404. */
-  async function create(req: FastifyRequest, threadId: string | null, body: CronCreateRequest) {
-    const { value, filters } = await authorize(callerOf(req), "crons", "create", { ...body, thread_id: threadId ?? undefined, metadata: body.metadata ?? {} });
-    if (threadId !== null && !(await threadVisible(ctx, threadId, filters))) throw new HttpError(404, `Thread with ID ${threadId} not found`);
-    return crons.create(threadId, { ...body, metadata: value.metadata ?? {} });
-  }
-
   return async (app) => {
     const r = app.withTypeProvider<ZodTypeProvider>();
     const tags = ["crons"];
 
-    r.post("/runs/crons", { schema: { tags, body: CronCreate } }, async (req) => create(req, null, req.body as CronCreateRequest));
+    r.post("/runs/crons", { schema: { tags, body: CronCreate } }, async (req) => crons.create(callerOf(req), null, req.body as CronCreateRequest));
 
     for (const prefix of ["/threads", "/thread"]) {
       r.post(`${prefix}/:thread_id/runs/crons`, { schema: { tags, hide: prefix === "/thread", params: ThreadIdParams, body: CronCreate } }, async (req) =>
-        create(req, req.params.thread_id, req.body as CronCreateRequest),
+        crons.create(callerOf(req), req.params.thread_id, req.body as CronCreateRequest),
       );
     }
 
     r.post("/runs/crons/search", { schema: { tags, body: SearchBody.default({ limit: 10, offset: 0 }) } }, async (req, reply) => {
-      const { filters } = await authorize(callerOf(req), "crons", "search", { ...req.body });
-      const { page, total } = crons.search({ ...req.body, auth: filters });
+      const { page, total } = await crons.search(callerOf(req), req.body);
       reply.headers(paginationHeaders(req.body.offset, page.length, total));
       const select = req.body.select;
       const now = ctx.now();
@@ -84,19 +72,15 @@ export function cronRoutes(ctx: AppContext, crons: CronsService): FastifyPluginA
     });
 
     r.post("/runs/crons/count", { schema: { tags, body: z.object(Filter).default({}) } }, async (req) => {
-      const { filters } = await authorize(callerOf(req), "crons", "search", { ...req.body });
-      return crons.count({ ...req.body, auth: filters });
+      return crons.count(callerOf(req), req.body);
     });
 
     r.patch("/runs/crons/:cron_id", { schema: { tags, params: CronParams, body: CronPatch } }, async (req) => {
-      const { value, filters } = await authorize(callerOf(req), "crons", "update", { ...req.body, cron_id: req.params.cron_id });
-      const { cron_id: _id, ...changes } = value;
-      return crons.patch(req.params.cron_id, changes as CronPatchRequest, filters);
+      return crons.patch(callerOf(req), req.params.cron_id, req.body as CronPatchRequest);
     });
 
     r.delete("/runs/crons/:cron_id", { schema: { tags, params: CronParams } }, async (req, reply) => {
-      const { filters } = await authorize(callerOf(req), "crons", "delete", { cron_id: req.params.cron_id });
-      await crons.delete(req.params.cron_id, filters);
+      await crons.delete(callerOf(req), req.params.cron_id);
       reply.code(204).send();
     });
   };
