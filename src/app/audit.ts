@@ -4,7 +4,7 @@ import { PURGED_EVENT_TYPE, WrongExpectedVersionError } from "../eventstore/type
 import { evolveThread, decidePurgeThread, threadStream, type ThreadEvent, type ThreadState } from "../domain/threads.js";
 import type { JsonObject } from "../domain/json.js";
 import { parseLogPoint, replayThread, type LogPoint, type ThreadAt } from "../../projections/replay.js";
-import { readThreadEvents, threadContentStreams } from "./thread-history.js";
+import { readThreadEvents, runIdsOf, threadContentStreams } from "./thread-history.js";
 import { resolveLarge } from "./large-values.js";
 import { DomainError, invalid, isNotFound, notFound } from "../domain/errors.js";
 import type { AppContext } from "./context.js";
@@ -95,9 +95,11 @@ export async function purgeThread(ctx: AppContext, lifecycle: ThreadLifecycle, t
       if (!(isNotFound(error)) && !(error instanceof WrongExpectedVersionError)) throw error;
     }
   }
+  // Read before the purge: afterwards EventStoreDB's thread stream holds no RunEnqueued any more.
+  const runIds = runIdsOf(await ctx.store.readStream(threadStream(id)));
   const streams = await threadContentStreams(ctx.store, id);
   await ctx.store.purgeStreams(streams);
-  const decision = decidePurgeThread(ctx.readModels.threads.load(id), id, actor, streams.length, ctx.now());
+  const decision = decidePurgeThread(ctx.readModels.threads.load(id), id, actor, streams.length, ctx.now(), runIds);
   if (!decision.ok) return; // purged concurrently
   // "any": on EventStoreDB the stream was just deleted, and a deleted stream is written again after its last revision.
   const result = await ctx.store.append(threadStream(id), decision.events, "any");

@@ -38,9 +38,17 @@ export const threadEventSchemas = {
   ThreadDeleted: z.object({ deleted_at: z.string() }),
   /**
    * The thread's content was removed from the log (`DELETE /threads/{id}?purge=true`): who and
-   * when, and how many streams, never what they held. Appended after the purge.
+   * when, and how many streams, never what they held. Appended after the purge. `run_ids` names
+   * the thread's runs (whose streams went too): on EventStoreDB a deleted stream's events stay in
+   * `$all` until a scavenge, and a read-model rebuild skips them by these ids.
    */
-  ThreadPurged: z.object({ thread_id: z.uuid(), purged_at: z.string(), purged_by: z.string(), streams: z.number().int().nonnegative() }),
+  ThreadPurged: z.object({
+    thread_id: z.uuid(),
+    purged_at: z.string(),
+    purged_by: z.string(),
+    streams: z.number().int().nonnegative(),
+    run_ids: z.array(z.string()).optional(),
+  }),
   /** A run was accepted on this thread (pending). Appended with the thread's expected revision. */
   RunEnqueued: z.object({ run: RunRecordSchema, thread_metadata: Obj }),
   /** A run on this thread ended (or was removed); the thread's status, values and interrupts follow it. */
@@ -197,9 +205,10 @@ export function decidePatchThread(state: ThreadState | undefined, metadata: Json
  * Purging: a thread that exists in the log (live or deleted) and is not purged yet. The caller
  * purges its streams, then appends this decision's ThreadPurged.
  */
-export function decidePurgeThread(state: ThreadState | undefined, threadId: string, actor: string, streams: number, now: string): Decision {
+export function decidePurgeThread(state: ThreadState | undefined, threadId: string, actor: string, streams: number, now: string, runIds?: readonly string[]): Decision {
   if (!state || state.purged) return { ok: false, kind: "not_found", detail: `Thread with ID ${threadId} not found` };
-  return { ok: true, events: [{ type: "ThreadPurged", data: { thread_id: threadId, purged_at: now, purged_by: actor, streams } }] };
+  const data = { thread_id: threadId, purged_at: now, purged_by: actor, streams, ...(runIds ? { run_ids: [...runIds] } : {}) };
+  return { ok: true, events: [{ type: "ThreadPurged", data }] };
 }
 
 export function decideDeleteThread(state: ThreadState | undefined, now: string): Decision {

@@ -4,6 +4,7 @@ import Database from "better-sqlite3";
 import type { EventFilter, EventStore, RecordedEvent, Subscription } from "../eventstore/types.js";
 import { StoreUnavailableError } from "../eventstore/types.js";
 import type { TableProjection } from "./table.js";
+import { subscribeWithoutPurged } from "./purged-content.js";
 
 /** Version of the store's own layout (meta table, batching); part of the schema fingerprint. */
 const STORE_LAYOUT = 1;
@@ -116,7 +117,7 @@ export class ReadModelStore {
    */
   start(store: EventStore): Promise<void> {
     const from = this.applied < 0n ? "start" : this.applied;
-    const subscription = store.subscribeToAll({ fromPosition: from, filter: this.filter });
+    const subscription = subscribeWithoutPurged(store, this.db, { fromPosition: from, filter: this.filter });
     this.subscription = subscription;
     return new Promise<void>((resolveCaughtUp, rejectCaughtUp) => {
       this.done = (async () => {

@@ -685,14 +685,21 @@ export async function startEsdbTestDouble(options: EsdbTestDoubleOptions = {}): 
     return undefined;
   };
 
-  /** Holds a call while responses are delayed; false when the client gave up meanwhile (its deadline). */
-  const held = async (call: { cancelled: boolean }): Promise<boolean> => {
-    if (delayMs <= 0) return true;
+  /**
+   * Holds a call while responses are delayed: "serve" once the delay has passed (or heal()), "gone" when
+   * the client gave up meanwhile (a gRPC deadline cancels the call), "deadline" when the request's own
+   * deadline passed first (BatchAppend carries one in its options: the server answers Timeout).
+   */
+  const held = async (call: { cancelled: boolean }, deadline?: number): Promise<"serve" | "gone" | "deadline"> => {
+    if (delayMs <= 0) return "serve";
     stats.delayedCalls++;
+    const until = Date.now() + delayMs;
+    const wait = deadline === undefined ? delayMs : Math.max(0, Math.min(delayMs, deadline - Date.now()));
     let timer: NodeJS.Timeout | undefined;
-    await Promise.race([new Promise<void>((resolve) => (timer = setTimeout(resolve, delayMs))), released.promise]);
+    await Promise.race([new Promise<void>((resolve) => (timer = setTimeout(resolve, wait))), released.promise]);
     clearTimeout(timer);
-    return !call.cancelled && !closing;
+    if (call.cancelled || closing) return "gone";
+    return deadline !== undefined && delayMs > 0 && Date.now() >= deadline && deadline < until ? "deadline" : "serve";
   };
 
   /** Whether this applied append is to be answered as a failure (an ambiguous write); counts it down. */
@@ -760,8 +767,8 @@ export async function startEsdbTestDouble(options: EsdbTestDoubleOptions = {}): 
     delete(call: grpc.ServerUnaryCall<StreamsPb.DeleteReq, StreamsPb.DeleteResp>, callback: grpc.sendUnaryData<StreamsPb.DeleteResp>) {
       const refused = refusal(call);
       if (refused) return callback(refused);
-      void held(call).then((goOn) => {
-        if (!goOn) return;
+      void held(call).then((outcome) => {
+        if (outcome !== "serve") return;
         try {
           const streamName = streamNameOf(call.request.getOptions()?.getStreamIdentifier());
           const position = log.softDelete(streamName);
@@ -809,8 +816,8 @@ export async function startEsdbTestDouble(options: EsdbTestDoubleOptions = {}): 
           failed = true;
           return callback(refused);
         }
-        void held(call).then((goOn) => {
-          if (!goOn || failed) return;
+        void held(call).then((outcome) => {
+          if (outcome !== "serve" || failed) return;
           try {
             answerAppend();
           } catch (err) {
@@ -978,9 +985,26 @@ export async function startEsdbTestDouble(options: EsdbTestDoubleOptions = {}): 
         }
         return resp;
       };
+      /** Each write's deadline (ms since the epoch), from the options of its first request. */
+      const deadlines = new Map<string, number>();
       call.on("data", (req: BatchAppendReq) => {
         queue = queue.then(async () => {
-          if (!(await held(call))) return;
+          const correlation = Buffer.from(req.getCorrelationId()?.serializeBinary() ?? []).toString("hex");
+          const stated = req.hasOptions() && req.getOptions()!.hasDeadline() ? req.getOptions()!.getDeadline()!.toDate().getTime() : undefined;
+          if (stated !== undefined) deadlines.set(correlation, stated);
+          const outcome = await held(call, deadlines.get(correlation));
+          if (outcome === "gone") return;
+          if (outcome === "deadline") {
+            if (!req.getIsFinal()) return; // answered once, for the final request of the write
+            deadlines.delete(correlation);
+            const resp = new streamsPb.BatchAppendResp();
+            resp.setCorrelationId(req.getCorrelationId());
+            resp.setStreamIdentifier(streamIdentifier(""));
+            resp.setError(errorStatus(grpc.status.DEADLINE_EXCEEDED, "Operation timed out", "event_store.client.Timeout", new sharedPb.Timeout().serializeBinary()));
+            if (!call.cancelled && !closing) call.write(resp);
+            return;
+          }
+          if (req.getIsFinal()) deadlines.delete(correlation);
           const resp = answer(req);
           if (resp && !call.cancelled && !closing) call.write(resp);
         });
@@ -996,7 +1020,7 @@ export async function startEsdbTestDouble(options: EsdbTestDoubleOptions = {}): 
         return;
       }
       held(call)
-        .then((goOn) => (goOn ? serveRead(call) : undefined))
+        .then((outcome) => (outcome === "serve" ? serveRead(call) : undefined))
         .catch((err: unknown) => {
           if (call.cancelled || closing) return;
           call.emit("error", invalidArgument(err instanceof Error ? err.message : String(err)));
