@@ -21,6 +21,8 @@ import { openStore } from "../src/eventstore/open.js";
 import { toEsdbClientConnectionString } from "../src/eventstore/connection-string.js";
 import { StoreUnavailableError, type EventStore, type RecordedEvent } from "../src/eventstore/types.js";
 import { loadConfig } from "../src/config.js";
+import Database from "better-sqlite3";
+import { PurgedContent, purgedOwnerOf } from "../src/read-models/purged-content.js";
 import { startEsdbTestDouble, type EsdbTestDouble, type EsdbTestDoubleOptions } from "./support/esdb-test-double.js";
 import { generateTestCertificates } from "./support/test-certificates.js";
 import { repoRoot, startTestServer, TEST_GRAPHS } from "./support/server.js";
@@ -337,6 +339,34 @@ t.test("the server over TLS with credentials (EVENTSTORE_URL esdb://admin:change
   }
   const wrong = await rejection(startTestServer({ env: { EVENTSTORE_URL: d.connectionString.replace("changeit", "wrong") } }));
   t.match(String(wrong), /EventStoreDB/, `wrong credentials: the server does not start, and says why (${String(wrong)})`);
+});
+
+t.test("purgedOwnerOf / PurgedContent: which events a later purge hides", async (t) => {
+  const [thread, run, config] = [randomUUID(), randomUUID(), randomUUID()];
+  for (const [stream, owner] of [
+    [`thread-${thread}`, thread],
+    [`checkpoints-${thread}`, thread],
+    [`run-${run}`, run],
+    [`run-input-${run}`, run],
+    [`run-output-${run}`, run],
+    [`run-command-${run}`, run],
+    [`webhook-${run}`, run],
+    [`webhook-a2a-${run}-${config}`, run],
+    [`a2a-push-${run}`, run],
+    [`assistant-${thread}`, undefined],
+    [`cron-${thread}`, undefined],
+  ] as const) t.equal(purgedOwnerOf(stream), owner, stream);
+
+  const db = new Database(":memory:");
+  t.teardown(() => db.close());
+  const purged = new PurgedContent(db);
+  const event = (streamId: string, position: bigint) => ({ streamId, position, id: randomUUID(), type: "X", revision: 0n, data: {}, metadata: {}, created: new Date() });
+  purged.record({ ...event(`thread-${thread}`, 100n), type: "ThreadPurged", data: { thread_id: thread, run_ids: [run] } });
+  t.ok(purged.hides(event(`thread-${thread}`, 10n)), "the thread's events before the purge");
+  t.ok(purged.hides(event(`run-output-${run}`, 99n)), "its runs' events before the purge");
+  t.notOk(purged.hides(event(`thread-${thread}`, 100n)), "not the ThreadPurged record itself");
+  t.notOk(purged.hides(event(`run-${run}`, 101n)), "nor what comes after it");
+  t.notOk(purged.hides(event(`thread-${randomUUID()}`, 10n)), "nor other threads");
 });
 
 function replayCli(env: Record<string, string>, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {

@@ -1,11 +1,11 @@
 /**
  * TEST DOUBLE of EventStoreDB. This is NOT EventStoreDB and must never be used outside tests.
  *
- * An in-process gRPC server on 127.0.0.1 (ephemeral port, insecure: `esdb://127.0.0.1:<port>?tls=false`)
+ * An in-process gRPC server on 127.0.0.1 (`esdb://127.0.0.1:<port>?tls=false`, or TLS with credentials, below)
  * that speaks exactly the part of the EventStoreDB gRPC protocol our adapter (src/eventstore/esdb.ts)
- * uses through the real `@eventstore/db-client` 6.x, over an in-memory log. It is built on the gRPC
- * service definitions shipped with the client package (`generated/*_grpc_pb.js`), so the wire format is
- * the real one. Implemented:
+ * uses through the real `@eventstore/db-client` 6.x, over an in-memory log that can be kept in a file. It is
+ * built on the gRPC service definitions shipped with the client package (`generated/*_grpc_pb.js`), so the
+ * wire format is the real one. Implemented:
  *
  * - `ServerFeatures.GetSupportedMethods`: advertises only what is implemented below (the client uses it to
  *   choose between `Streams.BatchAppend` and `Streams.Append`).
@@ -14,9 +14,12 @@
  *   0-based revisions; expected revision any / no_stream / stream_exists / exact revision; a conflict is
  *   reported as EventStoreDB does it (Append: `AppendResp.wrong_expected_version` with current and expected
  *   revision; BatchAppend: a `google.rpc.Status` whose details pack `event_store.client.WrongExpectedVersion`).
- *   Idempotent appends by event id (see `tryIdempotent`).
- * - `Streams.Delete` (a soft delete, as if a scavenge followed at once): the stream's events disappear from
- *   stream reads, `$all` and subscriptions; a later append continues after its last revision.
+ *   Idempotent appends by event id (see `tryIdempotent`). BatchAppend honours the deadline each write carries.
+ * - `Streams.Delete`, a SOFT delete as the real server does it: the stream's metadata (`$$<stream>`, a
+ *   `$metadata` event) gets `$tb` = deleted, stream reads answer StreamNotFound, but the events stay in `$all`
+ *   reads and `$all` subscriptions until a scavenge; a later append continues after the last revision (and
+ *   moves `$tb` to it). `scavenge()` on the handle, or the real `Operations.StartScavenge` call, removes them
+ *   from `$all` and from the data file.
  * - `Streams.Read`:
  *   - stream reads forwards/backwards from start/end/revision (inclusive), `StreamNotFound` for a missing stream;
  *   - `$all` reads forwards (from position, inclusive) / backwards (from position, exclusive, like EventStoreDB's
@@ -30,10 +33,27 @@
  * and `commit === prepare` for every event (what EventStoreDB reports for events written through gRPC).
  * Like a fresh EventStoreDB, the log starts with a few system events (`$`-prefixed streams and types).
  *
+ * File-backed mode (`{ dataFile }`): every change is appended to the file and read back at start, so `stop()`
+ * and a start on the same file (and `{ port }`, the same port: `restart()` does both) continue with the same
+ * events, positions and revisions while clients keep their connection string.
+ *
+ * Faults, deterministic and driven from the handle (see `EsdbTestDouble`): clients connect through a TCP front
+ * (`fault-front.ts`) that can cut every connection (calls in flight fail with UNAVAILABLE, as on a network blip)
+ * or refuse connections until `heal()`; Streams calls can be answered NotLeader with a leader hint (status
+ * NOT_FOUND, trailers `exception: not-leader`, `leader-endpoint-host`, `leader-endpoint-port`: what the client's
+ * NotLeaderError reads before it reconnects to that node), held past the client's deadline, and appends can be
+ * applied and then answered as failed (commit timeout, or a dropped connection): an ambiguous write.
+ *
+ * TLS and credentials: `{ tls }` serves TLS with a certificate from `generateTestCertificates()` (a CA generated
+ * at test time); `{ credentials }` requires basic auth on every Streams call, answering a wrong password
+ * UNAUTHENTICATED and an anonymous call PERMISSION_DENIED `access-denied`, as the server does (both are the
+ * client's AccessDeniedError).
+ *
  * Not implemented (the adapter does not use them): Gossip/cluster discovery (single-node connection strings
- * only), link resolution (`resolveLinks` is ignored: there are no links), hard deletes (tombstones), stream metadata
- * semantics, persistent subscriptions, projections, users, operations, authentication (insecure mode accepts
- * everything), deadlines.
+ * only), link resolution (`resolveLinks` is ignored: there are no links), hard deletes (tombstones), stream
+ * metadata beyond what a soft delete writes (no `$maxAge`/`$maxCount`/ACLs), persistent subscriptions,
+ * projections, user management, operations other than StartScavenge, deadlines of calls other than BatchAppend
+ * (the gRPC deadline of unary calls is the client's own).
  *
  * Max append size: like EventStoreDB's default `MaxAppendSize`, an append whose events total more than 1 MiB
  * (data + metadata + 2 × type length per event, EventStoreDB's `Event.SizeOnDisk`) is refused whole, reported
