@@ -8,7 +8,8 @@ const EnvSchema = z.object({
   DATA_DIR: z.string().min(1).default("./data"),
   EVENTSTORE_URL: z
     .string()
-    .regex(/^(esdb|esdb\+discover):\/\//, "must start with esdb:// or esdb+discover://")
+    // The schemes of EventStoreDB and of its new name, KurrentDB (src/eventstore/connection-string.ts maps them).
+    .regex(/^\s*(esdb|kurrentdb|kurrent|kdb)(\+discover)?:\/\//i, "must start with esdb://, kurrentdb:// (or kurrent://, kdb://), optionally +discover")
     .optional(),
   LANGGRAPH_API_KEY: z.string().min(1).optional(),
   LANGGRAPH_CONFIG: z.string().optional(),

@@ -23,6 +23,7 @@ async function onDouble(options?: EsdbTestDoubleOptions) {
   return {
     double,
     store,
+    scavenge: () => void double.scavenge(),
     async cleanup() {
       await store.close();
       await double.close();

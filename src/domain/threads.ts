@@ -39,15 +39,16 @@ export const threadEventSchemas = {
   ThreadDeleted: z.object({ deleted_at: z.string() }),
   /**
    * The thread's content was removed from the log (`DELETE /threads/{id}?purge=true`): who and
-   * when, how many streams and the ids of the runs they belonged to (so that read models drop what
-   * they hold of those runs; absent in older events), never what they held. Appended after the purge.
+   * when, how many streams and the ids of the runs they belonged to, never what they held. Appended
+   * after the purge. `run_ids` lets read models drop what they hold of those runs, and on EventStoreDB
+   * (where a deleted stream's events stay in `$all` until a scavenge) lets a rebuild skip them.
    */
   ThreadPurged: z.object({
     thread_id: z.uuid(),
     purged_at: z.string(),
     purged_by: z.string(),
     streams: z.number().int().nonnegative(),
-    runs: z.array(z.string()).optional(),
+    run_ids: z.array(z.string()).optional(),
   }),
   /** A run was accepted on this thread (pending). Appended with the thread's expected revision. */
   RunEnqueued: z.object({ run: RunRecordSchema, thread_metadata: Obj }),
@@ -207,9 +208,9 @@ export function decidePatchThread(state: ThreadState | undefined, metadata: Json
  * Purging: a thread that exists in the log (live or deleted) and is not purged yet. The caller
  * purges its streams, then appends this decision's ThreadPurged.
  */
-export function decidePurgeThread(state: ThreadState | undefined, threadId: string, actor: string, streams: number, now: string, runs: readonly string[] = []): Decision {
+export function decidePurgeThread(state: ThreadState | undefined, threadId: string, actor: string, streams: number, now: string, runIds: readonly string[] = []): Decision {
   if (!state || state.purged) return { ok: false, kind: "not_found", detail: `Thread with ID ${threadId} not found` };
-  return { ok: true, events: [{ type: "ThreadPurged", data: { thread_id: threadId, purged_at: now, purged_by: actor, streams, runs: [...runs] } }] };
+  return { ok: true, events: [{ type: "ThreadPurged", data: { thread_id: threadId, purged_at: now, purged_by: actor, streams, run_ids: [...runIds] } }] };
 }
 
 export function decideDeleteThread(state: ThreadState | undefined, now: string): Decision {

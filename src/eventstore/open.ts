@@ -1,5 +1,6 @@
 import path from "node:path";
 import type { EventStore } from "./types.js";
+import { toEsdbClientConnectionString } from "./connection-string.js";
 
 export interface StoreSelection {
   dataDir: string;
@@ -11,7 +12,7 @@ export interface StoreSelection {
 export async function openStore(selection: StoreSelection): Promise<EventStore> {
   if (selection.eventstoreUrl) {
     const { openEsdbStore } = await import("./esdb.js");
-    return openEsdbStore({ connectionString: selection.eventstoreUrl });
+    return openEsdbStore({ connectionString: toEsdbClientConnectionString(selection.eventstoreUrl) });
   }
   const { openSqliteStore } = await import("./sqlite.js");
   return openSqliteStore({

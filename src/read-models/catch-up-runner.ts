@@ -5,6 +5,7 @@ import type { EventFilter, EventStore, RecordedEvent, Subscription } from "../ev
 import { StoreUnavailableError } from "../eventstore/types.js";
 import type { TableProjection } from "./table.js";
 import { zeroFreedContent } from "../eventstore/sqlite-erase.js";
+import { subscribeWithoutPurged } from "./purged-content.js";
 
 /** Version of the store's own layout (meta table, batching); part of the schema fingerprint. */
 const STORE_LAYOUT = 1;
@@ -117,7 +118,7 @@ export class CatchUpRunner {
    */
   start(store: EventStore): Promise<void> {
     const from = this.applied < 0n ? "start" : this.applied;
-    const subscription = store.subscribeToAll({ fromPosition: from, filter: this.filter });
+    const subscription = subscribeWithoutPurged(store, this.db, { fromPosition: from, filter: this.filter });
     this.subscription = subscription;
     return new Promise<void>((resolveCaughtUp, rejectCaughtUp) => {
       this.done = (async () => {

@@ -64,7 +64,7 @@ export const webhooksTable: TableProjection = {
       }
     };
     return (event: RecordedEvent) => {
-      if (event.type === "ThreadPurged") return forgetRuns((event.data as ThreadPurged).runs ?? []);
+      if (event.type === "ThreadPurged") return forgetRuns((event.data as ThreadPurged).run_ids ?? []);
       if (event.streamId.startsWith(A2A_PUSH_STREAM_PREFIX)) return applyPush(event);
       const continued = a2aPush.continuedTask(event);
       if (continued && taskLinked.get(continued.task_id) !== undefined) link.run(continued.run_id, continued.task_id);

@@ -1,11 +1,11 @@
 /**
  * TEST DOUBLE of EventStoreDB. This is NOT EventStoreDB and must never be used outside tests.
  *
- * An in-process gRPC server on 127.0.0.1 (ephemeral port, insecure: `esdb://127.0.0.1:<port>?tls=false`)
+ * An in-process gRPC server on 127.0.0.1 (`esdb://127.0.0.1:<port>?tls=false`, or TLS with credentials, below)
  * that speaks exactly the part of the EventStoreDB gRPC protocol our adapter (src/eventstore/esdb.ts)
- * uses through the real `@eventstore/db-client` 6.x, over an in-memory log. It is built on the gRPC
- * service definitions shipped with the client package (`generated/*_grpc_pb.js`), so the wire format is
- * the real one. Implemented:
+ * uses through the real `@eventstore/db-client` 6.x, over an in-memory log that can be kept in a file. It is
+ * built on the gRPC service definitions shipped with the client package (`generated/*_grpc_pb.js`), so the
+ * wire format is the real one. Implemented:
  *
  * - `ServerFeatures.GetSupportedMethods`: advertises only what is implemented below (the client uses it to
  *   choose between `Streams.BatchAppend` and `Streams.Append`).
@@ -14,9 +14,12 @@
  *   0-based revisions; expected revision any / no_stream / stream_exists / exact revision; a conflict is
  *   reported as EventStoreDB does it (Append: `AppendResp.wrong_expected_version` with current and expected
  *   revision; BatchAppend: a `google.rpc.Status` whose details pack `event_store.client.WrongExpectedVersion`).
- *   Idempotent appends by event id (see `tryIdempotent`).
- * - `Streams.Delete` (a soft delete, as if a scavenge followed at once): the stream's events disappear from
- *   stream reads, `$all` and subscriptions; a later append continues after its last revision.
+ *   Idempotent appends by event id (see `tryIdempotent`). BatchAppend honours the deadline each write carries.
+ * - `Streams.Delete`, a SOFT delete as the real server does it: the stream's metadata (`$$<stream>`, a
+ *   `$metadata` event) gets `$tb` = deleted, stream reads answer StreamNotFound, but the events stay in `$all`
+ *   reads and `$all` subscriptions until a scavenge; a later append continues after the last revision (and
+ *   moves `$tb` to it). `scavenge()` on the handle, or the real `Operations.StartScavenge` call, removes them
+ *   from `$all` and from the data file.
  * - `Streams.Read`:
  *   - stream reads forwards/backwards from start/end/revision (inclusive), `StreamNotFound` for a missing stream;
  *   - `$all` reads forwards (from position, inclusive) / backwards (from position, exclusive, like EventStoreDB's
@@ -30,10 +33,27 @@
  * and `commit === prepare` for every event (what EventStoreDB reports for events written through gRPC).
  * Like a fresh EventStoreDB, the log starts with a few system events (`$`-prefixed streams and types).
  *
+ * File-backed mode (`{ dataFile }`): every change is appended to the file and read back at start, so `stop()`
+ * and a start on the same file (and `{ port }`, the same port: `restart()` does both) continue with the same
+ * events, positions and revisions while clients keep their connection string.
+ *
+ * Faults, deterministic and driven from the handle (see `EsdbTestDouble`): clients connect through a TCP front
+ * (`fault-front.ts`) that can cut every connection (calls in flight fail with UNAVAILABLE, as on a network blip)
+ * or refuse connections until `heal()`; Streams calls can be answered NotLeader with a leader hint (status
+ * NOT_FOUND, trailers `exception: not-leader`, `leader-endpoint-host`, `leader-endpoint-port`: what the client's
+ * NotLeaderError reads before it reconnects to that node), held past the client's deadline, and appends can be
+ * applied and then answered as failed (commit timeout, or a dropped connection): an ambiguous write.
+ *
+ * TLS and credentials: `{ tls }` serves TLS with a certificate from `generateTestCertificates()` (a CA generated
+ * at test time); `{ credentials }` requires basic auth on every Streams call, answering a wrong password
+ * UNAUTHENTICATED and an anonymous call PERMISSION_DENIED `access-denied`, as the server does (both are the
+ * client's AccessDeniedError).
+ *
  * Not implemented (the adapter does not use them): Gossip/cluster discovery (single-node connection strings
- * only), link resolution (`resolveLinks` is ignored: there are no links), hard deletes (tombstones), stream metadata
- * semantics, persistent subscriptions, projections, users, operations, authentication (insecure mode accepts
- * everything), deadlines.
+ * only), link resolution (`resolveLinks` is ignored: there are no links), hard deletes (tombstones), stream
+ * metadata beyond what a soft delete writes (no `$maxAge`/`$maxCount`/ACLs), persistent subscriptions,
+ * projections, user management, operations other than StartScavenge, deadlines of calls other than BatchAppend
+ * (the gRPC deadline of unary calls is the client's own).
  *
  * Max append size: like EventStoreDB's default `MaxAppendSize`, an append whose events total more than 1 MiB
  * (data + metadata + 2 × type length per event, EventStoreDB's `Event.SizeOnDisk`) is refused whole, reported
@@ -43,12 +63,15 @@
  */
 import { createRequire } from "node:module";
 import { randomUUID } from "node:crypto";
+import { appendFileSync, existsSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import * as grpc from "@grpc/grpc-js";
 import type * as StreamsPb from "@eventstore/db-client/generated/streams_pb.js";
 import type * as SharedPb from "@eventstore/db-client/generated/shared_pb.js";
 import type * as StatusPb from "@eventstore/db-client/generated/status_pb.js";
 import type * as ServerFeaturesPb from "@eventstore/db-client/generated/serverfeatures_pb.js";
+import type * as OperationsPb from "@eventstore/db-client/generated/operations_pb.js";
 import type { Any } from "google-protobuf/google/protobuf/any_pb.js";
+import { FaultFront } from "./fault-front.js";
 import type { Empty as GoogleEmpty } from "google-protobuf/google/protobuf/empty_pb.js";
 
 // Load the generated code through the same module instances the client uses (the generated serializers
@@ -60,6 +83,8 @@ const streamsPb = requireGenerated("./streams_pb.js") as typeof StreamsPb;
 const sharedPb = requireGenerated("./shared_pb.js") as typeof SharedPb;
 const statusPb = requireGenerated("./status_pb.js") as typeof StatusPb;
 const serverFeaturesPb = requireGenerated("./serverfeatures_pb.js") as typeof ServerFeaturesPb;
+const operationsPb = requireGenerated("./operations_pb.js") as typeof OperationsPb;
+const operationsGrpc = requireGenerated("./operations_grpc_pb.js") as { OperationsService: grpc.ServiceDefinition };
 const streamsGrpc = requireGenerated("./streams_grpc_pb.js") as { StreamsService: grpc.ServiceDefinition };
 const serverFeaturesGrpc = requireGenerated("./serverfeatures_grpc_pb.js") as {
   ServerFeaturesService: grpc.ServiceDefinition;
@@ -86,15 +111,76 @@ export interface EsdbTestDoubleOptions {
    * connection lost mid-write) and nothing of it is written. For tests of crashes between appends.
    */
   beforeAppend?: (stream: string, events: number) => void;
+  /**
+   * File-backed mode: the log is kept in this file (one JSON line per change) and read back at start, so
+   * a stop and a start on the same file continue with the same events, positions and revisions.
+   */
+  dataFile?: string;
+  /** Port to listen on (default: a free one); a restarted double takes its predecessor's port. */
+  port?: number;
+  /** Serve TLS with this certificate (see `generateTestCertificates`); the connection string names the CA file. */
+  tls?: { cert: string; key: string; caFile: string };
+  /** Require these basic-auth credentials on every Streams call, as a secure EventStoreDB does (`admin:changeit`). */
+  credentials?: { username: string; password: string };
+}
+
+export interface EsdbTestDoubleStats {
+  /** TCP connections accepted, and how many of them a fault cut. */
+  connections: number;
+  cutConnections: number;
+  /** Calls answered NotLeader, held by a delay, appends applied but answered as failed, calls refused for credentials. */
+  notLeaderAnswers: number;
+  delayedCalls: number;
+  ambiguousAppends: number;
+  deniedCalls: number;
 }
 
 export interface EsdbTestDouble {
+  /** `esdb://127.0.0.1:<port>?tls=false`; with TLS and credentials `esdb://admin:changeit@127.0.0.1:<port>?tls=true&tlsCAFile=…`. */
   connectionString: string;
+  port: number;
+  /** Stops serving: every connection is dropped, the port is released. The log stays in `dataFile`, if any. */
   close(): Promise<void>;
+  /** The same as close(). */
+  stop(): Promise<void>;
+  /** Stops and starts again on the same port and data file (file-backed mode only); the old handle is dead. */
+  restart(overrides?: Partial<EsdbTestDoubleOptions>): Promise<EsdbTestDouble>;
+
+  // Faults. Each holds until heal() (cutConnections is a one-off), and is deterministic.
+  /** Drops every open connection now, as a network blip does: calls in flight fail with UNAVAILABLE. Returns how many. */
+  cutConnections(): number;
+  /** Stops listening (connection attempts are refused) and drops every open connection, until heal(). */
+  refuseConnections(): Promise<void>;
+  /**
+   * Answers every Streams call with NotLeader and this leader hint (default: itself), as a follower
+   * answers a call that requires the leader: status NOT_FOUND with the trailers `exception: not-leader`,
+   * `leader-endpoint-host`, `leader-endpoint-port` (what the client's NotLeaderError reads; its next
+   * call goes to the hinted node).
+   */
+  answerNotLeader(leader?: { host: string; port: number }): void;
+  /** Holds every new call this long before serving it (past the client's deadline: it gets DEADLINE_EXCEEDED). */
+  delayResponses(ms: number): void;
+  /**
+   * Applies the next `count` appends, then answers each as failed: "timeout" as EventStoreDB reports a
+   * commit timeout (the client's DeadlineExceededError: may or may not have been written), "drop" by
+   * cutting the connections before the answer goes out. Either way the events ARE in the log.
+   */
+  failAppendsAfterApplying(count?: number, how?: "timeout" | "drop"): void;
+  /** Ends every fault: listens again, answers as the leader, without delay; releases the calls a delay holds. */
+  heal(): Promise<void>;
+  /** Removes soft-deleted events from `$all` (and from the data file); returns how many went. */
+  scavenge(): number;
+  readonly stats: EsdbTestDoubleStats;
+}
+
+function resolvable(): { promise: Promise<void>; resolve: () => void } {
+  let resolve!: () => void;
+  const promise = new Promise<void>((r) => (resolve = r));
+  return { promise, resolve };
 }
 
 // ---------------------------------------------------------------------------------------------------------
-// The in-memory log
+// The log (in memory, optionally kept in a file)
 
 interface StoredEvent {
   streamName: string;
@@ -108,8 +194,10 @@ interface StoredEvent {
   createdTicks: bigint;
   /** Transaction-file position: commit === prepare === this. */
   position: bigint;
-  /** Removed by a (soft) delete of its stream: no read returns it any more. */
+  /** Below its stream's truncate-before after a soft delete: stream reads skip it, `$all` still has it. */
   deleted?: boolean;
+  /** Removed by a scavenge: no longer in `$all`, its data is gone; only its revision slot is left. */
+  scavenged?: boolean;
 }
 
 interface StreamState {
@@ -138,12 +226,34 @@ function sizeOnDisk(e: ProposedEvent): number {
   return e.data.length + e.customMetadata.length + 2 * e.type.length;
 }
 
+/** EventStoreDB's `$tb` of a soft-deleted stream (`EventNumber.DeletedStream`, long.MaxValue). */
+const DELETED_STREAM_TB = 9223372036854775807n;
+
+/** One line of the data file (JSON): a write, a soft delete, or (after a scavenge) a stream's emptied slots. */
+type FileRecord =
+  | { op: "write"; stream: string; events: { id: string; type: string; contentType: string; data: string; metadata: string; created: string; position: string; revision: string }[] }
+  | { op: "delete"; stream: string }
+  | { op: "scavenged"; stream: string; count: number }
+  | { op: "next"; position: string };
+
 class Log {
-  readonly all: StoredEvent[] = [];
+  all: StoredEvent[] = [];
   readonly streams = new Map<string, StreamState>();
   private nextPosition = 0n;
   private wake: () => void = () => undefined;
   private changeSignal = this.newSignal();
+
+  /** `file`: where every change is appended (one JSON line each), read back by the next start. */
+  constructor(private readonly file?: string) {
+    if (file && existsSync(file)) {
+      for (const line of readFileSync(file, "utf8").split("\n")) if (line) this.load(JSON.parse(line) as FileRecord);
+    }
+  }
+
+  /** Whether the log holds nothing yet (a fresh server: system events are seeded). */
+  get isNew(): boolean {
+    return this.nextPosition === 0n;
+  }
 
   private newSignal(): Promise<void> {
     return new Promise<void>((resolve) => {
@@ -167,6 +277,19 @@ class Log {
     return s && s.events.length > 0 ? BigInt(s.events.length - 1) : "no_stream";
   }
 
+  private stream(streamName: string): StreamState {
+    let stream = this.streams.get(streamName);
+    if (!stream) {
+      stream = { events: [], revisionById: new Map() };
+      this.streams.set(streamName, stream);
+    }
+    return stream;
+  }
+
+  private persist(record: FileRecord): void {
+    if (this.file) appendFileSync(this.file, `${JSON.stringify(record)}\n`);
+  }
+
   write(streamName: string, expected: Expected, events: ProposedEvent[]): WriteResult {
     const idempotent = this.tryIdempotent(streamName, expected, events);
     if (idempotent) return idempotent;
@@ -184,13 +307,11 @@ class Log {
       return { ok: true, currentRevision: current === "no_stream" ? -1n : current, position: -1n };
     }
 
-    let stream = this.streams.get(streamName);
-    if (!stream) {
-      stream = { events: [], revisionById: new Map() };
-      this.streams.set(streamName, stream);
-    }
+    const stream = this.stream(streamName);
+    // A soft-deleted stream written again: EventStoreDB moves its truncate-before to the first new event.
+    const undeletes = stream.events.length > 0 && stream.events[stream.events.length - 1].deleted === true;
     const createdTicks = BigInt(Date.now()) * 10_000n;
-    let last: StoredEvent | undefined;
+    const written: StoredEvent[] = [];
     for (const e of events) {
       const stored: StoredEvent = {
         streamName,
@@ -203,17 +324,113 @@ class Log {
         createdTicks,
         position: this.nextPosition,
       };
-      // Advance like a transaction file: by a record size, so positions are not dense.
-      this.nextPosition += BigInt(
-        64 + streamName.length + e.type.length + e.data.length + e.customMetadata.length + 16,
-      );
+      this.nextPosition += recordSize(stored);
       stream.revisionById.set(e.id, stream.events.length);
       stream.events.push(stored);
       this.all.push(stored);
-      last = stored;
+      written.push(stored);
     }
+    this.persist({ op: "write", stream: streamName, events: written.map(toFile) });
+    const last = written[written.length - 1];
+    if (undeletes) this.writeMetadata(streamName, written[0].revision);
     this.wakeAll();
-    return { ok: true, currentRevision: last!.revision, position: last!.position };
+    return { ok: true, currentRevision: last.revision, position: last.position };
+  }
+
+  /**
+   * A soft delete as EventStoreDB does it: the stream's metadata gets `$tb` = deleted, so stream reads
+   * find nothing (StreamNotFound) while every event stays in `$all` (and in `$all` subscriptions) until a
+   * scavenge. Returns the position of the metadata event.
+   */
+  softDelete(streamName: string): bigint {
+    for (const e of this.streams.get(streamName)?.events ?? []) e.deleted = true;
+    this.persist({ op: "delete", stream: streamName });
+    return this.writeMetadata(streamName, DELETED_STREAM_TB);
+  }
+
+  /** Writes the stream's metadata (`$$<stream>`, type `$metadata`), as the server does on a delete. */
+  private writeMetadata(streamName: string, truncateBefore: bigint): bigint {
+    const result = this.write(`$$${streamName}`, { kind: "any" }, [
+      { id: randomUUID(), type: "$metadata", contentType: "application/json", data: textEncoder.encode(`{"$tb":${truncateBefore}}`), customMetadata: new Uint8Array() },
+    ]);
+    return result.ok ? result.position : -1n;
+  }
+
+  /**
+   * Removes every soft-deleted event from `$all` and forgets its data, as a scavenge does; revisions are
+   * kept (a later append continues after them). In file-backed mode the file is rewritten without them,
+   * so their bytes are gone from disk too. Returns how many events went.
+   */
+  scavenge(): number {
+    let removed = 0;
+    for (const stream of this.streams.values()) {
+      for (const e of stream.events) {
+        if (!e.deleted || e.scavenged) continue;
+        e.scavenged = true;
+        e.data = new Uint8Array();
+        e.customMetadata = new Uint8Array();
+        stream.revisionById.delete(e.id);
+        removed++;
+      }
+    }
+    if (removed === 0) return 0;
+    this.all = this.all.filter((e) => !e.scavenged);
+    if (this.file) this.rewriteFile();
+    return removed;
+  }
+
+  private rewriteFile(): void {
+    const lines: string[] = [];
+    for (const [name, stream] of this.streams) {
+      const count = stream.events.filter((e) => e.scavenged).length;
+      if (count > 0) lines.push(JSON.stringify({ op: "scavenged", stream: name, count } satisfies FileRecord));
+    }
+    for (const e of this.all) {
+      lines.push(JSON.stringify({ op: "write", stream: e.streamName, events: [toFile(e)] } satisfies FileRecord));
+      const stream = this.streams.get(e.streamName)!;
+      // A deleted prefix that survives (nothing scavenged it yet) is marked again after its last event.
+      if (e.deleted && stream.events[stream.events.length - 1] === e) lines.push(JSON.stringify({ op: "delete", stream: e.streamName } satisfies FileRecord));
+    }
+    lines.push(JSON.stringify({ op: "next", position: this.nextPosition.toString() } satisfies FileRecord));
+    const temporary = `${this.file!}.scavenge`;
+    writeFileSync(temporary, `${lines.join("\n")}\n`);
+    renameSync(temporary, this.file!);
+  }
+
+  private load(record: FileRecord): void {
+    if (record.op === "write") {
+      const stream = this.stream(record.stream);
+      for (const f of record.events) {
+        const stored: StoredEvent = {
+          streamName: record.stream,
+          revision: BigInt(f.revision),
+          id: f.id,
+          type: f.type,
+          contentType: f.contentType,
+          data: Buffer.from(f.data, "base64"),
+          customMetadata: Buffer.from(f.metadata, "base64"),
+          createdTicks: BigInt(f.created),
+          position: BigInt(f.position),
+        };
+        stream.revisionById.set(stored.id, stream.events.length);
+        stream.events.push(stored);
+        this.all.push(stored);
+        const next = stored.position + recordSize(stored);
+        if (next > this.nextPosition) this.nextPosition = next;
+      }
+    } else if (record.op === "delete") {
+      for (const e of this.streams.get(record.stream)?.events ?? []) e.deleted = true;
+    } else if (record.op === "scavenged") {
+      const stream = this.stream(record.stream);
+      for (let i = 0; i < record.count; i++) {
+        stream.events.push({
+          streamName: record.stream, revision: BigInt(stream.events.length), id: "", type: "", contentType: "",
+          data: new Uint8Array(), customMetadata: new Uint8Array(), createdTicks: 0n, position: -1n, deleted: true, scavenged: true,
+        });
+      }
+    } else if (BigInt(record.position) > this.nextPosition) {
+      this.nextPosition = BigInt(record.position);
+    }
   }
 
   /**
@@ -262,6 +479,19 @@ class Log {
     }
     return lo;
   }
+}
+
+/** How far an event moves the transaction-file position: by a record size, so positions are not dense. */
+function recordSize(e: StoredEvent): bigint {
+  return BigInt(64 + e.streamName.length + e.type.length + e.data.length + e.customMetadata.length + 16);
+}
+
+function toFile(e: StoredEvent): Extract<FileRecord, { op: "write" }>["events"][number] {
+  return {
+    id: e.id, type: e.type, contentType: e.contentType,
+    data: Buffer.from(e.data).toString("base64"), metadata: Buffer.from(e.customMetadata).toString("base64"),
+    created: e.createdTicks.toString(), position: e.position.toString(), revision: e.revision.toString(),
+  };
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -413,21 +643,92 @@ export async function startEsdbTestDouble(options: EsdbTestDoubleOptions = {}): 
       return err instanceof Error ? err.message : String(err);
     }
   };
-  const log = new Log();
+  const log = new Log(options.dataFile);
   let closing = false;
 
   // A fresh EventStoreDB is not empty: it holds system events. Seed a few so that the adapter's
   // exclusion of system streams/types is exercised from the first read.
-  const systemEvent = (type: string, data: unknown): ProposedEvent => ({
-    id: randomUUID(),
-    type,
-    contentType: "application/json",
-    data: textEncoder.encode(JSON.stringify(data)),
-    customMetadata: new Uint8Array(),
-  });
-  log.write("$$$scavenges", { kind: "any" }, [systemEvent("$metadata", { $maxAge: 2592000 })]);
-  log.write("$users", { kind: "any" }, [systemEvent("$User", { loginName: "admin" })]);
-  log.write("$settings", { kind: "any" }, [systemEvent("$settings", { $userStreamAcl: {} })]);
+  if (log.isNew) {
+    const systemEvent = (type: string, data: unknown): ProposedEvent => ({
+      id: randomUUID(),
+      type,
+      contentType: "application/json",
+      data: textEncoder.encode(JSON.stringify(data)),
+      customMetadata: new Uint8Array(),
+    });
+    log.write("$$$scavenges", { kind: "any" }, [systemEvent("$metadata", { $maxAge: 2592000 })]);
+    log.write("$users", { kind: "any" }, [systemEvent("$User", { loginName: "admin" })]);
+    log.write("$settings", { kind: "any" }, [systemEvent("$settings", { $userStreamAcl: {} })]);
+  }
+
+  // ------------------------------------------------------------------------------------------- faults
+  const stats: EsdbTestDoubleStats = { connections: 0, cutConnections: 0, notLeaderAnswers: 0, delayedCalls: 0, ambiguousAppends: 0, deniedCalls: 0 };
+  let notLeaderHint: { host: string; port: number } | undefined;
+  let delayMs = 0;
+  let ambiguous: { left: number; how: "timeout" | "drop" } = { left: 0, how: "timeout" };
+  /** Settled by heal() and close(): releases the calls a delay holds. */
+  let released = resolvable();
+  const expectedAuthorization = options.credentials
+    ? `Basic ${Buffer.from(`${options.credentials.username}:${options.credentials.password}`).toString("base64")}`
+    : undefined;
+  let front: FaultFront | undefined;
+
+  const trailers = (entries: Record<string, string>): grpc.Metadata => {
+    const metadata = new grpc.Metadata();
+    for (const [key, value] of Object.entries(entries)) metadata.set(key, value);
+    return metadata;
+  };
+
+  /** Why a Streams call is refused before being served, as EventStoreDB answers it; undefined to serve it. */
+  const refusal = (call: { metadata: grpc.Metadata }): Partial<grpc.StatusObject> | undefined => {
+    if (expectedAuthorization !== undefined) {
+      const given = call.metadata.get("authorization")[0];
+      if (given === undefined) {
+        // Anonymous: no access to user streams nor `$all`.
+        stats.deniedCalls++;
+        return { code: grpc.status.PERMISSION_DENIED, details: "Access denied", metadata: trailers({ exception: "access-denied" }) };
+      }
+      if (given !== expectedAuthorization) {
+        stats.deniedCalls++;
+        return { code: grpc.status.UNAUTHENTICATED, details: "Bad username or password" };
+      }
+    }
+    if (notLeaderHint) {
+      // What a follower answers a call that requires the leader (the client follows the hint).
+      stats.notLeaderAnswers++;
+      return {
+        code: grpc.status.NOT_FOUND,
+        details: "Leader info available",
+        metadata: trailers({ exception: "not-leader", "leader-endpoint-host": notLeaderHint.host, "leader-endpoint-port": String(notLeaderHint.port) }),
+      };
+    }
+    return undefined;
+  };
+
+  /**
+   * Holds a call while responses are delayed: "serve" once the delay has passed (or heal()), "gone" when
+   * the client gave up meanwhile (a gRPC deadline cancels the call), "deadline" when the request's own
+   * deadline passed first (BatchAppend carries one in its options: the server answers Timeout).
+   */
+  const held = async (call: { cancelled: boolean }, deadline?: number): Promise<"serve" | "gone" | "deadline"> => {
+    if (delayMs <= 0) return "serve";
+    stats.delayedCalls++;
+    const until = Date.now() + delayMs;
+    const wait = deadline === undefined ? delayMs : Math.max(0, Math.min(delayMs, deadline - Date.now()));
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([new Promise<void>((resolve) => (timer = setTimeout(resolve, wait))), released.promise]);
+    clearTimeout(timer);
+    if (call.cancelled || closing) return "gone";
+    return deadline !== undefined && delayMs > 0 && Date.now() >= deadline && deadline < until ? "deadline" : "serve";
+  };
+
+  /** Whether this applied append is to be answered as a failure (an ambiguous write); counts it down. */
+  const takeAmbiguous = (): "timeout" | "drop" | undefined => {
+    if (ambiguous.left <= 0) return undefined;
+    ambiguous.left--;
+    stats.ambiguousAppends++;
+    return ambiguous.how;
+  };
 
   const server = new grpc.Server();
 
@@ -448,8 +749,23 @@ export async function startEsdbTestDouble(options: EsdbTestDoubleOptions = {}): 
       add("event_store.client.streams.streams", "read", ["position", "events"]);
       add("event_store.client.streams.streams", "append");
       if (batchAppendEnabled) add("event_store.client.streams.streams", "batchappend");
+      add("event_store.client.streams.streams", "delete");
+      add("event_store.client.operations.operations", "startscavenge");
       add("event_store.client.server_features.serverfeatures", "getsupportedmethods");
       callback(null, methods);
+    },
+  });
+
+  server.addService(operationsGrpc.OperationsService, {
+    startScavenge(call: grpc.ServerUnaryCall<OperationsPb.StartScavengeReq, OperationsPb.ScavengeResp>, callback: grpc.sendUnaryData<OperationsPb.ScavengeResp>) {
+      const refused = refusal(call);
+      if (refused) return callback(refused);
+      // EventStoreDB starts the scavenge in the background and answers Started; this one is done by then.
+      log.scavenge();
+      const resp = new operationsPb.ScavengeResp();
+      resp.setScavengeId(randomUUID());
+      resp.setScavengeResult(operationsPb.ScavengeResp.ScavengeResult.STARTED);
+      callback(null, resp);
     },
   });
 
@@ -469,12 +785,23 @@ export async function startEsdbTestDouble(options: EsdbTestDoubleOptions = {}): 
 
   const handlers: grpc.UntypedServiceImplementation = {
     delete(call: grpc.ServerUnaryCall<StreamsPb.DeleteReq, StreamsPb.DeleteResp>, callback: grpc.sendUnaryData<StreamsPb.DeleteResp>) {
-      const options = call.request.getOptions();
-      const streamName = streamNameOf(options?.getStreamIdentifier());
-      for (const e of log.streams.get(streamName)?.events ?? []) e.deleted = true;
-      const resp = new streamsPb.DeleteResp();
-      resp.setNoPosition(new sharedPb.Empty());
-      callback(null, resp);
+      const refused = refusal(call);
+      if (refused) return callback(refused);
+      void held(call).then((outcome) => {
+        if (outcome !== "serve") return;
+        try {
+          const streamName = streamNameOf(call.request.getOptions()?.getStreamIdentifier());
+          const position = log.softDelete(streamName);
+          const resp = new streamsPb.DeleteResp();
+          const pos = new streamsPb.DeleteResp.Position();
+          pos.setCommitPosition(position.toString());
+          pos.setPreparePosition(position.toString());
+          resp.setPosition(pos);
+          callback(null, resp);
+        } catch (err) {
+          callback(invalidArgument(err instanceof Error ? err.message : String(err)));
+        }
+      });
     },
     append(call: grpc.ServerReadableStream<AppendReq, AppendResp>, callback: grpc.sendUnaryData<AppendResp>) {
       let header: StreamsPb.AppendReq.Options | undefined;
@@ -504,72 +831,108 @@ export async function startEsdbTestDouble(options: EsdbTestDoubleOptions = {}): 
       });
       call.on("end", () => {
         if (failed) return;
-        try {
-          if (!header) throw new InvalidRequest("append without options");
-          const streamName = streamNameOf(header.getStreamIdentifier());
-          const expected = expectedFrom(header, "revision");
-          if (tooLarge(proposed)) {
-            const metadata = new grpc.Metadata();
-            metadata.set("exception", "maximum-append-size-exceeded");
-            metadata.set("maximum-append-size", String(maxAppendSize));
-            failed = true;
-            callback({ code: grpc.status.INVALID_ARGUMENT, details: `Maximum Append Size of ${maxAppendSize} Exceeded.`, metadata });
-            return;
-          }
-          const injected = injectedFailure(streamName, proposed);
-          if (injected !== undefined) {
-            failed = true;
-            callback({ code: grpc.status.UNAVAILABLE, details: injected });
-            return;
-          }
-          const result = log.write(streamName, expected, proposed);
-          const resp = new streamsPb.AppendResp();
-          if (result.ok) {
-            const success = new streamsPb.AppendResp.Success();
-            if (result.currentRevision < 0n) success.setNoStream(new sharedPb.Empty());
-            else success.setCurrentRevision(result.currentRevision.toString());
-            if (result.position < 0n) success.setNoPosition(new sharedPb.Empty());
-            else {
-              const pos = new streamsPb.AppendResp.Position();
-              pos.setCommitPosition(result.position.toString());
-              pos.setPreparePosition(result.position.toString());
-              success.setPosition(pos);
-            }
-            resp.setSuccess(success);
-          } else {
-            const wev = new streamsPb.AppendResp.WrongExpectedVersion();
-            if (result.current === "no_stream") {
-              wev.setCurrentNoStream(new sharedPb.Empty());
-              wev.setNoStream2060(new sharedPb.Empty());
-            } else {
-              wev.setCurrentRevision(result.current.toString());
-              wev.setCurrentRevision2060(Number(result.current));
-            }
-            const e = result.expected;
-            if (e.kind === "revision") {
-              wev.setExpectedRevision(e.revision.toString());
-              wev.setExpectedRevision2060(Number(e.revision));
-            } else if (e.kind === "no_stream") {
-              wev.setExpectedNoStream(new sharedPb.Empty());
-            } else if (e.kind === "stream_exists") {
-              wev.setExpectedStreamExists(new sharedPb.Empty());
-              wev.setStreamExists2060(new sharedPb.Empty());
-            } else {
-              wev.setExpectedAny(new sharedPb.Empty());
-              wev.setAny2060(new sharedPb.Empty());
-            }
-            resp.setWrongExpectedVersion(wev);
-          }
-          callback(null, resp);
-        } catch (err) {
-          fail(err);
+        const refused = refusal(call);
+        if (refused) {
+          failed = true;
+          return callback(refused);
         }
+        void held(call).then((outcome) => {
+          if (outcome !== "serve" || failed) return;
+          try {
+            answerAppend();
+          } catch (err) {
+            fail(err);
+          }
+        });
       });
+      const answerAppend = () => {
+        if (!header) throw new InvalidRequest("append without options");
+        const streamName = streamNameOf(header.getStreamIdentifier());
+        const expected = expectedFrom(header, "revision");
+        if (tooLarge(proposed)) {
+          failed = true;
+          callback({
+            code: grpc.status.INVALID_ARGUMENT,
+            details: `Maximum Append Size of ${maxAppendSize} Exceeded.`,
+            metadata: trailers({ exception: "maximum-append-size-exceeded", "maximum-append-size": String(maxAppendSize) }),
+          });
+          return;
+        }
+        const injected = injectedFailure(streamName, proposed);
+        if (injected !== undefined) {
+          failed = true;
+          callback({ code: grpc.status.UNAVAILABLE, details: injected });
+          return;
+        }
+        const result = log.write(streamName, expected, proposed);
+        const resp = new streamsPb.AppendResp();
+        if (result.ok) {
+          const ambiguousHow = takeAmbiguous();
+          if (ambiguousHow === "drop") return void front?.cutAll(); // applied; the answer is lost with the connection
+          if (ambiguousHow === "timeout") {
+            // EventStoreDB's commit timeout: "the write may or may not have been applied".
+            failed = true;
+            callback({ code: grpc.status.DEADLINE_EXCEEDED, details: "Operation timed out" });
+            return;
+          }
+          const success = new streamsPb.AppendResp.Success();
+          if (result.currentRevision < 0n) success.setNoStream(new sharedPb.Empty());
+          else success.setCurrentRevision(result.currentRevision.toString());
+          if (result.position < 0n) success.setNoPosition(new sharedPb.Empty());
+          else {
+            const pos = new streamsPb.AppendResp.Position();
+            pos.setCommitPosition(result.position.toString());
+            pos.setPreparePosition(result.position.toString());
+            success.setPosition(pos);
+          }
+          resp.setSuccess(success);
+        } else {
+          const wev = new streamsPb.AppendResp.WrongExpectedVersion();
+          if (result.current === "no_stream") {
+            wev.setCurrentNoStream(new sharedPb.Empty());
+            wev.setNoStream2060(new sharedPb.Empty());
+          } else {
+            wev.setCurrentRevision(result.current.toString());
+            wev.setCurrentRevision2060(Number(result.current));
+          }
+          const e = result.expected;
+          if (e.kind === "revision") {
+            wev.setExpectedRevision(e.revision.toString());
+            wev.setExpectedRevision2060(Number(e.revision));
+          } else if (e.kind === "no_stream") {
+            wev.setExpectedNoStream(new sharedPb.Empty());
+          } else if (e.kind === "stream_exists") {
+            wev.setExpectedStreamExists(new sharedPb.Empty());
+            wev.setStreamExists2060(new sharedPb.Empty());
+          } else {
+            wev.setExpectedAny(new sharedPb.Empty());
+            wev.setAny2060(new sharedPb.Empty());
+          }
+          resp.setWrongExpectedVersion(wev);
+        }
+        callback(null, resp);
+      };
     },
 
     batchAppend(call: grpc.ServerDuplexStream<BatchAppendReq, BatchAppendResp>) {
+      const refused = refusal(call);
+      if (refused) {
+        call.emit("error", refused);
+        return;
+      }
       const pending = new Map<string, { streamName: string; expected: Expected; events: ProposedEvent[] }>();
-      call.on("data", (req: BatchAppendReq) => {
+      /** Requests are answered in order, each after the delay (if any) has passed. */
+      let queue = Promise.resolve();
+      const errorStatus = (code: grpc.status, message: string, typeName: string, detail: Uint8Array): StatusPb.Status => {
+        const details = new googleAnyPb.Any();
+        details.pack(detail, typeName);
+        const status = new statusPb.Status();
+        status.setCode(code as number as StatusPb.Status.AsObject["code"]);
+        status.setMessage(message);
+        status.setDetails(details);
+        return status;
+      };
+      const answer = (req: BatchAppendReq): BatchAppendResp | undefined => {
         const resp = new streamsPb.BatchAppendResp();
         resp.setCorrelationId(req.getCorrelationId());
         let streamName: string | undefined;
@@ -581,40 +944,36 @@ export async function startEsdbTestDouble(options: EsdbTestDoubleOptions = {}): 
             pending.set(correlationId, { streamName, expected: expectedFrom(o, "streamPosition"), events: [] });
           }
           const write = pending.get(correlationId);
-          if (!write) return; // like the server: chunks of an unknown (timed-out) write are dropped
+          if (!write) return undefined; // like the server: chunks of an unknown (timed-out) write are dropped
           streamName = write.streamName;
           for (const m of req.getProposedMessagesList()) write.events.push(proposedEvent(m));
-          if (!req.getIsFinal()) return;
+          if (!req.getIsFinal()) return undefined;
           pending.delete(correlationId);
           resp.setStreamIdentifier(streamIdentifier(write.streamName));
           if (tooLarge(write.events)) {
             const exceeded = new sharedPb.MaximumAppendSizeExceeded();
             exceeded.setMaxappendsize(maxAppendSize);
-            const details = new googleAnyPb.Any();
-            details.pack(exceeded.serializeBinary(), "event_store.client.MaximumAppendSizeExceeded");
-            const status = new statusPb.Status();
-            status.setCode(grpc.status.INVALID_ARGUMENT as number as StatusPb.Status.AsObject["code"]);
-            status.setMessage(`Maximum Append Size of ${maxAppendSize} Exceeded.`);
-            status.setDetails(details);
-            resp.setError(status);
-            call.write(resp);
-            return;
+            resp.setError(errorStatus(grpc.status.INVALID_ARGUMENT, `Maximum Append Size of ${maxAppendSize} Exceeded.`, "event_store.client.MaximumAppendSizeExceeded", exceeded.serializeBinary()));
+            return resp;
           }
           const injected = injectedFailure(write.streamName, write.events);
           if (injected !== undefined) {
             // The client can only decode packed details: an `Unknown` one becomes its UnknownError.
-            const details = new googleAnyPb.Any();
-            details.pack(new sharedPb.Unknown().serializeBinary(), "event_store.client.Unknown");
-            const status = new statusPb.Status();
-            status.setCode(grpc.status.UNAVAILABLE as number as StatusPb.Status.AsObject["code"]);
-            status.setMessage(injected);
-            status.setDetails(details);
-            resp.setError(status);
-            call.write(resp);
-            return;
+            resp.setError(errorStatus(grpc.status.UNAVAILABLE, injected, "event_store.client.Unknown", new sharedPb.Unknown().serializeBinary()));
+            return resp;
           }
           const result = log.write(write.streamName, write.expected, write.events);
           if (result.ok) {
+            const ambiguousHow = takeAmbiguous();
+            if (ambiguousHow === "drop") {
+              front?.cutAll(); // applied; the answer is lost with the connection
+              return undefined;
+            }
+            if (ambiguousHow === "timeout") {
+              // EventStoreDB's commit timeout: "the write may or may not have been applied" (the client's DeadlineExceededError).
+              resp.setError(errorStatus(grpc.status.DEADLINE_EXCEEDED, "Operation timed out", "event_store.client.Timeout", new sharedPb.Timeout().serializeBinary()));
+              return resp;
+            }
             const success = new streamsPb.BatchAppendResp.Success();
             if (result.currentRevision < 0n) success.setNoStream(new googleEmptyPb.Empty());
             else success.setCurrentRevision(result.currentRevision.toString());
@@ -635,38 +994,57 @@ export async function startEsdbTestDouble(options: EsdbTestDoubleOptions = {}): 
             else if (e.kind === "no_stream") wev.setExpectedNoStream(new googleEmptyPb.Empty());
             else if (e.kind === "stream_exists") wev.setExpectedStreamExists(new googleEmptyPb.Empty());
             else wev.setExpectedAny(new googleEmptyPb.Empty());
-            const details = new googleAnyPb.Any();
-            details.pack(wev.serializeBinary(), "event_store.client.WrongExpectedVersion");
-            const status = new statusPb.Status();
-            status.setCode(grpc.status.FAILED_PRECONDITION as number as StatusPb.Status.AsObject["code"]);
-            status.setMessage("WrongExpectedVersion");
-            status.setDetails(details);
-            resp.setError(status);
+            resp.setError(errorStatus(grpc.status.FAILED_PRECONDITION, "WrongExpectedVersion", "event_store.client.WrongExpectedVersion", wev.serializeBinary()));
           }
         } catch (err) {
           const badRequest = new sharedPb.BadRequest();
-          badRequest.setMessage(err instanceof Error ? err.message : String(err));
-          const details = new googleAnyPb.Any();
-          details.pack(badRequest.serializeBinary(), "event_store.client.BadRequest");
-          const status = new statusPb.Status();
-          status.setCode(grpc.status.INVALID_ARGUMENT as number as StatusPb.Status.AsObject["code"]);
-          status.setMessage(err instanceof Error ? err.message : String(err));
-          status.setDetails(details);
-          resp.setError(status);
-          if (streamName !== undefined) resp.setStreamIdentifier(streamIdentifier(streamName));
-          else resp.setStreamIdentifier(streamIdentifier(""));
+          const message = err instanceof Error ? err.message : String(err);
+          badRequest.setMessage(message);
+          resp.setError(errorStatus(grpc.status.INVALID_ARGUMENT, message, "event_store.client.BadRequest", badRequest.serializeBinary()));
+          resp.setStreamIdentifier(streamIdentifier(streamName ?? ""));
         }
-        call.write(resp);
+        return resp;
+      };
+      /** Each write's deadline (ms since the epoch), from the options of its first request. */
+      const deadlines = new Map<string, number>();
+      call.on("data", (req: BatchAppendReq) => {
+        queue = queue.then(async () => {
+          const correlation = Buffer.from(req.getCorrelationId()?.serializeBinary() ?? []).toString("hex");
+          const stated = req.hasOptions() && req.getOptions()!.hasDeadline() ? req.getOptions()!.getDeadline()!.toDate().getTime() : undefined;
+          if (stated !== undefined) deadlines.set(correlation, stated);
+          const outcome = await held(call, deadlines.get(correlation));
+          if (outcome === "gone") return;
+          if (outcome === "deadline") {
+            if (!req.getIsFinal()) return; // answered once, for the final request of the write
+            deadlines.delete(correlation);
+            const resp = new streamsPb.BatchAppendResp();
+            resp.setCorrelationId(req.getCorrelationId());
+            resp.setStreamIdentifier(streamIdentifier(""));
+            resp.setError(errorStatus(grpc.status.DEADLINE_EXCEEDED, "Operation timed out", "event_store.client.Timeout", new sharedPb.Timeout().serializeBinary()));
+            if (!call.cancelled && !closing) call.write(resp);
+            return;
+          }
+          if (req.getIsFinal()) deadlines.delete(correlation);
+          const resp = answer(req);
+          if (resp && !call.cancelled && !closing) call.write(resp);
+        });
       });
-      call.on("end", () => call.end());
+      call.on("end", () => void queue.then(() => call.end()));
       call.on("error", () => undefined);
     },
 
     read(call: grpc.ServerWritableStream<ReadReq, ReadResp>) {
-      serveRead(call).catch((err: unknown) => {
-        if (call.cancelled || closing) return;
-        call.emit("error", invalidArgument(err instanceof Error ? err.message : String(err)));
-      });
+      const refused = refusal(call);
+      if (refused) {
+        call.emit("error", refused);
+        return;
+      }
+      held(call)
+        .then((outcome) => (outcome === "serve" ? serveRead(call) : undefined))
+        .catch((err: unknown) => {
+          if (call.cancelled || closing) return;
+          call.emit("error", invalidArgument(err instanceof Error ? err.message : String(err)));
+        });
     },
   };
   // Unregistered methods answer UNIMPLEMENTED, as a server without them would.
@@ -724,6 +1102,7 @@ export async function startEsdbTestDouble(options: EsdbTestDoubleOptions = {}): 
       const s = options.getStream()!;
       const streamName = streamNameOf(s.getStreamIdentifier());
       const stream = log.streams.get(streamName);
+      // A soft-deleted stream reads as not found (its truncate-before is past its last event).
       if (!stream || stream.events.every((e) => e.deleted)) {
         const resp = new streamsPb.ReadResp();
         const notFound = new streamsPb.ReadResp.StreamNotFound();
@@ -743,6 +1122,7 @@ export async function startEsdbTestDouble(options: EsdbTestDoubleOptions = {}): 
         for (let i = top; i >= 0n && BigInt(events.length) < count; i--) if (!stream.events[Number(i)].deleted) events.push(stream.events[Number(i)]);
       }
     } else if (options.hasAll()) {
+      // `$all` holds soft-deleted events too, until a scavenge removes them.
       const a = options.getAll()!;
       if (!backwards) {
         let i = a.hasPosition()
@@ -751,7 +1131,7 @@ export async function startEsdbTestDouble(options: EsdbTestDoubleOptions = {}): 
             ? log.all.length
             : 0;
         for (; i < log.all.length && BigInt(events.length) < count; i++) {
-          if (!log.all[i].deleted && filterAllows(filter, log.all[i])) events.push(log.all[i]);
+          if (filterAllows(filter, log.all[i])) events.push(log.all[i]);
         }
       } else {
         // Backwards from a position returns the events before it (EventStoreDB post-position semantics).
@@ -761,14 +1141,13 @@ export async function startEsdbTestDouble(options: EsdbTestDoubleOptions = {}): 
             ? -1
             : log.all.length - 1;
         for (; i >= 0 && BigInt(events.length) < count; i--) {
-          if (!log.all[i].deleted && filterAllows(filter, log.all[i])) events.push(log.all[i]);
+          if (filterAllows(filter, log.all[i])) events.push(log.all[i]);
         }
       }
     } else {
       throw new InvalidRequest("read of neither a stream nor $all");
     }
     for (const e of events) {
-      if (e.deleted) continue;
       if (!(await send(call, eventResponse(e, structuredUuid), cancelled))) return;
     }
     call.end();
@@ -786,23 +1165,32 @@ export async function startEsdbTestDouble(options: EsdbTestDoubleOptions = {}): 
     const confirm = new streamsPb.ReadResp();
     confirm.setConfirmation(confirmation);
 
-    // The source: a cursor over either one stream's events or the whole log. Starts are EXCLUSIVE.
-    let source: () => StoredEvent[];
-    let cursor: number;
+    // The source: the next event after the cursor, of either one stream (by revision) or the whole log
+    // (by position: a scavenge may remove events from `$all` under a live subscription). Starts are EXCLUSIVE.
+    let next: () => StoredEvent | undefined;
     if (options.hasStream()) {
       if (filter) throw new InvalidRequest("stream subscriptions take no filter");
       const s = options.getStream()!;
       const streamName = streamNameOf(s.getStreamIdentifier());
-      source = () => log.streams.get(streamName)?.events ?? [];
-      cursor = s.hasRevision() ? Number(BigInt(s.getRevision()) + 1n) : s.hasEnd() ? source().length : 0;
+      const events = () => log.streams.get(streamName)?.events ?? [];
+      let cursor = s.hasRevision() ? Number(BigInt(s.getRevision()) + 1n) : s.hasEnd() ? events().length : 0;
+      next = () => {
+        const e = events()[cursor];
+        if (e) cursor++;
+        return e;
+      };
     } else if (options.hasAll()) {
       const a = options.getAll()!;
-      source = () => log.all;
-      cursor = a.hasPosition()
-        ? log.upperBound(BigInt(a.getPosition()!.getCommitPosition()))
-        : a.hasEnd()
-          ? log.all.length
-          : 0;
+      let after = a.hasPosition()
+        ? BigInt(a.getPosition()!.getCommitPosition())
+        : a.hasEnd() && log.all.length > 0
+          ? log.all[log.all.length - 1].position
+          : -1n;
+      next = () => {
+        const e = log.all[log.upperBound(after)];
+        if (e) after = e.position;
+        return e;
+      };
     } else {
       throw new InvalidRequest("subscription to neither a stream nor $all");
     }
@@ -815,10 +1203,11 @@ export async function startEsdbTestDouble(options: EsdbTestDoubleOptions = {}): 
       isCancelled = true;
     });
     while (!isCancelled && !closing && !call.cancelled) {
-      const events = source();
-      while (cursor < events.length) {
-        const e = events[cursor++];
-        if (!e.deleted && filterAllows(filter, e)) {
+      // Take the change signal before looking: an append in between cannot be missed.
+      let changed = log.changed;
+      for (let e = next(); e !== undefined; e = next()) {
+        // A stream subscription skips what a soft delete truncated; `$all` still has it until a scavenge.
+        if (!(options.hasStream() && e.deleted) && filterAllows(filter, e)) {
           if (!(await send(call, eventResponse(e, structuredUuid), cancelled))) return;
         }
         if (filter && ++considered % filter.checkpointEvery === 0) {
@@ -829,34 +1218,80 @@ export async function startEsdbTestDouble(options: EsdbTestDoubleOptions = {}): 
           resp.setCheckpoint(checkpoint);
           if (!(await send(call, resp, cancelled))) return;
         }
+        changed = log.changed;
       }
       if (!caughtUpSent && caughtUpMessages) {
         caughtUpSent = true;
         const resp = new streamsPb.ReadResp();
         resp.setCaughtUp(new streamsPb.ReadResp.CaughtUp());
         if (!(await send(call, resp, cancelled))) return;
+        continue;
       }
-      // Take the change signal before the last look: an append in between cannot be missed.
-      const changed = log.changed;
-      if (cursor < source().length) continue;
       await Promise.race([changed, cancelled]);
     }
   }
 
-  const port = await new Promise<number>((resolve, reject) => {
-    server.bindAsync("127.0.0.1:0", grpc.ServerCredentials.createInsecure(), (err, boundPort) =>
-      err ? reject(err) : resolve(boundPort),
-    );
+  const tls = options.tls;
+  const backendPort = await new Promise<number>((resolve, reject) => {
+    const credentials = tls
+      ? grpc.ServerCredentials.createSsl(null, [{ cert_chain: Buffer.from(tls.cert), private_key: Buffer.from(tls.key) }], false)
+      : grpc.ServerCredentials.createInsecure();
+    server.bindAsync("127.0.0.1:0", credentials, (err, boundPort) => (err ? reject(err) : resolve(boundPort)));
   });
+  front = await FaultFront.open(backendPort, options.port ?? 0);
+  const openFront = front;
+  const port = front.port;
+  const userInfo = options.credentials ? `${encodeURIComponent(options.credentials.username)}:${encodeURIComponent(options.credentials.password)}@` : "";
+  const query = tls ? `tls=true&tlsCAFile=${encodeURIComponent(tls.caFile)}` : "tls=false";
 
-  return {
-    connectionString: `esdb://127.0.0.1:${port}?tls=false`,
-    async close() {
-      if (closing) return;
-      closing = true;
-      for (const resolve of [...closeSignals]) resolve();
-      log.wakeAll();
-      server.forceShutdown();
+  const close = async () => {
+    if (closing) return;
+    closing = true;
+    released.resolve();
+    for (const resolve of [...closeSignals]) resolve();
+    log.wakeAll();
+    await openFront.close();
+    server.forceShutdown();
+  };
+  const handle: EsdbTestDouble = {
+    connectionString: `esdb://${userInfo}127.0.0.1:${port}?${query}`,
+    port,
+    close,
+    stop: close,
+    async restart(overrides = {}) {
+      if (!options.dataFile) throw new Error("restart needs a file-backed double (dataFile)");
+      await close();
+      return startEsdbTestDouble({ ...options, ...overrides, port });
+    },
+    cutConnections() {
+      return openFront.cutAll();
+    },
+    refuseConnections() {
+      return openFront.refuse();
+    },
+    answerNotLeader(leader = { host: "127.0.0.1", port }) {
+      notLeaderHint = leader;
+    },
+    delayResponses(ms: number) {
+      delayMs = ms;
+    },
+    failAppendsAfterApplying(count = 1, how: "timeout" | "drop" = "timeout") {
+      ambiguous = { left: count, how };
+    },
+    async heal() {
+      notLeaderHint = undefined;
+      delayMs = 0;
+      ambiguous = { left: 0, how: "timeout" };
+      released.resolve();
+      released = resolvable();
+      await openFront.accept();
+    },
+    scavenge() {
+      return log.scavenge();
+    },
+    get stats() {
+      return { ...stats, connections: openFront.accepted, cutConnections: openFront.cut };
     },
   };
+  return handle;
 }
