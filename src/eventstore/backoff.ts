@@ -73,8 +73,8 @@ export async function retryWithin<T>(operation: (remainingMs: number) => Promise
 /** Settles like `promise`, or rejects with `timeoutError()` after `ms` (the promise is left to settle unobserved). */
 function withinMs<T>(promise: Promise<T>, ms: number, timeoutError: () => Error): Promise<T> {
   return new Promise<T>((resolve, reject) => {
+    // Not unref'd: someone is waiting for this answer (cleared as soon as the promise settles).
     const timer = setTimeout(() => reject(timeoutError()), ms);
-    timer.unref?.();
     promise.then(
       (value) => {
         clearTimeout(timer);
