@@ -11,6 +11,8 @@ const EnvSchema = z.object({
     // The schemes of EventStoreDB and of its new name, KurrentDB (src/eventstore/connection-string.ts maps them).
     .regex(/^\s*(esdb|kurrentdb|kurrent|kdb)(\+discover)?:\/\//i, "must start with esdb://, kurrentdb:// (or kurrent://, kdb://), optionally +discover")
     .optional(),
+  /** How long a request may wait for the log (appends and reads retried, read models catching up) before it answers 503 with Retry-After. */
+  EVENTSTORE_DEADLINE_MS: z.coerce.number().int().positive().default(10_000),
   LANGGRAPH_API_KEY: z.string().min(1).optional(),
   LANGGRAPH_CONFIG: z.string().optional(),
   LANGGRAPH_JSON: z.string().min(1).default("./langgraph.json"),
@@ -55,6 +57,8 @@ export interface Config {
   port: number;
   dataDir: string;
   eventstoreUrl: string | undefined;
+  /** EVENTSTORE_DEADLINE_MS: how long a request may wait for an unreachable log before it answers 503. */
+  eventstoreDeadlineMs: number;
   apiKey: string | undefined;
   /** Raw LANGGRAPH_CONFIG JSON (per-graph config/context of the default assistants). */
   langgraphConfig: string | undefined;
@@ -106,6 +110,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     port: e.PORT,
     dataDir: path.resolve(e.DATA_DIR),
     eventstoreUrl: e.EVENTSTORE_URL,
+    eventstoreDeadlineMs: e.EVENTSTORE_DEADLINE_MS,
     apiKey: e.LANGGRAPH_API_KEY,
     langgraphConfig: e.LANGGRAPH_CONFIG,
     langgraphJsonPath: path.resolve(e.LANGGRAPH_JSON),

@@ -5,6 +5,7 @@ import { withSchemas } from "./eventstore/validating.js";
 import type { EventStore } from "./eventstore/types.js";
 import { openReadModels, READ_MODELS_FILE, type ReadModels } from "./read-models/all.js";
 import { LiveFeed } from "./eventstore/live-feed.js";
+import { LogHealth } from "./eventstore/log-health.js";
 import { recordingPositions } from "./eventstore/attributing-store.js";
 import { logPositionHooks } from "./http/log-position.js";
 import { rmSync } from "node:fs";
@@ -106,7 +107,8 @@ export async function startServer(config: Config, deps: ServerDeps = {}): Promis
   const metrics = new ServerMetrics();
   const httpConfig = langgraph.config.http;
   const customApp = httpConfig.app ? await loadCustomApp(httpConfig.app, langgraph.baseDir) : undefined;
-  const store = recordingPositions(withSchemas(await openStore(config), schemaForEventType), metrics.onAppend);
+  const logHealth = new LogHealth();
+  const store = recordingPositions(withSchemas(await openStore({ ...config, health: logHealth }), schemaForEventType), metrics.onAppend);
   let readModels: ReadModels | undefined;
   let liveCheckpoints: LiveFeed | undefined;
   let http: FastifyInstance | undefined;
@@ -121,17 +123,17 @@ export async function startServer(config: Config, deps: ServerDeps = {}): Promis
   let checkpointer: EventSourcedCheckpointSaver;
   try {
     readModels = await openReadModelsFor(store, config.dataDir);
-    await readModels.runner.start(store);
+    await readModels.runner.start(store, { health: logHealth, waitDeadlineMs: config.eventstoreDeadlineMs });
     // With a shared store, other processes append checkpoints too: the cache follows them live.
     // A SQLite store belongs to this process alone, whose own appends keep the cache current.
-    liveCheckpoints = store.kind === "sqlite" ? undefined : new LiveFeed(store, { streamPrefixes: ["checkpoints-"] });
+    liveCheckpoints = store.kind === "sqlite" ? undefined : new LiveFeed(store, { streamPrefixes: ["checkpoints-"] }, "checkpoints-live");
     checkpointer = new EventSourcedCheckpointSaver({
       store, live: liveCheckpoints, cacheThreads: config.checkpointCacheThreads, cacheBytes: config.checkpointCacheBytes, metadataFromConfig: true,
     });
     const ctx: AppContext = { config, langgraph, store, readModels, graphs, checkpointer, now: isoNow };
     await ensureDefaultAssistants(ctx, graphs.defaultAssistants());
     const lifecycle = threadLifecycle(ctx);
-    metrics.observe(store, readModels);
+    metrics.observe(store, readModels, logHealth);
     const models = readModels;
     const completion = {
       store, readModels, now: ctx.now,
@@ -164,6 +166,7 @@ export async function startServer(config: Config, deps: ServerDeps = {}): Promis
           metaRoutes({
             storeKind: store.kind, langgraphJsVersion: LANGGRAPH_JS_VERSION, webhooksEnabled,
             positions: async () => ({ head: await store.headPosition(), projections: models.runner.tables.map((t) => ({ name: t.name, position: models.runner.position })) }),
+            health: logHealth, checkLog: () => store.headPosition(),
           }),
           metricsRoutes(metrics),
         ]),

@@ -15,6 +15,7 @@ import {
   type SubscriptionItem,
 } from "../src/eventstore/types.js";
 import { eventStoreContract } from "./contract/eventstore-contract.js";
+import { LogHealth } from "../src/eventstore/log-health.js";
 import { startEsdbTestDouble, type EsdbTestDoubleOptions } from "./support/esdb-test-double.js";
 
 async function onDouble(options?: EsdbTestDoubleOptions) {
@@ -86,19 +87,27 @@ t.test("an invalid connection string: StoreUnavailableError, password hidden", a
   t.equal(redactConnectionString("esdb://admin:changeit@127.0.0.1:2113?tls=false"), "esdb://admin:***@127.0.0.1:2113?tls=false");
 });
 
-t.test("the server going away: operations and subscriptions fail with StoreUnavailableError", async (t) => {
-  const { double, store } = await onDouble();
+t.test("the server going away: operations fail with StoreUnavailableError within the deadline, subscriptions wait to re-subscribe", async (t) => {
+  const double = await startEsdbTestDouble();
+  const health = new LogHealth();
+  const store = await openEsdbStore({ connectionString: double.connectionString, health, deadlineMs: 1_500 });
   t.teardown(() => store.close());
   await store.append(`gone-${randomUUID()}`, [{ type: "E", data: {} }]);
-  const sub = store.subscribeToAll();
+  const sub = store.subscribeToAll({ name: "probe" });
   const it = sub[Symbol.asyncIterator]();
   t.equal((await it.next()).value?.kind, "event", "history");
   t.equal((await it.next()).value?.kind, "caughtUp", "live");
   const pending = it.next();
   await double.close();
-  await t.rejects(pending, StoreUnavailableError, "the live subscription fails");
+  const started = Date.now();
   await t.rejects(store.readStream("anything"), StoreUnavailableError, "reads fail");
   await t.rejects(store.append("anything", [{ type: "E", data: {} }]), StoreUnavailableError, "appends fail");
+  t.ok(Date.now() - started < 2 * 1_500 + 1_000, "each within its deadline");
+  t.equal(health.state, "disconnected", "health says the log is unreachable");
+  t.match(health.snapshot().subscriptions, [{ name: "probe", state: "reconnecting" }], "the subscription is reconnecting, not dead");
+  t.equal(health.verdict().ok, false);
+  await sub.close();
+  t.same(await pending, { done: true, value: undefined }, "closing ends the waiting subscription cleanly");
 });
 
 t.test("the expected-revision mapping (one function) and its inverse", async (t) => {

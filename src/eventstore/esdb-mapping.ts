@@ -137,7 +137,11 @@ const UNAVAILABLE = 14;
 const DEADLINE_EXCEEDED = 4;
 const CANCELLED = 1;
 
-/** Connectivity failures (server down, unreachable, timed out, connection reset) as StoreUnavailableError. */
+/**
+ * Connectivity failures (server down, unreachable, timed out, connection reset) and `not leader`
+ * answers (the client reconnects to the leader it names; the next try goes there) as
+ * StoreUnavailableError: failures that go away by themselves, so an operation may be tried again.
+ */
 export function toStoreUnavailable(error: unknown, connectionString: string): StoreUnavailableError | undefined {
   if (error instanceof StoreUnavailableError) return error;
   const e = error as { type?: unknown; code?: unknown; details?: unknown; message?: unknown } | null;
@@ -146,6 +150,7 @@ export function toStoreUnavailable(error: unknown, connectionString: string): St
     e.type === "unavailable" ||
     e.type === "deadline-exceeded" ||
     e.type === "cancelled" ||
+    e.type === "not-leader" ||
     e.code === UNAVAILABLE ||
     e.code === DEADLINE_EXCEEDED ||
     (e.code === CANCELLED && e.type !== undefined);

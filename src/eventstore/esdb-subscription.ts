@@ -9,9 +9,16 @@
  *
  * The server subscription starts where history ended, so nothing is skipped, and the cursor filter drops
  * anything at or before it, so nothing is delivered twice.
+ *
+ * A drop (connection lost, leader change, the server ending the subscription) is not the consumer's
+ * problem: after a backoff (capped, jittered) the subscription goes back to step 1 from its cursor,
+ * the position of the last event it delivered (exclusive), until it succeeds or is closed. Only a
+ * failure that cannot go away by itself ends the iteration with an error.
  */
 import type { Readable } from "node:stream";
 import { StoreUnavailableError, type Subscription, type SubscriptionItem, type RecordedEvent } from "./types.js";
+import { backoffDelay, RESUBSCRIBE_BACKOFF, type BackoffPolicy } from "./backoff.js";
+import type { SubscriptionHealth } from "./log-health.js";
 
 /** How one subscription reads its source. Cursors: a stream revision or a global position; -1n = before everything. */
 export interface CatchUpSource {
@@ -30,9 +37,18 @@ export interface CatchUpSource {
   convert(item: unknown): { event: RecordedEvent | undefined; cursor: bigint } | undefined;
   /** Maps errors (connectivity → StoreUnavailableError). */
   mapError(error: unknown): unknown;
+  /** Whether a (mapped) failure may go away by itself: then the subscription re-subscribes. */
+  isTransient(error: unknown): boolean;
+  /** Told of each drop and of each confirmed (re-)subscription: the store's connection health. */
+  onDrop?(error: unknown): void;
+  onConfirmed?(): void;
+  /** Where this subscription reports its state. */
+  health?: SubscriptionHealth;
+  /** Backoff between re-subscriptions; default RESUBSCRIBE_BACKOFF. */
+  backoff?: BackoffPolicy;
 }
 
-/** What the client's StreamSubscription / AllStreamSubscription offers. */
+/** What the client's StreamSubscription / AllStreamSubscription offers (it emits "confirmation" once the server accepted it). */
 export interface LiveSubscription extends Readable {
   unsubscribe(): Promise<void>;
 }
@@ -63,6 +79,10 @@ class LiveFeed {
   end(): void {
     this.ended = true;
     this.wake();
+  }
+
+  get buffered(): number {
+    return this.buffer.length;
   }
 
   private wake(): void {
@@ -111,6 +131,7 @@ export class EsdbCatchUpSubscription implements Subscription {
     this.closed = true;
     this.closedSignal();
     this.onClose(this);
+    this.source.health?.closed();
     this.feed?.end();
     await this.stopLive();
   }
@@ -133,16 +154,60 @@ export class EsdbCatchUpSubscription implements Subscription {
       yield* this.iterate();
     } catch (error) {
       if (this.closed) return;
-      throw this.source.mapError(error);
+      const failure = this.source.mapError(error);
+      if (this.source.health) {
+        this.source.health.state = "stopped";
+        this.source.health.lastError = (failure as Error).message;
+      }
+      throw failure;
     } finally {
       await this.close();
     }
   }
 
+  /** Delivers from the start point on, re-subscribing after each transient drop from the cursor reached. */
   private async *iterate(): AsyncGenerator<SubscriptionItem> {
-    const start = await this.unlessClosed(this.source.start);
-    if (start === undefined) return;
-    let cursor = start;
+    const state: { cursor: bigint | undefined; caughtUpSent: boolean; attempt: number } = { cursor: undefined, caughtUpSent: false, attempt: 0 };
+    const health = this.source.health;
+    for (;;) {
+      try {
+        yield* this.deliver(state);
+        return;
+      } catch (error) {
+        if (this.closed) return;
+        const failure = this.source.mapError(error);
+        if (!this.source.isTransient(failure)) throw failure;
+        await this.stopLive();
+        this.feed = undefined;
+        this.source.onDrop?.(failure);
+        if (health) {
+          health.state = "reconnecting";
+          health.lastError = (failure as Error).message;
+          health.buffered = 0;
+        }
+        const delay = backoffDelay(state.attempt++, this.source.backoff ?? RESUBSCRIBE_BACKOFF);
+        const waited = await this.unlessClosed(new Promise<true>((resolve) => setTimeout(() => resolve(true), delay).unref()));
+        if (waited === undefined) return;
+        if (health) health.resubscribes++;
+      }
+    }
+  }
+
+  /** One connection's worth: history after the cursor, `caughtUp` (the first time only), then live. */
+  private async *deliver(state: { cursor: bigint | undefined; caughtUpSent: boolean; attempt: number }): AsyncGenerator<SubscriptionItem> {
+    const health = this.source.health;
+    if (state.cursor === undefined) {
+      // "end" resolved when the subscription was made; if that failed, the head now is the start.
+      const start = await this.unlessClosed(state.attempt === 0 ? this.source.start : this.source.head());
+      if (start === undefined) return;
+      state.cursor = start;
+    }
+    let cursor: bigint = state.cursor;
+    const advance = (to: bigint) => {
+      cursor = to;
+      state.cursor = to;
+      if (health) health.position = to;
+    };
 
     // 1. History up to the head seen now.
     const head = await this.unlessClosed(this.source.head());
@@ -150,24 +215,33 @@ export class EsdbCatchUpSubscription implements Subscription {
     while (cursor < head) {
       const page = await this.unlessClosed(this.source.readAfter(cursor));
       if (page === undefined) return;
+      // A page is read whole before any of it is delivered: a drop cannot fall inside it.
       for (const event of page.events) {
         yield { kind: "event", event };
         if (this.closed) return;
       }
       if (page.cursor <= cursor) break; // nothing more to read
-      cursor = page.cursor;
+      advance(page.cursor);
       if (page.atEnd) break;
     }
 
     // 2. Once.
-    yield { kind: "caughtUp" };
-    if (this.closed) return;
+    if (!state.caughtUpSent) {
+      state.caughtUpSent = true;
+      yield { kind: "caughtUp" };
+      if (this.closed) return;
+    }
 
     // 3. Live, strictly after the cursor.
     const live = this.source.subscribeAfter(cursor);
     this.live = live;
     const feed = new LiveFeed(live);
     this.feed = feed;
+    live.once("confirmation", () => {
+      state.attempt = 0;
+      if (health) health.state = "live";
+      this.source.onConfirmed?.();
+    });
     if (this.closed) {
       await this.stopLive();
       return;
@@ -175,10 +249,11 @@ export class EsdbCatchUpSubscription implements Subscription {
     for (;;) {
       const next = await feed.next();
       if (this.closed) return;
+      if (health) health.buffered = feed.buffered;
       if (next.done) throw new StoreUnavailableError("EventStoreDB ended the subscription");
       const converted = this.source.convert(next.item);
       if (!converted || converted.cursor <= cursor) continue;
-      cursor = converted.cursor;
+      advance(converted.cursor);
       if (converted.event) {
         yield { kind: "event", event: converted.event };
         if (this.closed) return;

@@ -8,6 +8,10 @@
  *   reads (6.x `readAll` has no server filter) and both server- and client-side in subscriptions.
  * - A missing stream reads as `[]` (the client throws StreamNotFoundError).
  * - Connectivity failures surface as StoreUnavailableError with a one-line message.
+ * - Living with a distributed log: appends and reads that fail for want of a connection (or answer
+ *   `not leader`) are tried again, with the same event ids, until they succeed or the deadline passes
+ *   (then StoreUnavailableError: 503 at the HTTP edge); a conflict is never retried. Subscriptions
+ *   re-subscribe from their cursor after a drop (esdb-subscription.ts). Every outcome feeds LogHealth.
  */
 import { randomUUID } from "node:crypto";
 import type { Readable } from "node:stream";
@@ -65,11 +69,20 @@ import {
   toWrongExpectedVersion,
 } from "./esdb-mapping.js";
 import { EsdbCatchUpSubscription, type CatchUpSource, type LiveSubscription } from "./esdb-subscription.js";
+import { CALL_BACKOFF, retryWithin } from "./backoff.js";
+import { LogHealth } from "./log-health.js";
 
 export interface EsdbStoreOptions {
-  /** e.g. `esdb://localhost:2113?tls=false` */
+  /** e.g. `esdb://localhost:2113?tls=false`, or a cluster: `esdb://a:2113,b:2113,c:2113?nodePreference=leader` */
   connectionString: string;
+  /** Where connection and subscription states are reported (a private one when absent). */
+  health?: LogHealth;
+  /** How long one append or read may take, retries included, before it fails as unavailable. Default 10 s. */
+  deadlineMs?: number;
 }
+
+/** The default of EVENTSTORE_DEADLINE_MS. */
+export const DEFAULT_DEADLINE_MS = 10_000;
 
 const PAGE_SIZE = 500;
 const MAX_INT64 = (1n << 63n) - 1n;
@@ -90,7 +103,7 @@ export async function openEsdbStore(options: EsdbStoreOptions): Promise<EventSto
       { cause: error },
     );
   }
-  const store = new EsdbStore(client, connectionString);
+  const store = new EsdbStore(client, connectionString, options.health ?? new LogHealth(), options.deadlineMs ?? DEFAULT_DEADLINE_MS);
   try {
     await store.rawHead();
   } catch (error) {
@@ -122,10 +135,35 @@ class EsdbStore implements EventStore {
   /** Subscriptions from "end" whose end is being resolved: appends made through this store wait for them. */
   private readonly pendingStarts = new Set<Promise<unknown>>();
 
+  /**
+   * `nodePreference=leader`: every call asks for the leader, so a node that lost the leadership answers
+   * `not leader` with the new leader's address, the client reconnects there, and the retry follows it.
+   */
+  private readonly requiresLeader: boolean;
+
   constructor(
     private readonly client: EventStoreDBClient,
     private readonly connectionString: string,
-  ) {}
+    private readonly health: LogHealth,
+    private readonly deadlineMs: number,
+  ) {
+    this.requiresLeader = /[?&]nodePreference=leader(&|$)/i.test(connectionString);
+  }
+
+  /** Runs `operation` again while the log is unreachable, up to the deadline; a conflict or bad request fails at once. */
+  private retrying<T>(what: string, operation: (remainingMs: number) => Promise<T>): Promise<T> {
+    return retryWithin(operation, {
+      deadlineMs: this.deadlineMs,
+      policy: CALL_BACKOFF,
+      isTransient: (error) => error instanceof StoreUnavailableError,
+      shouldStop: () => this.closed,
+      deadlineError: (last) =>
+        new StoreUnavailableError(
+          `EventStoreDB at ${redactConnectionString(this.connectionString)} did not complete ${what} within ${this.deadlineMs} ms${last instanceof Error ? `: ${last.message}` : ""}`,
+          { cause: last },
+        ),
+    });
+  }
 
   // ---------------------------------------------------------------------------------------------------- writes
 
@@ -133,10 +171,11 @@ class EsdbStore implements EventStore {
     // The client serialises with JSON.stringify: checked here that it can, with the reason when it cannot.
     const prepared = checkAppend(stream, events, expected, { newId: randomUUID, explainUnserialisable: true }, toPrepared);
     this.ensureOpen();
-    return this.track(this.doAppend(stream, prepared, expected));
+    // The same ids on every try: EventStoreDB takes a retry of an append it already wrote as that append.
+    return this.track(this.retrying(`an append to ${stream}`, (remainingMs) => this.doAppend(stream, prepared, expected, remainingMs)));
   }
 
-  private async doAppend(stream: string, events: PreparedEvent[], expected: ExpectedRevision): Promise<AppendResult> {
+  private async doAppend(stream: string, events: PreparedEvent[], expected: ExpectedRevision, deadline?: number): Promise<AppendResult> {
     // A subscription from "end" created before this append must see it: let its end be resolved first.
     if (this.pendingStarts.size > 0) await Promise.allSettled([...this.pendingStarts]);
     if (events.length === 0) return this.emptyAppend(stream, expected);
@@ -145,8 +184,9 @@ class EsdbStore implements EventStore {
       result = await this.client.appendToStream(
         stream,
         events.map((e) => jsonEvent({ id: e.id, type: e.type, data: e.data, metadata: e.metadata as JSONType | undefined })),
-        toAppendOptions(expected),
+        { ...toAppendOptions(expected), ...this.callOptions(deadline) },
       );
+      this.health.reached();
     } catch (error) {
       throw toWrongExpectedVersion(error, stream, expected) ?? toAppendTooLarge(error, stream) ?? this.mapError(error);
     }
@@ -180,7 +220,7 @@ class EsdbStore implements EventStore {
   async readStream(stream: string, options: ReadStreamOptions = {}): Promise<RecordedEvent[]> {
     const { direction, maxCount, from } = readStreamArguments(stream, options);
     this.ensureOpen();
-    return this.track(this.readStreamRaw(stream, { fromRevision: from, direction, maxCount }));
+    return this.track(this.retrying(`a read of ${stream}`, () => this.readStreamRaw(stream, { fromRevision: from, direction, maxCount })));
   }
 
   private async readStreamRaw(
@@ -195,13 +235,19 @@ class EsdbStore implements EventStore {
         fromRevision: from === "start" ? START : from === "end" ? END : from > MAX_INT64 ? MAX_INT64 : from,
         direction: options.direction === "backwards" ? BACKWARDS : FORWARDS,
         ...(options.maxCount === undefined ? {} : { maxCount: options.maxCount }),
+        ...this.callOptions(),
       });
-      for (const resolved of await drain<ResolvedEvent>(read)) {
+      const items = await drain<ResolvedEvent>(read);
+      this.health.reached();
+      for (const resolved of items) {
         const event = toRecordedEvent(resolved);
         if (event) out.push(event);
       }
     } catch (error) {
-      if (error instanceof StreamNotFoundError) return [];
+      if (error instanceof StreamNotFoundError) {
+        this.health.reached();
+        return [];
+      }
       throw this.mapError(error);
     }
     return out;
@@ -210,7 +256,7 @@ class EsdbStore implements EventStore {
   async readAll(options: ReadAllOptions = {}): Promise<RecordedEvent[]> {
     const { from, maxCount } = readAllArguments(options);
     this.ensureOpen();
-    return this.track(this.readAllFiltered(from, maxCount ?? Infinity, options.filter));
+    return this.track(this.retrying("a read of $all", () => this.readAllFiltered(from, maxCount ?? Infinity, options.filter)));
   }
 
   /** 6.x `readAll` has no server-side filter: page through `$all` and filter here. */
@@ -238,7 +284,9 @@ class EsdbStore implements EventStore {
 
   private async readAllPage(from: Position | "start" | "end", direction: "forwards" | "backwards", count: number): Promise<AllStreamResolvedEvent[]> {
     try {
-      return await drain<AllStreamResolvedEvent>(this.client.readAll({ fromPosition: from, direction, maxCount: count }));
+      const page = await drain<AllStreamResolvedEvent>(this.client.readAll({ fromPosition: from, direction, maxCount: count, ...this.callOptions() }));
+      this.health.reached();
+      return page;
     } catch (error) {
       throw this.mapError(error);
     }
@@ -246,7 +294,7 @@ class EsdbStore implements EventStore {
 
   async headPosition(): Promise<bigint> {
     this.ensureOpen();
-    return this.track(this.head());
+    return this.track(this.retrying("a read of the head of $all", () => this.head()));
   }
 
   /** Position of the last non-system event of `$all`, or -1n. */
@@ -289,12 +337,12 @@ class EsdbStore implements EventStore {
         return { events, cursor: events.at(-1)?.revision ?? cursor, atEnd: events.length < PAGE_SIZE };
       },
       subscribeAfter: (cursor) =>
-        this.client.subscribeToStream(stream, { fromRevision: cursor < 0n ? START : cursor }) as unknown as LiveSubscription,
+        this.client.subscribeToStream(stream, { fromRevision: cursor < 0n ? START : cursor, ...this.callOptions() }) as unknown as LiveSubscription,
       convert: (item) => {
         const event = toRecordedEvent(item as ResolvedEvent);
         return event && { event, cursor: event.revision };
       },
-      mapError: (error) => this.mapError(error),
+      ...this.recovery(options.name),
     };
     return this.register(source);
   }
@@ -323,15 +371,35 @@ class EsdbStore implements EventStore {
         this.client.subscribeToAll({
           fromPosition: cursor < 0n ? START : toClientPosition(cursor),
           filter: serverFilter(filter),
+          ...this.callOptions(),
         }) as unknown as LiveSubscription,
       convert: (item) => {
         const event = toRecordedEvent(item as AllStreamResolvedEvent);
         if (!event || event.position < 0n) return undefined;
         return { event: keep(event) ? event : undefined, cursor: event.position };
       },
-      mapError: (error) => this.mapError(error),
+      ...this.recovery(options.name),
     };
     return this.register(source);
+  }
+
+  /** What every subscription shares: error mapping, what counts as a drop, where it reports. */
+  private recovery(name: string | undefined): Pick<CatchUpSource, "mapError" | "isTransient" | "onDrop" | "onConfirmed" | "health"> {
+    return {
+      mapError: (error) => this.mapError(error),
+      isTransient: (error) => error instanceof StoreUnavailableError && !this.closed,
+      onDrop: (error) => this.health.unreachable(error),
+      onConfirmed: () => this.health.reached(),
+      health: this.health.subscription(name),
+    };
+  }
+
+  /** Options every call takes: the leader requirement, and a deadline when the caller has one. */
+  private callOptions(deadline?: number): { requiresLeader?: boolean; deadline?: number } {
+    return {
+      ...(this.requiresLeader ? { requiresLeader: true } : {}),
+      ...(deadline === undefined ? {} : { deadline: Math.max(1, Math.ceil(deadline)) }),
+    };
   }
 
   private resolveStart(start: Promise<bigint>): Promise<bigint> {
@@ -356,13 +424,14 @@ class EsdbStore implements EventStore {
     this.ensureOpen();
     const deleteOne = async (stream: string) => {
       try {
-        await this.client.deleteStream(stream, { expectedRevision: ANY });
+        await this.client.deleteStream(stream, { expectedRevision: ANY, ...this.callOptions() });
+        this.health.reached();
       } catch (error) {
         if (error instanceof StreamNotFoundError) return;
         throw this.mapError(error);
       }
     };
-    await this.track(Promise.all(streams.map(deleteOne)));
+    await this.track(this.retrying("a stream delete", () => Promise.all(streams.map(deleteOne))));
   }
 
   // ------------------------------------------------------------------------------------------------- closing
@@ -387,7 +456,10 @@ class EsdbStore implements EventStore {
   }
 
   private mapError(error: unknown): unknown {
-    return toStoreUnavailable(error, this.connectionString) ?? error;
+    const unavailable = toStoreUnavailable(error, this.connectionString);
+    if (!unavailable) return error;
+    if (!this.closed) this.health.unreachable(unavailable);
+    return unavailable;
   }
 }
 

@@ -9,8 +9,10 @@ export class LiveFeed {
   private readonly subscription: Subscription;
   private readonly done: Promise<void>;
 
-  constructor(store: EventStore, filter: EventFilter) {
-    const subscription = store.subscribeToAll({ fromPosition: "end", filter });
+  /** `name`: how health reports (/ok, /info, /metrics) call this feed's subscription. */
+  constructor(store: EventStore, filter: EventFilter, name?: string) {
+    // The store re-subscribes after a drop from the last event delivered: no live event is lost.
+    const subscription = store.subscribeToAll({ fromPosition: "end", filter, name });
     this.subscription = subscription;
     this.done = (async () => {
       try {

@@ -69,12 +69,16 @@ export interface EventFilter {
 export interface StreamSubscriptionOptions {
   /** Exclusive start: deliver the events after this revision. Default "start" (everything); "end" = live only. */
   fromRevision?: bigint | "start" | "end";
+  /** Names a long-lived subscription in health reports (/ok, /info, /metrics); unnamed ones are only counted. */
+  name?: string;
 }
 
 export interface AllSubscriptionOptions {
   /** Exclusive start: deliver the events after this position. Default "start"; "end" = live only. */
   fromPosition?: bigint | "start" | "end";
   filter?: EventFilter;
+  /** Names a long-lived subscription in health reports (/ok, /info, /metrics); unnamed ones are only counted. */
+  name?: string;
 }
 
 export type SubscriptionItem =
@@ -195,12 +199,18 @@ export class InvalidEventError extends Error {
   }
 }
 
-/** The store cannot be reached or opened (connectivity, lock, permissions). */
+/**
+ * The store cannot be reached or opened (connectivity, lock, permissions), or did not answer within
+ * the deadline. At the HTTP edge: 503 with `Retry-After` (the client may try again).
+ */
 export class StoreUnavailableError extends Error {
   readonly code = "STORE_UNAVAILABLE";
-  constructor(message: string, options?: { cause?: unknown }) {
+  /** Seconds after which trying again is sensible. */
+  readonly retryAfterSeconds: number;
+  constructor(message: string, options?: { cause?: unknown; retryAfterSeconds?: number }) {
     super(message, options);
     this.name = "StoreUnavailableError";
+    this.retryAfterSeconds = options?.retryAfterSeconds ?? 2;
   }
 }
 

@@ -1,6 +1,6 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
 import { hasZodFastifySchemaValidationErrors, isResponseSerializationError } from "fastify-type-provider-zod";
-import { WrongExpectedVersionError } from "../eventstore/types.js";
+import { StoreUnavailableError, WrongExpectedVersionError } from "../eventstore/types.js";
 import { DomainError, type FailureKind } from "../domain/errors.js";
 import { AuthError } from "../app/auth/engine.js";
 
@@ -59,6 +59,12 @@ export function errorHandler(error: FastifyError, request: FastifyRequest, reply
   }
   if (error instanceof WrongExpectedVersionError) {
     reply.code(409).send({ detail: "Conflict: the resource was changed concurrently, retry the request" });
+    return;
+  }
+  if (error instanceof StoreUnavailableError) {
+    // The log could not be reached in time: the request may be tried again (here or elsewhere).
+    request.log.warn({ err: error }, "event log unavailable");
+    reply.header("retry-after", String(error.retryAfterSeconds)).code(503).send({ detail: "Service unavailable: the event log cannot be reached right now, try again later" });
     return;
   }
   if (isResponseSerializationError(error)) {

@@ -3,6 +3,7 @@ import type { FastifyPluginAsync } from "fastify";
 import type { EventStore } from "../eventstore/types.js";
 import type { ReadModels } from "../read-models/all.js";
 import type { AttemptOutcome } from "../webhooks/dispatcher.js";
+import { subscriptionLag, type LogHealth } from "../eventstore/log-health.js";
 
 /** The server's Prometheus metrics (one registry per server: several may share a process in tests). */
 export class ServerMetrics {
@@ -41,9 +42,12 @@ export class ServerMetrics {
   }
 
   /** The gauges read at scrape time from the read models and the log (nothing to keep in sync). */
-  observe(store: EventStore, readModels: ReadModels): void {
+  observe(store: EventStore, readModels: ReadModels, health?: LogHealth): void {
     const registers = [this.registry];
     const metrics = this;
+    // A scrape while the log is unreachable answers at once, without the gauges that need its head.
+    const head = async () => (health?.state === "disconnected" ? undefined : store.headPosition().catch(() => undefined));
+    if (health) observeLog(registers, health, head);
     new Gauge({
       name: "agent_server_runs", help: "Runs in the read model by status", labelNames: ["status"], registers,
       collect() {
@@ -78,15 +82,17 @@ export class ServerMetrics {
     new Gauge({
       name: "agent_server_projection_lag_events", help: "Log head position minus the read models' position", registers,
       async collect() {
-        const head = await store.headPosition();
+        const at = await head();
+        if (at === undefined) return;
         const applied = readModels.runner.position;
-        this.set(Number(head > applied ? head - applied : 0n));
+        this.set(Number(at > applied ? at - applied : 0n));
       },
     });
     new Gauge({
       name: "agent_server_log_head_position", help: "Position of the last event of the log", registers,
       async collect() {
-        this.set(Number(await store.headPosition()));
+        const at = await head();
+        if (at !== undefined) this.set(Number(at));
       },
     });
   }
@@ -103,6 +109,46 @@ export class ServerMetrics {
     this.appendSeconds.observe(seconds);
     if (!ok) this.appendFailures.inc();
   };
+}
+
+/** The link to the log: connection state, reconnects, and each named subscription's lag and re-subscriptions. */
+function observeLog(registers: Registry[], health: LogHealth, head: () => Promise<bigint | undefined>): void {
+  new Gauge({
+    name: "agent_server_log_connected", help: "1 while the event log answers, 0 while it cannot be reached", registers,
+    collect() {
+      this.set(health.state === "connected" ? 1 : 0);
+    },
+  });
+  new Counter({
+    name: "agent_server_log_reconnects_total", help: "Times the event log was reached again after being unreachable", registers,
+    collect() {
+      this.reset();
+      this.inc(health.reconnects);
+    },
+  });
+  new Gauge({
+    name: "agent_server_subscription_live", help: "1 while a subscription to the log is live, 0 while it catches up, reconnects or stopped", labelNames: ["subscription"], registers,
+    collect() {
+      this.reset();
+      for (const s of health.snapshot().subscriptions) this.set({ subscription: s.name }, s.state === "live" ? 1 : 0);
+    },
+  });
+  new Gauge({
+    name: "agent_server_subscription_lag_positions", help: "How far a subscription is behind the log's head (positions; 0 when live with nothing waiting)", labelNames: ["subscription"], registers,
+    async collect() {
+      this.reset();
+      const at = await head();
+      if (at === undefined) return;
+      for (const s of health.snapshot().subscriptions) this.set({ subscription: s.name }, Number(subscriptionLag(s, at)));
+    },
+  });
+  new Counter({
+    name: "agent_server_subscription_resubscribes_total", help: "Times a subscription re-subscribed after a drop", labelNames: ["subscription"], registers,
+    collect() {
+      this.reset();
+      for (const s of health.snapshot().subscriptions) this.inc({ subscription: s.name }, s.resubscribes);
+    },
+  });
 }
 
 /** `GET /metrics` in Prometheus' text format (public like /ok: it holds counts, no content). */

@@ -6,6 +6,8 @@ import { StoreUnavailableError } from "../eventstore/types.js";
 import type { TableProjection } from "./table.js";
 import { zeroFreedContent } from "../eventstore/sqlite-erase.js";
 import { subscribeWithoutPurged } from "./purged-content.js";
+import type { LogHealth } from "../eventstore/log-health.js";
+import { positionWaitDeadline, READ_MODELS_SUBSCRIPTION, stoppedError } from "./health.js";
 
 /** Version of the store's own layout (meta table, batching); part of the schema fingerprint. */
 const STORE_LAYOUT = 1;
@@ -50,6 +52,9 @@ export class CatchUpRunner {
   private waiters: Waiter[] = [];
   private failure: unknown;
   private readonly listeners = new Set<(event: RecordedEvent) => void>();
+  /** Where a stop is reported, and how long a wait may outlast an unreachable log (see `start`). */
+  private health: LogHealth | undefined;
+  private waitDeadlineMs: number | undefined;
   /** What is left to do once a rebuild has folded the log (undefined: not rebuilding). */
   private pendingRebuild: { indexes: string[]; fingerprint: string } | undefined;
   /** Whether this start found no usable database and folds the log from position 0. */
@@ -116,9 +121,12 @@ export class CatchUpRunner {
    * Subscribes after the stored position; resolves once the log's history is applied. Then follows
    * the log live until `stop`.
    */
-  start(store: EventStore): Promise<void> {
+  start(store: EventStore, options: { health?: LogHealth; waitDeadlineMs?: number } = {}): Promise<void> {
+    this.health = options.health;
+    this.waitDeadlineMs = options.waitDeadlineMs;
     const from = this.applied < 0n ? "start" : this.applied;
-    const subscription = subscribeWithoutPurged(store, this.db, { fromPosition: from, filter: this.filter });
+    // The store re-subscribes from our position after a drop; only a failure that stays ends this.
+    const subscription = subscribeWithoutPurged(store, this.db, { fromPosition: from, filter: this.filter, name: READ_MODELS_SUBSCRIPTION });
     this.subscription = subscription;
     return new Promise<void>((resolveCaughtUp, rejectCaughtUp) => {
       this.done = (async () => {
@@ -168,9 +176,11 @@ export class CatchUpRunner {
 
   /** Resolves once every event up to `position` that the read models fold has been applied. */
   waitFor(position: bigint): Promise<void> {
-    if (this.failure) return Promise.reject(this.failure);
+    if (this.failure) return Promise.reject(stoppedError(this.failure));
     if (position <= this.applied) return Promise.resolve();
-    return new Promise((resolve, reject) => this.waiters.push({ position, resolve, reject }));
+    const waiting = new Promise<void>((resolve, reject) => this.waiters.push({ position, resolve, reject }));
+    // While the log is unreachable a wait would last as long as the outage: bounded by the deadline.
+    return this.health && this.waitDeadlineMs !== undefined ? positionWaitDeadline(waiting, position, this.health, this.waitDeadlineMs) : waiting;
   }
 
   /** Like waitFor, but gives up (resolving false) after `ms`: for positions another process reported. */
@@ -248,8 +258,9 @@ export class CatchUpRunner {
   private fail(error: unknown, reject: (e: unknown) => void): void {
     if (this.failure) return;
     this.failure = error;
+    this.health?.consumerStopped(READ_MODELS_SUBSCRIPTION, error);
     reject(error);
-    for (const w of this.waiters.splice(0)) w.reject(error);
+    for (const w of this.waiters.splice(0)) w.reject(stoppedError(error));
   }
 
   private release(): void {

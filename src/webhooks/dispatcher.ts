@@ -135,7 +135,7 @@ export class WebhookDispatcher {
    * one attempt per delivery, and an attempt frees its slot only once the row shows its outcome.
    */
   private followCommittedEnds(): void {
-    const subscription = this.o.store.subscribeToAll({ fromPosition: "end", filter: { streamPrefixes: [RUN_STREAM_PREFIX], eventTypes: ["RunEnded"] } });
+    const subscription = this.o.store.subscribeToAll({ fromPosition: "end", filter: { streamPrefixes: [RUN_STREAM_PREFIX], eventTypes: ["RunEnded"] }, name: "webhooks-run-ends" });
     this.committedEnds = subscription;
     void (async () => {
       for await (const item of subscription) if (item.kind === "event") this.startOnCommittedEnd(item.event);

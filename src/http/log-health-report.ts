@@ -1,0 +1,70 @@
+/** The wire forms of LogHealth: the `/ok` answer and the `log` part of `/info`. */
+import { z } from "zod";
+import { subscriptionLag, type LogHealth } from "../eventstore/log-health.js";
+
+export const LogReportSchema = z.object({
+  connection: z.enum(["connected", "disconnected"]),
+  since: z.string(),
+  reconnects: z.number().int(),
+  last_error: z.string().optional(),
+  subscriptions: z.array(
+    z.object({
+      name: z.string(),
+      state: z.enum(["catching_up", "live", "reconnecting", "stopped"]),
+      position: z.string().optional(),
+      /** Positions behind the log's head; absent when the head could not be read. */
+      lag: z.string().optional(),
+      resubscribes: z.number().int(),
+    }),
+  ),
+  /** Open subscriptions without a name (SSE tails). */
+  other_subscriptions: z.number().int(),
+  stopped: z.array(z.object({ name: z.string(), reason: z.string() })),
+});
+
+export type LogReport = z.infer<typeof LogReportSchema>;
+
+export function healthReport(health: LogHealth, head: bigint | undefined): LogReport {
+  const s = health.snapshot();
+  return {
+    connection: s.connection,
+    since: s.since.toISOString(),
+    reconnects: s.reconnects,
+    ...(s.lastError ? { last_error: s.lastError } : {}),
+    subscriptions: s.subscriptions.map((x) => ({
+      name: x.name,
+      state: x.state,
+      ...(x.position === undefined ? {} : { position: String(x.position) }),
+      ...(head === undefined ? {} : { lag: String(subscriptionLag(x, head)) }),
+      resubscribes: x.resubscribes,
+    })),
+    other_subscriptions: s.unnamedSubscriptions,
+    stopped: s.stoppedConsumers,
+  };
+}
+
+/** `check_db` as the official server reads it: anything but absent, "", "0" or "false" asks for a round trip. */
+export function wantsLogCheck(checkDb: string | undefined): boolean {
+  return checkDb !== undefined && !["", "0", "false"].includes(checkDb.trim().toLowerCase());
+}
+
+/**
+ * `/ok`: ok unless the process cannot serve writes (the log unreachable, a read model or a
+ * subscription stopped or reconnecting); with `check_db`, only ok once a round trip to the log succeeded.
+ */
+export async function okAnswer(
+  health: LogHealth | undefined,
+  checkDb: string | undefined,
+  checkLog: (() => Promise<unknown>) | undefined,
+): Promise<{ ok: boolean; reason?: string }> {
+  const verdict = health?.verdict() ?? { ok: true };
+  if (!verdict.ok) return { ok: false, reason: verdict.reason };
+  if (wantsLogCheck(checkDb) && checkLog) {
+    try {
+      await checkLog();
+    } catch (error) {
+      return { ok: false, reason: `event log round trip failed: ${(error as Error).message}` };
+    }
+  }
+  return { ok: true };
+}
