@@ -182,11 +182,12 @@ async function startParts(config: Config, deps: ServerDeps, parts: ResourceStack
     }),
     (app) => app.close(),
   );
-  // HTTP's close waits for open connections: the run streams and waits end before it, so this
-  // closer is registered after HTTP's (it only drops a listener and ends streams: nothing to undo earlier).
+  // HTTP's close waits for open connections: RunsService.close ends the run streams and waits
+  // held open, so it is registered after HTTP, to run before it (it holds nothing else to release).
   parts.defer("run streams", () => runs.close());
   // The SDK's Client without apiUrl (in custom routes and graphs) calls this server in-process.
   parts.defer("loopback fetch", bindLoopbackFetch(http, normalizeMountPrefix(httpConfig.mount_prefix)));
+  // Built once HTTP is (it logs there), to stop before HTTP closes.
   const storeSweeper = parts.use("store sweeper", new StoreSweeper({ store, readModels, clock, log: (m) => http.log.error(m) }), (s) => s.stop());
   storeSweeper.start();
   try {
