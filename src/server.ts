@@ -17,7 +17,7 @@ import { metaRoutes } from "./http/routes/meta.js";
 import { assistantRoutes } from "./http/routes/assistants.js";
 import { threadRoutes } from "./http/routes/threads.js";
 import { threadStateRoutes } from "./http/routes/thread-state.js";
-import { loadLanggraphConfig, parseLanggraphConfigEnv } from "./langgraph-config.js";
+import { loadLanggraphConfig, parseLanggraphConfigEnv, type LoadedLanggraphConfig } from "./langgraph-config.js";
 import { loadGraphRegistry } from "./runtime/graphs.js";
 import { EventSourcedCheckpointSaver } from "./runtime/checkpointer.js";
 import type { AppContext } from "./app/context.js";
@@ -37,7 +37,7 @@ import { cronRoutes } from "./http/routes/crons.js";
 import { webhookRoutes } from "./http/routes/webhooks.js";
 import { CronScheduler } from "./app/cron-scheduler.js";
 import { systemClock, type Clock } from "./context/clock.js";
-import { WebhookDispatcher } from "./webhooks/dispatcher.js";
+import { WebhookDispatcher, type DispatcherOptions } from "./webhooks/dispatcher.js";
 import { threadedSender } from "./webhooks/threaded-sender.js";
 import { undiciSender } from "./webhooks/sender.js";
 import type { Resolver } from "./webhooks/url-policy.js";
@@ -56,6 +56,7 @@ import { internalRoutes } from "./http/routes/internal.js";
 import { registerSdkLogger } from "./runtime/sdk-logger.js";
 import { bindLoopbackFetch, loadCustomApp } from "./http/custom-app.js";
 import { normalizeMountPrefix } from "./http/mount-prefix.js";
+import { ResourceStack } from "./util/resource-stack.js";
 
 export interface RunningServer {
   url: string;
@@ -92,6 +93,22 @@ export interface ServerDeps {
 
 /** Opens the log, folds it into the read models, and serves the API. */
 export async function startServer(config: Config, deps: ServerDeps = {}): Promise<RunningServer> {
+  // Every part is registered on this stack as it is built: close() and a failed start tear down the same way.
+  const parts = new ResourceStack((name, error) => console.error(`closing the ${name} failed: ${(error as Error).stack ?? String(error)}`));
+  try {
+    return await startParts(config, deps, parts);
+  } catch (error) {
+    await parts.close();
+    throw error;
+  }
+}
+
+/**
+ * Builds the parts, each registered on `parts` right after it is built, so that they close in
+ * the reverse order: the cron scheduler and sweepers, the webhooks, the run worker, the open
+ * streams and HTTP, then the read models and the log.
+ */
+async function startParts(config: Config, deps: ServerDeps, parts: ResourceStack): Promise<RunningServer> {
   skipRunTreesUnlessTracing(); // before any graph runs: no LangSmith RunTree per node unless tracing is configured
   // Configuration and graphs first: a bad langgraph.json fails before anything is opened.
   const langgraph = await loadLanggraphConfig(config.langgraphJsonPath);
@@ -103,55 +120,45 @@ export async function startServer(config: Config, deps: ServerDeps = {}): Promis
   // A configured auth that cannot be loaded stops the start: never serve open by accident.
   const auth = await loadAuth(langgraph.config.auth, langgraph.baseDir, path.basename(langgraph.configPath));
   const storeIndex = await loadStoreIndex(langgraph.config.store?.index, langgraph.baseDir, path.basename(langgraph.configPath));
-  const clock = deps.clock ?? systemClock;
   const metrics = new ServerMetrics();
   const httpConfig = langgraph.config.http;
   const customApp = httpConfig.app ? await loadCustomApp(httpConfig.app, langgraph.baseDir) : undefined;
+  // The injected clock drives cron ticks and TTLs. The log's timestamps (ctx.now) are the system's,
+  // and leases, retries and delayed starts are compared with them: the worker and the webhooks keep that clock.
+  const clock = deps.clock ?? systemClock;
+  const logClock = systemClock;
   const logHealth = new LogHealth();
-  const store = recordingPositions(withSchemas(await openStore({ ...config, health: logHealth }), schemaForEventType), metrics.onAppend);
-  let readModels: ReadModels | undefined;
-  let liveCheckpoints: LiveFeed | undefined;
-  let http: FastifyInstance | undefined;
-  let worker: RunWorker | undefined;
-  let storeSweeper: StoreSweeper | undefined;
-  let unbindLoopback = () => {};
-  let runs: RunsService | undefined;
-  let dispatcher: WebhookDispatcher | undefined;
-  let sender: ReturnType<typeof undiciSender> | undefined;
-  let scheduler: CronScheduler | undefined;
-  let sweeper: TtlSweeper | undefined;
-  let checkpointer: EventSourcedCheckpointSaver;
-  try {
-    readModels = await openReadModelsFor(store, config.dataDir);
-    await readModels.runner.start(store, { health: logHealth, waitDeadlineMs: config.eventstoreDeadlineMs });
-    // With a shared store, other processes append checkpoints too: the cache follows them live.
-    // A SQLite store belongs to this process alone, whose own appends keep the cache current.
-    liveCheckpoints = store.kind === "sqlite" ? undefined : new LiveFeed(store, { streamPrefixes: ["checkpoints-"] }, "checkpoints-live");
-    checkpointer = new EventSourcedCheckpointSaver({
-      store, live: liveCheckpoints, cacheThreads: config.checkpointCacheThreads, cacheBytes: config.checkpointCacheBytes, metadataFromConfig: true,
-    });
-    const ctx: AppContext = { config, langgraph, store, readModels, graphs, checkpointer, now: isoNow };
-    await ensureDefaultAssistants(ctx, graphs.defaultAssistants());
-    const lifecycle = threadLifecycle(ctx);
-    metrics.observe(store, readModels, logHealth);
-    const models = readModels;
-    const completion = {
-      store, readModels, now: ctx.now,
-      deleteThreadCheckpoints: (id: string) => checkpointer.deleteThread(id),
-      discardCheckpointsAfter: async (threadId: string, after: string | null, reason: string) => void (await checkpointer.discardAfter(threadId, after, reason)),
-    };
-    runs = new RunsService(ctx, completion);
-    const runService = runs;
-    const crons = new CronsService(ctx, runs, clock);
-    const webhooksEnabled = !langgraph.config.http.disable_webhooks;
-    // Resolved now: a header naming an unset variable stops start-up with one clear line.
-    const webhookHeaders = webhooksEnabled ? resolveWebhookHeaders(langgraph.config.webhooks) : {};
-    lifecycle.onDelete((threadId) => runService.cancelThreadRuns(threadId));
-    const storeTtl = langgraph.config.store?.ttl;
-    const storeService = new StoreService({ store, readModels, clock, index: storeIndex, refreshOnRead: storeTtl?.refresh_on_read, defaultTtl: storeTtl?.default_ttl });
-    storeSweeper = new StoreSweeper({ store, readModels, clock, onError: (error) => http?.log.error({ err: error }, "store TTL sweep failed") });
-    storeSweeper.start();
-    http = await buildHttpApp({
+  const store = parts.use("event store", recordingPositions(withSchemas(await openStore({ ...config, health: logHealth }), schemaForEventType), metrics.onAppend), (s) => s.close());
+  const readModels = parts.use("read models", await openReadModelsFor(store, config.dataDir), (m) => m.runner.close());
+  await readModels.runner.start(store, { health: logHealth, waitDeadlineMs: config.eventstoreDeadlineMs });
+  // With a shared store, other processes append checkpoints too: the cache follows them live.
+  // A SQLite store belongs to this process alone, whose own appends keep the cache current.
+  const liveCheckpoints = store.kind === "sqlite" ? undefined : parts.use("live checkpoint feed", new LiveFeed(store, { streamPrefixes: ["checkpoints-"] }, "checkpoints-live"), (f) => f.close());
+  const checkpointer = parts.use(
+    "checkpointer",
+    new EventSourcedCheckpointSaver({ store, live: liveCheckpoints, cacheThreads: config.checkpointCacheThreads, cacheBytes: config.checkpointCacheBytes, metadataFromConfig: true }),
+    (c) => c.close(),
+  );
+  const ctx: AppContext = { config, langgraph, store, readModels, graphs, checkpointer, now: isoNow };
+  await ensureDefaultAssistants(ctx, graphs.defaultAssistants());
+  const lifecycle = threadLifecycle(ctx);
+  metrics.observe(store, readModels, logHealth);
+  const completion = {
+    store, readModels, now: ctx.now,
+    deleteThreadCheckpoints: (id: string) => checkpointer.deleteThread(id),
+    discardCheckpointsAfter: async (threadId: string, after: string | null, reason: string) => void (await checkpointer.discardAfter(threadId, after, reason)),
+  };
+  const runs = new RunsService(ctx, completion);
+  const crons = new CronsService(ctx, runs, clock);
+  const webhooksEnabled = !langgraph.config.http.disable_webhooks;
+  // Resolved now: a header naming an unset variable stops start-up with one clear line.
+  const webhookHeaders = webhooksEnabled ? resolveWebhookHeaders(langgraph.config.webhooks) : {};
+  lifecycle.onDelete((threadId) => runs.cancelThreadRuns(threadId));
+  const storeTtl = langgraph.config.store?.ttl;
+  const storeService = new StoreService({ store, readModels, clock, index: storeIndex, refreshOnRead: storeTtl?.refresh_on_read, defaultTtl: storeTtl?.default_ttl });
+  const http = parts.use(
+    "HTTP server",
+    await buildHttpApp({
       bodyLimit: config.bodyLimit,
       apiKey: config.apiKey,
       logLevel: config.logLevel,
@@ -165,7 +172,7 @@ export async function startServer(config: Config, deps: ServerDeps = {}): Promis
         ...(httpConfig.disable_meta ? [] : [
           metaRoutes({
             storeKind: store.kind, langgraphJsVersion: LANGGRAPH_JS_VERSION, webhooksEnabled,
-            positions: async () => ({ head: await store.headPosition(), projections: models.runner.tables.map((t) => ({ name: t.name, position: models.runner.position })) }),
+            positions: async () => ({ head: await store.headPosition(), projections: readModels.runner.tables.map((t) => ({ name: t.name, position: readModels.runner.position })) }),
             health: logHealth, checkLog: () => store.headPosition(),
           }),
           metricsRoutes(metrics),
@@ -177,15 +184,25 @@ export async function startServer(config: Config, deps: ServerDeps = {}): Promis
         ...(httpConfig.disable_store ? [] : [storeRoutes(storeService)]),
         ...(config.devMode ? [internalRoutes({ ctx, lifecycle, runs, store: storeService })] : []),
       ],
-    });
-    // The SDK's Client without apiUrl (in custom routes and graphs) calls this server in-process.
-    unbindLoopback = bindLoopbackFetch(http, normalizeMountPrefix(httpConfig.mount_prefix));
-    try {
-      await http.listen({ host: config.host, port: config.port });
-    } catch (error) {
-      throw describeListenError(error, config);
-    }
-    worker = new RunWorker({
+    }),
+    (app) => app.close(),
+  );
+  // HTTP's close waits for open connections: RunsService.close ends the run streams and waits
+  // held open, so it is registered after HTTP, to run before it (it holds nothing else to release).
+  parts.defer("run streams", () => runs.close());
+  // The SDK's Client without apiUrl (in custom routes and graphs) calls this server in-process.
+  parts.defer("loopback fetch", bindLoopbackFetch(http, normalizeMountPrefix(httpConfig.mount_prefix)));
+  // Built once HTTP is (it logs there), to stop before HTTP closes.
+  const storeSweeper = parts.use("store sweeper", new StoreSweeper({ store, readModels, clock, log: (m) => http.log.error(m) }), (s) => s.stop());
+  storeSweeper.start();
+  try {
+    await http.listen({ host: config.host, port: config.port });
+  } catch (error) {
+    throw describeListenError(error, config);
+  }
+  const worker = parts.use(
+    "run worker",
+    new RunWorker({
       ...completion,
       graphs,
       checkpointer,
@@ -194,109 +211,94 @@ export async function startServer(config: Config, deps: ServerDeps = {}): Promis
       leaseMs: config.runLeaseSecs * 1000,
       exclusiveStore: store.kind === "sqlite",
       storeFor: (run) => new EventSourcedStore(storeService, { run_id: run.run_id, thread_id: run.thread_id }),
-    });
-    await worker.start();
-    const address = http.server.address();
-    const selfUrl = typeof address === "object" && address ? `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${address.port}` : undefined;
-    if (webhooksEnabled) {
-      const w = config.webhooks;
-      const policy = webhookUrlPolicyFor(langgraph.config.webhooks.url, config.devMode);
-      const sendOptions = { connectTimeoutMs: w.connectTimeoutMs, totalTimeoutMs: w.timeoutMs, policy, connections: w.concurrency };
-      // A resolver injected (tests) lives in this thread; otherwise the sender has a thread of its own.
-      sender = deps.resolver ? undiciSender({ ...sendOptions, resolver: deps.resolver }) : threadedSender(sendOptions);
-      dispatcher = new WebhookDispatcher({
-        store,
-        readModels: readModels.runner,
-        policy,
-        retry: { maxAttempts: w.maxAttempts, baseMs: w.retryBaseMs, maxDelayMs: w.retryMaxMs },
-        send: sender.send,
-        headers: webhookHeaders,
-        secret: w.secret,
-        allowedFields: langgraph.config.webhooks.allowed_fields,
-        concurrency: w.concurrency,
-        // One attempt lasts at most the total timeout; the lease outlives it.
-        leaseMs: w.leaseMs,
-        exclusiveStore: store.kind === "sqlite",
-        selfUrl: () => selfUrl,
-        resolver: deps.resolver,
-        log: (m) => console.error(m),
-        onAttempt: metrics.onWebhookAttempt,
-        pushBody: a2aPushBody(ctx, runService),
-      });
-      const started = dispatcher;
-      metrics.webhooksInFlight = () => started.inFlight;
-      dispatcher.start();
-    }
-    scheduler = new CronScheduler({
+      clock: logClock,
+    }),
+    (w) => w.stop(),
+  );
+  await worker.start();
+  const address = http.server.address();
+  const port = typeof address === "object" && address ? address.port : config.port;
+  const url = `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${port}`;
+  const webhooks = webhooksEnabled ? startWebhooks({ config, deps, langgraph, metrics, store, readModels, headers: webhookHeaders, selfUrl: url, pushBody: a2aPushBody(ctx, runs), clock: logClock }, parts) : undefined;
+  const scheduler = parts.use(
+    "cron scheduler",
+    new CronScheduler({
       store,
-      readModels: readModels.runner,
+      readModels,
       startRun: (cron) => crons.startRun(cron),
       clock,
       catchUpMs: config.cronCatchUpSecs === null ? null : config.cronCatchUpSecs * 1000,
       log: (m) => console.error(m),
-    });
-    scheduler.start();
-    sweeper = new TtlSweeper(ctx, lifecycle, clock);
-    sweeper.start();
-  } catch (error) {
-    unbindLoopback();
-    await sweeper?.stop().catch(() => undefined);
-    await scheduler?.stop().catch(() => undefined);
-    await dispatcher?.stop().catch(() => undefined);
-    await sender?.close().catch(() => undefined);
-    await http?.close().catch(() => undefined);
-    await worker?.stop().catch(() => undefined);
-    await storeSweeper?.stop().catch(() => undefined);
-    runs?.close();
-    await readModels?.runner.close().catch(() => undefined);
-    await liveCheckpoints?.close().catch(() => undefined);
-    await store.close().catch(() => undefined);
-    throw error;
-  }
-  const address = http.server.address();
-  const port = typeof address === "object" && address ? address.port : config.port;
-  const app = http;
-  const runWorker = worker!;
-  const storeItemSweeper = storeSweeper!;
-  const runService = runs!;
-  const models = readModels!;
-  const feed = liveCheckpoints;
-  const webhookDispatcher = dispatcher;
-  const webhookSender = sender;
-  const cronScheduler = scheduler!;
-  const ttlSweeper = sweeper!;
-  let closing: Promise<void> | undefined;
+    }),
+    (s) => s.stop(),
+  );
+  scheduler.start();
+  const ttlSweeper = parts.use("thread TTL sweeper", new TtlSweeper({ ctx, lifecycle, clock, log: (m) => console.error(m) }), (s) => s.stop());
+  ttlSweeper.start();
   return {
-    url: `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${port}`,
+    url,
     port,
     storeKind: store.kind,
     store,
-    readModels: models,
+    readModels,
     checkpointer,
-    http: app,
-    webhooks: webhookDispatcher,
-    crons: cronScheduler,
+    http,
+    webhooks,
+    crons: scheduler,
     metrics,
     ttlSweeper,
-    close() {
-      closing ??= (async () => {
-        await ttlSweeper.stop();
-        await cronScheduler.stop();
-        await webhookDispatcher?.stop();
-        await webhookSender?.close();
-        await runWorker.stop();
-        await storeItemSweeper.stop();
-        unbindLoopback();
-        runService.close();
-        await app.close();
-        await models.runner.close();
-        await feed?.close();
-        checkpointer.close();
-        await store.close();
-      })();
-      return closing;
-    },
+    close: () => parts.close(),
   };
+}
+
+/** The webhook sender and its dispatcher, registered on `parts` (the dispatcher closes first). */
+function startWebhooks(
+  o: {
+    config: Config;
+    deps: ServerDeps;
+    langgraph: LoadedLanggraphConfig;
+    metrics: ServerMetrics;
+    store: EventStore;
+    readModels: ReadModels;
+    headers: Record<string, string>;
+    selfUrl: string;
+    pushBody: DispatcherOptions["pushBody"];
+    clock: Clock;
+  },
+  parts: ResourceStack,
+): WebhookDispatcher {
+  const w = o.config.webhooks;
+  const policy = webhookUrlPolicyFor(o.langgraph.config.webhooks.url, o.config.devMode);
+  const sendOptions = { connectTimeoutMs: w.connectTimeoutMs, totalTimeoutMs: w.timeoutMs, policy, connections: w.concurrency };
+  // A resolver injected (tests) lives in this thread; otherwise the sender has a thread of its own.
+  const sender = parts.use("webhook sender", o.deps.resolver ? undiciSender({ ...sendOptions, resolver: o.deps.resolver }) : threadedSender(sendOptions), (s) => s.close());
+  const dispatcher = parts.use(
+    "webhook dispatcher",
+    new WebhookDispatcher({
+      store: o.store,
+      readModels: o.readModels,
+      policy,
+      retry: { maxAttempts: w.maxAttempts, baseMs: w.retryBaseMs, maxDelayMs: w.retryMaxMs },
+      send: sender.send,
+      headers: o.headers,
+      secret: w.secret,
+      allowedFields: o.langgraph.config.webhooks.allowed_fields,
+      concurrency: w.concurrency,
+      // One attempt lasts at most the total timeout; the lease outlives it.
+      leaseMs: w.leaseMs,
+      exclusiveStore: o.store.kind === "sqlite",
+      selfUrl: () => o.selfUrl,
+      resolver: o.deps.resolver,
+      clock: o.clock,
+      log: (m) => console.error(m),
+      onAttempt: o.metrics.onWebhookAttempt,
+      pushBody: o.pushBody,
+    }),
+    (d) => d.stop(),
+  );
+  o.metrics.webhooksInFlight = () => dispatcher.inFlight;
+  dispatcher.start();
+  return dispatcher;
 }
 
 /**

@@ -2,21 +2,24 @@ import { ulid } from "ulid";
 import { WrongExpectedVersionError, type EventStore } from "../eventstore/types.js";
 import { CRON_STREAM_PREFIX, cronCursor, cronStream, decideFire, isoOf, type CronState } from "../domain/crons.js";
 import { dueTicks } from "../domain/cron-schedule.js";
-import { CronsReadModel } from "../read-models/crons.js";
-import type { ReadModelHost } from "../webhooks/dispatcher.js";
-import { systemClock, type Clock } from "../context/clock.js";
+import type { ReadModels } from "../read-models/all.js";
+import type { Clock } from "../context/clock.js";
+import { WakeLoop } from "../context/wake-loop.js";
 
 export interface CronSchedulerOptions {
   store: EventStore;
-  readModels: ReadModelHost;
+  readModels: ReadModels;
   /** Starts the run of one tick through the normal run pipeline. */
   startRun(cron: CronState, tickMs: number): Promise<{ run_id: string; thread_id: string }>;
-  clock?: Clock;
+  clock: Clock;
   /** Missed ticks fired on start: null = only the latest; otherwise those within this many ms. */
   catchUpMs: number | null;
   owner?: string;
   log?: (message: string) => void;
 }
+
+/** A cron still due after its fire found nothing to do is looked at again this much later (not in a spin). */
+const STILL_DUE_MS = 1000;
 
 /**
  * Fires each due cron tick exactly once across processes: the tick is claimed by appending
@@ -29,38 +32,35 @@ export class CronScheduler {
   readonly owner: string;
   /** Ticks this process fired, and ticks another process had fired first (its claim won). */
   readonly stats = { fired: 0, lost: 0 };
-  private readonly model: CronsReadModel;
-  private readonly clock: Clock;
+  private readonly loop: WakeLoop;
   private readonly inflight = new Set<string>();
   private readonly done = new Set<Promise<void>>();
-  private timer: { cancel(): void } | undefined;
   private unsubscribe: (() => void) | undefined;
-  private pumpQueued = false;
   private stopping = false;
 
   constructor(private readonly o: CronSchedulerOptions) {
     this.owner = o.owner ?? `crons-${ulid()}`;
-    this.model = new CronsReadModel(o.readModels.db);
-    this.clock = o.clock ?? systemClock;
+    this.loop = new WakeLoop({ clock: o.clock, pass: () => this.fireWhatIsDue(), onError: (error) => o.log?.(`crons: ${(error as Error).message}`) });
   }
 
   start(): void {
-    this.unsubscribe = this.o.readModels.onApplied((event) => {
-      if (event.streamId.startsWith(CRON_STREAM_PREFIX)) this.schedulePump();
+    this.unsubscribe = this.o.readModels.runner.onApplied((event) => {
+      if (event.streamId.startsWith(CRON_STREAM_PREFIX)) this.loop.wake();
     });
-    this.pump();
+    void this.loop.run();
   }
 
   async stop(): Promise<void> {
     this.stopping = true;
     this.unsubscribe?.();
-    this.timer?.cancel();
+    await this.loop.stop();
     await Promise.allSettled([...this.done]);
   }
 
   /** Resolves once every tick being fired now is recorded (tests await it after moving the clock). */
   async idle(): Promise<void> {
-    while (this.done.size > 0 || this.pumpQueued) {
+    while (this.done.size > 0 || this.loop.busy) {
+      await this.loop.idle();
       await Promise.allSettled([...this.done]);
       await new Promise((r) => setImmediate(r));
     }
@@ -68,22 +68,15 @@ export class CronScheduler {
 
   /** Looks again now (e.g. after a fake clock moved). */
   wake(): void {
-    this.pump();
+    this.loop.wake();
   }
 
-  private schedulePump(): void {
-    if (this.pumpQueued || this.stopping) return;
-    this.pumpQueued = true;
-    setImmediate(() => {
-      this.pumpQueued = false;
-      this.pump();
-    });
-  }
-
-  private pump(): void {
-    if (this.stopping) return;
-    const now = this.clock.now();
-    for (const cron of this.model.due(now, 100)) {
+  /** Starts firing every due cron not being fired already; says when to look again. */
+  private fireWhatIsDue(): number | undefined {
+    if (this.stopping) return undefined;
+    const model = this.o.readModels.crons;
+    const now = this.o.clock.now();
+    for (const cron of model.due(now, 100)) {
       if (this.inflight.has(cron.cron_id)) continue;
       this.inflight.add(cron.cron_id);
       const p = this.fireDue(cron, now)
@@ -93,25 +86,15 @@ export class CronScheduler {
         .finally(() => {
           this.inflight.delete(cron.cron_id);
           this.done.delete(p);
-          this.schedulePump();
+          this.loop.wake();
         });
       this.done.add(p);
     }
-    this.arm(now);
-  }
-
-  private arm(now: number): void {
-    this.timer?.cancel();
-    this.timer = undefined;
-    const next = this.model.nextDue();
-    if (next === undefined) return;
-    // A due cron being fired is re-armed by the event its fire appends.
-    if (next <= now && this.inflight.size > 0) return;
-    // A row still due after its fire found nothing to do would spin: look again a second later at the earliest.
-    this.timer = this.clock.setTimer(next <= now ? 1000 : next - now, () => {
-      this.timer = undefined;
-      this.pump();
-    });
+    const next = model.nextDue();
+    if (next === undefined) return undefined;
+    // A due cron being fired is looked at again on the event its fire appends.
+    if (next <= now && this.inflight.size > 0) return undefined;
+    return next <= now ? now + STILL_DUE_MS : next;
   }
 
   /** Fires the due ticks of one cron (the catch-up window decides which missed ones), in order. */
@@ -123,7 +106,7 @@ export class CronScheduler {
     let state = cron;
     let position: bigint | undefined;
     for (const tick of ticks) {
-      const decision = decideFire(state, tick, { owner: this.owner, now: isoOf(this.clock.now()) });
+      const decision = decideFire(state, tick, { owner: this.owner, now: isoOf(this.o.clock.now()) });
       if (!decision.ok) break;
       let revision: bigint;
       try {
@@ -152,6 +135,6 @@ export class CronScheduler {
       state = { ...state, revision: revision + 1n, last_tick_ms: tick };
       if (appended.nextExpectedRevision !== state.revision) state = { ...state, revision: appended.nextExpectedRevision };
     }
-    if (position !== undefined) await this.o.readModels.waitFor(position);
+    if (position !== undefined) await this.o.readModels.runner.waitFor(position);
   }
 }

@@ -9,105 +9,70 @@ import { WrongExpectedVersionError, type EventStore, type RecordedEvent } from "
 import type { ReadModels } from "../read-models/all.js";
 import { decideExpire, storeItemStream } from "../domain/store.js";
 import type { Clock } from "../context/clock.js";
-import { MAX_TIMER_MS } from "../context/clock.js";
+import { WakeLoop } from "../context/wake-loop.js";
 
 /** Items expired per read of the read model. */
 const SWEEP_PAGE = 100;
-/** After a failed sweep (store unavailable), the next attempt waits at least this long. */
-const RETRY_MS = 1000;
 
 export interface StoreSweeperOptions {
   store: EventStore;
   readModels: ReadModels;
   clock: Clock;
-  onError?(error: unknown): void;
+  log?: (message: string) => void;
 }
 
 export class StoreSweeper {
-  private timer: { cancel(): void } | undefined;
-  /** When the armed timer fires (epoch ms). */
-  private armedFor: number | undefined;
-  private running: Promise<number> | undefined;
+  private readonly loop: WakeLoop;
   private unsubscribe: (() => void) | undefined;
-  private stopped = false;
 
-  constructor(private readonly o: StoreSweeperOptions) {}
+  constructor(private readonly o: StoreSweeperOptions) {
+    this.loop = new WakeLoop({
+      clock: o.clock,
+      pass: () => this.sweepDue(),
+      onError: (error) => o.log?.(`store TTL sweep failed: ${(error as Error).stack ?? String(error)}`),
+    });
+  }
 
   start(): void {
     // A new or refreshed expiry earlier than the armed one moves the timer forward.
     this.unsubscribe = this.o.readModels.runner.onApplied((event: RecordedEvent) => {
       if (event.type !== "StoreItemPut" && event.type !== "StoreItemTtlRefreshed") return;
       const at = (event.data as { expires_at: number | null }).expires_at;
-      if (at !== null && (this.armedFor === undefined || at < this.armedFor)) this.arm();
+      if (at !== null) this.loop.dueAt(at);
     });
-    this.arm();
+    void this.loop.run();
   }
 
-  /** Expires everything due now; resolves with the number of items expired. */
-  sweep(): Promise<number> {
-    this.running ??= this.sweepDue().finally(() => {
-      this.running = undefined;
-    });
-    return this.running;
+  /** Expires everything due now; resolves when done (and the timer is set again). */
+  sweep(): Promise<void> {
+    return this.loop.run();
   }
 
-  stop(): Promise<unknown> {
-    this.stopped = true;
+  async stop(): Promise<void> {
     this.unsubscribe?.();
-    this.timer?.cancel();
-    this.timer = undefined;
-    return this.running ?? Promise.resolve();
+    await this.loop.stop();
   }
 
-  private arm(minDelay = 0): void {
-    if (this.stopped || this.running) return; // a running sweep re-arms when it ends
-    const next = this.o.readModels.storeItems.nextExpiry();
-    this.timer?.cancel();
-    this.timer = undefined;
-    this.armedFor = undefined;
-    if (next === undefined) return;
-    const delay = Math.max(minDelay, next - this.o.clock.now());
-    this.armedFor = this.o.clock.now() + delay;
-    this.timer = this.o.clock.setTimer(delay, async () => {
-      this.timer = undefined;
-      this.armedFor = undefined;
-      // Beyond setTimeout's range the timer fires early: then only re-arm.
-      if (delay >= MAX_TIMER_MS && this.o.clock.now() < next) return this.arm();
-      await this.sweep().catch(() => undefined);
-    });
-  }
-
-  private async sweepDue(): Promise<number> {
-    let expired = 0;
-    let failed = false;
-    try {
-      for (;;) {
-        const now = this.o.clock.now();
-        const due = this.o.readModels.storeItems.expired(now, SWEEP_PAGE);
-        let last: bigint | undefined;
-        let progress = 0;
-        for (const item of due) {
-          try {
-            const result = await this.o.store.append(storeItemStream(item.namespace, item.key), decideExpire(item, now), item.revision);
-            last = result.position;
-            expired++;
-            progress++;
-          } catch (error) {
-            if (!(error instanceof WrongExpectedVersionError)) throw error;
-            // Changed meanwhile (put, refresh, or another process expired it): the read model will say.
-            await this.o.readModels.runner.waitForAtMost(await this.o.store.headPosition(), 5_000);
-            progress++;
-          }
+  /** Expires the items due now; says when the next one is. */
+  private async sweepDue(): Promise<number | undefined> {
+    for (;;) {
+      const now = this.o.clock.now();
+      const due = this.o.readModels.storeItems.expired(now, SWEEP_PAGE);
+      let last: bigint | undefined;
+      let progress = 0;
+      for (const item of due) {
+        try {
+          last = (await this.o.store.append(storeItemStream(item.namespace, item.key), decideExpire(item, now), item.revision)).position;
+        } catch (error) {
+          if (!(error instanceof WrongExpectedVersionError)) throw error;
+          // Changed meanwhile (put, refresh, or another process expired it): the read model will say.
+          await this.o.readModels.runner.waitForAtMost(await this.o.store.headPosition(), 5_000);
         }
-        if (last !== undefined) await this.o.readModels.runner.waitFor(last);
-        if (due.length < SWEEP_PAGE || progress === 0) break;
+        progress++;
       }
-    } catch (error) {
-      failed = true;
-      this.o.onError?.(error);
+      if (last !== undefined) await this.o.readModels.runner.waitFor(last);
+      if (due.length < SWEEP_PAGE || progress === 0) break;
     }
-    this.running = undefined;
-    this.arm(failed ? RETRY_MS : 0);
-    return expired;
+    return this.o.readModels.storeItems.nextExpiry();
   }
 }

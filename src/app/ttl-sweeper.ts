@@ -3,97 +3,76 @@ import type { ThreadLifecycle } from "./thread-lifecycle.js";
 import { runInRequestContext } from "../context/request-context.js";
 import { SYSTEM_ACTOR } from "../context/attribution.js";
 import { isNotFound } from "../domain/errors.js";
-import { systemClock, MAX_TIMER_MS, type Clock } from "../context/clock.js";
+import type { Clock } from "../context/clock.js";
+import { WakeLoop } from "../context/wake-loop.js";
 import { isoOf } from "../util/time.js";
 
 const THREAD_EVENTS_WITH_TTL = new Set(["ThreadCreated", "ThreadUpdated", "ThreadDeleted", "ThreadPurged"]);
 
+export interface TtlSweeperOptions {
+  ctx: AppContext;
+  lifecycle: ThreadLifecycle;
+  clock: Clock;
+  log?: (message: string) => void;
+}
 
 /**
  * Thread TTL (`ttl`, strategy delete): one timer, set to the next expiry the threads read model
- * knows (an index lookup), re-armed whenever a thread's TTL may have changed. No polling. Expired
- * threads are deleted as the API deletes them (events, attributed to `system`).
+ * knows (an index lookup), looked at again whenever a thread's TTL may have changed. No polling.
+ * Expired threads are deleted as the API deletes them (events, attributed to `system`).
  */
 export class TtlSweeper {
-  private timer: { cancel(): void } | undefined;
-  private armedFor: string | undefined;
-  private rearmQueued = false;
-  private sweeping: Promise<void> | undefined;
-  private stopped = false;
+  private readonly loop: WakeLoop;
   private unsubscribe: (() => void) | undefined;
+  private stopped = false;
 
-  constructor(
-    private readonly ctx: AppContext,
-    private readonly lifecycle: ThreadLifecycle,
-    private readonly clock: Clock = systemClock,
-  ) {}
+  constructor(private readonly o: TtlSweeperOptions) {
+    this.loop = new WakeLoop({
+      clock: o.clock,
+      pass: () => runInRequestContext({ actor: SYSTEM_ACTOR, causationId: "ttl-sweeper" }, () => this.deleteExpired()),
+      onError: (error) => o.log?.(`ttl sweeper: ${(error as Error).message}`),
+    });
+  }
 
   start(): void {
-    this.unsubscribe = this.ctx.readModels.runner.onApplied((event) => {
-      if (event.streamId.startsWith("thread-") && THREAD_EVENTS_WITH_TTL.has(event.type)) this.queueRearm();
+    this.unsubscribe = this.o.ctx.readModels.runner.onApplied((event) => {
+      if (event.streamId.startsWith("thread-") && THREAD_EVENTS_WITH_TTL.has(event.type)) this.loop.wake();
     });
-    this.arm();
+    void this.loop.run();
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
     this.unsubscribe?.();
-    this.timer?.cancel();
-    this.timer = undefined;
-    await this.sweeping;
+    await this.loop.stop();
   }
 
   /** When the timer is set for (ISO 8601), if it is set: for tests and diagnostics. */
   get nextSweep(): string | undefined {
-    return this.armedFor;
+    const at = this.loop.nextDue;
+    return at === undefined ? undefined : isoOf(at);
   }
 
   /** Deletes every thread expired now; resolves when done (and the timer is set again). */
   sweep(): Promise<void> {
-    this.sweeping ??= runInRequestContext({ actor: SYSTEM_ACTOR, causationId: "ttl-sweeper" }, () => this.deleteExpired()).finally(() => {
-      this.sweeping = undefined;
-      this.arm();
-    });
-    return this.sweeping;
+    return this.loop.run();
   }
 
-  private async deleteExpired(): Promise<void> {
+  /** Deletes the threads expired now; says when the next one expires. */
+  private async deleteExpired(): Promise<number | undefined> {
+    const threads = this.o.ctx.readModels.threads;
     for (;;) {
-      const expired = this.ctx.readModels.threads.expiredAt(isoOf(this.clock.now()));
-      if (expired.length === 0 || this.stopped) return;
+      const expired = threads.expiredAt(isoOf(this.o.clock.now()));
+      if (expired.length === 0 || this.stopped) break;
       for (const threadId of expired) {
         try {
-          await this.lifecycle.delete(threadId);
+          await this.o.lifecycle.delete(threadId);
         } catch (error) {
-          if (!(isNotFound(error))) throw error; // deleted meanwhile
+          if (!isNotFound(error)) throw error; // deleted meanwhile
         }
       }
     }
-  }
-
-  /** Many thread events in one batch re-arm once. */
-  private queueRearm(): void {
-    if (this.rearmQueued) return;
-    this.rearmQueued = true;
-    queueMicrotask(() => {
-      this.rearmQueued = false;
-      if (!this.sweeping) this.arm();
-    });
-  }
-
-  private arm(): void {
-    if (this.stopped) return;
-    const next = this.ctx.readModels.threads.nextExpiry();
-    if (next === this.armedFor && this.timer !== undefined) return;
-    this.timer?.cancel();
-    this.timer = undefined;
-    this.armedFor = next;
-    if (next === undefined) return;
-    const delay = Math.min(MAX_TIMER_MS, Math.max(0, Date.parse(next) - this.clock.now()));
-    this.timer = this.clock.setTimer(delay, () => {
-      this.timer = undefined;
-      this.armedFor = undefined;
-      void this.sweep().catch((error: unknown) => console.error(`ttl sweeper: ${(error as Error).message}`));
-    });
+    const next = threads.nextExpiry();
+    return next === undefined ? undefined : Date.parse(next);
   }
 }

@@ -1,4 +1,5 @@
 import { runInRequestContext, type RequestContext } from "../context/request-context.js";
+import { systemClock, type Clock } from "../context/clock.js";
 import { ulid } from "ulid";
 import type { BaseCheckpointSaver, BaseStore } from "@langchain/langgraph-checkpoint";
 import { WrongExpectedVersionError, type EventData, type EventStore, type RecordedEvent } from "../eventstore/types.js";
@@ -50,6 +51,8 @@ export interface WorkerOptions extends CompletionDeps {
   exclusiveStore: boolean;
   /** The store a run's graph gets (writes attributed to the run); none: graphs run without a store. */
   storeFor?(run: RunRecord): BaseStore;
+  /** Leases and delayed starts (`after_seconds`); the time line of the log's timestamps. Default: the system's. */
+  clock?: Clock;
 }
 
 interface Active {
@@ -70,10 +73,11 @@ interface Active {
 export class RunWorker {
   readonly owner: string;
   private readonly leaseMs: number;
+  private readonly clock: Clock;
   private readonly active = new Map<string, Active>();
   /** Threads whose head run may be startable, in arrival order. */
   private readonly ready = new Set<string>();
-  private readonly timers = new Map<string, NodeJS.Timeout>();
+  private readonly timers = new Map<string, { cancel(): void }>();
   /** Runs claimed (by anyone) and not ended: what a lease check looks at. */
   private readonly openClaims = new Set<string>();
   private unsubscribe: (() => void) | undefined;
@@ -84,6 +88,7 @@ export class RunWorker {
     // A ULID sorts by creation time, so the audit trail shows which worker generation claimed a run.
     this.owner = o.owner ?? `worker-${ulid()}`;
     this.leaseMs = o.leaseMs ?? 30_000;
+    this.clock = o.clock ?? systemClock;
   }
 
   /** Number of runs executing in this process now. */
@@ -121,7 +126,7 @@ export class RunWorker {
     this.stopping = true;
     this.unsubscribe?.();
     if (this.renewTimer) clearInterval(this.renewTimer);
-    for (const t of this.timers.values()) clearTimeout(t);
+    for (const t of this.timers.values()) t.cancel();
     this.timers.clear();
     for (const a of this.active.values()) a.controller.abort(new Error("server shutting down"));
     await Promise.allSettled([...this.active.values()].map((a) => a.done));
@@ -162,14 +167,14 @@ export class RunWorker {
     if (!head || this.active.has(head)) return undefined;
     const view = this.o.readModels.runs.load(head);
     if (!view || !isUnclaimed(view.stream)) return undefined;
-    const wait = startDelayMs(view.run, Date.now());
+    const wait = startDelayMs(view.run, this.clock.now());
     if (wait > 0) {
       if (!this.timers.has(head)) {
-        const timer = setTimeout(() => {
+        const timer = this.clock.setTimer(wait, () => {
           this.timers.delete(head);
           this.ready.add(threadId);
           this.pump();
-        }, wait);
+        });
         this.timers.set(head, timer);
       }
       return undefined;
@@ -197,7 +202,7 @@ export class RunWorker {
   private async claimAndRun(view: RunView, takeover: boolean, entry: Active): Promise<void> {
     const run = view.run;
     const stream = takeover ? await loadRunStream(this.o.store, run.run_id) : view.stream;
-    const nowMs = Date.now();
+    const nowMs = this.clock.now();
     const latest = await this.o.checkpointer.latestCheckpointId(run.thread_id);
     const claim = decideClaim(stream, { owner: this.owner, now: this.o.now(), nowMs, leaseMs: this.leaseMs, takeover, baseCheckpointId: latest });
     if (!claim.ok) return;
@@ -302,7 +307,7 @@ export class RunWorker {
    * thread never got the RunFinished mark get it now.
    */
   private async recover(): Promise<void> {
-    const nowMs = Date.now();
+    const nowMs = this.clock.now();
     for (const view of this.o.readModels.runs.endedUnmarked()) {
       // The read model keeps only the terminal status: the thread's mark needs the full RunEnded.
       const s = await loadRunStream(this.o.store, view.run.run_id);
@@ -316,7 +321,7 @@ export class RunWorker {
   /** Shared store only: renews the leases of our runs and takes over runs whose lease expired. */
   private async renewAndTakeOver(): Promise<void> {
     if (this.stopping) return;
-    const nowMs = Date.now();
+    const nowMs = this.clock.now();
     const renewals = [...this.active].filter(([, a]) => a.claimed).map(([runId]) =>
       this.o.store
         .append(runStream(runId), [{ type: "RunLeaseRenewed", data: { owner: this.owner, lease_expires_at: leaseExpiry(nowMs, this.leaseMs) } }], "any")

@@ -9,7 +9,7 @@ export const HEARTBEAT_MS = 5_000;
  * `event: <name>\r\ndata: <json>\r\nid: <id>\r\n\r\n`, `: heartbeat` comments while idle.
  */
 export class SseWriter {
-  private lastWrite = Date.now();
+  private lastWrite = performance.now();
   private readonly timer: NodeJS.Timeout;
   private readonly closeListeners: (() => void)[] = [];
   private readonly endListeners: (() => void)[] = [];
@@ -39,7 +39,7 @@ export class SseWriter {
       for (const l of this.closeListeners) l();
     });
     this.timer = setInterval(() => {
-      if (Date.now() - this.lastWrite >= heartbeatMs - 50) this.write(": heartbeat\r\n\r\n");
+      if (performance.now() - this.lastWrite >= heartbeatMs - 50) this.write(": heartbeat\r\n\r\n");
     }, heartbeatMs);
     this.timer.unref();
   }
@@ -68,7 +68,7 @@ export class SseWriter {
   /** False when the socket buffer is full (backpressure). */
   private write(text: string): boolean {
     if (this.closed) return true;
-    this.lastWrite = Date.now();
+    this.lastWrite = performance.now();
     return this.reply.raw.write(text);
   }
 

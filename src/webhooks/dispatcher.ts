@@ -1,10 +1,9 @@
 import { ulid } from "ulid";
-import type Database from "better-sqlite3";
 import { WrongExpectedVersionError, type EventStore, type RecordedEvent, type Subscription } from "../eventstore/types.js";
 import { RUN_STREAM_PREFIX, type RunEnded } from "../domain/runs.js";
 import { attemptEvents, decideWebhookClaim, deliveryIdOf, deliveryKey, deliveryRunEnded, webhookStream, type Delivery } from "../domain/webhooks.js";
 import { pushHeaders } from "../domain/a2a-push.js";
-import { WebhooksReadModel } from "../read-models/webhooks.js";
+import type { ReadModels } from "../read-models/all.js";
 import type { WebhookUrlPolicy } from "../langgraph-config.js";
 import { webhookBody } from "./body.js";
 import { DELIVERY_ID_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER, signWebhook } from "./signing.js";
@@ -12,17 +11,12 @@ import { checkWebhookUrlResolved, type Resolver } from "./url-policy.js";
 import { classifyAttempt, type AttemptResult, type RetryPolicy } from "./retry.js";
 import type { WebhookSender } from "./sender.js";
 import { isoOf } from "../util/time.js";
-
-/** What the dispatcher needs of the read-model store (CatchUpRunner satisfies it). */
-export interface ReadModelHost {
-  readonly db: Database.Database;
-  waitFor(position: bigint): Promise<void>;
-  onApplied(listener: (event: RecordedEvent) => void): () => void;
-}
+import type { Clock } from "../context/clock.js";
+import { WakeLoop } from "../context/wake-loop.js";
 
 export interface DispatcherOptions {
   store: EventStore;
-  readModels: ReadModelHost;
+  readModels: ReadModels;
   policy: WebhookUrlPolicy;
   retry: RetryPolicy;
   send: WebhookSender;
@@ -41,8 +35,8 @@ export interface DispatcherOptions {
   selfUrl?: () => string | undefined;
   resolver?: Resolver;
   owner?: string;
-  nowMs?: () => number;
-  nowIso?: () => string;
+  /** The time line of the log's timestamps (a run's `ended_at` is when its delivery falls due). */
+  clock: Clock;
   log?: (message: string) => void;
   /** Told of every attempt's outcome (for /metrics); `sinceEndedSeconds` is from the run's end to a delivery. */
   onAttempt?: (outcome: AttemptOutcome, attemptSeconds: number, sinceEndedSeconds?: number) => void;
@@ -65,26 +59,29 @@ const WAKE_TYPES = new Set(["WebhookClaimed", "WebhookAttempted", "WebhookDelive
  */
 export class WebhookDispatcher {
   readonly owner: string;
-  private readonly model: WebhooksReadModel;
+  private readonly model: ReadModels["webhooks"];
+  private readonly loop: WakeLoop;
   private readonly inflight = new Map<string, AbortController>();
   private readonly done = new Set<Promise<void>>();
-  private timer: NodeJS.Timeout | undefined;
-  private timerAt = Infinity;
   private unsubscribe: (() => void) | undefined;
   private committedEnds: Subscription | undefined;
-  private pumpQueued = false;
   private stopping = false;
   /** Owners whose claims are dead (exclusive store: every owner but us, at start). */
   private takeover: boolean;
-  private readonly nowMs: () => number;
-  private readonly nowIso: () => string;
 
   constructor(private readonly o: DispatcherOptions) {
     this.owner = o.owner ?? `webhooks-${ulid()}`;
-    this.model = new WebhooksReadModel(o.readModels.db);
+    this.model = o.readModels.webhooks;
     this.takeover = o.exclusiveStore;
-    this.nowMs = o.nowMs ?? Date.now;
-    this.nowIso = o.nowIso ?? (() => isoOf(this.nowMs()));
+    this.loop = new WakeLoop({ clock: o.clock, pass: () => this.startWhatIsDue(), onError: (error) => o.log?.(`webhooks: ${(error as Error).message}`) });
+  }
+
+  private nowMs(): number {
+    return this.o.clock.now();
+  }
+
+  private nowIso(): string {
+    return isoOf(this.o.clock.now());
   }
 
   get inFlight(): number {
@@ -92,27 +89,27 @@ export class WebhookDispatcher {
   }
 
   start(): void {
-    this.unsubscribe = this.o.readModels.onApplied((event) => {
+    this.unsubscribe = this.o.readModels.runner.onApplied((event) => {
       if (event.type === "RunEnded") {
         const runId = event.streamId.slice(RUN_STREAM_PREFIX.length);
         this.startNow(runId);
         for (const push of this.model.pushesOfRun(runId)) this.startNow(deliveryKey(push));
       }
-      else if (WAKE_TYPES.has(event.type)) this.schedulePump();
+      else if (WAKE_TYPES.has(event.type)) this.loop.wake();
     });
     if (this.o.exclusiveStore) this.followCommittedEnds();
     if (this.takeover) {
       // A single-process store: claims open at start belong to a process that died; retake them now.
       for (const d of this.model.sending()) if (d.owner !== this.owner) this.launch(d, true);
     }
-    this.pump();
+    void this.loop.run();
   }
 
   async stop(): Promise<void> {
     this.stopping = true;
     this.unsubscribe?.();
     await this.committedEnds?.close();
-    clearTimeout(this.timer);
+    await this.loop.stop();
     for (const c of this.inflight.values()) c.abort(new Error("server shutting down"));
     await Promise.allSettled([...this.done]);
   }
@@ -120,11 +117,11 @@ export class WebhookDispatcher {
   /** A run just ended: its delivery (by key) starts in this turn of the event loop when a slot is free (latency). */
   private startNow(key: string): void {
     if (this.stopping) return;
-    if (this.inflight.size >= this.o.concurrency || this.inflight.has(key)) return this.schedulePump();
+    if (this.inflight.size >= this.o.concurrency || this.inflight.has(key)) return this.loop.wake();
     const d = this.model.get(key);
     if (!d) return; // no webhook
     if (this.dueNow(d)) this.launch(d, false);
-    else this.schedulePump();
+    else this.loop.wake();
   }
 
   /**
@@ -158,37 +155,16 @@ export class WebhookDispatcher {
     return d.status === "due" && (d.due_at ?? 0) <= this.nowMs();
   }
 
-  private schedulePump(): void {
-    if (this.pumpQueued || this.stopping) return;
-    this.pumpQueued = true;
-    setImmediate(() => {
-      this.pumpQueued = false;
-      this.pump();
-    });
-  }
-
-  /** Starts what is due, up to the bound; then sleeps until the next due time. */
-  private pump(): void {
-    if (this.stopping) return;
+  /** Starts what is due, up to the bound; says when the next delivery falls due. */
+  private startWhatIsDue(): number | undefined {
+    if (this.stopping) return undefined;
     const now = this.nowMs();
     const free = this.o.concurrency - this.inflight.size;
     if (free > 0) for (const d of this.model.due(now, free, this.inflight.keys())) this.launch(d, false);
-    this.arm(now);
-  }
-
-  private arm(now: number): void {
-    // Deliveries in flight do not count: their outcome (an event) wakes us.
+    // Deliveries in flight do not count: their outcome (an event) wakes us, as does a freed slot.
     const next = this.model.nextDue(this.inflight.keys());
-    if (next === undefined || this.inflight.size >= this.o.concurrency) return; // an event or a freed slot wakes us
-    const at = Math.max(next, now + 1);
-    if (this.timer && at >= this.timerAt && this.timerAt > now) return;
-    clearTimeout(this.timer);
-    this.timerAt = at;
-    this.timer = setTimeout(() => {
-      this.timer = undefined;
-      this.timerAt = Infinity;
-      this.pump();
-    }, Math.min(at - now, 2 ** 31 - 1));
+    if (next === undefined || this.inflight.size >= this.o.concurrency) return undefined;
+    return Math.max(next, now + 1);
   }
 
   private launch(d: Delivery, takeover: boolean): void {
@@ -201,7 +177,7 @@ export class WebhookDispatcher {
       .finally(() => {
         this.inflight.delete(deliveryKey(d));
         this.done.delete(p);
-        this.schedulePump();
+        this.loop.wake();
       });
     this.done.add(p);
   }
@@ -267,7 +243,7 @@ export class WebhookDispatcher {
     try {
       const appended = await this.o.store.append(webhookStream(deliveryKey(d)), [...pendingClaim, ...events], revision);
       // The row must show this outcome before the slot frees, or the next pump would see it as still claimed by us.
-      await this.o.readModels.waitFor(appended.position);
+      await this.o.readModels.runner.waitFor(appended.position);
     } catch (error) {
       if (!(error instanceof WrongExpectedVersionError)) throw error;
       // Our lease lapsed and another process took the delivery over: its record stands.
