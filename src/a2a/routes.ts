@@ -20,9 +20,8 @@ import { A2AError, ErrorCode, toA2AError, unsupported } from "./errors.js";
 import { AuthError } from "../app/auth/engine.js";
 import { EnvelopeError, failure, headerVersion, parseRequest, success, type RpcId } from "./jsonrpc.js";
 import { A2AService, type SendAccess, type Visible } from "./service.js";
-import { authorize, type Caller } from "../app/auth/caller.js";
-import { runVisible } from "../app/auth/guards.js";
-import { threadsOfRuns } from "../app/runs.js";
+import type { Caller } from "../app/auth/caller.js";
+import { RunsAccess } from "../app/runs-access.js";
 import type { AuthAction } from "../app/auth/engine.js";
 import { readModelTaskIndex } from "./task-index.js";
 import { taskOf } from "./task-view.js";
@@ -40,16 +39,10 @@ export interface A2ARoutesOptions {
  * `threads` handler the REST route of the same thing runs (read: get, subscribe, push get/list;
  * update: cancel, push set/delete; search: list; create_run: send) and hides what its filters exclude.
  */
-function accessOf(ctx: AppContext, caller: Caller) {
+function accessOf(runs: RunsAccess, caller: Caller) {
   return {
-    async visible(action: AuthAction<"threads">, value: Record<string, unknown>): Promise<Visible | undefined> {
-      const { filters } = await authorize(caller, "threads", action, value);
-      return filters && ((run) => runVisible(ctx, run, filters));
-    },
-    async searchable(value: Record<string, unknown>) {
-      const { filters } = await authorize(caller, "threads", "search", value);
-      return filters && threadsOfRuns(filters);
-    },
+    visible: (action: AuthAction<"threads">, value: Record<string, unknown>): Promise<Visible | undefined> => runs.visibility(caller, action, value),
+    searchable: (value: Record<string, unknown>) => runs.searchConditions(caller, value),
     async send(p: SendParams): Promise<SendAccess> {
       const taskId = p.message.taskId;
       const visible = taskId === undefined ? undefined : await this.visible("read", { run_id: taskId });
@@ -62,6 +55,7 @@ type Headers = Record<string, string | string[] | undefined>;
 
 export function a2aRoutes(ctx: AppContext, runs: RunsService, options: A2ARoutesOptions): FastifyPluginAsync {
   const service = new A2AService(ctx, runs, readModelTaskIndex(ctx));
+  const runsAccess = new RunsAccess(ctx, runs);
 
   async function card(request: FastifyRequest, assistantParam: string | undefined) {
     const idOrGraph = assistantParam ?? defaultAssistantId(ctx.graphs.ids()[0] ?? "");
@@ -87,7 +81,7 @@ export function a2aRoutes(ctx: AppContext, runs: RunsService, options: A2ARoutes
     if (op === "extendedCard") throw unsupported("this agent has no authenticated extended card");
     if (op === "pushSet" || op === "pushGet" || op === "pushList" || op === "pushDelete") service.assertPushSupported();
     const assistant = await service.assistant(assistantParam);
-    const access = accessOf(ctx, options.callerOf(req));
+    const access = accessOf(runsAccess, options.callerOf(req));
     switch (op) {
       case "send": {
         const p = codec.decodeSend(params);
@@ -146,7 +140,7 @@ export function a2aRoutes(ctx: AppContext, runs: RunsService, options: A2ARoutes
     };
     try {
       const assistant = await service.assistant(assistantParam);
-      const access = accessOf(ctx, options.callerOf(req));
+      const access = accessOf(runsAccess, options.callerOf(req));
       if (op === "stream") {
         const p = codec.decodeSend(params);
         const { view, ended, taskId } = await service.start(assistant, p, headers, true, codec.version, await access.send(p));

@@ -10,6 +10,8 @@ import { conflict, notFound, precondition } from "../domain/errors.js";
 import { execute } from "./commands.js";
 import { toWireJson } from "../runtime/serialize.js";
 import type { CompiledGraph } from "../runtime/graphs.js";
+import type { Caller } from "./auth/caller.js";
+import { authorizeThread } from "./auth/guards.js";
 
 /** Thread state, history and state updates: LangGraph's own view of our checkpoints. */
 
@@ -104,7 +106,8 @@ function configAt(base: RunnableConfig, ref: CheckpointRef | undefined): Runnabl
   return { ...base, configurable: { ...base.configurable, ...given, checkpoint_ns: ref.checkpoint_ns ?? "" } };
 }
 
-export async function getThreadState(ctx: AppContext, threadId: string, options: { subgraphs?: boolean; checkpoint?: CheckpointRef } = {}) {
+export async function getThreadState(ctx: AppContext, caller: Caller, threadId: string, options: { subgraphs?: boolean; checkpoint?: CheckpointRef } = {}) {
+  await authorizeThread(ctx, caller, "read", threadId, { thread_id: threadId });
   const found = await graphOfThread(ctx, threadId);
   if (!found) return EMPTY_STATE;
   const snapshot = await found.graph.getState(configAt(found.config, options.checkpoint), { subgraphs: options.subgraphs ?? false });
@@ -113,9 +116,11 @@ export async function getThreadState(ctx: AppContext, threadId: string, options:
 
 export async function getThreadHistory(
   ctx: AppContext,
+  caller: Caller,
   threadId: string,
   options: { limit: number; before?: CheckpointRef; metadata?: JsonObject; checkpoint?: CheckpointRef },
 ) {
+  await authorizeThread(ctx, caller, "read", threadId, { thread_id: threadId });
   const found = await graphOfThread(ctx, threadId);
   if (!found) return [];
   const out: Record<string, unknown>[] = [];
@@ -142,11 +147,14 @@ function assertIdle(ctx: AppContext, threadId: string): void {
   if (threadIsBusy(s)) throw conflict("Thread is busy with a running job. Cannot update state.");
 }
 
+/** A state update is an update of the thread (`threads:update`), as the official server maps it. */
 export async function updateThreadState(
   ctx: AppContext,
+  caller: Caller,
   threadId: string,
   body: { values?: unknown; as_node?: string; checkpoint?: CheckpointRef; checkpoint_id?: string },
 ) {
+  await authorizeThread(ctx, caller, "update", threadId, { thread_id: threadId });
   assertIdle(ctx, threadId);
   const found = await graphOfThread(ctx, threadId);
   if (!found) throw precondition("Thread has no graph: run an assistant on it first, or create it with metadata.graph_id");

@@ -4,6 +4,8 @@ import { filterMatches, type AuthFilters } from "../read-models/auth-filters.js"
 import { checkWebhookUrl } from "../webhooks/url-policy.js";
 import { webhookUrlPolicyFor } from "../webhooks/mode-policy.js";
 import { readWebhookAttempts, type WebhookAttemptView } from "../webhooks/attempts.js";
+import { authorize, type Caller } from "./auth/caller.js";
+import { authorizeThread } from "./auth/guards.js";
 
 /**
  * A run's (or cron's) `webhook` checked against the URL policy when it is created: 422 with the
@@ -15,8 +17,14 @@ export function assertWebhookAllowed(ctx: Pick<AppContext, "langgraph" | "config
   if (!check.ok) throw invalid(check.detail);
 }
 
-/** The delivery log of one run's webhook and A2A pushes, from `webhook-{key}` streams (404 when the run is unknown). */
-export async function webhookAttempts(ctx: AppContext, threadId: string | null, runId: string, filters?: AuthFilters): Promise<WebhookAttemptView[]> {
+/**
+ * The delivery log of one run's webhook and A2A pushes, from `webhook-{key}` streams (404 when the
+ * run is unknown): reading it is reading the run (`threads:read`).
+ */
+export async function webhookAttempts(ctx: AppContext, caller: Caller, threadId: string | null, runId: string): Promise<WebhookAttemptView[]> {
+  const { filters } = threadId === null
+    ? await authorize(caller, "threads", "read", { run_id: runId })
+    : await authorizeThread(ctx, caller, "read", threadId, { thread_id: threadId, run_id: runId });
   const id = runId.toLowerCase();
   // Deliveries outlive their run's row (a stateless run's thread is deleted when it ends).
   const run = ctx.readModels.webhooks.get(id)?.run ?? ctx.readModels.runs.load(id)?.run;

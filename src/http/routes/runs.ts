@@ -11,11 +11,8 @@ import { Uuid } from "../schemas.js";
 import { pick } from "../../domain/json.js";
 import { logPositionHeaders } from "../../context/request-context.js";
 import { SseWriter, parseLastEventId, streamModeFilter, tailRunStream } from "../sse.js";
-import { v7 as uuidv7 } from "uuid";
 import { callerOf } from "../auth.js";
-import { authorize } from "../../app/auth/caller.js";
-import { authorizeCreateRun, authorizeThread, runVisible } from "../../app/auth/guards.js";
-import { HttpError } from "../errors.js";
+import { RunsAccess } from "../../app/runs-access.js";
 
 const ThreadParams = z.object({ thread_id: Uuid });
 const RunParams = z.object({ thread_id: Uuid, run_id: Uuid });
@@ -106,13 +103,8 @@ export function runRoutes(ctx: AppContext, runs: RunsService, streams: { openStr
     return runs.create(await runs.authorize(callerOf(req), threadId, body), headersOf(req));
   }
 
-  /** A run reached without its thread in the path: visible when its metadata (its thread's at creation) passes. */
-  async function statelessRun(req: FastifyRequest, runId: string): Promise<RunRecord> {
-    const { filters } = await authorize(callerOf(req), "threads", "read", { run_id: runId });
-    const run = await runs.get(null, runId);
-    if (!(await runVisible(ctx, run, filters))) throw new HttpError(404, "Run not found");
-    return run;
-  }
+
+  const access = new RunsAccess(ctx, runs);
 
   return async (app) => {
     const r = app.withTypeProvider<ZodTypeProvider>();
@@ -141,25 +133,20 @@ export function runRoutes(ctx: AppContext, runs: RunsService, streams: { openStr
 
       r.get(`${prefix}/:thread_id/runs`, { schema: { tags, hide, params: ThreadParams, querystring: ListQuery } }, async (req) => {
         const select = req.query.select === undefined ? undefined : Array.isArray(req.query.select) ? req.query.select : [req.query.select];
-        const { filters } = await authorizeThread(ctx, callerOf(req), "search", req.params.thread_id, { thread_id: req.params.thread_id, status: req.query.status });
-        return (await runs.list(req.params.thread_id, req.query, filters)).map((r) => pick(r, select));
+        return (await access.list(callerOf(req), req.params.thread_id, req.query)).map((r) => pick(r, select));
       });
 
       r.get(`${prefix}/:thread_id/runs/:run_id`, { schema: { tags, hide, params: RunParams } }, async (req) => {
-        await authorizeThread(ctx, callerOf(req), "read", req.params.thread_id, { ...req.params });
-        return runs.get(req.params.thread_id, req.params.run_id);
+        return access.get(callerOf(req), req.params.thread_id, req.params.run_id);
       });
 
       r.delete(`${prefix}/:thread_id/runs/:run_id`, { schema: { tags, hide, params: RunParams } }, async (req, reply) => {
-        await authorizeThread(ctx, callerOf(req), "delete", req.params.thread_id, { ...req.params });
-        await runs.delete(req.params.thread_id, req.params.run_id);
+        await access.delete(callerOf(req), req.params.thread_id, req.params.run_id);
         reply.code(204).send();
       });
 
       r.post(`${prefix}/:thread_id/runs/:run_id/cancel`, { schema: { tags, hide, params: RunParams, querystring: CancelQuery } }, async (req, reply) => {
-        await authorizeThread(ctx, callerOf(req), "update", req.params.thread_id, { ...req.params, action: req.query.action });
-        const run = await runs.get(req.params.thread_id, req.params.run_id);
-        await runs.cancel(req.params.thread_id, req.params.run_id, req.query.action);
+        const run = await access.cancel(callerOf(req), req.params.thread_id, req.params.run_id, req.query.action);
         if (!req.query.wait) {
           reply.code(202).send();
           return;
@@ -168,15 +155,13 @@ export function runRoutes(ctx: AppContext, runs: RunsService, streams: { openStr
       });
 
       r.get(`${prefix}/:thread_id/runs/:run_id/join`, { schema: { tags, hide, params: RunParams, querystring: JoinQuery } }, async (req, reply) => {
-        await authorizeThread(ctx, callerOf(req), "read", req.params.thread_id, { ...req.params });
-        const run = await runs.get(req.params.thread_id, req.params.run_id);
+        const run = await access.get(callerOf(req), req.params.thread_id, req.params.run_id);
         const path = runPath(run, false);
         await waitRun(reply, run, { "Content-Location": path, Location: `${path}/join` }, req.query.cancel_on_disconnect);
       });
 
       r.get(`${prefix}/:thread_id/runs/:run_id/stream`, { schema: { tags, hide, params: RunParams, querystring: JoinStreamQuery } }, async (req, reply) => {
-        await authorizeThread(ctx, callerOf(req), "read", req.params.thread_id, { ...req.params });
-        const run = await runs.get(req.params.thread_id, req.params.run_id);
+        const run = await access.get(callerOf(req), req.params.thread_id, req.params.run_id);
         const from = parseLastEventId(req.headers["last-event-id"]);
         const path = runPath(run, false);
         await streamRun(reply, run, { "Content-Location": path, Location: `${path}/stream` }, from, req.query.cancel_on_disconnect, req.query.stream_mode);
@@ -208,7 +193,7 @@ export function runRoutes(ctx: AppContext, runs: RunsService, streams: { openStr
     });
 
     r.get("/runs/:run_id/stream", { schema: { tags, params: StatelessRunParams, querystring: JoinStreamQuery } }, async (req, reply) => {
-      const run = await statelessRun(req, req.params.run_id);
+      const run = await access.getStateless(callerOf(req), req.params.run_id);
       const from = parseLastEventId(req.headers["last-event-id"]);
       const path = runPath(run, true);
       await streamRun(reply, run, { "Content-Location": path, Location: `${path}/stream` }, from, req.query.cancel_on_disconnect, req.query.stream_mode);
@@ -218,15 +203,7 @@ export function runRoutes(ctx: AppContext, runs: RunsService, streams: { openStr
       "/runs/cancel",
       { schema: { tags, body: CancelManyBody, querystring: z.object({ action: CancelActionSchema.default("interrupt") }) } },
       async (req, reply) => {
-        const { filters } = await authorize(callerOf(req), "threads", "update", { ...req.body, action: req.query.action });
-        if (filters) {
-          // Named runs the user may not see are reported as missing, like unknown ones.
-          for (const runId of req.body.run_ids ?? []) {
-            const view = runs.view(runId);
-            if (view && !(await runVisible(ctx, view.run, filters))) throw new HttpError(404, "Run not found");
-          }
-        }
-        const n = await runs.cancelMany(req.body, req.query.action, filters);
+        const n = await access.cancelMany(callerOf(req), req.body, req.query.action);
         if (n === 0) {
           reply.code(404).send({ detail: "No matching runs to cancel" });
           return;

@@ -4,7 +4,6 @@ import { z } from "zod";
 import type { AppContext } from "../../app/context.js";
 import { getThreadHistory, getThreadState, updateThreadState } from "../../app/thread-state.js";
 import { JsonObject, ThreadIdParams } from "../schemas.js";
-import { authorizeThread } from "../../app/auth/guards.js";
 import { callerOf } from "../auth.js";
 
 const CheckpointRef = z.strictObject({
@@ -35,15 +34,9 @@ export function threadStateRoutes(ctx: AppContext): FastifyPluginAsync {
     const r = app.withTypeProvider<ZodTypeProvider>();
     const tags = ["thread state"];
     const ref = (checkpoint?: z.infer<typeof CheckpointRef>) => checkpoint && { ...checkpoint, thread_id: undefined };
-    // State and history are reads of the thread, a state update is an update (as the official server maps them).
-    app.addHook("preHandler", async (req) => {
-      const threadId = (req.params as { thread_id?: string }).thread_id;
-      if (threadId === undefined) return;
-      await authorizeThread(ctx, callerOf(req), req.method === "POST" && /\/state$/.test(req.routeOptions.url ?? "") ? "update" : "read", threadId, { thread_id: threadId });
-    });
 
     r.get("/threads/:thread_id/state", { schema: { tags, params: ThreadIdParams, querystring: z.object({ subgraphs: Bool.optional() }) } }, async (req) =>
-      getThreadState(ctx, req.params.thread_id, { subgraphs: req.query.subgraphs }),
+      getThreadState(ctx, callerOf(req), req.params.thread_id, { subgraphs: req.query.subgraphs }),
     );
 
     r.post(
@@ -59,29 +52,29 @@ export function threadStateRoutes(ctx: AppContext): FastifyPluginAsync {
           }),
         },
       },
-      async (req) => updateThreadState(ctx, req.params.thread_id, { ...req.body, checkpoint: ref(req.body.checkpoint) }),
+      async (req) => updateThreadState(ctx, callerOf(req), req.params.thread_id, { ...req.body, checkpoint: ref(req.body.checkpoint) }),
     );
 
     r.get(
       "/threads/:thread_id/state/:checkpoint_id",
       { schema: { tags, params: ThreadIdParams.extend({ checkpoint_id: z.string().min(1) }), querystring: z.object({ subgraphs: Bool.optional() }) } },
-      async (req) => getThreadState(ctx, req.params.thread_id, { subgraphs: req.query.subgraphs, checkpoint: { checkpoint_id: req.params.checkpoint_id } }),
+      async (req) => getThreadState(ctx, callerOf(req), req.params.thread_id, { subgraphs: req.query.subgraphs, checkpoint: { checkpoint_id: req.params.checkpoint_id } }),
     );
 
     r.post(
       "/threads/:thread_id/state/checkpoint",
       { schema: { tags, params: ThreadIdParams, body: z.strictObject({ checkpoint: CheckpointRef, subgraphs: z.boolean().optional(), select: z.array(z.string()).optional() }) } },
-      async (req) => getThreadState(ctx, req.params.thread_id, { subgraphs: req.body.subgraphs, checkpoint: ref(req.body.checkpoint) }),
+      async (req) => getThreadState(ctx, callerOf(req), req.params.thread_id, { subgraphs: req.body.subgraphs, checkpoint: ref(req.body.checkpoint) }),
     );
 
     r.get(
       "/threads/:thread_id/history",
       { schema: { tags, params: ThreadIdParams, querystring: z.object({ limit: z.coerce.number().int().min(1).max(1000).default(10), before: z.string().optional() }) } },
-      async (req) => getThreadHistory(ctx, req.params.thread_id, { limit: req.query.limit, before: req.query.before ? { checkpoint_id: req.query.before } : undefined }),
+      async (req) => getThreadHistory(ctx, callerOf(req), req.params.thread_id, { limit: req.query.limit, before: req.query.before ? { checkpoint_id: req.query.before } : undefined }),
     );
 
     r.post("/threads/:thread_id/history", { schema: { tags, params: ThreadIdParams, body: HistoryBody.default({ limit: 10 }) } }, async (req) =>
-      getThreadHistory(ctx, req.params.thread_id, { ...req.body, before: ref(req.body.before as z.infer<typeof CheckpointRef>), checkpoint: ref(req.body.checkpoint) }),
+      getThreadHistory(ctx, callerOf(req), req.params.thread_id, { ...req.body, before: ref(req.body.before as z.infer<typeof CheckpointRef>), checkpoint: ref(req.body.checkpoint) }),
     );
   };
 }
