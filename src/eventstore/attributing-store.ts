@@ -1,6 +1,7 @@
 import { currentRequestContext } from "../context/request-context.js";
 import { attributed } from "../context/attribution.js";
 import type { EventData, EventStore } from "./types.js";
+import { withAppend } from "./forwarding.js";
 
 export interface AppendObserver {
   /** Called after every append with its duration in seconds and whether it succeeded (metrics). */
@@ -13,28 +14,18 @@ export interface AppendObserver {
  * in the request's context.
  */
 export function recordingPositions(store: EventStore, observe?: AppendObserver): EventStore {
-  return {
-    kind: store.kind,
-    async append(stream, events, expected, options) {
-      const context = currentRequestContext();
-      const stamped: EventData[] = events.map((e) => attributed(stream, e, context));
-      const started = observe ? process.hrtime.bigint() : 0n;
-      let ok = false;
-      try {
-        const result = await store.append(stream, stamped, expected, options);
-        ok = true;
-        if (context && (context.lastPosition === undefined || result.position > context.lastPosition)) context.lastPosition = result.position;
-        return result;
-      } finally {
-        observe?.(Number(process.hrtime.bigint() - started) / 1e9, ok);
-      }
-    },
-    readStream: (stream, options) => store.readStream(stream, options),
-    readAll: (options) => store.readAll(options),
-    headPosition: () => store.headPosition(),
-    subscribeToStream: (stream, options) => store.subscribeToStream(stream, options),
-    subscribeToAll: (options) => store.subscribeToAll(options),
-    purgeStreams: (streams) => store.purgeStreams(streams),
-    close: () => store.close(),
-  };
+  return withAppend(store, async (stream, events, expected, options) => {
+    const context = currentRequestContext();
+    const stamped: EventData[] = events.map((e) => attributed(stream, e, context));
+    const started = observe ? process.hrtime.bigint() : 0n;
+    let ok = false;
+    try {
+      const result = await store.append(stream, stamped, expected, options);
+      ok = true;
+      if (context && (context.lastPosition === undefined || result.position > context.lastPosition)) context.lastPosition = result.position;
+      return result;
+    } finally {
+      observe?.(Number(process.hrtime.bigint() - started) / 1e9, ok);
+    }
+  });
 }

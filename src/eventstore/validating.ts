@@ -1,5 +1,6 @@
 import type { ZodType } from "zod";
 import { InvalidEventError, type EventData, type EventStore } from "./types.js";
+import { withAppend } from "./forwarding.js";
 
 /** Finds the schema of an event type; undefined means the type is not in the catalogue. */
 export type SchemaLookup = (type: string) => ZodType | undefined;
@@ -22,18 +23,8 @@ function check(schemaFor: SchemaLookup, stream: string, type: string, data: unkn
  * naming its stream and revision, raised by the adapter that parses it.
  */
 export function withSchemas(store: EventStore, schemaFor: SchemaLookup): EventStore {
-  return {
-    kind: store.kind,
-    async append(stream, events: EventData[], expected, options) {
-      for (const e of events) check(schemaFor, stream, e.type, e.data);
-      return store.append(stream, events, expected, options);
-    },
-    readStream: (stream, options) => store.readStream(stream, options),
-    readAll: (options) => store.readAll(options),
-    headPosition: () => store.headPosition(),
-    subscribeToStream: (stream, options) => store.subscribeToStream(stream, options),
-    subscribeToAll: (options) => store.subscribeToAll(options),
-    purgeStreams: (streams) => store.purgeStreams(streams),
-    close: () => store.close(),
-  };
+  return withAppend(store, async (stream, events: EventData[], expected, options) => {
+    for (const e of events) check(schemaFor, stream, e.type, e.data);
+    return store.append(stream, events, expected, options);
+  });
 }

@@ -4,16 +4,14 @@ import { StoreUnavailableError, WrongExpectedVersionError } from "../eventstore/
 import { DomainError, type FailureKind } from "../domain/errors.js";
 import { AuthError } from "../app/auth/engine.js";
 
-/** An error that maps to an HTTP status with a `{"detail": ...}` body (the Python server's shape). */
+/** An error of the HTTP edge itself (a malformed header, a missing asset): its status with a `{"detail": ...}` body. */
 export class HttpError extends Error {
+  override name = "HttpError";
   constructor(
     readonly statusCode: number,
     readonly detail: string,
-    /** Sent with the error (e.g. `WWW-Authenticate` from an auth handler). */
-    readonly headers: Record<string, string> = {},
   ) {
     super(detail);
-    this.name = "HttpError";
   }
 }
 
@@ -42,7 +40,7 @@ function describeValidation(context: string | undefined, issues: ZodLikeIssue[])
 /** Maps every failure to a JSON `{"detail"}` body; validation → 422, never a 500 for bad input. */
 export function errorHandler(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
   if (error instanceof HttpError) {
-    reply.headers(error.headers).code(error.statusCode).send({ detail: error.detail });
+    reply.code(error.statusCode).send({ detail: error.detail });
     return;
   }
   if (error instanceof AuthError) {

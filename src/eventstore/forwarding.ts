@@ -1,0 +1,19 @@
+import type { EventStore } from "./types.js";
+
+/**
+ * A store that forwards every call to `store` but its appends, which `append` decorates (schema
+ * checks, attribution): the one shape of every store wrapper.
+ */
+export function withAppend(store: EventStore, append: EventStore["append"]): EventStore {
+  return {
+    kind: store.kind,
+    append,
+    readStream: (stream, options) => store.readStream(stream, options),
+    readAll: (options) => store.readAll(options),
+    headPosition: () => store.headPosition(),
+    subscribeToStream: (stream, options) => store.subscribeToStream(stream, options),
+    subscribeToAll: (options) => store.subscribeToAll(options),
+    purgeStreams: (streams) => store.purgeStreams(streams),
+    close: () => store.close(),
+  };
+}
