@@ -67,8 +67,8 @@ t.test("the MCP client lists the assistants and calls them", async (t) => {
   const { tools, nextCursor } = await client.listTools();
   t.equal(nextCursor, undefined);
   const names = tools.map((x) => x.name);
-  t.same(names.slice(0, 3).sort(), ["agent", "error", "greeter"], "the default assistants, named after their graphs");
-  t.same(names.slice(3), ["My_agent_", "My_agent__2"], "oldest first: the older assistant keeps the plain name");
+  t.same(names.slice(0, 4).sort(), ["agent", "delay", "error", "greeter"], "the default assistants, named after their graphs");
+  t.same(names.slice(4), ["My_agent_", "My_agent__2"], "oldest first: the older assistant keeps the plain name");
   const byName = Object.fromEntries(tools.map((x) => [x.name, x]));
   t.equal(byName.agent.description, "Example agent (deterministic offline reply)", "the graph's description");
   t.equal(byName.My_agent_.description, "Mine", "the assistant's description");
@@ -102,6 +102,35 @@ t.test("the MCP client lists the assistants and calls them", async (t) => {
     const result = (await client.callTool({ name: "error", arguments: { messages: [{ role: "user", content: "x" }] } })) as CallToolResult;
     t.equal(result.isError, true);
     t.equal(textOf(result), "CustomError: Boo!");
+  });
+
+  await t.test("a client that goes away cancels its run", async (t) => {
+    const gone = new AbortController();
+    const call = fetch(`${s.url}/mcp`, {
+      method: "POST",
+      headers: { "content-type": "application/json", accept: "application/json, text/event-stream" },
+      body: rpc("tools/call", { name: "delay", arguments: { delay: 60_000 } }),
+      signal: gone.signal,
+    }).catch((e: unknown) => e);
+    // No event tells a client that a run started: poll its temporary thread, with a deadline.
+    const until = async (what: string, done: () => Promise<boolean>) => {
+      const deadline = Date.now() + 20_000;
+      while (!(await done())) {
+        if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    };
+    let threadId = "";
+    await until("the run to start", async () => {
+      const [thread] = await s.client.threads.search({ limit: 1 });
+      threadId = thread?.status === "busy" ? thread.thread_id : "";
+      return threadId !== "";
+    });
+    gone.abort();
+    t.ok((await call) instanceof Error, "the request was aborted");
+    // Cancelled long before its 60 s delay: the run ends and its temporary thread is deleted.
+    await until("the run to be cancelled", async () => (await s.client.threads.search({ limit: 1 })).length === 0);
+    t.pass(`thread ${threadId} gone`);
   });
 
   await t.test("an unknown tool and bad params are protocol errors", async (t) => {

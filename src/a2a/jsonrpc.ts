@@ -1,6 +1,7 @@
 /**
- * The JSON-RPC 2.0 envelope (pure): request validation in the order the codes need, response
- * builders, and the protocol-version negotiation (method name + `A2A-Version` header).
+ * A2A's JSON-RPC 2.0 envelope (pure): request validation in the order the codes need (the
+ * response builders are the shared ones of util/jsonrpc), and the protocol-version negotiation
+ * (method name + `A2A-Version` header).
  */
 import { A2AError, ErrorCode } from "./errors.js";
 import { isPlainObject } from "../util/json.js";

@@ -5,7 +5,7 @@
  */
 import { z } from "zod";
 import type { Caller } from "../app/auth/caller.js";
-import { failure, success, type RpcResponse } from "../util/jsonrpc.js";
+import { failure, RpcErrorCode, success, type RpcResponse } from "../util/jsonrpc.js";
 import { VERSION } from "../version.js";
 import { invalidParams, methodNotFound, toMcpError } from "./errors.js";
 import { negotiate } from "./protocol.js";
@@ -65,7 +65,7 @@ export function mcpMethods(tools: McpTools) {
       return success(id, await result(method, params, c));
     } catch (error) {
       const e = toMcpError(error);
-      if (e !== error && e.code === -32603) c.logError(error);
+      if (e !== error && e.code === RpcErrorCode.Internal) c.logError(error);
       return failure(id, e.rpc);
     }
   };

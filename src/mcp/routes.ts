@@ -11,7 +11,7 @@ import type { RunsService } from "../app/runs.js";
 import type { Caller } from "../app/auth/caller.js";
 import { AuthError } from "../app/auth/engine.js";
 import { failure, RpcErrorCode, type RpcResponse } from "../util/jsonrpc.js";
-import { BodyError, parseBody } from "./envelope.js";
+import { BodyError, parseBody, type McpMessage } from "./envelope.js";
 import { mcpMethods, type McpRequestContext } from "./methods.js";
 import { headerVersion, SUPPORTED_VERSIONS } from "./protocol.js";
 import { McpTools } from "./tools.js";
@@ -36,7 +36,7 @@ export function mcpRoutes(ctx: AppContext, runs: RunsService, options: McpRoutes
       if (!(error instanceof BodyError)) throw error;
       return reply.code(400).send(failure(null, error.error));
     }
-    const requests = body.messages.filter((m) => m.kind === "request");
+    const requests = body.messages.filter((m): m is Extract<McpMessage, { kind: "request" }> => m.kind === "request");
     const initializing = requests.some((m) => m.method === "initialize");
     // After `initialize`, a client names the version it negotiated on every request (MCP 2025-06-18).
     if (!initializing && headerVersion(req.headers["mcp-protocol-version"]) === undefined) {
@@ -50,8 +50,7 @@ export function mcpRoutes(ctx: AppContext, runs: RunsService, options: McpRoutes
       if (!reply.raw.writableEnded) gone.abort();
     });
     const c: McpRequestContext = { caller: options.callerOf(req), headers: req.headers as Headers, signal: gone.signal, logError: (err) => reply.log.error({ err }, "mcp request failed") };
-    const answered = await Promise.all(requests.map((m) => (m.kind === "request" ? answer(m.id, m.method, m.params, c) : undefined)));
-    const responses = [...invalid, ...answered.filter((r): r is RpcResponse => r !== undefined)];
+    const responses = [...invalid, ...(await Promise.all(requests.map((m) => answer(m.id, m.method, m.params, c))))];
     // A message that is not even a request (bad envelope) is a 400, as the transport asks; a request's own error is a 200.
     const status = !body.batch && invalid.length > 0 ? 400 : 200;
     return reply.code(status).header("content-type", "application/json").send(body.batch ? responses : responses[0]);
