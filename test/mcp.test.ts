@@ -13,6 +13,9 @@ import { Client } from "@langchain/langgraph-sdk";
 import { startTestServer } from "./support/server.js";
 import { signToken } from "./auth/jwt.js";
 import { TOOL_NAME, toolNameOf, uniqueToolNames } from "../src/mcp/tool-names.js";
+import { splitArguments, toolInput } from "../src/mcp/tool-schema.js";
+import { toolResult } from "../src/mcp/tool-result.js";
+import { headerVersion, negotiate } from "../src/mcp/protocol.js";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const MCP_PROJECT = path.join(here, "mcp", "langgraph.json");
@@ -52,6 +55,24 @@ t.test("tool names are valid MCP names, unique in order", async (t) => {
   for (const name of names) t.match(name, TOOL_NAME);
 });
 
+t.test("input schemas, results and versions (pure)", async (t) => {
+  t.same(toolInput(null, null), { inputSchema: { type: "object" }, takesContext: false });
+  t.same(toolInput({ type: "array" }, null).inputSchema, { type: "object" }, "MCP needs an object schema");
+  const context = { $schema: "https://json-schema.org/draft/2020-12/schema", type: "object", properties: { user: { type: "string" } } };
+  t.same(toolInput({ type: "object", properties: { context: { type: "string" } } }, context).takesContext, false, "an input with its own `context` keeps it");
+  t.same(toolInput({ type: "object" }, { type: "object", properties: {} }).takesContext, false, "an empty context schema adds nothing");
+  t.same(toolInput({ type: "object", properties: { q: {} } }, context).inputSchema.properties, { q: {}, context: { type: "object", properties: { user: { type: "string" } }, description: "The run's context (the graph's context schema), not part of its input" } });
+  t.same(splitArguments({ q: 1, context: { user: "a" } }, true), { input: { q: 1 }, context: { user: "a" } });
+  t.same(splitArguments({ q: 1, context: { user: "a" } }, false), { input: { q: 1, context: { user: "a" } } });
+  t.same(toolResult(["a", 1]), { content: [{ type: "text", text: '["a",1]' }] }, "JSON text; structured only for objects");
+  t.same(toolResult(undefined), { content: [{ type: "text", text: "null" }] });
+  t.same(toolResult({ __error__: { error: "", message: "" } }), { content: [{ type: "text", text: "The run failed" }], isError: true });
+  t.equal(negotiate(undefined), "2025-11-25");
+  t.equal(headerVersion(undefined), "2025-03-26", "no header: 2025-03-26, as the spec says");
+  t.equal(headerVersion(["2024-11-05"]), "2024-11-05");
+  t.equal(headerVersion("2024-10-07"), undefined);
+});
+
 t.test("the MCP client lists the assistants and calls them", async (t) => {
   const s = await startTestServer({ env: { LANGGRAPH_JSON: MCP_PROJECT } });
   t.teardown(() => s.close());
@@ -73,7 +94,7 @@ t.test("the MCP client lists the assistants and calls them", async (t) => {
   t.equal(byName.agent.description, "Example agent (deterministic offline reply)", "the graph's description");
   t.equal(byName.My_agent_.description, "Mine", "the assistant's description");
   t.equal(byName.My_agent_.title, "My agent!");
-  t.match(byName.My_agent__2.description, /agent/);
+  t.equal(byName.My_agent__2.description, byName.agent.description, "no description of its own: its graph's");
   t.same(byName.agent.inputSchema, { type: "object", properties: { messages: { langgraph_type: "messages", description: "A list of chat messages" } } }, "the graph's input schema");
   t.match(byName.greeter.inputSchema, { type: "object", properties: { messages: {}, context: { type: "object", properties: { user_name: { type: "string" } }, required: ["user_name"] } } }, "a context schema is offered as `context`");
   for (const tool of tools) t.match(tool.name, TOOL_NAME);
