@@ -1,24 +1,19 @@
 /**
- * The JSON-RPC 2.0 envelope (pure): request validation in the order the codes need, response
- * builders, and the protocol-version negotiation (method name + `A2A-Version` header).
+ * A2A's JSON-RPC 2.0 envelope (pure): request validation in the order the codes need (the
+ * response builders are the shared ones of util/jsonrpc), and the protocol-version negotiation
+ * (method name + `A2A-Version` header).
  */
 import { A2AError, ErrorCode } from "./errors.js";
 import { isPlainObject } from "../util/json.js";
+import { isRpcId, parseJsonBody, type RpcId } from "../util/jsonrpc.js";
 
-export type RpcId = string | number | null;
+export { failure, success, type RpcId, type RpcResponse } from "../util/jsonrpc.js";
 
 export interface RpcRequest {
   id: RpcId;
   method: string;
   params: Record<string, unknown>;
 }
-
-export type RpcResponse =
-  | { jsonrpc: "2.0"; id: RpcId; result: unknown }
-  | { jsonrpc: "2.0"; id: RpcId; error: { code: number; message: string; data?: unknown } };
-
-export const success = (id: RpcId, result: unknown): RpcResponse => ({ jsonrpc: "2.0", id, result });
-export const failure = (id: RpcId, error: { code: number; message: string; data?: unknown }): RpcResponse => ({ jsonrpc: "2.0", id, error });
 
 /** A request that cannot be answered normally, with the id to echo (null when none could be read). */
 export class EnvelopeError extends A2AError {
@@ -35,15 +30,14 @@ export class EnvelopeError extends A2AError {
 export function parseRequest(raw: string | undefined): RpcRequest {
   let body: unknown;
   try {
-    if (raw === undefined || raw.trim() === "") throw new Error("empty body");
-    body = JSON.parse(raw);
+    body = parseJsonBody(raw);
   } catch (error) {
     throw new EnvelopeError(ErrorCode.ParseError, `Parse error: ${(error as Error).message}`, null);
   }
   if (Array.isArray(body)) throw new EnvelopeError(ErrorCode.InvalidRequest, "Invalid Request: batch requests are not supported", null);
   if (!isPlainObject(body)) throw new EnvelopeError(ErrorCode.InvalidRequest, "Invalid Request: the body must be a JSON-RPC request object", null);
   const id = body.id;
-  const validId = typeof id === "string" || (typeof id === "number" && Number.isFinite(id)) || id === null;
+  const validId = isRpcId(id);
   if (!("id" in body)) throw new EnvelopeError(ErrorCode.InvalidRequest, "Invalid Request: 'id' is required (notifications are not supported)", null);
   if (!validId) throw new EnvelopeError(ErrorCode.InvalidRequest, "Invalid Request: 'id' must be a string, a number or null", null);
   if (body.jsonrpc !== "2.0") throw new EnvelopeError(ErrorCode.InvalidRequest, "Invalid Request: 'jsonrpc' must be exactly \"2.0\"", id);
