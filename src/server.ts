@@ -31,6 +31,7 @@ import { RunWorker } from "./runtime/worker.js";
 import { loadAuth } from "./app/auth/load.js";
 import { skipRunTreesUnlessTracing } from "./runtime/tracing.js";
 import { a2aRoutes } from "./a2a/routes.js";
+import { protocolRoutes } from "./protocol/routes.js";
 import { a2aPushBody } from "./a2a/push-body.js";
 import { CronsService } from "./app/crons.js";
 import { cronRoutes } from "./http/routes/crons.js";
@@ -181,6 +182,8 @@ async function startParts(config: Config, deps: ServerDeps, parts: ResourceStack
         ...(httpConfig.disable_threads ? [] : [threadRoutes(ctx, lifecycle), threadStateRoutes(ctx), auditRoutes(ctx)]),
         ...(httpConfig.disable_runs ? [] : [runRoutes(ctx, runs, metrics), cronRoutes(ctx, crons), webhookRoutes(ctx)]),
         ...(httpConfig.disable_a2a ? [] : [a2aRoutes(ctx, runs, { publicUrl: config.publicUrl, callerOf })]),
+        // The thread streaming protocol (v2) of useStream / ThreadStream: runs and threads, so with them.
+        ...(httpConfig.disable_runs || httpConfig.disable_threads ? [] : [protocolRoutes(ctx, runs, { callerOf })]),
         ...(httpConfig.disable_store ? [] : [storeRoutes(storeService)]),
         ...(config.devMode ? [internalRoutes({ ctx, lifecycle, runs, store: storeService })] : []),
       ],
