@@ -1,15 +1,15 @@
 /**
  * One WebSocket of the protocol: commands in, responses and events out, on one ordered wire.
  * Subscriptions are in-band (`subscription.subscribe` / `unsubscribe`) and live as long as the
- * socket; each one follows the thread's runs from the log (from the latest run), so a subscribe
- * replays what that run produced so far, then goes live. The subscribe response is sent before
- * its first event (the SDK registers the subscription on the response).
+ * socket; the socket follows the thread's runs from the log (from the latest run) and sends each
+ * event any subscription wants, in log order. The subscribe response is sent before its first
+ * event (the SDK registers the subscription on the response).
  */
 import { randomUUID } from "node:crypto";
 import type { EventStore } from "../eventstore/types.js";
 import { errorResponse, type ProtocolCommand, type ProtocolResponse } from "./commands.js";
 import { SUPPORTED_CHANNELS } from "@langchain/langgraph/stream";
-import type { EventFilter, ProtocolEvent } from "./log-events.js";
+import { matchesFilter, type EventFilter, type ProtocolEvent } from "./log-events.js";
 import { subscribe, type Subscriber } from "./subscriber.js";
 
 export interface WsSessionDeps {
@@ -37,8 +37,13 @@ export function filterOfParams(params: Record<string, unknown>): EventFilter | s
   return filter;
 }
 
+/** Whether an event is for any of the socket's subscriptions. */
+const anyOf = (filters: Iterable<EventFilter>) => (event: ProtocolEvent) => [...filters].some((f) => matchesFilter(f, event));
+
 export class WsSession {
-  private readonly subscriptions = new Map<string, Subscriber>();
+  private readonly filters = new Map<string, EventFilter>();
+  /** The socket's one feed: events go out in log order, whichever subscriptions they are for. */
+  private feed: Subscriber | undefined;
   private closed = false;
 
   constructor(private readonly deps: WsSessionDeps) {}
@@ -63,11 +68,9 @@ export class WsSession {
     if (command.method === "subscription.unsubscribe") {
       const id = params.subscription_id;
       if (typeof id !== "string") return this.deps.send(errorResponse(command.id, "invalid_argument", "subscription.unsubscribe requires a subscription_id."));
-      const subscriber = this.subscriptions.get(id);
-      if (!subscriber) return this.deps.send(errorResponse(command.id, "no_such_subscription", `Unknown subscription: ${id}`));
-      this.subscriptions.delete(id);
-      subscriber.stop();
-      return this.deps.send({ type: "success", id: command.id, result: {} });
+      if (!this.filters.delete(id)) return this.deps.send(errorResponse(command.id, "no_such_subscription", `Unknown subscription: ${id}`));
+      await this.deps.send({ type: "success", id: command.id, result: {} });
+      return this.restartFeed();
     }
     await this.deps.send(await this.deps.command(command));
   }
@@ -82,16 +85,36 @@ export class WsSession {
     }
     if (this.closed) return;
     const subscriptionId = randomUUID();
+    this.filters.set(subscriptionId, filter);
     // The response first: the SDK only routes events to a subscription it knows.
     await this.deps.send({ type: "success", id, result: { subscription_id: subscriptionId } });
-    const subscriber = subscribe(this.deps.store, this.deps.threadId, filter, this.deps.authorize, (event) => this.deps.send(event));
-    this.subscriptions.set(subscriptionId, subscriber);
-    subscriber.done.catch(() => undefined).finally(() => this.subscriptions.delete(subscriptionId));
+    await this.restartFeed();
+  }
+
+  /**
+   * The feed again from the latest run, for the subscriptions there are now: a new subscription
+   * gets what the run produced so far; the others see those events again, which the SDK drops by
+   * `event_id` (as it does when the official server replays its buffer).
+   */
+  private async restartFeed(): Promise<void> {
+    const previous = this.feed;
+    this.feed = undefined;
+    if (previous) {
+      previous.stop();
+      await previous.done.catch(() => undefined);
+    }
+    if (this.closed || this.filters.size === 0) return;
+    const filters = [...this.filters.values()];
+    const matches = anyOf(filters);
+    // One feed with a filter per event: the channels of every subscription, any namespace (each subscription's own test follows).
+    const channels = [...new Set(filters.flatMap((f) => f.channels))];
+    this.feed = subscribe(this.deps.store, this.deps.threadId, { channels }, this.deps.authorize, (event) => (matches(event) ? this.deps.send(event) : undefined));
   }
 
   close(): void {
     this.closed = true;
-    for (const s of this.subscriptions.values()) s.stop();
-    this.subscriptions.clear();
+    this.feed?.stop();
+    this.feed = undefined;
+    this.filters.clear();
   }
 }
