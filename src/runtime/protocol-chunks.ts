@@ -11,7 +11,7 @@
  * dropped, the first sight of a subgraph namespace is a `lifecycle: started`.
  */
 import { convertToProtocolEvent } from "@langchain/langgraph/stream";
-import { toWire } from "./stream-modes.js";
+import { toWire } from "./wire.js";
 
 export interface ProtocolRecord {
   method: string;

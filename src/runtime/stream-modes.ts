@@ -11,6 +11,9 @@
 
 import { STREAM_EVENTS_V3_MODES } from "@langchain/langgraph/stream";
 import { newProtocolChunkState, protocolRecordsOf, type ProtocolChunkState } from "./protocol-chunks.js";
+import { toWire } from "./wire.js";
+
+export { toWire } from "./wire.js";
 
 type LibMode = "values" | "updates" | "debug" | "messages" | "checkpoints" | "tasks" | "custom" | "tools";
 
@@ -20,22 +23,6 @@ export const PROTOCOL_OUTPUT = "protocol";
 export interface SseEvent {
   event: string;
   data: unknown;
-}
-
-/** A value as the wire shows it: LangChain messages as `{...fields, type}`, everything plain JSON. */
-export function toWire(value: unknown): unknown {
-  if (value === undefined) return null;
-  return JSON.parse(
-    JSON.stringify(value, function (this: Record<string, unknown>, key: string, v: unknown) {
-      const raw = this[key];
-      if (raw !== null && typeof raw === "object" && typeof (raw as { toDict?: unknown }).toDict === "function") {
-        const { type, data } = (raw as { toDict(): { type: string; data: Record<string, unknown> } }).toDict();
-        return { ...data, type };
-      }
-      if (typeof v === "bigint") return v.toString();
-      return v;
-    }) ?? "null",
-  );
 }
 
 /** Errors as the servers send them: `{error: <name>, message}`. */
