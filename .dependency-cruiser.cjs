@@ -1,8 +1,12 @@
 // The layers of DESIGN.md §2, drawn from the imports (`npx depcruise src projections`; test/architecture.test.ts).
 // Each layer may import only layers below it: eventstore → domain → projections → read-models →
-// runtime → webhooks → app → edges (http, a2a, mcp) → server.ts/main.ts, with the ground floor
-// (src/context, src/util, config, langgraph-config, module-loader, version) under all of them.
+// runtime → webhooks → app → edges (http, a2a, mcp, protocol) → server.ts/main.ts, with the ground
+// floor (src/context, src/util, config, langgraph-config, module-loader, version) under all of them.
+// An edge never imports another edge.
 const GROUND = "^src/(context/|util/|config\\.ts|langgraph-config\\.ts|module-loader\\.ts|version\\.ts)";
+const EDGES = ["http", "a2a", "mcp", "protocol"];
+const ANY_EDGE = `^src/(${EDGES.join("|")})/`;
+const ASSEMBLY = "^src/(server|main)\\.ts$";
 const layers = [
   ["eventstore", "^src/eventstore/"],
   ["domain", "^src/domain/"],
@@ -12,16 +16,19 @@ const layers = [
   ["webhooks", "^src/webhooks/"],
   ["app", "^src/app/"],
 ];
-const above = (i) => layers.slice(i + 1).map(([, path]) => path).concat(["^src/(http|a2a|mcp)/", "^src/(server|main)\\.ts$"]);
+const above = (i) => layers.slice(i + 1).map(([, path]) => path).concat([ANY_EDGE, ASSEMBLY]);
 module.exports = {
   forbidden: [
     { name: "no-cycles", severity: "error", from: {}, to: { circular: true } },
     { name: "ground-floor-imports-no-layer", severity: "error", from: { path: GROUND }, to: { path: "^(src|projections)/", pathNot: GROUND } },
     ...layers.map(([name, path], i) => ({ name: `${name}-imports-only-below`, severity: "error", from: { path }, to: { path: above(i) } })),
-    { name: "an-edge-never-imports-another-edge", severity: "error", from: { path: "^src/http/" }, to: { path: "^src/(a2a|mcp)/" } },
-    { name: "an-edge-never-imports-another-edge-a2a", severity: "error", from: { path: "^src/a2a/" }, to: { path: "^src/(http|mcp)/" } },
-    { name: "an-edge-never-imports-another-edge-mcp", severity: "error", from: { path: "^src/mcp/" }, to: { path: "^src/(http|a2a)/" } },
-    { name: "edges-import-no-assembly", severity: "error", from: { path: "^src/(http|a2a|mcp)/" }, to: { path: "^src/(server|main)\\.ts$" } },
+    ...EDGES.map((edge) => ({
+      name: `${edge}-imports-no-other-edge`,
+      severity: "error",
+      from: { path: `^src/${edge}/` },
+      to: { path: `^src/(${EDGES.filter((e) => e !== edge).join("|")})/` },
+    })),
+    { name: "edges-import-no-assembly", severity: "error", from: { path: ANY_EDGE }, to: { path: ASSEMBLY } },
   ],
   options: { tsPreCompilationDeps: true, doNotFollow: { path: "node_modules" }, exclude: { path: "(^|/)node_modules/" } },
 };

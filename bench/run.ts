@@ -11,6 +11,7 @@ const benches: Record<string, (options: BenchOptions) => Promise<Record<string, 
   runs: async (o) => (await import("./runs.js")).benchRuns(o),
   scale: async (o) => (await import("./scale.js")).benchScale(o),
   a2a: async (o) => (await import("./a2a.js")).benchA2A(o),
+  protocol: async (o) => (await import("./protocol.js")).benchProtocol(o),
   webhooks: async (o) => (await import("./webhooks.js")).benchWebhooks(o),
   // Runs (after warm-up runs) of the built server; the tiny size only proves the benchmark still works.
   "cpu-per-run": async (o) => (await import("./cpu-per-run.js")).benchCpuPerRun(o.tiny ? 40 : o.big ? 10_000 : 2_000, o.tiny ? 20 : 500),

@@ -32,6 +32,7 @@ import { loadAuth } from "./app/auth/load.js";
 import { skipRunTreesUnlessTracing } from "./runtime/tracing.js";
 import { a2aRoutes } from "./a2a/routes.js";
 import { mcpRoutes } from "./mcp/routes.js";
+import { protocolRoutes } from "./protocol/routes.js";
 import { a2aPushBody } from "./a2a/push-body.js";
 import { CronsService } from "./app/crons.js";
 import { cronRoutes } from "./http/routes/crons.js";
@@ -183,6 +184,8 @@ async function startParts(config: Config, deps: ServerDeps, parts: ResourceStack
         ...(httpConfig.disable_runs ? [] : [runRoutes(ctx, runs, metrics), cronRoutes(ctx, crons), webhookRoutes(ctx)]),
         ...(httpConfig.disable_a2a ? [] : [a2aRoutes(ctx, runs, { publicUrl: config.publicUrl, callerOf })]),
         ...(httpConfig.disable_mcp ? [] : [mcpRoutes(ctx, runs, { callerOf })]),
+        // The thread streaming protocol (v2) of useStream / ThreadStream: runs and threads, so with them.
+        ...(httpConfig.disable_runs || httpConfig.disable_threads ? [] : [protocolRoutes(ctx, runs, { callerOf })]),
         ...(httpConfig.disable_store ? [] : [storeRoutes(storeService)]),
         ...(config.devMode ? [internalRoutes({ ctx, lifecycle, runs, store: storeService })] : []),
       ],

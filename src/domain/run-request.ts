@@ -7,8 +7,13 @@ import { z } from "zod";
 import { JsonObjectSchema } from "../util/json.js";
 import { MultitaskStrategySchema } from "./run-record.js";
 
-/** The stream modes a run may ask for (the runtime maps each to its SSE events). */
-export const STREAM_MODES = ["values", "updates", "messages", "messages-tuple", "events", "debug", "custom", "tasks", "checkpoints"] as const;
+/**
+ * The stream modes a run may ask for (the runtime maps each to its SSE events). `protocol`: the
+ * events of the thread streaming protocol (v2), which the protocol edge asks for; with it the
+ * graph streams LangGraph's v3 events, so the v1 message modes (messages, messages-tuple, events)
+ * are not produced beside it.
+ */
+export const STREAM_MODES = ["values", "updates", "messages", "messages-tuple", "events", "debug", "custom", "tasks", "checkpoints", "protocol"] as const;
 export type StreamModeName = (typeof STREAM_MODES)[number];
 export const StreamModeSchema = z.enum(STREAM_MODES);
 

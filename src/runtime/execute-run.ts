@@ -72,6 +72,9 @@ export async function executeRun(x: RunExecution): Promise<ExecutionOutcome> {
       subgraphs: kw.subgraphs,
       streamMode: mapper.libModes(),
     };
+    // Protocol (v2) runs: LangGraph's v3 chunks (protocol-shaped messages, checkpoint envelopes) of every namespace.
+    if (mapper.protocol) Object.assign(options, { version: "v3", subgraphs: true });
+    const nsInChunks = kw.subgraphs || !!mapper.protocol;
     // Per run, not on the shared compiled graph: concurrent runs keep their own attribution.
     if (x.store) options.store = x.store;
     if (recursion_limit !== undefined) options.recursionLimit = recursion_limit;
@@ -86,7 +89,7 @@ export async function executeRun(x: RunExecution): Promise<ExecutionOutcome> {
     } else {
       const stream = await graph.stream(input, options as never);
       for await (const chunk of stream as AsyncIterable<unknown[]>) {
-        const [ns, mode, data] = (kw.subgraphs ? chunk : [undefined, ...chunk]) as [string[] | undefined, string, unknown];
+        const [ns, mode, data] = (nsInChunks ? chunk : [undefined, ...chunk]) as [string[] | undefined, string, unknown];
         for (const e of mapper.fromChunk(ns, mode, data)) x.emit(e);
       }
     }

@@ -9,27 +9,20 @@
  * The modes a request may name are listed with the run request (domain/run-request.ts).
  */
 
-type LibMode = "values" | "updates" | "debug" | "messages" | "checkpoints" | "tasks" | "custom";
+import { STREAM_EVENTS_V3_MODES } from "@langchain/langgraph/stream";
+import { newProtocolChunkState, protocolRecordsOf, type ProtocolChunkState } from "./protocol-chunks.js";
+import { toWire } from "./wire.js";
+
+export { toWire } from "./wire.js";
+
+type LibMode = "values" | "updates" | "debug" | "messages" | "checkpoints" | "tasks" | "custom" | "tools";
+
+/** The RunOutput event name of a protocol (v2) record. */
+export const PROTOCOL_OUTPUT = "protocol";
 
 export interface SseEvent {
   event: string;
   data: unknown;
-}
-
-/** A value as the wire shows it: LangChain messages as `{...fields, type}`, everything plain JSON. */
-export function toWire(value: unknown): unknown {
-  if (value === undefined) return null;
-  return JSON.parse(
-    JSON.stringify(value, function (this: Record<string, unknown>, key: string, v: unknown) {
-      const raw = this[key];
-      if (raw !== null && typeof raw === "object" && typeof (raw as { toDict?: unknown }).toDict === "function") {
-        const { type, data } = (raw as { toDict(): { type: string; data: Record<string, unknown> } }).toDict();
-        return { ...data, type };
-      }
-      if (typeof v === "bigint") return v.toString();
-      return v;
-    }) ?? "null",
-  );
 }
 
 /** Errors as the servers send them: `{error: <name>, message}`. */
@@ -78,6 +71,8 @@ export class StreamModeMapper {
   readonly subgraphs: boolean;
   /** Whether the run needs LangChain's streamEvents (slower) rather than graph.stream. */
   readonly needsEvents: boolean;
+  /** Whether the run records protocol (v2) events: the graph then streams v3 chunks of every namespace. */
+  readonly protocol: ProtocolChunkState | undefined;
   private readonly partial = new Map<string, MessageLike>();
   private readonly completed = new Set<string>();
   /** Last root `values` chunk without `__interrupt__`: the run's result. */
@@ -87,12 +82,14 @@ export class StreamModeMapper {
   constructor(modes: readonly string[], subgraphs: boolean) {
     this.requested = new Set(modes);
     this.subgraphs = subgraphs;
-    this.needsEvents = this.requested.has("events") || this.requested.has("messages");
+    this.protocol = this.requested.has("protocol") ? newProtocolChunkState() : undefined;
+    this.needsEvents = !this.protocol && (this.requested.has("events") || this.requested.has("messages"));
   }
 
   /** Modes to ask LangGraph for: the requested ones, plus `values` (the result) and `messages` for the tuple mode. */
   libModes(): LibMode[] {
     const out = new Set<LibMode>(["values"]);
+    if (this.protocol) for (const m of STREAM_EVENTS_V3_MODES) out.add(m as LibMode);
     for (const m of this.requested) {
       if (m === "messages-tuple") out.add("messages");
       else if (m === "updates" || m === "debug" || m === "checkpoints" || m === "tasks" || m === "custom") out.add(m);
@@ -108,6 +105,15 @@ export class StreamModeMapper {
   fromChunk(ns: string[] | undefined, mode: string, chunk: unknown): SseEvent[] {
     const root = !ns || ns.length === 0;
     const out: SseEvent[] = [];
+    if (this.protocol) {
+      for (const record of protocolRecordsOf(this.protocol, ns ?? [], mode, chunk)) out.push({ event: PROTOCOL_OUTPUT, data: record });
+      // The v3 stream has every namespace; the v1 modes keep theirs only when subgraphs were asked for.
+      if (!root && !this.subgraphs) {
+        return out;
+      }
+      // v3 message chunks are protocol events, not the v1 tuples.
+      if (mode === "messages" || mode === "tools") return out;
+    }
     if (mode === "values" && root) {
       if (chunk && typeof chunk === "object" && "__interrupt__" in chunk) this.interrupted = true;
       else this.lastValues = chunk;

@@ -1,0 +1,133 @@
+/**
+ * A thread's protocol events, read from the log: the runs the thread stream names (RunEnqueued, in
+ * order), each run's `run-{id}` from its start until its RunEnded, then the next run, live for as
+ * long as the reader wants. Nothing is held in memory beyond the run being read, so a client may
+ * resume from any `since` at any time: while the run goes on, after it ended, after a restart.
+ *
+ * Without `since` the feed starts at the thread's latest run (the one a client that just called
+ * `run.start`, or reloads mid-run, is after); with `since` it replays every later event of every run.
+ */
+import type { EventStore, RecordedEvent } from "../eventstore/types.js";
+import { isLargeValueMarker, resolveLarge } from "../eventstore/large-values.js";
+import { threadStream } from "../domain/threads.js";
+import { runStream } from "../domain/runs.js";
+import type { RunRecord } from "../domain/run-record.js";
+import { EVENTS_PER_LOG_EVENT, newRunMapState, protocolEventsOf, seqOf, type ProtocolEvent } from "./log-events.js";
+
+interface RunRef {
+  runId: string;
+  graphName: string;
+}
+
+/** How many events from its end a run stream is searched for its terminal event (a lease renewal may follow it). */
+const TERMINAL_SEARCH = 8;
+
+const graphNameOf = (run: RunRecord): string => {
+  const graphId = (run.kwargs.config as { configurable?: { graph_id?: unknown } } | undefined)?.configurable?.graph_id;
+  return typeof graphId === "string" ? graphId : run.assistant_id;
+};
+
+/** The thread's runs as the thread stream names them, live; `caughtUp` once the history is in. */
+class RunList {
+  readonly runs: RunRef[] = [];
+  caughtUp = false;
+  ended = false;
+  private wake: (() => void) | undefined;
+  private readonly subscription;
+  readonly done: Promise<void>;
+
+  constructor(store: EventStore, threadId: string) {
+    this.subscription = store.subscribeToStream(threadStream(threadId), { fromRevision: "start" });
+    this.done = this.pump();
+  }
+
+  private async pump(): Promise<void> {
+    try {
+      for await (const item of this.subscription) {
+        if (item.kind === "caughtUp") this.caughtUp = true;
+        else if (item.event.type === "RunEnqueued") {
+          const run = (item.event.data as { run: RunRecord }).run;
+          this.runs.push({ runId: run.run_id, graphName: graphNameOf(run) });
+        } else if (item.event.type === "ThreadDeleted") break;
+        else continue;
+        this.notify();
+      }
+    } catch {
+      // A subscription that fails ends the feed; the client reconnects with `since`.
+    } finally {
+      this.ended = true;
+      this.notify();
+    }
+  }
+
+  notify(): void {
+    const wake = this.wake;
+    this.wake = undefined;
+    wake?.();
+  }
+
+  /** Resolves at the next change (a run, the history's end, the end of the thread or of the reader). */
+  changed(): Promise<void> {
+    return new Promise((resolve) => (this.wake = resolve));
+  }
+
+  async close(): Promise<void> {
+    await this.subscription.close();
+    await this.done;
+  }
+}
+
+/** Whether every event of a run is at or before `since` (it ended before): then it need not be read. */
+async function endedBefore(store: EventStore, runId: string, since: number): Promise<boolean> {
+  const tail = await store.readStream(runStream(runId), { direction: "backwards", fromRevision: "end", maxCount: TERMINAL_SEARCH });
+  const ended = tail.find((e) => e.type === "RunEnded");
+  return ended !== undefined && seqOf(ended.position, EVENTS_PER_LOG_EVENT - 1) <= since;
+}
+
+/** One run's protocol events after `since`, until its end (or the reader's). */
+async function* runEvents(store: EventStore, run: RunRef, since: number | undefined, signal: AbortSignal): AsyncGenerator<ProtocolEvent> {
+  if (since !== undefined && (await endedBefore(store, run.runId, since))) return;
+  const state = newRunMapState(run.graphName);
+  const subscription = store.subscribeToStream(runStream(run.runId), { fromRevision: "start" });
+  const stop = () => void subscription.close();
+  signal.addEventListener("abort", stop, { once: true });
+  try {
+    for await (const item of subscription) {
+      if (signal.aborted) return;
+      if (item.kind !== "event") continue;
+      let event: RecordedEvent = item.event;
+      const output = event.type === "RunOutput" ? (event.data as { event: string; data: unknown }) : undefined;
+      // A chunk too large for one event was written beside the run (see RunStreamWriter).
+      if (output && isLargeValueMarker(output.data)) event = { ...event, data: { ...output, data: await resolveLarge(store, output.data) } };
+      for (const protocolEvent of protocolEventsOf(state, event)) {
+        if (since === undefined || protocolEvent.seq > since) yield protocolEvent;
+      }
+      if (event.type === "RunEnded") return;
+    }
+  } finally {
+    signal.removeEventListener("abort", stop);
+    await subscription.close();
+  }
+}
+
+/** The protocol events of a thread's runs, in order, after `since` (see the module comment); ends when `signal` aborts or the thread is deleted. */
+export async function* threadFeed(store: EventStore, threadId: string, since: number | undefined, signal: AbortSignal): AsyncGenerator<ProtocolEvent> {
+  const list = new RunList(store, threadId);
+  const stop = () => list.notify();
+  signal.addEventListener("abort", stop, { once: true });
+  try {
+    while (!list.caughtUp && !list.ended && !signal.aborted) await list.changed();
+    let next = since === undefined ? Math.max(0, list.runs.length - 1) : 0;
+    while (!signal.aborted) {
+      if (next < list.runs.length) {
+        yield* runEvents(store, list.runs[next++]!, since, signal);
+        continue;
+      }
+      if (list.ended) return;
+      await list.changed();
+    }
+  } finally {
+    signal.removeEventListener("abort", stop);
+    await list.close();
+  }
+}

@@ -1,0 +1,120 @@
+/**
+ * One WebSocket of the protocol: commands in, responses and events out, on one ordered wire.
+ * Subscriptions are in-band (`subscription.subscribe` / `unsubscribe`) and live as long as the
+ * socket; the socket follows the thread's runs from the log (from the latest run) and sends each
+ * event any subscription wants, in log order. The subscribe response is sent before its first
+ * event (the SDK registers the subscription on the response).
+ */
+import { randomUUID } from "node:crypto";
+import type { EventStore } from "../eventstore/types.js";
+import { errorResponse, type ProtocolCommand, type ProtocolResponse } from "./commands.js";
+import { SUPPORTED_CHANNELS } from "@langchain/langgraph/stream";
+import { matchesFilter, type EventFilter, type ProtocolEvent } from "./log-events.js";
+import { subscribe, type Subscriber } from "./subscriber.js";
+
+export interface WsSessionDeps {
+  store: EventStore;
+  threadId: string;
+  /** Writes one JSON message on the socket (awaits the socket's buffer when it is full). */
+  send(message: ProtocolResponse | ProtocolEvent): Promise<void>;
+  /** The thread commands (run.start, input.respond, state.get, agent.getTree). */
+  command(command: ProtocolCommand): Promise<ProtocolResponse>;
+  /** `threads:read` for this socket's caller. */
+  authorize(): Promise<void>;
+}
+
+const isChannel = (value: unknown): value is string => typeof value === "string" && ((SUPPORTED_CHANNELS as ReadonlySet<string>).has(value) || value.startsWith("custom:"));
+
+/** `subscription.subscribe` params → a filter, or why not. */
+export function filterOfParams(params: Record<string, unknown>): EventFilter | string {
+  const channels = params.channels;
+  if (!Array.isArray(channels) || channels.length === 0) return "subscription.subscribe requires a non-empty channels array.";
+  if (!channels.every(isChannel)) return "subscription.subscribe received an unsupported channel.";
+  const filter: EventFilter = { channels };
+  const namespaces = params.namespaces;
+  if (Array.isArray(namespaces) && namespaces.every((ns) => Array.isArray(ns) && ns.every((s) => typeof s === "string"))) filter.namespaces = namespaces as string[][];
+  if (typeof params.depth === "number" && Number.isInteger(params.depth) && params.depth >= 0) filter.depth = params.depth;
+  return filter;
+}
+
+/** Whether an event is for any of the socket's subscriptions. */
+const anyOf = (filters: Iterable<EventFilter>) => (event: ProtocolEvent) => [...filters].some((f) => matchesFilter(f, event));
+
+export class WsSession {
+  private readonly filters = new Map<string, EventFilter>();
+  /** The socket's one feed: events go out in log order, whichever subscriptions they are for. */
+  private feed: Subscriber | undefined;
+  private closed = false;
+
+  constructor(private readonly deps: WsSessionDeps) {}
+
+  /** One text frame from the client. */
+  async onMessage(text: string): Promise<void> {
+    let payload: unknown;
+    try {
+      payload = JSON.parse(text);
+    } catch {
+      await this.deps.send(errorResponse(null, "invalid_argument", "Protocol commands must be valid JSON."));
+      return;
+    }
+    const p = payload as Partial<ProtocolCommand> | null;
+    if (!p || typeof p !== "object" || typeof p.id !== "number" || !Number.isInteger(p.id) || p.id < 0 || typeof p.method !== "string") {
+      await this.deps.send(errorResponse(null, "invalid_argument", "Protocol commands must include an integer id and string method."));
+      return;
+    }
+    const command = p as ProtocolCommand;
+    const params = command.params && typeof command.params === "object" ? command.params : {};
+    if (command.method === "subscription.subscribe") return this.subscribe(command.id, params);
+    if (command.method === "subscription.unsubscribe") {
+      const id = params.subscription_id;
+      if (typeof id !== "string") return this.deps.send(errorResponse(command.id, "invalid_argument", "subscription.unsubscribe requires a subscription_id."));
+      if (!this.filters.delete(id)) return this.deps.send(errorResponse(command.id, "no_such_subscription", `Unknown subscription: ${id}`));
+      await this.deps.send({ type: "success", id: command.id, result: {} });
+      return this.restartFeed();
+    }
+    await this.deps.send(await this.deps.command(command));
+  }
+
+  private async subscribe(id: number, params: Record<string, unknown>): Promise<void> {
+    const filter = filterOfParams(params);
+    if (typeof filter === "string") return this.deps.send(errorResponse(id, "invalid_argument", filter));
+    try {
+      await this.deps.authorize();
+    } catch (error) {
+      return this.deps.send(errorResponse(id, "permission_denied", error instanceof Error ? error.message : String(error)));
+    }
+    if (this.closed) return;
+    const subscriptionId = randomUUID();
+    this.filters.set(subscriptionId, filter);
+    // The response first: the SDK only routes events to a subscription it knows.
+    await this.deps.send({ type: "success", id, result: { subscription_id: subscriptionId } });
+    await this.restartFeed();
+  }
+
+  /**
+   * The feed again from the latest run, for the subscriptions there are now: a new subscription
+   * gets what the run produced so far; the others see those events again, which the SDK drops by
+   * `event_id` (as it does when the official server replays its buffer).
+   */
+  private async restartFeed(): Promise<void> {
+    const previous = this.feed;
+    this.feed = undefined;
+    if (previous) {
+      previous.stop();
+      await previous.done.catch(() => undefined);
+    }
+    if (this.closed || this.filters.size === 0) return;
+    const filters = [...this.filters.values()];
+    const matches = anyOf(filters);
+    // One feed with a filter per event: the channels of every subscription, any namespace (each subscription's own test follows).
+    const channels = [...new Set(filters.flatMap((f) => f.channels))];
+    this.feed = subscribe(this.deps.store, this.deps.threadId, { channels }, this.deps.authorize, (event) => (matches(event) ? this.deps.send(event) : undefined));
+  }
+
+  close(): void {
+    this.closed = true;
+    this.feed?.stop();
+    this.feed = undefined;
+    this.filters.clear();
+  }
+}

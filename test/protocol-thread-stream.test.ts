@@ -1,0 +1,181 @@
+import t from "tap";
+import { WebSocket } from "ws";
+import { startTestServer, type TestServer } from "./support/server.js";
+
+/**
+ * The thread streaming protocol (v2) through the official SDK's `ThreadStream`
+ * (`client.threads.stream(threadId)`), over both of its transports: SSE (+ POST commands) and a
+ * WebSocket. Runs, messages, an interrupt answered with `input.respond`, several runs on one
+ * subscription, and a resume with `since` after the server restarted (the events are in the log).
+ */
+
+type Event = { type: "event"; seq: number; event_id: string; method: string; params: { namespace: string[]; data: any } };
+
+const TRANSPORTS = ["sse", "websocket"] as const;
+type Transport = (typeof TRANSPORTS)[number];
+
+function threadStream(srv: TestServer, assistantId: string, transport: Transport, threadId?: string) {
+  const options = {
+    assistantId,
+    transport,
+    // Node 20 has no global WebSocket: the `ws` package's (a browser-compatible API).
+    ...(transport === "websocket" ? { webSocketFactory: (url: string) => new WebSocket(url) as never } : {}),
+  };
+  return threadId ? srv.client.threads.stream(threadId, options as never) : srv.client.threads.stream(options as never);
+}
+
+/** Resolves once `predicate` holds for the events seen so far (or rejects after a deadline). */
+function until(events: Event[], predicate: (events: Event[]) => boolean, listen: (cb: () => void) => void, ms = 10_000): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (predicate(events)) return resolve();
+    const timer = setTimeout(() => reject(new Error(`timed out; saw ${events.map((e) => `${e.method}:${JSON.stringify(e.params.data).slice(0, 60)}`).join(" | ")}`)), ms);
+    listen(() => {
+      if (predicate(events)) {
+        clearTimeout(timer);
+        resolve();
+      }
+    });
+  });
+}
+
+function record(thread: { onEvent(cb: (e: unknown) => void): unknown }) {
+  const events: Event[] = [];
+  const listeners: (() => void)[] = [];
+  thread.onEvent((e) => {
+    events.push(e as Event);
+    for (const l of listeners) l();
+  });
+  const wait = (predicate: (events: Event[]) => boolean) => until(events, predicate, (cb) => listeners.push(cb));
+  return { events, wait };
+}
+
+const rootLifecycle = (events: Event[], status: string) => events.some((e) => e.method === "lifecycle" && e.params.namespace.length === 0 && e.params.data.event === status);
+
+t.test("ThreadStream over the thread streaming protocol", async (t) => {
+  let srv = await startTestServer();
+  t.teardown(() => srv.close());
+
+  for (const transport of TRANSPORTS) {
+    t.test(`${transport}: a run streams its values and messages, ending with lifecycle completed`, async (t) => {
+      const thread = threadStream(srv, "agent", transport);
+      t.teardown(() => thread.close());
+      const { events, wait } = record(thread);
+      const messages: unknown[] = [];
+      const collecting = (async () => {
+        for await (const message of thread.messages as AsyncIterable<{ text: PromiseLike<string> }>) messages.push(await message.text);
+      })();
+      const started = await thread.run.start({ input: { messages: [{ type: "human", content: "hi" }] } });
+      t.match(started, { run_id: String });
+      const values = (await thread.values) as { messages: { content: string }[] };
+      t.same(values.messages.map((m) => m.content), ["hi", "You said: hi"]);
+      await wait((e) => rootLifecycle(e, "completed"));
+      t.ok(rootLifecycle(events, "running"), "lifecycle running first");
+      const seqs = events.map((e) => e.seq);
+      t.ok(seqs.every((s, i) => i === 0 || s > seqs[i - 1]!), `increasing seqs ${seqs}`);
+      t.ok(events.every((e) => e.event_id === String(e.seq)), "event_id is the seq");
+      await Promise.race([collecting, new Promise((r) => setTimeout(r, 2000))]);
+      t.ok(messages.includes("You said: hi"), `assembled the AI message from the messages channel: ${JSON.stringify(messages)}`);
+      const tree = await thread.agent.getTree();
+      t.match(tree, { tree: { namespace: [], status: "completed", graph_name: "agent" } });
+    });
+
+    t.test(`${transport}: an interrupt is announced (input.requested) and answered with input.respond`, async (t) => {
+      const thread = threadStream(srv, "interrupt", transport);
+      t.teardown(() => thread.close());
+      const { events, wait } = record(thread);
+      void thread.values;
+      await thread.run.start({ input: { messages: [{ type: "human", content: "go" }] } });
+      await wait((e) => rootLifecycle(e, "interrupted"));
+      const requested = events.find((e) => e.method === "input.requested")!;
+      t.match(requested.params.data, { interrupt_id: String, payload: { question: "Continue?" } });
+      t.equal(thread.interrupted, true);
+      t.equal(thread.interrupts.length, 1);
+      await thread.input.respond({ namespace: [], interrupt_id: requested.params.data.interrupt_id, response: "yes" } as never);
+      await wait((e) => rootLifecycle(e, "completed"));
+      const last = events.filter((e) => e.method === "values").at(-1)!;
+      t.same(last.params.data.messages.map((m: { content: string }) => m.content), ["go", "You answered: yes"]);
+      const state = (await thread.state.get({ namespace: [] } as never)) as { values: { messages: unknown[] }; checkpoint?: { id: string } };
+      t.equal(state.values.messages.length, 2);
+      t.match(state.checkpoint, { id: String });
+    });
+  }
+
+  t.test("raw SSE: several runs on one subscription, in order; since resumes after a restart", async (t) => {
+    const thread = threadStream(srv, "agent", "sse");
+    const threadId = thread.threadId;
+    await thread.run.start({ input: { messages: [{ type: "human", content: "one" }] } });
+    await thread.values;
+    await thread.close();
+    // One subscription from the first run's beginning (since 0) sees both runs, then follows live.
+    const controller = new AbortController();
+    const response = await fetch(`${srv.url}/threads/${threadId}/stream/events`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ channels: ["lifecycle", "values"], since: 0 }),
+      signal: controller.signal,
+    });
+    t.equal(response.status, 200);
+    t.match(response.headers.get("content-type"), /text\/event-stream/);
+    const seen: Event[] = [];
+    const reading = (async () => {
+      const decoder = new TextDecoder();
+      let buffer = "";
+      for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
+        buffer += decoder.decode(chunk, { stream: true });
+        let cut;
+        while ((cut = buffer.indexOf("\r\n\r\n")) >= 0) {
+          const frame = buffer.slice(0, cut);
+          buffer = buffer.slice(cut + 4);
+          const data = frame.split("\r\n").find((l) => l.startsWith("data: "));
+          if (data) seen.push(JSON.parse(data.slice(6)));
+          if (seen.filter((e) => e.method === "lifecycle" && e.params.data.event === "completed").length === 2) return;
+        }
+      }
+    })().catch(() => undefined);
+    const second = threadStream(srv, "agent", "sse", threadId);
+    await second.run.start({ input: { messages: [{ type: "human", content: "two" }] } });
+    await second.values;
+    await second.close();
+    await Promise.race([reading, new Promise((r) => setTimeout(r, 10_000))]);
+    controller.abort();
+    const lifecycles = seen.filter((e) => e.method === "lifecycle").map((e) => e.params.data.event);
+    t.same(lifecycles, ["running", "completed", "running", "completed"], "both runs, in order");
+    t.ok(seen.every((e, i) => i === 0 || e.seq > seen[i - 1]!.seq), "increasing seqs across runs");
+    const firstCompleted = seen.find((e) => e.method === "lifecycle" && e.params.data.event === "completed")!;
+
+    // After a restart, the same stream resumes after any seq: here, after the first run's end.
+    srv = await srv.restart();
+    const resumed = threadStream(srv, "agent", "sse", threadId);
+    t.teardown(() => resumed.close());
+    const replay = resumed.subscribe({ channels: ["lifecycle", "values"], since: firstCompleted.seq } as never) as unknown as Promise<AsyncIterable<Event>>;
+    const got: Event[] = [];
+    for await (const e of await replay) {
+      got.push(e);
+      if (e.method === "lifecycle" && e.params.data.event === "completed") break;
+    }
+    t.same(got.map((e) => e.method === "lifecycle" ? e.params.data.event : e.method), ["running", "values", "values", "completed"]);
+    t.same(got.map((e) => e.seq), seen.filter((e) => e.seq > firstCompleted.seq).map((e) => e.seq), "the same events, the same seqs");
+  });
+
+  t.test("bad input answers 4xx JSON", async (t) => {
+    const threadId = "0190f1c2-0000-7000-8000-000000000001";
+    const badFilter = await fetch(`${srv.url}/threads/${threadId}/stream/events`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ channels: ["nope"] }) });
+    t.equal(badFilter.status, 422);
+    t.match(await badFilter.json(), { detail: String });
+    const badCommand = await fetch(`${srv.url}/threads/${threadId}/commands`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ method: "run.start" }) });
+    t.equal(badCommand.status, 422);
+    const noAssistant = await fetch(`${srv.url}/threads/${threadId}/commands`, {
+      method: "POST", headers: { "content-type": "application/json" },
+      body: JSON.stringify({ id: 1, method: "run.start", params: { assistant_id: "missing", input: {} } }),
+    });
+    t.equal(noAssistant.status, 200);
+    t.match(await noAssistant.json(), { type: "error", id: 1, error: "invalid_argument", message: /No assistant found/ });
+    const unknown = await fetch(`${srv.url}/threads/${threadId}/commands`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ id: 2, method: "nope" }) });
+    t.match(await unknown.json(), { type: "error", id: 2, error: "unknown_command" });
+    const respond = await fetch(`${srv.url}/threads/${threadId}/commands`, {
+      method: "POST", headers: { "content-type": "application/json" },
+      body: JSON.stringify({ id: 3, method: "input.respond", params: { interrupt_id: "x", response: 1 } }),
+    });
+    t.match(await respond.json(), { type: "error", id: 3, error: "no_such_run" });
+  });
+});
