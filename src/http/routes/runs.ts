@@ -16,6 +16,7 @@ import { callerOf } from "../auth.js";
 import { authorize } from "../../app/auth/caller.js";
 import { authorizeCreateRun, authorizeThread, runVisible } from "../../app/auth/guards.js";
 import { HttpError } from "../errors.js";
+import { isNotFound } from "../../domain/errors.js";
 
 const ThreadParams = z.object({ thread_id: Uuid });
 const RunParams = z.object({ thread_id: Uuid, run_id: Uuid });
@@ -175,7 +176,16 @@ export function runRoutes(ctx: AppContext, runs: RunsService, streams: { openStr
       });
 
       r.get(`${prefix}/:thread_id/runs/:run_id/stream`, { schema: { tags, hide, params: RunParams, querystring: JoinStreamQuery } }, async (req, reply) => {
-        await authorizeThread(ctx, callerOf(req), "read", req.params.thread_id, { ...req.params });
+        try {
+          await authorizeThread(ctx, callerOf(req), "read", req.params.thread_id, { ...req.params });
+        } catch (error) {
+          if (!isNotFound(error)) throw error;
+          // As the official servers: joining a run of a thread the caller may not see is a stream holding one 404 error.
+          const sse = new SseWriter(reply, logPositionHeaders());
+          await sse.event("error", { error: "NotFoundError", message: `404: ${(error as Error).message}` });
+          sse.end();
+          return;
+        }
         const run = await runs.get(req.params.thread_id, req.params.run_id);
         const from = parseLastEventId(req.headers["last-event-id"]);
         const path = runPath(run, false);
