@@ -12,4 +12,6 @@ export const auth = new Auth()
     if (!user) throw new HTTPException(401, { message: "Missing x-user" });
     return { identity: user, permissions: [] };
   })
-  .on("store", ({ user }) => (user.identity === "tagged" ? { owner: user.identity } : { namespace: { $contains: user.identity } }));
+  .on("store", ({ user }): Record<string, string | { $contains: string }> =>
+    user.identity === "tagged" ? { owner: user.identity } : { namespace: { $contains: user.identity } },
+  );
