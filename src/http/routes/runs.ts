@@ -17,6 +17,8 @@ import { authorize } from "../../app/auth/caller.js";
 import { authorizeCreateRun, authorizeThread, runVisible } from "../../app/auth/guards.js";
 import { HttpError } from "../errors.js";
 import { isNotFound } from "../../domain/errors.js";
+import { idempotencyKeyOf } from "../../app/idempotent-create.js";
+import { batchItemKey } from "../../domain/idempotency.js";
 
 const ThreadParams = z.object({ thread_id: Uuid });
 const RunParams = z.object({ thread_id: Uuid, run_id: Uuid });
@@ -213,7 +215,11 @@ export function runRoutes(ctx: AppContext, runs: RunsService, streams: { openStr
 
     r.post("/runs/batch", { schema: { tags, body: z.array(StatelessRunRequestSchema).min(1) } }, async (req) => {
       const created: RunRecord[] = [];
-      for (const body of req.body) created.push(await createRun(req, null, body));
+      // One Idempotency-Key for the batch: each item is its own key, derived from it.
+      const key = idempotencyKeyOf(headersOf(req));
+      for (const [i, body] of req.body.entries()) {
+        created.push(await runs.create(await runs.authorize(callerOf(req), null, body), headersOf(req), { idempotencyKey: key && batchItemKey(key, i) }));
+      }
       return created;
     });
 
