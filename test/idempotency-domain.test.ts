@@ -51,9 +51,11 @@ t.test("a new key is claimed with no_stream, with a deterministic event id", asy
   t.equal(d.kind, "claim");
   if (d.kind !== "claim") return;
   t.equal(d.expected, "no_stream");
-  t.equal(d.event.id, idempotencyEventId(stream, 0n));
-  const again = decideIdempotentCreate(undefined, cmd({ runId: "run-2" }));
-  t.equal(again.kind === "claim" ? again.event.id : undefined, d.event.id, "a retried claim has the same id (the log de-duplicates it)");
+  t.equal(d.event.id, idempotencyEventId(stream, 0n, "run-1"));
+  const again = decideIdempotentCreate(undefined, cmd());
+  t.equal(again.kind === "claim" ? again.event.id : undefined, d.event.id, "the same request's claim has the same id (the log de-duplicates a retry)");
+  const rival = decideIdempotentCreate(undefined, cmd({ runId: "run-2" }));
+  t.not(rival.kind === "claim" ? rival.event.id : undefined, d.event.id, "a competing request's claim has another id: the log cannot take it for a retry");
   t.match(d.event.data, { run_id: "run-1", thread_id: null, expires_at: T0 + TTL });
   t.ok(schemaForEventType("IdempotencyKeyClaimed")!.safeParse(d.event.data).success, "in the event catalogue");
 });
@@ -84,9 +86,9 @@ t.test("expired or released: claimed again at the stream's revision (any body)",
   const recorded = fold([claim.event, recordRun(stream, 0n, run)]);
   const later = decideIdempotentCreate(recorded, cmd({ nowMs: T0 + TTL, requestHash: "another body", runId: "run-9" }));
   t.match(later, { kind: "claim", expected: 1n });
-  if (later.kind === "claim") t.equal(later.event.id, idempotencyEventId(stream, 2n));
+  if (later.kind === "claim") t.equal(later.event.id, idempotencyEventId(stream, 2n, "run-9"));
   t.equal(decideIdempotentCreate(recorded, cmd({ nowMs: T0 + TTL - 1 })).kind, "replay", "not a millisecond before");
-  const released = fold([claim.event, releaseKey(stream, 0n, "Thread not found", "now")]);
-  t.ok(schemaForEventType("IdempotencyKeyReleased")!.safeParse(releaseKey(stream, 0n, "x", "now").data).success);
+  const released = fold([claim.event, releaseKey(stream, 0n, "run-1", "Thread not found", "now")]);
+  t.ok(schemaForEventType("IdempotencyKeyReleased")!.safeParse(releaseKey(stream, 0n, "run-1", "x", "now").data).success);
   t.match(decideIdempotentCreate(released, cmd({ nowMs: T0 + 5 })), { kind: "claim", expected: 1n });
 });

@@ -114,6 +114,17 @@ t.test("one server", async (t) => {
     t.equal(changed.status, 409, "a batch with another item under the same key");
   });
 
+  t.test("twins at once on one server: one run", async (t) => {
+    const thread = await srv.client.threads.create();
+    const url = `${srv.url}/threads/${thread.thread_id}/runs`;
+    const body = { assistant_id: "agent", input: input("twins") };
+    const answers = await Promise.all([1, 2, 3, 4].map(() => post(url, body, "twins-1")));
+    t.same(answers.map((a) => a.status), [200, 200, 200, 200]);
+    const ids = new Set(answers.map((a) => (a.json() as { run_id: string }).run_id));
+    t.equal(ids.size, 1, "every twin got the same run");
+    t.same(await runIds(srv, thread.thread_id), [...ids]);
+  });
+
   t.test("bad keys: 422, nothing created", async (t) => {
     const thread = await srv.client.threads.create();
     const url = `${srv.url}/threads/${thread.thread_id}/runs`;

@@ -94,7 +94,7 @@ export async function createOnce(deps: IdempotentCreateDeps, req: IdempotentRequ
       run = await create();
     } catch (e) {
       // Nothing was created: the key is free for the retry the client will make.
-      await deps.store.append(stream, [releaseKey(stream, claimed, (e as Error).message ?? "failed", deps.now())], claimed).catch(() => undefined);
+      await deps.store.append(stream, [releaseKey(stream, claimed, req.runId, (e as Error).message ?? "failed", deps.now())], claimed).catch(() => undefined);
       throw e;
     }
     await deps.store.append(stream, [recordRun(stream, claimed, run)], claimed);

@@ -84,9 +84,14 @@ export function evolveIdempotency(state: IdempotencyState | undefined, event: Id
   }
 }
 
-/** Deterministic: the event appended at `revision` of `stream` always has this id. */
+/**
+ * Deterministic per request: the event a request (named by the run id it would create) appends at
+ * `revision` of `stream` always has this id, so the log de-duplicates a retried append. Two
+ * competing requests get different ids: with equal ids the log would take the loser's append for
+ * a retry of the winner's and report success to both.
+ */
 const IDEMPOTENCY_NAMESPACE = "9a0f3c52-6f0e-4f4e-9d1b-3b7c1e2a8d55";
-export const idempotencyEventId = (stream: string, revision: bigint) => uuidv5(`${stream}@${revision}`, IDEMPOTENCY_NAMESPACE);
+export const idempotencyEventId = (stream: string, revision: bigint, runId: string) => uuidv5(`${stream}@${revision}/${runId}`, IDEMPOTENCY_NAMESPACE);
 
 export type IdempotencyDecision =
   /** Take the key: append `event` at `expected`, then create the run. */
@@ -122,7 +127,7 @@ export function decideIdempotentCreate(state: IdempotencyState | undefined, cmd:
       kind: "claim",
       expected,
       event: {
-        id: idempotencyEventId(cmd.stream, next),
+        id: idempotencyEventId(cmd.stream, next, cmd.runId),
         type: "IdempotencyKeyClaimed",
         data: { request_hash: cmd.requestHash, run_id: cmd.runId, thread_id: cmd.threadId, claimed_at: cmd.now, expires_at: cmd.nowMs + cmd.ttlMs },
       },
@@ -136,14 +141,14 @@ export function decideIdempotentCreate(state: IdempotencyState | undefined, cmd:
 
 /** The claimer's record of the run it created (appended right after the claim). */
 export const recordRun = (stream: string, claimRevision: bigint, run: RunRecord): EventData => ({
-  id: idempotencyEventId(stream, claimRevision + 1n),
+  id: idempotencyEventId(stream, claimRevision + 1n, run.run_id),
   type: "IdempotentRunCreated",
   data: { run },
 });
 
 /** The claimer could not create the run: frees the key. */
-export const releaseKey = (stream: string, claimRevision: bigint, reason: string, now: string): EventData => ({
-  id: idempotencyEventId(stream, claimRevision + 1n),
+export const releaseKey = (stream: string, claimRevision: bigint, runId: string, reason: string, now: string): EventData => ({
+  id: idempotencyEventId(stream, claimRevision + 1n, runId),
   type: "IdempotencyKeyReleased",
   data: { reason, released_at: now },
 });
