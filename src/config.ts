@@ -49,6 +49,8 @@ const EnvSchema = z.object({
   CRON_CATCHUP_SECS: z.coerce.number().nonnegative().optional(),
   /** Development mode (as `langgraph dev` sets it): enables POST /internal/truncate and webhooks to loopback / private addresses. */
   LANGGRAPH_DEV: z.enum(["true", "false", "1", "0"]).default("false"),
+  /** How long an `Idempotency-Key` of a run creation holds: a retry within it returns the same run; after it the key may be used again. */
+  IDEMPOTENCY_KEY_TTL_SECS: z.coerce.number().positive().default(24 * 3600),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("warn"),
 });
 
@@ -87,6 +89,8 @@ export interface Config {
   cronCatchUpSecs: number | null;
   /** LANGGRAPH_DEV=true: development endpoints (POST /internal/truncate) are served; webhooks may reach loopback / private addresses. */
   devMode: boolean;
+  /** IDEMPOTENCY_KEY_TTL_SECS: how long an Idempotency-Key of a run creation holds (default 24 h). */
+  idempotencyKeyTtlSecs: number;
 }
 
 export class ConfigError extends Error {
@@ -135,5 +139,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     cronCatchUpSecs: e.CRON_CATCHUP_SECS ?? null,
     devMode: e.LANGGRAPH_DEV === "true" || e.LANGGRAPH_DEV === "1",
+    idempotencyKeyTtlSecs: e.IDEMPOTENCY_KEY_TTL_SECS,
   };
 }

@@ -112,7 +112,6 @@ t.test("custom auth", async (t) => {
       ["GET", `/threads/${tid}/runs`],
       ["GET", `/threads/${tid}/runs/${run.run_id}`],
       ["GET", `/threads/${tid}/runs/${run.run_id}/join`],
-      ["GET", `/threads/${tid}/runs/${run.run_id}/stream`],
       ["POST", `/threads/${tid}/runs/${run.run_id}/cancel`],
       ["DELETE", `/threads/${tid}/runs/${run.run_id}`],
       ["GET", `/thread/${tid}/runs/${run.run_id}`],
@@ -136,6 +135,19 @@ t.test("custom auth", async (t) => {
       const res = await call(srv, method, url, aliceToken);
       t.equal(res.status, 200, `owner: ${method} ${url} → 200`);
     }
+    // Joining the run's stream: as the official servers, an SSE stream holding one error naming 404 (not an HTTP 404).
+    const joined = await call(srv, "GET", `/threads/${tid}/runs/${run.run_id}/stream`, bobToken);
+    t.equal(joined.status, 200);
+    t.match(joined.headers.get("content-type"), /^text\/event-stream/);
+    const chunks: { event: string; data: unknown }[] = [];
+    for await (const chunk of bob.runs.joinStream(tid, run.run_id)) chunks.push(chunk);
+    t.equal(chunks.length, 1, "one event");
+    t.match(chunks, [{ event: "error", data: { message: /404/ } }], "the SDK sees one error event naming 404");
+    const ownStream: string[] = [];
+    for await (const chunk of alice.runs.joinStream(tid, run.run_id)) ownStream.push(chunk.event);
+    t.notOk(ownStream.includes("error"), "the owner joins the same stream without an error");
+    const unknown = await call(srv, "GET", `/threads/00000000-0000-4000-8000-000000000000/runs/${run.run_id}/stream`, bobToken);
+    t.equal(unknown.status, 404, "a run not on that thread: a plain 404 as before");
     await t.rejects(bob.threads.get(tid), /404/, "through the SDK");
     await t.rejects(bob.assistants.get(aid), /404/);
     const taken = await call(srv, "POST", "/threads", bobToken, { thread_id: tid, if_exists: "do_nothing" });
@@ -147,6 +159,20 @@ t.test("custom auth", async (t) => {
     t.match(after.metadata, { secret: true, owner: "alice" });
     t.equal((await alice.runs.list(tid)).length, 1);
     t.equal((await alice.assistants.get(aid)).assistant_id, aid);
+  });
+
+  t.test("copying a thread needs threads:read on the source and threads:create for the copy", async (t) => {
+    const source = await alice.threads.create({ metadata: { topic: "copy me" } });
+    const readOnly = await clientFor(srv, await signToken("alice", ["threads:read"]));
+    t.equal((await readOnly.threads.get(source.thread_id)).thread_id, source.thread_id, "the read-only caller sees the source");
+    const refused = await call(srv, "POST", `/threads/${source.thread_id}/copy`, await signToken("alice", ["threads:read"]));
+    t.same([refused.status, refused.json], [403, { detail: "Missing scope threads:write" }], "the create handler's 403");
+    await t.rejects(readOnly.threads.copy(source.thread_id), /403/, "through the SDK");
+    t.equal((await alice.threads.search({ metadata: { topic: "copy me" } })).length, 1, "no copy was made");
+    const copy = await alice.threads.copy(source.thread_id);
+    t.not(copy.thread_id, source.thread_id);
+    t.same(copy.metadata, { topic: "copy me", owner: "alice" }, "the copy's metadata as the create handler left it");
+    t.equal((await alice.threads.get(copy.thread_id)).thread_id, copy.thread_id);
   });
 
   t.test("search, count and cancel-by-status show each user only their own (filters applied in SQL)", async (t) => {

@@ -7,7 +7,7 @@ import type { AppContext } from "./context.js";
 import type { RunsService } from "./runs.js";
 import { authorize, type Caller } from "./auth/caller.js";
 import { authorizeThread, runVisible } from "./auth/guards.js";
-import { notFound } from "../domain/errors.js";
+import { isNotFound, notFound } from "../domain/errors.js";
 import type { RunRecord, RunStatus } from "../domain/run-record.js";
 import type { CancelAction } from "../domain/runs.js";
 import type { AuthAction } from "./auth/engine.js";
@@ -27,6 +27,20 @@ export class RunsAccess {
   /** A run of a thread, for reading (get, join, stream). */
   async get(caller: Caller, threadId: string, runId: string): Promise<RunRecord> {
     await authorizeThread(this.ctx, caller, "read", threadId, { thread_id: threadId, run_id: runId });
+    return this.runs.get(threadId, runId);
+  }
+
+  /**
+   * A run to join as a stream: "hidden" when the caller may not see its thread (the official
+   * servers answer that with a stream holding one 404 error, not an HTTP 404).
+   */
+  async getToJoin(caller: Caller, threadId: string, runId: string): Promise<RunRecord | "hidden"> {
+    try {
+      await authorizeThread(this.ctx, caller, "read", threadId, { thread_id: threadId, run_id: runId });
+    } catch (error) {
+      if (isNotFound(error)) return "hidden";
+      throw error;
+    }
     return this.runs.get(threadId, runId);
   }
 

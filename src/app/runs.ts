@@ -1,7 +1,8 @@
 import { v7 as uuidv7, validate as isUuid } from "uuid";
 import type { AppContext } from "./context.js";
 import { assertWebhookAllowed } from "./webhooks.js";
-import { catchUpWithStream, execute } from "./commands.js";
+import { CATCH_UP_TIMEOUT_MS, catchUpWithStream, execute } from "./commands.js";
+import { createOnce, idempotencyKeyOf } from "./idempotent-create.js";
 import { externalizeIfLarge, resolveLarge } from "../eventstore/large-values.js";
 import { findAssistantConsistent } from "./assistants.js";
 import { createThread, threadState, threadStateConsistent } from "./threads.js";
@@ -168,8 +169,25 @@ export class RunsService {
     };
   }
 
-  /** Creates an authorized run on its thread, or on a new temporary thread (stateless, threadId null). */
-  async create(authorized: AuthorizedRun, headers: Record<string, string | string[] | undefined> = {}): Promise<RunRecord> {
+  /**
+   * Creates an authorized run on its thread, or on a new temporary thread (stateless, threadId
+   * null). With an `Idempotency-Key` (the header, or `options.idempotencyKey`, e.g. per item of a
+   * batch), a retry with the same body returns the run the key created and starts nothing; see
+   * idempotent-create.ts.
+   */
+  async create(
+    authorized: AuthorizedRun,
+    headers: Record<string, string | string[] | undefined> = {},
+    options: { idempotencyKey?: string } = {},
+  ): Promise<RunRecord> {
+    const key = options.idempotencyKey ?? idempotencyKeyOf(headers);
+    if (key === undefined) return this.createNow(authorized, headers);
+    const deps = { store: this.ctx.store, now: () => this.ctx.now(), ttlMs: this.ctx.config.idempotencyKeyTtlSecs * 1000, inProgressWaitMs: CATCH_UP_TIMEOUT_MS };
+    const request = { key, identity: authorized.auth?.user.identity ?? "", threadId: authorized.threadId, body: authorized.request, runId: authorized.runId };
+    return createOnce(deps, request, () => this.createNow(authorized, headers));
+  }
+
+  private async createNow(authorized: AuthorizedRun, headers: Record<string, string | string[] | undefined>): Promise<RunRecord> {
     const { threadId, request: req, auth } = authorized;
     const ctx = this.ctx;
     assertWebhookAllowed(ctx, req.webhook);

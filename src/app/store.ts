@@ -5,7 +5,8 @@
  */
 import type { EventData, EventStore } from "../eventstore/types.js";
 import type { ReadModels } from "../read-models/all.js";
-import type { StoreSearchHit } from "../read-models/store-items.js";
+import type { NamespaceQuery, StoreSearchHit } from "../read-models/store-items.js";
+import type { AuthFilters } from "../read-models/auth-filters.js";
 import {
   decideDelete,
   decidePut,
@@ -55,6 +56,8 @@ export interface SearchCommand {
   refreshTtl?: boolean;
   /** Only namespaces under this prefix (see StoreSearchQuery.within). */
   within?: readonly string[];
+  /** Custom auth's store filters (see StoreSearchQuery.authFilters). */
+  authFilters?: AuthFilters;
 }
 
 /** A namespace that breaks the rules (empty label, period): the official server's 422. */
@@ -102,7 +105,7 @@ export class StoreService {
     const queryVector = cmd.query && this.o.index ? await this.o.index.embedQuery(cmd.query) : undefined;
     const now = this.o.clock.now();
     const hits = this.o.readModels.storeItems.search({
-      namespacePrefix: cmd.namespacePrefix, conditions, limit: cmd.limit, offset: cmd.offset, nowMs: now, queryVector, within: cmd.within,
+      namespacePrefix: cmd.namespacePrefix, conditions, limit: cmd.limit, offset: cmd.offset, nowMs: now, queryVector, within: cmd.within, authFilters: cmd.authFilters,
     });
     if (this.refreshes(cmd.refreshTtl)) {
       await Promise.all(hits.map((h) => this.append(storeItemStream(h.item.namespace, h.item.key), decideRefresh(h.item, now))));
@@ -110,7 +113,7 @@ export class StoreService {
     return hits;
   }
 
-  listNamespaces(q: { prefix?: string[]; suffix?: string[]; maxDepth?: number; limit: number; offset: number; within?: readonly string[] }): string[][] {
+  listNamespaces(q: NamespaceQuery): string[][] {
     return this.o.readModels.storeItems.listNamespaces(q);
   }
 

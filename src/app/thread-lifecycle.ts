@@ -3,10 +3,12 @@ import { createThread, deleteThread, threadStateConsistent } from "./threads.js"
 import { applySupersteps } from "./thread-state.js";
 import { conflict } from "../domain/errors.js";
 import type { Thread } from "../domain/threads.js";
+import type { JsonObject } from "../domain/json.js";
 
 /** What happens to a thread's checkpoints (and other streams) when the thread is copied or deleted. */
 export interface ThreadLifecycle {
-  copy(threadId: string): Promise<Thread>;
+  /** Copies the thread with its checkpoints; `as` names the copy and its metadata (default: a new id, the source's metadata). */
+  copy(threadId: string, as?: { threadId?: string; metadata?: JsonObject }): Promise<Thread>;
   delete(threadId: string): Promise<void>;
   applySupersteps(threadId: string, supersteps: Parameters<typeof applySupersteps>[2]): Promise<Thread>;
   /** Hooks other features register, run before the deletion (e.g. runs cancel the thread's active runs). */
@@ -16,12 +18,13 @@ export interface ThreadLifecycle {
 export function threadLifecycle(ctx: AppContext): ThreadLifecycle {
   const deleteHooks: ((threadId: string) => Promise<void>)[] = [];
   return {
-    async copy(threadId) {
+    async copy(threadId, as = {}) {
       // The folded state as stored: values written beside the thread stay a reference in the copy too.
       const source = (await threadStateConsistent(ctx, threadId))?.thread;
       if (!source) throw conflict(`Thread ${threadId} not found`);
       const copy = await createThread(ctx, {
-        metadata: { ...source.metadata },
+        thread_id: as.threadId,
+        metadata: as.metadata ?? { ...source.metadata },
         if_exists: "raise",
         copied_from: source.thread_id,
         values: (source.values as Record<string, unknown> | null) ?? null,

@@ -3,6 +3,7 @@
  * `threads:<action>` handler and honours its filters (a thread the caller may not see is not
  * found; searches and counts filter in SQL), then the command or query of threads.ts.
  */
+import { randomUUID } from "node:crypto";
 import type { AppContext } from "./context.js";
 import type { ThreadLifecycle } from "./thread-lifecycle.js";
 import { authorize, type Caller } from "./auth/caller.js";
@@ -70,9 +71,16 @@ export class ThreadsService {
     await this.lifecycle.delete(threadId);
   }
 
-  /** As the official server: copying needs read access; the copy keeps the source's metadata (its owner). */
+  /**
+   * As the official servers: `threads:read` on the source, then `threads:create` for the copy
+   * (a read-only caller gets that handler's refusal). The copy has the source's metadata as the
+   * create handler leaves it (e.g. its owner stamped on).
+   */
   async copy(caller: Caller, threadId: string): Promise<Thread> {
     await authorizeThread(this.ctx, caller, "read", threadId, { thread_id: threadId });
-    return this.lifecycle.copy(threadId);
+    const source = (await threadStateConsistent(this.ctx, threadId))?.thread;
+    if (!source) return this.lifecycle.copy(threadId); // its own "not found" answer
+    const { value } = await authorize(caller, "threads", "create", { thread_id: randomUUID(), metadata: { ...source.metadata }, if_exists: "raise" as const });
+    return this.lifecycle.copy(threadId, { threadId: value.thread_id, metadata: value.metadata ?? {} });
   }
 }

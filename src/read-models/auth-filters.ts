@@ -78,9 +78,18 @@ function scalarSql(typeExpr: string, valueExpr: string, v: FilterScalar, params:
  */
 export function filtersToSql(filters: AuthFilters | undefined, metadataColumn: string): { sql: string; params: unknown[] } {
   if (!COLUMN.test(metadataColumn)) throw new Error(`filtersToSql: not a column name: ${metadataColumn}`);
+  return filtersToSqlOver(filters, metadataColumn);
+}
+
+/**
+ * As filtersToSql over a JSON-valued SQL expression the read model builds itself (e.g. a store
+ * item's value with its namespace and key set in it). The expression is spliced into the SQL:
+ * it must be a constant of the code, never made from input.
+ */
+export function filtersToSqlOver(filters: AuthFilters | undefined, jsonExpression: string): { sql: string; params: unknown[] } {
   const entries = Object.entries(filters ?? {});
   if (entries.length === 0) return { sql: "1", params: [] };
-  const col = metadataColumn;
+  const col = jsonExpression;
   const params: unknown[] = [];
   const clauses = entries.map(([key, filter]) => {
     const path = `$."${key}"`;

@@ -6,6 +6,22 @@ import { namespacePath, storeEventSchemas, STORE_STREAM_PREFIX, type StoreItemSt
 import type { JsonObject } from "../domain/json.js";
 import { and, containsSql, keyPath, type SqlFragment } from "./json-filter.js";
 import { StatementCache } from "./statements.js";
+import { filtersToSqlOver, type AuthFilters } from "./auth-filters.js";
+
+/**
+ * What custom auth's store filters are matched against, as the official server does: the item's
+ * value with its `namespace` and `key` set in it (they win over fields of those names).
+ */
+const ITEM_AUTH_DOC = "json_set(i.value, '$.namespace', json(i.namespace), '$.key', i.key)";
+
+/** For a namespace listing: `{namespace}` alone, cut to `maxDepth` labels when given (what is listed). */
+function namespaceAuthDoc(maxDepth: number | undefined): string {
+  if (maxDepth === undefined) return "json_object('namespace', json(n.namespace))";
+  if (!Number.isInteger(maxDepth) || maxDepth < 1) throw new Error(`maxDepth: not a positive integer: ${maxDepth}`);
+  // Spliced as a literal: the expression is repeated for every filter key.
+  const cut = `(SELECT json_group_array(j.value ORDER BY j.key) FROM json_each(n.namespace) j WHERE j.key < ${maxDepth})`;
+  return `json_object('namespace', json(CASE WHEN n.depth > ${maxDepth} THEN ${cut} ELSE n.namespace END))`;
+}
 
 /**
  * Store items as three tables:
@@ -179,6 +195,8 @@ export interface StoreSearchQuery {
   queryVector?: readonly number[];
   /** Only namespaces under this prefix (the caller's own, under custom auth). */
   within?: readonly string[];
+  /** Custom auth's store filters, matched against each item's value, namespace and key. */
+  authFilters?: AuthFilters;
 }
 
 export interface StoreSearchHit {
@@ -194,6 +212,8 @@ export interface NamespaceQuery {
   limit: number;
   offset: number;
   within?: readonly string[];
+  /** Custom auth's store filters, matched against `{namespace}` (as listed, cut to maxDepth). */
+  authFilters?: AuthFilters;
 }
 
 /** Queries of the store read model. */
@@ -231,6 +251,7 @@ export class StoreReadModel {
       ...underPrefix("i.ns_path", q.within ?? []),
       { sql: "(i.expires_at IS NULL OR i.expires_at > ?)", params: [q.nowMs] },
       ...q.conditions.map((c) => conditionSql("i.value", c)),
+      ...(q.authFilters ? [filtersToSqlOver(q.authFilters, ITEM_AUTH_DOC)] : []),
     ];
     const w = and(where);
     let rows: (ItemRow & { score: number | null })[];
@@ -265,6 +286,7 @@ export class StoreReadModel {
         if (label !== "*") where.push({ sql: "json_extract(n.namespace, printf('$[%d]', n.depth - ?)) = ?", params: [suffix.length - j, label] });
       });
     }
+    if (q.authFilters) where.push(filtersToSqlOver(q.authFilters, namespaceAuthDoc(q.maxDepth)));
     const w = and(where);
     let sql: string;
     let params: unknown[];

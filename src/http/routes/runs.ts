@@ -13,6 +13,8 @@ import { logPositionHeaders } from "../../context/request-context.js";
 import { SseWriter, parseLastEventId, streamModeFilter, tailRunStream } from "../sse.js";
 import { callerOf } from "../auth.js";
 import { RunsAccess } from "../../app/runs-access.js";
+import { idempotencyKeyOf } from "../../app/idempotent-create.js";
+import { batchItemKey } from "../../domain/idempotency.js";
 
 const ThreadParams = z.object({ thread_id: Uuid });
 const RunParams = z.object({ thread_id: Uuid, run_id: Uuid });
@@ -161,7 +163,14 @@ export function runRoutes(ctx: AppContext, runs: RunsService, streams: { openStr
       });
 
       r.get(`${prefix}/:thread_id/runs/:run_id/stream`, { schema: { tags, hide, params: RunParams, querystring: JoinStreamQuery } }, async (req, reply) => {
-        const run = await access.get(callerOf(req), req.params.thread_id, req.params.run_id);
+        const run = await access.getToJoin(callerOf(req), req.params.thread_id, req.params.run_id);
+        if (run === "hidden") {
+          // As the official servers: joining a run of a thread the caller may not see is a stream holding one 404 error.
+          const sse = new SseWriter(reply, logPositionHeaders());
+          await sse.event("error", { error: "NotFoundError", message: `404: Thread with ID ${req.params.thread_id} not found` });
+          sse.end();
+          return;
+        }
         const from = parseLastEventId(req.headers["last-event-id"]);
         const path = runPath(run, false);
         await streamRun(reply, run, { "Content-Location": path, Location: `${path}/stream` }, from, req.query.cancel_on_disconnect, req.query.stream_mode);
@@ -188,7 +197,11 @@ export function runRoutes(ctx: AppContext, runs: RunsService, streams: { openStr
 
     r.post("/runs/batch", { schema: { tags, body: z.array(StatelessRunRequestSchema).min(1) } }, async (req) => {
       const created: RunRecord[] = [];
-      for (const body of req.body) created.push(await createRun(req, null, body));
+      // One Idempotency-Key for the batch: each item is its own key, derived from it.
+      const key = idempotencyKeyOf(headersOf(req));
+      for (const [i, body] of req.body.entries()) {
+        created.push(await runs.create(await runs.authorize(callerOf(req), null, body), headersOf(req), { idempotencyKey: key && batchItemKey(key, i) }));
+      }
       return created;
     });
 

@@ -1,0 +1,103 @@
+/**
+ * Applies an `Idempotency-Key` to a run creation (the decisions are src/domain/idempotency.ts):
+ * claim the key's stream, create the run, record it there. A retry with the same body gets the
+ * recorded run and starts nothing; a concurrent twin waits for the first to record its run. The
+ * log is the only memory of a key: it holds across restarts and across processes sharing it.
+ */
+import type { EventStore, RecordedEvent } from "../eventstore/types.js";
+import { WrongExpectedVersionError } from "../eventstore/types.js";
+import {
+  decideIdempotentCreate,
+  evolveIdempotency,
+  idempotencyKeyError,
+  idempotencyStream,
+  recordRun,
+  releaseKey,
+  requestHash,
+  type IdempotencyEvent,
+  type IdempotencyState,
+} from "../domain/idempotency.js";
+import { conflict, invalid } from "../domain/errors.js";
+import type { RunRecord } from "../domain/run-record.js";
+
+export interface IdempotentCreateDeps {
+  store: EventStore;
+  now(): string;
+  ttlMs: number;
+  /** How long a twin waits for the first request to record its run before it answers 409. */
+  inProgressWaitMs: number;
+}
+
+export interface IdempotentRequest {
+  key: string;
+  /** The caller's identity ("" without custom auth): keys are per caller. */
+  identity: string;
+  threadId: string | null;
+  body: unknown;
+  runId: string;
+}
+
+const MAX_ATTEMPTS = 5;
+
+/** The key as a header gives it (undefined: none; several: the last). */
+export function idempotencyKeyOf(headers: Record<string, string | string[] | undefined>): string | undefined {
+  const value = headers["idempotency-key"];
+  return Array.isArray(value) ? value[value.length - 1] : value;
+}
+
+async function loadKey(store: EventStore, stream: string): Promise<IdempotencyState | undefined> {
+  let state: IdempotencyState | undefined;
+  for (const e of await store.readStream(stream)) state = evolveIdempotency(state, e as unknown as IdempotencyEvent, e.revision);
+  return state;
+}
+
+/** Resolves at the next event of `stream` after `revision`, or when `ms` have passed. */
+async function nextEvent(store: EventStore, stream: string, revision: bigint, ms: number): Promise<RecordedEvent | undefined> {
+  const subscription = store.subscribeToStream(stream, { fromRevision: revision });
+  const timer = setTimeout(() => void subscription.close(), ms);
+  try {
+    for await (const item of subscription) if (item.kind === "event") return item.event;
+    return undefined;
+  } finally {
+    clearTimeout(timer);
+    await subscription.close();
+  }
+}
+
+/** Runs `create` at most once per key and body; see the module comment. */
+export async function createOnce(deps: IdempotentCreateDeps, req: IdempotentRequest, create: () => Promise<RunRecord>): Promise<RunRecord> {
+  const error = idempotencyKeyError(req.key);
+  if (error) throw invalid(error);
+  const stream = idempotencyStream(req.key, req.identity);
+  const hash = requestHash(req.threadId, req.body);
+  for (let attempt = 1; ; attempt++) {
+    const state = await loadKey(deps.store, stream);
+    const now = deps.now();
+    const decision = decideIdempotentCreate(state, { stream, requestHash: hash, runId: req.runId, threadId: req.threadId, nowMs: Date.parse(now), now, ttlMs: deps.ttlMs });
+    if (decision.kind === "conflict") throw conflict(decision.detail);
+    if (decision.kind === "replay") return decision.run;
+    if (decision.kind === "in_progress") {
+      if (attempt >= MAX_ATTEMPTS || !(await nextEvent(deps.store, stream, state!.revision, deps.inProgressWaitMs))) {
+        throw conflict("A request with this Idempotency-Key is still in progress; retry later");
+      }
+      continue;
+    }
+    let claimed: bigint;
+    try {
+      claimed = (await deps.store.append(stream, [decision.event], decision.expected)).nextExpectedRevision;
+    } catch (e) {
+      if (e instanceof WrongExpectedVersionError && attempt < MAX_ATTEMPTS) continue; // another request took it first
+      throw e;
+    }
+    let run: RunRecord;
+    try {
+      run = await create();
+    } catch (e) {
+      // Nothing was created: the key is free for the retry the client will make.
+      await deps.store.append(stream, [releaseKey(stream, claimed, req.runId, (e as Error).message ?? "failed", deps.now())], claimed).catch(() => undefined);
+      throw e;
+    }
+    await deps.store.append(stream, [recordRun(stream, claimed, run)], claimed);
+    return run;
+  }
+}
