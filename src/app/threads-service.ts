@@ -14,6 +14,8 @@ import type { Thread } from "../domain/threads.js";
 import type { ThreadSortField } from "../read-models/threads.js";
 import type { JsonObject, SortOrder } from "../domain/json.js";
 import type { applySupersteps } from "./thread-state.js";
+import { followThread, presentOf, type ThreadStreamEvent } from "./thread-stream.js";
+import type { ThreadStreamMode, ThreadStreamStart } from "../domain/thread-stream.js";
 
 export interface ThreadCreateRequest {
   thread_id?: string;
@@ -68,6 +70,16 @@ export class ThreadsService {
   async delete(caller: Caller, threadId: string): Promise<void> {
     await authorizeThread(this.ctx, caller, "delete", threadId, { thread_id: threadId });
     await this.lifecycle.delete(threadId);
+  }
+
+  /**
+   * The thread stream (`threads:read`): its events from `start` (absent: from the thread's
+   * present) until the thread is deleted or `signal` aborts. Checks run before the first event.
+   */
+  async stream(caller: Caller, threadId: string, modes: readonly ThreadStreamMode[], start: ThreadStreamStart | undefined, signal: AbortSignal): Promise<AsyncIterable<ThreadStreamEvent>> {
+    await authorizeThread(this.ctx, caller, "read", threadId, { thread_id: threadId });
+    const id = (await getThread(this.ctx, threadId)).thread_id;
+    return followThread(this.ctx.store, id, start ?? (await presentOf(this.ctx, id)), modes, signal);
   }
 
   /** As the official server: copying needs read access; the copy keeps the source's metadata (its owner). */
