@@ -102,7 +102,7 @@ t.test("thread stream", async (t) => {
 
   t.test("stream modes: run_modes, lifecycle, state_update", async (t) => {
     const state = await srv.client.threads.updateState(tid, { values: { messages: [human("three")] } });
-    t.ok(state.checkpoint);
+    t.match(state, { checkpoint: { thread_id: tid } });
     const all = join(srv.client, tid, { lastEventId: "-", streamMode: ["run_modes", "lifecycle", "state_update"] });
     const everything = await take(all.iter, (seen) => seen.some((p) => p.event === "state_update"), all.controller);
     const summary = everything.map((p) => (p.event === "metadata" ? (p.data as { status?: string }).status ?? "metadata" : p.event));
