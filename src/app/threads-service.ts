@@ -9,7 +9,7 @@ import { authorize, type Caller } from "./auth/caller.js";
 import { authorizeThread } from "./auth/guards.js";
 import { countThreads, createThread, getThread, patchThread, searchThreads, threadStateConsistent, type ThreadQuery } from "./threads.js";
 import { filterMatches } from "../read-models/auth-filters.js";
-import { conflict } from "../domain/errors.js";
+import { conflict, isNotFound } from "../domain/errors.js";
 import type { Thread } from "../domain/threads.js";
 import type { ThreadSortField } from "../read-models/threads.js";
 import type { JsonObject, SortOrder } from "../domain/json.js";
@@ -24,6 +24,8 @@ export interface ThreadCreateRequest {
   expires_at?: string;
   supersteps?: Parameters<typeof applySupersteps>[2];
 }
+
+export type PruneStrategy = "delete" | "keep_latest";
 
 export type ThreadSearchRequest = ThreadQuery & { sort_by?: ThreadSortField; sort_order?: SortOrder; limit: number; offset: number };
 
@@ -80,6 +82,29 @@ export class ThreadsService {
     await authorizeThread(this.ctx, caller, "read", threadId, { thread_id: threadId });
     const id = (await getThread(this.ctx, threadId)).thread_id;
     return followThread(this.ctx.store, id, start ?? (await presentOf(this.ctx, id)), modes, signal);
+  }
+
+  /**
+   * `POST /threads/prune`: `delete` deletes the threads (as DELETE /threads/{id}, `threads:delete`);
+   * `keep_latest` keeps each thread and its latest checkpoint per namespace, discarding the rest
+   * of its history (`threads:update`). Threads that do not exist or that the caller may not see
+   * are skipped; the count is of the threads pruned.
+   */
+  async prune(caller: Caller, threadIds: readonly string[], strategy: PruneStrategy): Promise<{ pruned_count: number }> {
+    let pruned = 0;
+    for (const threadId of new Set(threadIds.map((id) => id.toLowerCase()))) {
+      try {
+        await authorizeThread(this.ctx, caller, strategy === "delete" ? "delete" : "update", threadId, { thread_id: threadId, strategy });
+        await getThread(this.ctx, threadId);
+      } catch (error) {
+        if (isNotFound(error)) continue;
+        throw error;
+      }
+      if (strategy === "delete") await this.lifecycle.delete(threadId);
+      else await this.ctx.checkpointer.discardAllButLatest(threadId, "pruned (keep_latest)");
+      pruned++;
+    }
+    return { pruned_count: pruned };
   }
 
   /** As the official server: copying needs read access; the copy keeps the source's metadata (its owner). */
