@@ -170,6 +170,14 @@ t.test("thread stream", async (t) => {
     t.notMatch(text, /event:/, "no events");
   });
 
+  t.test("a server that stops ends its open thread streams", async (t) => {
+    const res = await fetch(`${srv.url}/threads/${tid}/stream`);
+    t.equal(res.status, 200);
+    const body = res.text();
+    srv = await srv.restart();
+    t.notMatch(await body, /event:/, "ended without events (none came)");
+  });
+
   t.test("bad input: 422; unknown thread: 404", async (t) => {
     const bad = await fetch(`${srv.url}/threads/${tid}/stream?stream_mode=everything`);
     t.equal(bad.status, 422);
