@@ -27,6 +27,7 @@ import { threadLifecycle } from "./app/thread-lifecycle.js";
 import { LANGGRAPH_JS_VERSION } from "./version.js";
 import { RunsService } from "./app/runs.js";
 import { runRoutes } from "./http/routes/runs.js";
+import { threadStreamRoutes } from "./http/routes/thread-stream.js";
 import { RunWorker } from "./runtime/worker.js";
 import { loadAuth } from "./app/auth/load.js";
 import { skipRunTreesUnlessTracing } from "./runtime/tracing.js";
@@ -180,7 +181,7 @@ async function startParts(config: Config, deps: ServerDeps, parts: ResourceStack
           metricsRoutes(metrics),
         ]),
         ...(httpConfig.disable_assistants ? [] : [assistantRoutes(ctx, lifecycle)]),
-        ...(httpConfig.disable_threads ? [] : [threadRoutes(ctx, lifecycle), threadStateRoutes(ctx), auditRoutes(ctx)]),
+        ...(httpConfig.disable_threads ? [] : [threadRoutes(ctx, lifecycle), threadStreamRoutes(ctx, lifecycle, (end) => runs.track(end), metrics), threadStateRoutes(ctx), auditRoutes(ctx)]),
         ...(httpConfig.disable_runs ? [] : [runRoutes(ctx, runs, metrics), cronRoutes(ctx, crons), webhookRoutes(ctx)]),
         ...(httpConfig.disable_a2a ? [] : [a2aRoutes(ctx, runs, { publicUrl: config.publicUrl, callerOf })]),
         ...(httpConfig.disable_mcp ? [] : [mcpRoutes(ctx, runs, { callerOf })]),

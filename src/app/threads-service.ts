@@ -10,11 +10,13 @@ import { authorize, type Caller } from "./auth/caller.js";
 import { authorizeThread } from "./auth/guards.js";
 import { countThreads, createThread, getThread, patchThread, searchThreads, threadStateConsistent, type ThreadQuery } from "./threads.js";
 import { filterMatches } from "../read-models/auth-filters.js";
-import { conflict } from "../domain/errors.js";
+import { conflict, isNotFound } from "../domain/errors.js";
 import type { Thread } from "../domain/threads.js";
 import type { ThreadSortField } from "../read-models/threads.js";
 import type { JsonObject, SortOrder } from "../domain/json.js";
 import type { applySupersteps } from "./thread-state.js";
+import { followThread, presentOf, type ThreadStreamEvent } from "./thread-stream.js";
+import type { ThreadStreamMode, ThreadStreamStart } from "../domain/thread-stream.js";
 
 export interface ThreadCreateRequest {
   thread_id?: string;
@@ -23,6 +25,8 @@ export interface ThreadCreateRequest {
   expires_at?: string;
   supersteps?: Parameters<typeof applySupersteps>[2];
 }
+
+export type PruneStrategy = "delete" | "keep_latest";
 
 export type ThreadSearchRequest = ThreadQuery & { sort_by?: ThreadSortField; sort_order?: SortOrder; limit: number; offset: number };
 
@@ -69,6 +73,39 @@ export class ThreadsService {
   async delete(caller: Caller, threadId: string): Promise<void> {
     await authorizeThread(this.ctx, caller, "delete", threadId, { thread_id: threadId });
     await this.lifecycle.delete(threadId);
+  }
+
+  /**
+   * The thread stream (`threads:read`): its events from `start` (absent: from the thread's
+   * present) until the thread is deleted or `signal` aborts. Checks run before the first event.
+   */
+  async stream(caller: Caller, threadId: string, modes: readonly ThreadStreamMode[], start: ThreadStreamStart | undefined, signal: AbortSignal): Promise<AsyncIterable<ThreadStreamEvent>> {
+    await authorizeThread(this.ctx, caller, "read", threadId, { thread_id: threadId });
+    const id = (await getThread(this.ctx, threadId)).thread_id;
+    return followThread(this.ctx.store, id, start ?? (await presentOf(this.ctx, id)), modes, signal);
+  }
+
+  /**
+   * `POST /threads/prune`: `delete` deletes the threads (as DELETE /threads/{id}, `threads:delete`);
+   * `keep_latest` keeps each thread and its latest checkpoint per namespace, discarding the rest
+   * of its history (`threads:update`). Threads that do not exist or that the caller may not see
+   * are skipped; the count is of the threads pruned.
+   */
+  async prune(caller: Caller, threadIds: readonly string[], strategy: PruneStrategy): Promise<{ pruned_count: number }> {
+    let pruned = 0;
+    for (const threadId of new Set(threadIds.map((id) => id.toLowerCase()))) {
+      try {
+        await authorizeThread(this.ctx, caller, strategy === "delete" ? "delete" : "update", threadId, { thread_id: threadId, strategy });
+        await getThread(this.ctx, threadId);
+      } catch (error) {
+        if (isNotFound(error)) continue;
+        throw error;
+      }
+      if (strategy === "delete") await this.lifecycle.delete(threadId);
+      else await this.ctx.checkpointer.discardAllButLatest(threadId, "pruned (keep_latest)");
+      pruned++;
+    }
+    return { pruned_count: pruned };
   }
 
   /**

@@ -5,7 +5,7 @@
  * it (lookups, writing large values beside the run, the append).
  */
 import type { RunRecord } from "./run-record.js";
-import type { RunRequest } from "./run-request.js";
+import { durabilityOf, type RunRequest } from "./run-request.js";
 import { isPlainObject, type JsonObject } from "../util/json.js";
 import { isoOf } from "../util/time.js";
 
@@ -109,6 +109,8 @@ export function assembleRun(a: RunAssembly): RunRecord {
   if (req.feedback_keys !== undefined) kwargs.feedback_keys = req.feedback_keys;
   if (req.on_disconnect !== undefined) kwargs.on_disconnect = req.on_disconnect;
   if (notBefore !== undefined) kwargs.not_before = notBefore;
+  const durability = durabilityOf(req);
+  if (durability !== undefined) kwargs.durability = durability;
   return {
     run_id: a.runId,
     thread_id: a.threadId,

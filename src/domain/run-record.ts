@@ -3,6 +3,9 @@ import { JsonObjectSchema } from "../util/json.js";
 
 export const MultitaskStrategySchema = z.enum(["reject", "interrupt", "rollback", "enqueue"]);
 export type MultitaskStrategy = z.infer<typeof MultitaskStrategySchema>;
+/** LangGraph's `durability`: `sync` and `async` checkpoint every step, `exit` only when the run ends. */
+export const DurabilitySchema = z.enum(["sync", "async", "exit"]);
+export type Durability = z.infer<typeof DurabilitySchema>;
 export const RunStatusSchema = z.enum(["pending", "running", "error", "success", "timeout", "interrupted"]);
 export type RunStatus = z.infer<typeof RunStatusSchema>;
 
@@ -34,6 +37,8 @@ export const RunRecordSchema = z.object({
     on_disconnect: z.enum(["cancel", "continue"]).optional(),
     /** Earliest start (ISO) when `after_seconds` was given. */
     not_before: z.string().optional(),
+    /** When the checkpointer writes: every step (`sync`, `async`) or only at the end (`exit`); absent = LangGraph's default. */
+    durability: DurabilitySchema.optional(),
   }).passthrough(),
 });
 export type RunRecord = z.infer<typeof RunRecordSchema>;

@@ -5,7 +5,7 @@
  */
 import { z } from "zod";
 import { JsonObjectSchema } from "../util/json.js";
-import { MultitaskStrategySchema } from "./run-record.js";
+import { DurabilitySchema, MultitaskStrategySchema, type Durability } from "./run-record.js";
 
 /**
  * The stream modes a run may ask for (the runtime maps each to its SSE events). `protocol`: the
@@ -55,9 +55,9 @@ export const RunRequestSchema = z.object({
     .optional(),
   webhook: z.string().min(1).optional(),
   feedback_keys: z.array(z.string()).optional(),
-  // Accepted for SDK compatibility; durability is always "sync" here (every checkpoint is an event).
+  /** Deprecated form of `durability`: false = `exit`, true = `async`. */
   checkpoint_during: z.boolean().optional(),
-  durability: z.enum(["sync", "async", "exit"]).optional(),
+  durability: DurabilitySchema.optional(),
   strict_resume: z.boolean().optional(),
   langsmith_tracer: JsonObjectSchema.optional(),
 });
@@ -74,4 +74,11 @@ export type RunRequest = z.infer<typeof StatelessRunRequestSchema>;
 export function knownStreamModes(value: string | readonly string[]): StreamModeName[] {
   const modes = typeof value === "string" ? [value] : value;
   return modes.filter((m): m is StreamModeName => (STREAM_MODES as readonly string[]).includes(m));
+}
+
+/** The run's durability: `durability`, else what the deprecated `checkpoint_during` means, else none (LangGraph's default, `async`). */
+export function durabilityOf(req: Pick<RunRequest, "durability" | "checkpoint_during">): Durability | undefined {
+  if (req.durability !== undefined) return req.durability;
+  if (req.checkpoint_during === undefined) return undefined;
+  return req.checkpoint_during ? "async" : "exit";
 }

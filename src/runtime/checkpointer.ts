@@ -258,6 +258,22 @@ export class EventSourcedCheckpointSaver extends BaseCheckpointSaver {
    * `rollback` discards what the cancelled run wrote). Checkpoint ids are time-ordered. One append.
    */
   async discardAfter(threadId: string, afterCheckpointId: string | null, reason?: string): Promise<number> {
+    return this.discard(threadId, (newestFirst) => {
+      const cut = newestFirst.findIndex((id) => afterCheckpointId !== null && id <= afterCheckpointId);
+      return cut < 0 ? newestFirst : newestFirst.slice(0, cut);
+    }, reason);
+  }
+
+  /**
+   * Discards all but the latest checkpoint of each namespace (`POST /threads/prune`, strategy
+   * `keep_latest`): the thread keeps its state, its history before it goes. One append.
+   */
+  async discardAllButLatest(threadId: string, reason?: string): Promise<number> {
+    return this.discard(threadId, (newestFirst) => newestFirst.slice(1), reason);
+  }
+
+  /** Discards, per namespace, the checkpoints `choose` picks from its ids (newest first). */
+  private async discard(threadId: string, choose: (newestFirst: string[]) => string[], reason?: string): Promise<number> {
     // The whole stream (what another process's run on this thread wrote must be discarded too, and
     // a state folded from a snapshot does not hold the older checkpoints). The append expects the
     // revision read: if the stream moved on meanwhile, read again.
@@ -267,10 +283,8 @@ export class EventSourcedCheckpointSaver extends BaseCheckpointSaver {
       const checkpoints: CheckpointsDiscarded["checkpoints"] = [];
       for (const nsName of namespacesOf(thread)) {
         const ns = namespaceOf(thread, nsName) as NamespaceCheckpoints;
-        for (const entry of checkpointsNewestFirst(ns)) {
-          if (afterCheckpointId !== null && entry.checkpoint_id <= afterCheckpointId) break;
-          checkpoints.push({ checkpoint_ns: nsName, checkpoint_id: entry.checkpoint_id });
-        }
+        const ids = [...checkpointsNewestFirst(ns)].map((entry) => entry.checkpoint_id);
+        for (const id of choose(ids)) checkpoints.push({ checkpoint_ns: nsName, checkpoint_id: id });
       }
       if (checkpoints.length === 0) return 0;
       const data: CheckpointsDiscarded = { thread_id: threadId, checkpoints };

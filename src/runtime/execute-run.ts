@@ -80,6 +80,8 @@ export async function executeRun(x: RunExecution): Promise<ExecutionOutcome> {
     if (recursion_limit !== undefined) options.recursionLimit = recursion_limit;
     if (kw.interrupt_before !== undefined) options.interruptBefore = kw.interrupt_before;
     if (kw.interrupt_after !== undefined) options.interruptAfter = kw.interrupt_after;
+    // `exit`: LangGraph writes the final checkpoint only (a crash restarts the run from its input).
+    if (kw.durability !== undefined) options.durability = kw.durability;
     const input = inputOf(run, x.resume);
     if (mapper.needsEvents) {
       const events = graph.streamEvents(input, { ...options, version: "v2", runId: run.run_id } as never);

@@ -95,6 +95,12 @@ export function threadRoutes(ctx: AppContext, lifecycle: ThreadLifecycle): Fasti
       },
     );
 
+    r.post(
+      "/threads/prune",
+      { schema: { tags, body: z.strictObject({ thread_ids: z.array(Uuid), strategy: z.enum(["delete", "keep_latest"]).default("delete") }) } },
+      async (req) => threads.prune(callerOf(req), req.body.thread_ids, req.body.strategy),
+    );
+
     r.post("/threads/:thread_id/copy", { schema: { tags, params: ThreadIdParams } }, async (req) => threads.copy(callerOf(req), req.params.thread_id));
   };
 }

@@ -1,0 +1,135 @@
+/**
+ * The thread stream on the log: follows `thread-{id}` and, in the order they were enqueued, the
+ * `run-{id}` of each of its runs to that run's end; yields the SSE events the modes ask for, each
+ * with the id that resumes just after it (see domain/thread-stream.ts). Never talks to a worker.
+ */
+import type { AppContext } from "./context.js";
+import { catchUpWithStream } from "./commands.js";
+import { threadState } from "./threads.js";
+import type { EventStore, Subscription } from "../eventstore/types.js";
+import { isLargeValueMarker, resolveLarge } from "../eventstore/large-values.js";
+import { runStream } from "../domain/runs.js";
+import { threadStream } from "../domain/threads.js";
+import {
+  endsRunStream,
+  endsThreadStream,
+  runEnqueuedBy,
+  runEventOutputs,
+  threadEventOutputs,
+  threadStreamEventId,
+  type ThreadStreamMode,
+  type ThreadStreamOutput,
+  type ThreadStreamStart,
+} from "../domain/thread-stream.js";
+
+export interface ThreadStreamEvent extends ThreadStreamOutput {
+  id: string;
+}
+
+/** How many thread events a page of the backward search for the active runs reads. */
+const PAGE = 100;
+
+/**
+ * The thread's present, where a stream without `Last-Event-ID` starts (the Python server's "from
+ * now"): the runs still active are followed from their last event (the earliest one's place), a
+ * thread without active runs from its last event.
+ */
+export async function presentOf(ctx: AppContext, threadId: string): Promise<ThreadStreamStart> {
+  await catchUpWithStream(ctx, threadStream(threadId));
+  const state = threadState(ctx, threadId);
+  if (!state) return { kind: "beginning" };
+  const active = new Set(state.activeRuns);
+  if (active.size === 0) return { kind: "after", thread: state.revision };
+  // The earliest active run's RunEnqueued: active runs are recent, so search backwards.
+  let earliest: { thread: bigint; runId: string } | undefined;
+  let from: bigint | "end" = "end";
+  while (active.size > 0) {
+    const page = await ctx.store.readStream(threadStream(threadId), { direction: "backwards", fromRevision: from, maxCount: PAGE });
+    for (const e of page) {
+      const runId = runEnqueuedBy(e);
+      if (runId && active.delete(runId)) earliest = { thread: e.revision, runId };
+    }
+    const last = page[page.length - 1];
+    if (page.length < PAGE || !last || last.revision === 0n) break;
+    from = last.revision - 1n;
+  }
+  if (!earliest) return { kind: "after", thread: state.revision };
+  const [tail] = await ctx.store.readStream(runStream(earliest.runId), { direction: "backwards", fromRevision: "end", maxCount: 1 });
+  return tail ? { kind: "after", thread: earliest.thread, run: tail.revision } : { kind: "after", thread: earliest.thread };
+}
+
+/** Closes the subscription when the signal aborts (a pending read then ends). */
+function closeOnAbort(subscription: Subscription, signal: AbortSignal): () => void {
+  const close = () => void subscription.close();
+  if (signal.aborted) close();
+  signal.addEventListener("abort", close, { once: true });
+  return () => signal.removeEventListener("abort", close);
+}
+
+/** The events of one run after `after` (exclusive; undefined = all), to its terminal event. */
+async function* followRun(
+  store: EventStore,
+  runId: string,
+  threadRevision: bigint,
+  after: bigint | undefined,
+  modes: readonly ThreadStreamMode[],
+  signal: AbortSignal,
+): AsyncGenerator<ThreadStreamEvent> {
+  if (after !== undefined) {
+    // Resuming after the run's terminal event: nothing of it is left to send (nor will be).
+    const [last] = await store.readStream(runStream(runId), { fromRevision: after, maxCount: 1 });
+    if (!last || endsRunStream(last)) return;
+  }
+  const subscription = store.subscribeToStream(runStream(runId), { fromRevision: after ?? "start" });
+  const release = closeOnAbort(subscription, signal);
+  try {
+    for await (const item of subscription) {
+      if (item.kind !== "event") continue;
+      const e = item.event;
+      for (const out of runEventOutputs(modes, runId, e)) {
+        // A chunk too large for one event was written beside the run (see RunStreamWriter).
+        const data = isLargeValueMarker(out.data) ? await resolveLarge(store, out.data) : out.data;
+        yield { id: threadStreamEventId(threadRevision, e.revision), event: out.event, data };
+      }
+      if (endsRunStream(e)) break;
+    }
+  } finally {
+    release();
+    await subscription.close();
+  }
+}
+
+/**
+ * Follows the thread from `start` until the thread is deleted or `signal` aborts; the caller
+ * checked the thread exists and may be read.
+ */
+export async function* followThread(
+  store: EventStore,
+  threadId: string,
+  start: ThreadStreamStart,
+  modes: readonly ThreadStreamMode[],
+  signal: AbortSignal,
+): AsyncGenerator<ThreadStreamEvent> {
+  // Resuming re-reads the thread event last seen: its run may have more to send.
+  const from = start.kind === "beginning" || start.thread === 0n ? "start" : start.thread - 1n;
+  const subscription = store.subscribeToStream(threadStream(threadId), { fromRevision: from });
+  const release = closeOnAbort(subscription, signal);
+  try {
+    for await (const item of subscription) {
+      if (signal.aborted) break;
+      if (item.kind !== "event") continue;
+      const e = item.event;
+      const seen = start.kind === "after" && e.revision <= start.thread;
+      if (seen && e.revision < start.thread) continue;
+      if (!seen) {
+        for (const out of threadEventOutputs(modes, threadId, e)) yield { id: threadStreamEventId(e.revision), ...out };
+      }
+      const runId = runEnqueuedBy(e);
+      if (runId) yield* followRun(store, runId, e.revision, seen && start.kind === "after" ? start.run : undefined, modes, signal);
+      if (endsThreadStream(e)) break;
+    }
+  } finally {
+    release();
+    await subscription.close();
+  }
+}
