@@ -19,6 +19,7 @@ import { threadRoutes } from "./http/routes/threads.js";
 import { threadStateRoutes } from "./http/routes/thread-state.js";
 import { loadLanggraphConfig, parseLanggraphConfigEnv, type LoadedLanggraphConfig } from "./langgraph-config.js";
 import { loadGraphRegistry } from "./runtime/graphs.js";
+import { TypeSchemaReader } from "./runtime/type-schemas/reader.js";
 import { EventSourcedCheckpointSaver } from "./runtime/checkpointer.js";
 import type { AppContext } from "./app/context.js";
 import { isoNow } from "./util/time.js";
@@ -114,8 +115,15 @@ async function startParts(config: Config, deps: ServerDeps, parts: ResourceStack
   const langgraph = await loadLanggraphConfig(config.langgraphJsonPath);
   // Before any graph file is imported: graphs may call the SDK's getLogger() at top level.
   registerSdkLogger(config.logLevel);
+  // Schemas from the graph files' types: read in a worker thread when first asked, cached in DATA_DIR.
+  const typeSchemas = parts.use(
+    "type schema reader",
+    new TypeSchemaReader({ cacheDir: path.join(config.dataDir, "type-schemas"), timeoutMs: config.schemaResolveTimeoutMs, log: (m) => console.error(m) }),
+    (r) => r.close(),
+  );
   const graphs = await loadGraphRegistry(langgraph.config, langgraph.baseDir, {
     graphDefaults: parseLanggraphConfigEnv(config.langgraphConfig),
+    typeSchemas,
   });
   // A configured auth that cannot be loaded stops the start: never serve open by accident.
   const auth = await loadAuth(langgraph.config.auth, langgraph.baseDir, path.basename(langgraph.configPath));
