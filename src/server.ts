@@ -14,12 +14,14 @@ import { schemaForEventType } from "./domain/events.js";
 import { buildHttpApp } from "./http/app.js";
 import { callerOf } from "./http/auth.js";
 import { metaRoutes } from "./http/routes/meta.js";
+import { uiRoutes } from "./http/routes/ui.js";
 import { assistantRoutes } from "./http/routes/assistants.js";
 import { threadRoutes } from "./http/routes/threads.js";
 import { threadStateRoutes } from "./http/routes/thread-state.js";
 import { loadLanggraphConfig, parseLanggraphConfigEnv, type LoadedLanggraphConfig } from "./langgraph-config.js";
 import { loadGraphRegistry } from "./runtime/graphs.js";
 import { TypeSchemaReader } from "./runtime/type-schemas/reader.js";
+import { bundleUi } from "./runtime/ui-bundles.js";
 import { EventSourcedCheckpointSaver } from "./runtime/checkpointer.js";
 import type { AppContext } from "./app/context.js";
 import { isoNow } from "./util/time.js";
@@ -131,6 +133,10 @@ async function startParts(config: Config, deps: ServerDeps, parts: ResourceStack
   const metrics = new ServerMetrics();
   const httpConfig = langgraph.config.http;
   const customApp = httpConfig.app ? await loadCustomApp(httpConfig.app, langgraph.baseDir) : undefined;
+  // Generative UI components, bundled before HTTP listens (a file that cannot be bundled stops the start).
+  const uiBundles = langgraph.config.ui && !httpConfig.disable_ui
+    ? await bundleUi(langgraph.config.ui, { cwd: langgraph.baseDir, shared: langgraph.config.ui_config?.shared })
+    : undefined;
   // The injected clock drives cron ticks and TTLs. The log's timestamps (ctx.now) are the system's,
   // and leases, retries and delayed starts are compared with them: the worker and the webhooks keep that clock.
   const clock = deps.clock ?? systemClock;
@@ -190,6 +196,7 @@ async function startParts(config: Config, deps: ServerDeps, parts: ResourceStack
         ...(httpConfig.disable_runs ? [] : [runRoutes(ctx, runs, metrics), cronRoutes(ctx, crons), webhookRoutes(ctx)]),
         ...(httpConfig.disable_a2a ? [] : [a2aRoutes(ctx, runs, { publicUrl: config.publicUrl, callerOf })]),
         ...(httpConfig.disable_store ? [] : [storeRoutes(storeService)]),
+        ...(uiBundles ? [uiRoutes(uiBundles, { mountPrefix: normalizeMountPrefix(httpConfig.mount_prefix) })] : []),
         ...(config.devMode ? [internalRoutes({ ctx, lifecycle, runs, store: storeService })] : []),
       ],
     }),
