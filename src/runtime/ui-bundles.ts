@@ -8,10 +8,12 @@
  *   - an IIFE named `__LGUI_<agent>` for the browser; React, the SDK and `ui_config.shared`
  *     stay external, and their `require` is redirected to the host's `LGUI_REQUIRE`;
  *   - CSS imported by the components comes out as `entrypoint.css`.
- * (The official bundler also runs the Tailwind CSS plugin; that is not done here.)
+ * (The official bundler also runs the Tailwind CSS plugin; that is not done here.) esbuild's
+ * service is stopped after the bundles, as after loading graph files.
  */
 import path from "node:path";
-import { build, type Plugin } from "esbuild";
+import type { Plugin } from "esbuild";
+import { withEsbuild } from "../module-loader.js";
 
 export interface UiAsset {
   basename: string;
@@ -68,7 +70,7 @@ function redirectRequire(text: string): string {
 }
 
 async function bundleOne(agent: string, file: string, cwd: string, shared: string[]): Promise<UiAsset[]> {
-  const result = await build({
+  const result = await withEsbuild(({ build }) => build({
     write: false,
     outdir: path.resolve(cwd, "dist"),
     entryPoints: ["entrypoint"],
@@ -80,7 +82,7 @@ async function bundleOne(agent: string, file: string, cwd: string, shared: strin
     plugins: [entrypointPlugin(cwd, file)],
     globalName: uiGlobalName(agent),
     logLevel: "silent",
-  });
+  }));
   const encoder = new TextEncoder();
   return result.outputFiles.map((out) => {
     const basename = path.basename(out.path);
