@@ -362,6 +362,8 @@ t.test("invalid langgraph.json files give one-line errors", async (t) => {
     ["bad-flag", { graphs: { a: "./a.ts:g" }, http: { disable_webhooks: "yes" } }, "langgraph.json: http.disable_webhooks: expected boolean, received string"],
     ["bad-env", { graphs: { a: "./a.ts:g" }, env: 3 }, "langgraph.json: env: expected an object of variables or a path to a .env file"],
     ["bad-desc", { graphs: { a: { path: "./a.ts:g", description: 1 } } }, "langgraph.json: graphs.a.description: expected a string"],
+    ["bad-ui", { graphs: { a: "./a.ts:g" }, ui: { chat: 1 } }, "langgraph.json: ui.chat: expected string, received number"],
+    ["bad-ui-shared", { graphs: { a: "./a.ts:g" }, ui_config: { shared: "zod" } }, "langgraph.json: ui_config.shared: expected array, received string"],
     [
       "bad-header",
       { graphs: { a: "./a.ts:g" }, webhooks: { headers: { "x-token": "${{ env.SECRET }}" } } },
