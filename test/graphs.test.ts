@@ -321,8 +321,11 @@ t.test("type schemas: one compiler pass per batch, a failed target or pass answe
   ]);
   t.match(annotation, { annotation: { state: { type: "object", properties: { score: { type: "number" }, note: { type: "string" } } } } });
   t.equal(missing, undefined, "an export the file does not have: undefined, the batch's other graphs still answer");
-  const [again] = await reader.read([{ sourceFile: otherFile, exportSymbol: "annotation" }]);
+  t.equal(reader.passes, 1, "both graphs in one compiler pass");
+  const [again, missingAgain] = await reader.read([{ sourceFile: otherFile, exportSymbol: "annotation" }, { sourceFile: otherFile, exportSymbol: "nope" }]);
   t.equal(again, annotation, "answered from memory the second time");
+  t.equal(missingAgain, undefined);
+  t.equal(reader.passes, 1, "a graph whose types cannot be read is not read again");
 
   // A pass that cannot finish in time: the registry answers what the channels tell, never an error.
   const slow = new TypeSchemaReader({ timeoutMs: 1 });
@@ -339,6 +342,8 @@ t.test("type schemas: one compiler pass per batch, a failed target or pass answe
     },
   });
   t.equal(schemas.config_schema, null);
+  await registry.schemas("annotation");
+  t.equal(slow.passes, 2, "a pass that failed as a whole is tried again when asked again");
 });
 
 t.test("generative UI bundles: errors name the agent and the file", async (t) => {

@@ -23,7 +23,16 @@ export type TypeSchemas = Record<string, TypeGraphSchema>;
 
 /** Bumped when extract.ts would answer differently for the same files. */
 const PARSER_VERSION = 1;
-const TYPESCRIPT_VERSION = (createRequire(import.meta.url)("typescript/package.json") as { version: string }).version;
+/** The packages whose types the answers depend on besides the project's files: an upgrade reads again. */
+const TOOLCHAIN = ["typescript", "typescript-json-schema", "@langchain/langgraph", "@langchain/core"]
+  .map((name) => {
+    try {
+      return `${name}@${(createRequire(import.meta.url)(`${name}/package.json`) as { version: string }).version}`;
+    } catch {
+      return name;
+    }
+  })
+  .join(" ");
 
 export interface TypeSchemaReaderOptions {
   /** Directory of the disk cache (DATA_DIR/type-schemas); none: memory only. */
@@ -60,6 +69,7 @@ export class TypeSchemaReader {
   readonly #timeoutMs: number;
   readonly #log: (message: string) => void;
   #closed = false;
+  #passes = 0;
 
   constructor(options: TypeSchemaReaderOptions = {}) {
     this.#cacheDir = options.cacheDir;
@@ -74,12 +84,18 @@ export class TypeSchemaReader {
       const settled = this.#resolve(fresh);
       fresh.forEach((t, i) => {
         const answer = settled.then((all) => all[i]);
-        this.#memo.set(keyOf(t), answer);
-        // A pass that failed as a whole (timeout, crash) is tried again by a later request.
-        void answer.then((a) => a === undefined && this.#memo.get(keyOf(t)) === answer && this.#memo.delete(keyOf(t)));
+        this.#memo.set(keyOf(t), answer.then((a) => a.schemas));
+        // A pass that failed as a whole (timeout, crash) is tried again by a later request; a
+        // graph whose types cannot be read keeps its answer (asking again would read them again).
+        void answer.then((a) => a.retry && this.#memo.delete(keyOf(t)));
       });
     }
     return Promise.all(targets.map((t) => this.#memo.get(keyOf(t))!));
+  }
+
+  /** Compiler passes started so far (each one a worker thread). */
+  get passes(): number {
+    return this.#passes;
   }
 
   /** Ends the compiler passes under way (their graphs answer undefined). */
@@ -88,18 +104,21 @@ export class TypeSchemaReader {
     await Promise.all([...this.#workers].map((w) => w.terminate()));
   }
 
-  async #resolve(targets: TypeSchemaTarget[]): Promise<(TypeSchemas | undefined)[]> {
-    const answers: (TypeSchemas | undefined)[] = await Promise.all(targets.map((t) => this.#fromCache(t)));
-    const missing = targets.map((t, i) => ({ t, i })).filter(({ i }) => answers[i] === undefined);
-    if (missing.length === 0 || this.#closed) return answers;
-    const results = await this.#compile(missing.map(({ t }) => t));
+  async #resolve(targets: TypeSchemaTarget[]): Promise<{ schemas: TypeSchemas | undefined; retry: boolean }[]> {
+    const cached = await Promise.all(targets.map((t) => this.#fromCache(t)));
+    const answers = cached.map((schemas) => ({ schemas, retry: false }));
+    const missing = targets.map((t, i) => ({ t, i })).filter(({ i }) => cached[i] === undefined);
+    if (missing.length === 0) return answers;
+    const results = this.#closed ? undefined : await this.#compile(missing.map(({ t }) => t));
     await Promise.all(
       missing.map(async ({ t, i }, j) => {
         const result = results?.[j];
-        if (!result) return;
-        if ("error" in result) return this.#log(`type schemas of ${t.sourceFile}:${t.exportSymbol}: ${result.error}`);
-        answers[i] = result.graphs;
-        await this.#toCache(t, result);
+        if (!result) answers[i] = { schemas: undefined, retry: true };
+        else if ("error" in result) this.#log(`type schemas of ${t.sourceFile}:${t.exportSymbol}: ${result.error}`);
+        else {
+          answers[i] = { schemas: result.graphs, retry: false };
+          await this.#toCache(t, result);
+        }
       }),
     );
     return answers;
@@ -115,6 +134,7 @@ export class TypeSchemaReader {
         this.#log(`type schemas: ${(error as Error).message}`);
         return resolve(undefined);
       }
+      this.#passes += 1;
       this.#workers.add(worker);
       worker.unref(); // never holds the process open by itself
       let done = false;
@@ -138,7 +158,7 @@ export class TypeSchemaReader {
 
   #cacheFile(t: TypeSchemaTarget, content: string): string | undefined {
     if (!this.#cacheDir) return undefined;
-    return path.join(this.#cacheDir, `${sha256([PARSER_VERSION, TYPESCRIPT_VERSION, t.sourceFile, t.exportSymbol, content].join("\0"))}.json`);
+    return path.join(this.#cacheDir, `${sha256([PARSER_VERSION, TOOLCHAIN, t.sourceFile, t.exportSymbol, content].join("\0"))}.json`);
   }
 
   async #fromCache(t: TypeSchemaTarget): Promise<TypeSchemas | undefined> {
