@@ -100,6 +100,8 @@ t.test("schemas through the SDK", async (t) => {
     const root = await client.assistants.getSchemas("nested");
     t.match(root.state_schema, { properties: { messages: { type: "array", items: { type: "string" } } } });
     t.notOk((root.state_schema as { properties: Record<string, unknown> }).properties.parent, "the root's own state only");
+    const reexported = await client.assistants.getSchemas("reexported");
+    t.same(reexported.state_schema, root.state_schema, "a re-exported graph's types are read through its module");
   });
 
   t.test("a functional graph: its entrypoint's input type, and null where the types say nothing", async (t) => {

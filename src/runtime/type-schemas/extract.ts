@@ -163,20 +163,31 @@ class SubgraphFinder {
     return [...subgraphs, ...subgraphs.flatMap(({ subgraph, node: name }) => this.#subgraphs(subgraph.node, [...namespace, name]))];
   }
 
-  #exportedSubgraphs(name: string): Subgraph[] {
+  #exported(name: string): ts.Symbol {
     const moduleSymbol = this.#checker.getSymbolAtLocation(this.sourceFile);
     const exported = moduleSymbol ? this.#checker.getExportsOfModule(moduleSymbol).find((s) => s.name === name) : undefined;
     if (!exported) throw new TypeSchemaError(`${this.sourceFile.fileName} has no export "${name}"`);
-    return (exported.declarations ?? []).filter(ts.isVariableDeclaration).flatMap((decl) => (decl.initializer ? this.#subgraphs(decl.initializer, [name]) : []));
+    return exported;
+  }
+
+  #exportedSubgraphs(exported: ts.Symbol): Subgraph[] {
+    return (exported.declarations ?? []).filter(ts.isVariableDeclaration).flatMap((decl) => (decl.initializer ? this.#subgraphs(decl.initializer, [exported.name]) : []));
   }
 
   /** The virtual source twin and infer file for this target, and the type names they export. */
   augment(relativePath: string, name: string, allowTsExtensions: boolean) {
     const ext = path.extname(relativePath);
     const suffix = relativePath.slice(0, -ext.length);
-    const exports: TypeExport[] = [{ typeName: sanitize(`__langgraph__${name}_${suffix}`), valueName: name, graphName: name }];
+    const toJs = (file: string) => (allowTsExtensions ? file : file.slice(0, -ext.length) + ext.replace("ts", "js"));
+    const exported = this.#exported(name);
+    // A re-export (`export { graph } from "./x.js"`, `export { a as graph }`) or a default export
+    // binds no local name: the type is taken through the file's own module instead (beyond the
+    // official parser, which reads only local variables).
+    const local = (exported.declarations ?? []).some((d) => ts.isVariableDeclaration(d) || ts.isFunctionDeclaration(d) || ts.isClassDeclaration(d));
+    const rootValue = local ? name : `import("./${toJs(path.basename(relativePath))}").${name}`;
+    const exports: TypeExport[] = [{ typeName: sanitize(`__langgraph__${name}_${suffix}`), valueName: rootValue, graphName: name }];
     const seen = new Set<string>();
-    for (const { subgraph, node, namespace } of this.#exportedSubgraphs(name)) {
+    for (const { subgraph, node, namespace } of this.#exportedSubgraphs(exported)) {
       if (seen.has(subgraph.name)) continue;
       seen.add(subgraph.name);
       exports.push({ typeName: sanitize(`__langgraph__${namespace.join("_")}_${node}_${suffix}`), valueName: subgraph.name, graphName: [...namespace, node].join("|") });
@@ -185,7 +196,7 @@ class SubgraphFinder {
     // Named after the export too: two graphs of one file are two targets of one batch.
     const sourceName = `__langgraph__source_${sanitize(suffix)}_${sanitize(name)}${ext}`;
     const sourceText = [this.sourceFile.getFullText(), ...exports.map((e) => `export type ${e.typeName} = typeof ${e.valueName}`)].join("\n\n");
-    const importPath = allowTsExtensions ? sourceName : sourceName.slice(0, -ext.length) + ext.replace("ts", "js");
+    const importPath = toJs(sourceName);
     const inferName = `__langgraph__infer_${sanitize(suffix)}_${sanitize(name)}${ext}`;
     const inferText = [
       ...exports.map((e) => `import type { ${e.typeName} } from "./${importPath}"`),
