@@ -76,6 +76,8 @@ export interface RunningServer {
   metrics: ServerMetrics;
   /** Deletes threads whose TTL ran out. */
   ttlSweeper: TtlSweeper;
+  /** Reads schemas from graph files' TypeScript types (worker-thread passes, DATA_DIR cache). */
+  typeSchemas: TypeSchemaReader;
   /** Stops accepting, finishes in-flight requests and appends, closes the store. */
   close(): Promise<void>;
 }
@@ -118,11 +120,8 @@ async function startParts(config: Config, deps: ServerDeps, parts: ResourceStack
   // Before any graph file is imported: graphs may call the SDK's getLogger() at top level.
   registerSdkLogger(config.logLevel);
   // Schemas from the graph files' types: read in a worker thread when first asked, cached in DATA_DIR.
-  const typeSchemas = parts.use(
-    "type schema reader",
-    new TypeSchemaReader({ cacheDir: path.join(config.dataDir, "type-schemas"), timeoutMs: config.schemaResolveTimeoutMs, log: (m) => console.error(m) }),
-    (r) => r.close(),
-  );
+  // Its passes are ended before HTTP's close (see below), which waits for the requests awaiting them.
+  const typeSchemas = new TypeSchemaReader({ cacheDir: path.join(config.dataDir, "type-schemas"), timeoutMs: config.schemaResolveTimeoutMs, log: (m) => console.error(m) });
   const graphs = await loadGraphRegistry(langgraph.config, langgraph.baseDir, {
     graphDefaults: parseLanggraphConfigEnv(config.langgraphConfig),
     typeSchemas,
@@ -205,6 +204,8 @@ async function startParts(config: Config, deps: ServerDeps, parts: ResourceStack
   // HTTP's close waits for open connections: RunsService.close ends the run streams and waits
   // held open, so it is registered after HTTP, to run before it (it holds nothing else to release).
   parts.defer("run streams", () => runs.close());
+  // Likewise a schema request waiting for a TypeScript pass: ended, it answers what the runtime tells.
+  parts.defer("type schema passes", () => typeSchemas.close());
   // The SDK's Client without apiUrl (in custom routes and graphs) calls this server in-process.
   parts.defer("loopback fetch", bindLoopbackFetch(http, normalizeMountPrefix(httpConfig.mount_prefix)));
   // Built once HTTP is (it logs there), to stop before HTTP closes.
@@ -262,6 +263,7 @@ async function startParts(config: Config, deps: ServerDeps, parts: ResourceStack
     crons: scheduler,
     metrics,
     ttlSweeper,
+    typeSchemas,
     close: () => parts.close(),
   };
 }

@@ -160,3 +160,22 @@ export const graph = new StateGraph(State).addNode("n", () => ({})).addEdge(STAR
   const after = (await srv.client.assistants.getSchemas("cached")).state_schema as { properties: { topic: Record<string, unknown> } };
   t.same(after.properties.topic, { type: "string" }, "the new content's schema, not the marked entry");
 });
+
+t.test("close() during a TypeScript pass ends it: the waiting request gets the runtime's schemas", async (t) => {
+  const srv = await startTestServer({ env: { LANGGRAPH_JSON: PARITY } });
+  let closed = false;
+  t.teardown(() => (closed ? undefined : srv.close()));
+  const asked = fetch(`${srv.url}/assistants/configured/schemas`).then(async (res) => ({ status: res.status, body: (await res.json()) as { state_schema: unknown; config_schema: unknown } }));
+  // No event tells that the pass started: poll its counter, with a deadline.
+  const deadline = Date.now() + 10_000;
+  while (srv.server.typeSchemas.passes === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  t.equal(srv.server.typeSchemas.passes, 1, "the pass is under way");
+  const started = Date.now();
+  await srv.close();
+  closed = true;
+  t.ok(Date.now() - started < 10_000, `close() did not wait for the pass (${Date.now() - started} ms)`);
+  const { status, body } = await asked;
+  t.equal(status, 200);
+  t.match(body.state_schema, { properties: { messages: { langgraph_type: "messages", items: { type: "object" } }, sharedStateValue: {} } }, "the channels' schema");
+  t.equal(body.config_schema, null);
+});
