@@ -51,6 +51,8 @@ const EnvSchema = z.object({
   LANGGRAPH_DEV: z.enum(["true", "false", "1", "0"]).default("false"),
   /** How long an `Idempotency-Key` of a run creation holds: a retry within it returns the same run; after it the key may be used again. */
   IDEMPOTENCY_KEY_TTL_SECS: z.coerce.number().positive().default(24 * 3600),
+  /** How long reading a graph file's TypeScript types for its schemas may take (official server's variable); past it the runtime's schemas answer. */
+  LANGGRAPH_SCHEMA_RESOLVE_TIMEOUT_MS: z.coerce.number().int().positive().default(120_000),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("warn"),
 });
 
@@ -87,6 +89,8 @@ export interface Config {
   };
   /** null = fire only the latest missed tick. */
   cronCatchUpSecs: number | null;
+  /** LANGGRAPH_SCHEMA_RESOLVE_TIMEOUT_MS: the longest a TypeScript pass over a graph file may run. */
+  schemaResolveTimeoutMs: number;
   /** LANGGRAPH_DEV=true: development endpoints (POST /internal/truncate) are served; webhooks may reach loopback / private addresses. */
   devMode: boolean;
   /** IDEMPOTENCY_KEY_TTL_SECS: how long an Idempotency-Key of a run creation holds (default 24 h). */
@@ -126,6 +130,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     checkpointCacheThreads: e.CHECKPOINT_CACHE_THREADS,
     checkpointCacheBytes: e.CHECKPOINT_CACHE_BYTES,
     logLevel: e.LOG_LEVEL,
+    schemaResolveTimeoutMs: e.LANGGRAPH_SCHEMA_RESOLVE_TIMEOUT_MS,
     publicUrl: e.PUBLIC_URL,
     webhooks: {
       secret: e.WEBHOOK_SECRET,

@@ -1,8 +1,8 @@
 /**
  * `langgraph.json` (zod schema + loader) and the `LANGGRAPH_CONFIG` environment variable.
  *
- * Fields read: `graphs`, `env`, `http`, `webhooks`, `auth`, `store`; every other top-level key
- * (node_version, dependencies, ui, checkpointer, ...) is accepted and passed through.
+ * Fields read: `graphs`, `env`, `http`, `webhooks`, `auth`, `store`, `ui`, `ui_config`; every
+ * other top-level key (node_version, dependencies, checkpointer, ...) is accepted and passed through.
  * An invalid file is reported as one line naming the field, e.g.
  *   `langgraph.json: graphs.agent: expected "path:export"`.
  */
@@ -247,6 +247,10 @@ export const LanggraphConfigSchema = z.looseObject({
   webhooks: WebhooksConfigSchema,
   auth: AuthConfigSchema.optional(),
   store: StoreConfigSchema.optional(),
+  /** Generative UI: agent name -> component file (relative to langgraph.json), bundled at start. */
+  ui: z.record(z.string().min(1), z.string().min(1)).optional(),
+  /** `shared`: more packages the UI bundles leave to the host page (beside React and the SDK). */
+  ui_config: z.looseObject({ shared: z.array(z.string()).optional() }).optional(),
 });
 export type LanggraphConfig = z.output<typeof LanggraphConfigSchema>;
 

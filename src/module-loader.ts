@@ -52,6 +52,14 @@ export async function loadingModules<T>(load: () => Promise<T>): Promise<T> {
   }
 }
 
+/** Runs `work` with esbuild inside a loading scope: its service is stopped once the last scope ends. */
+export function withEsbuild<T>(work: (esbuild: typeof import("esbuild")) => Promise<T>): Promise<T> {
+  return loadingModules(async () => {
+    esbuildUsed = true;
+    return work(await import("esbuild"));
+  });
+}
+
 /**
  * Imports a file. TypeScript is transpiled with esbuild (bundling the file's own relative
  * imports, keeping packages external) into a hidden .mjs beside the source, imported, then

@@ -14,11 +14,14 @@ import { schemaForEventType } from "./domain/events.js";
 import { buildHttpApp } from "./http/app.js";
 import { callerOf } from "./http/auth.js";
 import { metaRoutes } from "./http/routes/meta.js";
+import { uiRoutes } from "./http/routes/ui.js";
 import { assistantRoutes } from "./http/routes/assistants.js";
 import { threadRoutes } from "./http/routes/threads.js";
 import { threadStateRoutes } from "./http/routes/thread-state.js";
 import { loadLanggraphConfig, parseLanggraphConfigEnv, type LoadedLanggraphConfig } from "./langgraph-config.js";
 import { loadGraphRegistry } from "./runtime/graphs.js";
+import { TypeSchemaReader } from "./runtime/type-schemas/reader.js";
+import { bundleUi } from "./runtime/ui-bundles.js";
 import { EventSourcedCheckpointSaver } from "./runtime/checkpointer.js";
 import type { AppContext } from "./app/context.js";
 import { isoNow } from "./util/time.js";
@@ -76,6 +79,8 @@ export interface RunningServer {
   metrics: ServerMetrics;
   /** Deletes threads whose TTL ran out. */
   ttlSweeper: TtlSweeper;
+  /** Reads schemas from graph files' TypeScript types (worker-thread passes, DATA_DIR cache). */
+  typeSchemas: TypeSchemaReader;
   /** Stops accepting, finishes in-flight requests and appends, closes the store. */
   close(): Promise<void>;
 }
@@ -117,8 +122,12 @@ async function startParts(config: Config, deps: ServerDeps, parts: ResourceStack
   const langgraph = await loadLanggraphConfig(config.langgraphJsonPath);
   // Before any graph file is imported: graphs may call the SDK's getLogger() at top level.
   registerSdkLogger(config.logLevel);
+  // Schemas from the graph files' types: read in a worker thread when first asked, cached in DATA_DIR.
+  // Its passes are ended before HTTP's close (see below), which waits for the requests awaiting them.
+  const typeSchemas = new TypeSchemaReader({ cacheDir: path.join(config.dataDir, "type-schemas"), timeoutMs: config.schemaResolveTimeoutMs, log: (m) => console.error(m) });
   const graphs = await loadGraphRegistry(langgraph.config, langgraph.baseDir, {
     graphDefaults: parseLanggraphConfigEnv(config.langgraphConfig),
+    typeSchemas,
   });
   // A configured auth that cannot be loaded stops the start: never serve open by accident.
   const auth = await loadAuth(langgraph.config.auth, langgraph.baseDir, path.basename(langgraph.configPath));
@@ -126,6 +135,10 @@ async function startParts(config: Config, deps: ServerDeps, parts: ResourceStack
   const metrics = new ServerMetrics();
   const httpConfig = langgraph.config.http;
   const customApp = httpConfig.app ? await loadCustomApp(httpConfig.app, langgraph.baseDir) : undefined;
+  // Generative UI components, bundled before HTTP listens (a file that cannot be bundled stops the start).
+  const uiBundles = langgraph.config.ui && !httpConfig.disable_ui
+    ? await bundleUi(langgraph.config.ui, { cwd: langgraph.baseDir, shared: langgraph.config.ui_config?.shared })
+    : undefined;
   // The injected clock drives cron ticks and TTLs. The log's timestamps (ctx.now) are the system's,
   // and leases, retries and delayed starts are compared with them: the worker and the webhooks keep that clock.
   const clock = deps.clock ?? systemClock;
@@ -188,6 +201,7 @@ async function startParts(config: Config, deps: ServerDeps, parts: ResourceStack
         // The thread streaming protocol (v2) of useStream / ThreadStream: runs and threads, so with them.
         ...(httpConfig.disable_runs || httpConfig.disable_threads ? [] : [protocolRoutes(ctx, runs, { callerOf })]),
         ...(httpConfig.disable_store ? [] : [storeRoutes(storeService)]),
+        ...(uiBundles ? [uiRoutes(uiBundles, { mountPrefix: normalizeMountPrefix(httpConfig.mount_prefix) })] : []),
         ...(config.devMode ? [internalRoutes({ ctx, lifecycle, runs, store: storeService })] : []),
       ],
     }),
@@ -196,6 +210,8 @@ async function startParts(config: Config, deps: ServerDeps, parts: ResourceStack
   // HTTP's close waits for open connections: RunsService.close ends the run streams and waits
   // held open, so it is registered after HTTP, to run before it (it holds nothing else to release).
   parts.defer("run streams", () => runs.close());
+  // Likewise a schema request waiting for a TypeScript pass: ended, it answers what the runtime tells.
+  parts.defer("type schema passes", () => typeSchemas.close());
   // The SDK's Client without apiUrl (in custom routes and graphs) calls this server in-process.
   parts.defer("loopback fetch", bindLoopbackFetch(http, normalizeMountPrefix(httpConfig.mount_prefix)));
   // Built once HTTP is (it logs there), to stop before HTTP closes.
@@ -253,6 +269,7 @@ async function startParts(config: Config, deps: ServerDeps, parts: ResourceStack
     crons: scheduler,
     metrics,
     ttlSweeper,
+    typeSchemas,
     close: () => parts.close(),
   };
 }

@@ -15,6 +15,8 @@ import {
 } from "@langchain/langgraph";
 import { z } from "zod";
 import t from "tap";
+import { TypeSchemaReader } from "../src/runtime/type-schemas/reader.js";
+import { UiBundleError, bundleUi } from "../src/runtime/ui-bundles.js";
 import {
   GraphLoadError,
   GraphNotFoundError,
@@ -309,6 +311,54 @@ t.test("schemas of Annotation state and of a context schema", async (t) => {
   t.same(schemas.config_schema, schemas.context_schema, "config_schema = context_schema, as the JS server");
 });
 
+t.test("type schemas: one compiler pass per batch, a failed target or pass answers undefined", async (t) => {
+  const otherFile = path.join(root, "test", "graphs", "parity", "schema-other.ts");
+  const reader = new TypeSchemaReader();
+  t.teardown(() => reader.close());
+  const [annotation, missing] = await reader.read([
+    { sourceFile: otherFile, exportSymbol: "annotation" },
+    { sourceFile: otherFile, exportSymbol: "nope" },
+  ]);
+  t.match(annotation, { annotation: { state: { type: "object", properties: { score: { type: "number" }, note: { type: "string" } } } } });
+  t.equal(missing, undefined, "an export the file does not have: undefined, the batch's other graphs still answer");
+  t.equal(reader.passes, 1, "both graphs in one compiler pass");
+  const [again, missingAgain] = await reader.read([{ sourceFile: otherFile, exportSymbol: "annotation" }, { sourceFile: otherFile, exportSymbol: "nope" }]);
+  t.equal(again, annotation, "answered from memory the second time");
+  t.equal(missingAgain, undefined);
+  t.equal(reader.passes, 1, "a graph whose types cannot be read is not read again");
+
+  // A pass that cannot finish in time: the registry answers what the channels tell, never an error.
+  const slow = new TypeSchemaReader({ timeoutMs: 1 });
+  t.teardown(() => slow.close());
+  const registry = await loadGraphRegistry(parseLanggraphConfig({ graphs: { annotation: `${otherFile}:annotation` } }), tmp, { graphDefaults: {}, typeSchemas: slow });
+  const schemas = await registry.schemas("annotation");
+  t.same(schemas.state_schema, {
+    type: "object",
+    properties: {
+      messages: { type: "array", items: { type: "object" }, langgraph_type: "messages", description: "A list of chat messages" },
+      tags: { type: "array" },
+      score: { type: "number" },
+      note: {},
+    },
+  });
+  t.equal(schemas.config_schema, null);
+  await registry.schemas("annotation");
+  t.equal(slow.passes, 2, "a pass that failed as a whole is tried again when asked again");
+});
+
+t.test("generative UI bundles: errors name the agent and the file", async (t) => {
+  const dir = path.join(tmp, "ui");
+  await import("node:fs/promises").then((fs) => fs.mkdir(dir, { recursive: true }));
+  await writeFile(path.join(dir, "broken.jsx"), "export default { a: () => <div> };\n");
+  await t.rejects(bundleUi({ chat: "./broken.jsx" }, { cwd: dir }), { name: "UiBundleError", message: /^langgraph\.json: ui\.chat: cannot bundle \.\/broken\.jsx: / });
+  await t.rejects(bundleUi({ chat: "../outside.jsx" }, { cwd: dir }), new UiBundleError("langgraph.json: ui.chat: cannot bundle ../outside.jsx: the UI path must be inside the project (../outside.jsx)"));
+  await writeFile(path.join(dir, "ok.jsx"), "export default { hello: () => <b>hi</b> };\n");
+  const bundles = await bundleUi({ "my agent": "./ok.jsx" }, { cwd: dir });
+  const [js] = bundles.get("my agent")!;
+  t.equal(js.basename, "entrypoint.js");
+  t.match(new TextDecoder().decode(js.contents), /var __LGUI_my_agent = /, "the global is named after the agent, as the official bundler names it");
+});
+
 t.test("invalid langgraph.json files give one-line errors", async (t) => {
   const cases: [string, unknown, string][] = [
     ["no-colon", { graphs: { agent: "./agent.ts" } }, 'langgraph.json: graphs.agent: expected "path:export"'],
@@ -317,6 +367,8 @@ t.test("invalid langgraph.json files give one-line errors", async (t) => {
     ["bad-flag", { graphs: { a: "./a.ts:g" }, http: { disable_webhooks: "yes" } }, "langgraph.json: http.disable_webhooks: expected boolean, received string"],
     ["bad-env", { graphs: { a: "./a.ts:g" }, env: 3 }, "langgraph.json: env: expected an object of variables or a path to a .env file"],
     ["bad-desc", { graphs: { a: { path: "./a.ts:g", description: 1 } } }, "langgraph.json: graphs.a.description: expected a string"],
+    ["bad-ui", { graphs: { a: "./a.ts:g" }, ui: { chat: 1 } }, "langgraph.json: ui.chat: expected string, received number"],
+    ["bad-ui-shared", { graphs: { a: "./a.ts:g" }, ui_config: { shared: "zod" } }, "langgraph.json: ui_config.shared: expected array, received string"],
     [
       "bad-header",
       { graphs: { a: "./a.ts:g" }, webhooks: { headers: { "x-token": "${{ env.SECRET }}" } } },

@@ -4,11 +4,13 @@
  *   1. StateSchema state (`getJsonSchema()` / `getInputJsonSchema()`; ReducedValue extras included);
  *   2. zod state registered in LangGraph's schema registry (`withLangGraph` metadata such as
  *      `jsonSchemaExtra`), through `@langchain/langgraph/zod/schema` — state is the update schema;
- *   3. any zod v3/v4 schema converted directly (no registry extras; input = state, nothing required);
- *   4. otherwise, an `Annotation` state: an object schema of its channels, typed where the channel
- *      says enough (a messages reducer, a list/topic, a default value's type).
- * The official server's last resort, a TypeScript type-checker pass over the source file, is not
- * done here: tier 4 stands in for it. Nothing found gives null, never an error.
+ *   3. any zod v3/v4 schema converted directly (no registry extras; input = state, nothing required).
+ * When none applies, the official server reads the graph file's TypeScript types
+ * (type-schemas/, used by graphs.ts); where that cannot answer either (a JavaScript file, a
+ * compiler pass that timed out), `channelGraphSchema` stands in:
+ *   4. an `Annotation` state: an object schema of its channels, typed where the channel says
+ *      enough (a messages reducer, a list/topic, a default value's type).
+ * Nothing found gives null, never an error.
  */
 import { messagesStateReducer } from "@langchain/langgraph";
 import {
@@ -164,10 +166,47 @@ function fromAnnotation(b: Builder): RawGraphSchema | undefined {
   return empty(result) ? undefined : result;
 }
 
-/** The graph's schemas (JS parser shape); all null when the graph has no builder or nothing is known. */
+const NONE: RawGraphSchema = { state: null, input: null, output: null, config: null };
+
+function builderOf(graph: unknown): Builder | undefined {
+  const builder = isPlainObject(graph) ? graph.builder : undefined;
+  return isPlainObject(builder) ? (builder as Builder) : undefined;
+}
+
+/** Tiers 1 to 3 (what the graph's runtime schemas tell); undefined when none applies. */
+export function runtimeGraphSchema(graph: unknown): RawGraphSchema | undefined {
+  const builder = builderOf(graph);
+  if (!builder) return undefined;
+  return fromStateSchema(builder) ?? fromZodRegistry(graph) ?? fromZodDirect(builder);
+}
+
+/** Tier 4 (an Annotation state's channels); all null when the graph has none. */
+export function channelGraphSchema(graph: unknown): RawGraphSchema {
+  const builder = builderOf(graph);
+  return (builder && fromAnnotation(builder)) ?? NONE;
+}
+
+/** The graph's schemas without reading its types (tiers 1 to 4); all null when nothing is known. */
 export function extractGraphSchema(graph: unknown): RawGraphSchema {
-  const builder = isPlainObject(graph) ? (graph.builder as Builder | undefined) : undefined;
-  const none: RawGraphSchema = { state: null, input: null, output: null, config: null };
-  if (!isPlainObject(builder)) return none;
-  return fromStateSchema(builder) ?? fromZodRegistry(graph) ?? fromZodDirect(builder) ?? fromAnnotation(builder) ?? none;
+  return runtimeGraphSchema(graph) ?? channelGraphSchema(graph);
+}
+
+/**
+ * A schema read from the graph's types, with what its channels add: a messages channel's
+ * property gets `langgraph_type: "messages"`, as a zod `withLangGraph` or a StateSchema
+ * `MessagesValue` state would carry it (the types alone cannot tell a reducer).
+ */
+export function withChannelHints(schema: RawGraphSchema, graph: unknown): RawGraphSchema {
+  const builder = builderOf(graph);
+  const channels = builder?._schemaDefinition;
+  if (!isPlainObject(channels)) return schema;
+  const messageKeys = Object.entries(channels).filter(([, c]) => isPlainObject(c) && c.operator === messagesStateReducer).map(([k]) => k);
+  if (messageKeys.length === 0) return schema;
+  const hint = (s: JsonSchema | null): JsonSchema | null => {
+    if (!s || !isPlainObject(s.properties)) return s;
+    const properties = { ...(s.properties as Record<string, JsonSchema>) };
+    for (const key of messageKeys) if (isPlainObject(properties[key])) properties[key] = { ...properties[key], langgraph_type: "messages" };
+    return { ...s, properties };
+  };
+  return { state: hint(schema.state), input: hint(schema.input), output: hint(schema.output), config: schema.config };
 }

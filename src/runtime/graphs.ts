@@ -15,7 +15,8 @@
 import path from "node:path";
 import type { RunnableConfig } from "@langchain/core/runnables";
 import type { CompiledGraph as LangGraphCompiledGraph } from "@langchain/langgraph";
-import { extractGraphSchema, type RawGraphSchema } from "./graph-schemas.js";
+import { channelGraphSchema, extractGraphSchema, runtimeGraphSchema, withChannelHints, type RawGraphSchema } from "./graph-schemas.js";
+import type { TypeSchemaReader, TypeSchemas } from "./type-schemas/reader.js";
 import { v5 as uuidv5 } from "uuid";
 import {
   type GraphDefaults,
@@ -146,8 +147,23 @@ interface Entry {
  * reported as both config_schema and context_schema, as the JS server does.
  */
 export function graphSchemas(graph: CompiledGraph): GraphSchemas {
-  const s = extractGraphSchema(graph);
+  return pythonShape(extractGraphSchema(graph));
+}
+
+function pythonShape(s: RawGraphSchema): GraphSchemas {
   return { input_schema: s.input, output_schema: s.output, state_schema: s.state, config_schema: s.config, context_schema: s.config };
+}
+
+/** The root graph's entry of a type-schema answer (the one key without `|`), as the official server picks it. */
+function typedRoot(typed: TypeSchemas | undefined): RawGraphSchema | undefined {
+  const root = typed && Object.keys(typed).find((k) => !k.includes("|"));
+  return root ? typed[root] : undefined;
+}
+
+/** A subgraph's entry (`root|ns`), else the root's, as the official server falls back. */
+function typedSubgraph(typed: TypeSchemas | undefined, ns: string): RawGraphSchema | undefined {
+  const root = typed && Object.keys(typed).find((k) => !k.includes("|"));
+  return root ? (typed[`${root}|${ns}`] ?? typed[root]) : undefined;
 }
 
 /**
@@ -167,11 +183,39 @@ export interface GraphViewOptions {
 export class GraphRegistry {
   readonly #entries: Map<string, Entry>;
   readonly #defaults: Record<string, GraphDefaults>;
+  readonly #typeSchemas: TypeSchemaReader | undefined;
+  #typedBatchAsked = false;
 
   /** Use `loadGraphRegistry`. */
-  constructor(entries: Entry[], defaults: Record<string, GraphDefaults>) {
+  constructor(entries: Entry[], defaults: Record<string, GraphDefaults>, typeSchemas?: TypeSchemaReader) {
     this.#entries = new Map(entries.map((e) => [e.id, e]));
     this.#defaults = defaults;
+    this.#typeSchemas = typeSchemas;
+  }
+
+  /**
+   * The schemas read from the graph file's types (undefined without a reader, or when they
+   * cannot be read). The first ask reads every graph whose runtime schema says nothing, in one
+   * compiler pass: asking for them one by one would type-check the same libraries again each time.
+   */
+  async #typed(id: string): Promise<TypeSchemas | undefined> {
+    if (!this.#typeSchemas) return undefined;
+    let ids = [id];
+    if (!this.#typedBatchAsked) {
+      this.#typedBatchAsked = true;
+      ids = [id, ...this.ids().filter((other) => other !== id && this.#mayNeedTypes(other))];
+    }
+    const targets = ids.map((other) => ({ sourceFile: this.#entry(other).file, exportSymbol: this.#entry(other).spec.exportName }));
+    return (await this.#typeSchemas.read(targets))[0];
+  }
+
+  #hinted(schema: RawGraphSchema | undefined, graph: unknown): RawGraphSchema | undefined {
+    return schema && withChannelHints(schema, graph);
+  }
+
+  #mayNeedTypes(id: string): boolean {
+    const graph = this.#entry(id).graph;
+    return !graph || runtimeGraphSchema(graph) === undefined;
   }
 
   ids(): string[] {
@@ -219,7 +263,8 @@ export class GraphRegistry {
 
   async schemas(id: string, options: GraphViewOptions = {}): Promise<AssistantGraphSchemas> {
     const graph = await this.get(id, options.config);
-    return { graph_id: id, ...graphSchemas(graph) };
+    const schema = runtimeGraphSchema(graph) ?? this.#hinted(typedRoot(await this.#typed(id)), graph) ?? channelGraphSchema(graph);
+    return { graph_id: id, ...pythonShape(schema) };
   }
 
   /**
@@ -232,8 +277,10 @@ export class GraphRegistry {
   ): Promise<Record<string, SubgraphSchemas>> {
     const graph = await this.get(id, options.config);
     const out: Record<string, SubgraphSchemas> = {};
+    let typed: Promise<TypeSchemas | undefined> | undefined;
     for await (const [ns, subgraph] of graph.getSubgraphsAsync(options.namespace, options.recurse ?? false)) {
-      out[ns] = { ...extractGraphSchema(subgraph), ...graphSchemas(subgraph as CompiledGraph) };
+      const schema = runtimeGraphSchema(subgraph) ?? this.#hinted(typedSubgraph(await (typed ??= this.#typed(id)), ns), subgraph) ?? channelGraphSchema(subgraph);
+      out[ns] = { ...schema, ...pythonShape(schema) };
     }
     return out;
   }
@@ -266,6 +313,8 @@ export class GraphRegistry {
 export interface LoadGraphRegistryOptions {
   /** Default-assistant settings; default: parsed from `process.env.LANGGRAPH_CONFIG`. */
   graphDefaults?: Record<string, GraphDefaults>;
+  /** Reads schemas from the graph files' TypeScript types where the runtime says nothing; none: it is not done. */
+  typeSchemas?: TypeSchemaReader;
 }
 
 /**
@@ -279,7 +328,7 @@ export async function loadGraphRegistry(
 ): Promise<GraphRegistry> {
   const defaults = options.graphDefaults ?? parseLanggraphConfigEnv(process.env.LANGGRAPH_CONFIG);
   // One loading scope for all graphs: esbuild's service is started once and stopped after the last.
-  return loadingModules(async () => new GraphRegistry(await loadEntries(config, baseDir), defaults));
+  return loadingModules(async () => new GraphRegistry(await loadEntries(config, baseDir), defaults, options.typeSchemas));
 }
 
 async function loadEntries(config: { graphs: Record<string, GraphSpec> }, baseDir: string): Promise<Entry[]> {

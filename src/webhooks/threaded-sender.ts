@@ -1,6 +1,5 @@
-import { existsSync } from "node:fs";
-import { fileURLToPath } from "node:url";
-import { Worker } from "node:worker_threads";
+import type { Worker } from "node:worker_threads";
+import { moduleWorker } from "../util/module-worker.js";
 import type { AttemptResult } from "./retry.js";
 import type { SendOptions, WebhookSender } from "./sender.js";
 
@@ -22,14 +21,6 @@ interface SenderThread {
   pending: Map<number, (result: AttemptResult) => void>;
 }
 
-/** The worker's file: beside this module in the sources, under `webhooks/` beside the bundle's chunk. */
-function workerFile(): URL {
-  const candidates = ["./sender-worker.js", "./webhooks/sender-worker.js", "./sender-worker.ts"].map((p) => new URL(p, import.meta.url));
-  const found = candidates.find((url) => existsSync(fileURLToPath(url)));
-  if (!found) throw new Error(`the webhook sender thread's module is missing (looked for ${candidates.map((u) => fileURLToPath(u)).join(", ")})`);
-  return found;
-}
-
 /**
  * Sends from a worker thread (see sender-worker.ts). Under load the server's event loop turns
  * every 15 to 30 ms, and undici waits a turn before it writes on a kept-alive socket; the sender's
@@ -42,11 +33,8 @@ export function threadedSender(o: Omit<SendOptions, "resolver">): { send: Webhoo
   let nextId = 0;
 
   const start = (): SenderThread => {
-    const file = workerFile();
-    // From the sources (tests, `tsx`), the thread registers tsx itself: loader flags do not reach workers.
-    const w = file.pathname.endsWith(".ts")
-      ? new Worker(`import(${JSON.stringify(import.meta.resolve("tsx/esm/api"))}).then(({ register }) => { register(); return import(${JSON.stringify(file.href)}); })`, { eval: true, workerData: o })
-      : new Worker(file, { workerData: o });
+    // Beside this module in the sources, under `webhooks/` beside the bundle's chunk.
+    const w = moduleWorker(import.meta.url, ["./sender-worker.js", "./webhooks/sender-worker.js", "./sender-worker.ts"], { workerData: o });
     w.unref(); // the server's stop closes it; it never holds a process open by itself
     // Each thread answers for its own sends: one that exits fails only those, not a successor's.
     const thread: SenderThread = { worker: w, pending: new Map() };
