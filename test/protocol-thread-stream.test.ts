@@ -100,6 +100,26 @@ t.test("ThreadStream over the thread streaming protocol", async (t) => {
     });
   }
 
+  t.test("subgraphs: each is started and completed, inside the run's lifecycle", async (t) => {
+    const thread = threadStream(srv, "subgraph", "sse");
+    t.teardown(() => thread.close());
+    const subscription = (await thread.subscribe({ channels: ["lifecycle"] } as never)) as unknown as AsyncIterable<Event>;
+    await thread.run.start({ input: { messages: [{ type: "human", content: "go" }] } });
+    const seen: [string, string][] = [];
+    for await (const e of subscription) {
+      seen.push([e.params.namespace.map((segment) => segment.split(":")[0]).join("|"), e.params.data.event]);
+      if (e.params.namespace.length === 0 && e.params.data.event === "completed") break;
+    }
+    t.same(seen, [
+      ["", "running"],
+      ["child", "started"],
+      ["child|grandchild", "started"],
+      ["child|grandchild", "completed"],
+      ["child", "completed"],
+      ["", "completed"],
+    ]);
+  });
+
   t.test("raw SSE: several runs on one subscription, in order; since resumes after a restart", async (t) => {
     const thread = threadStream(srv, "agent", "sse");
     const threadId = thread.threadId;
