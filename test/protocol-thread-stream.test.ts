@@ -177,6 +177,49 @@ t.test("ThreadStream over the thread streaming protocol", async (t) => {
     t.same(got.map((e) => e.seq), seen.filter((e) => e.seq > firstCompleted.seq).map((e) => e.seq), "the same events, the same seqs");
   });
 
+  t.test("websocket: the SDK reconnects after a restart and follows the next run; since resumes over a WebSocket too", async (t) => {
+    const thread = threadStream(srv, "agent", "websocket");
+    t.teardown(() => thread.close());
+    const threadId = thread.threadId;
+    // Everything the thread's socket delivers (onEvent), for one subscription to lifecycle and values.
+    const { events: seen, wait } = record(thread);
+    await thread.subscribe({ channels: ["lifecycle", "values"] } as never);
+    await thread.run.start({ input: { messages: [{ type: "human", content: "one" }] } });
+    await wait((e) => rootLifecycle(e, "completed"));
+    const firstEnd = seen.find((e) => e.method === "lifecycle" && e.params.data.event === "completed")!;
+    t.ok(firstEnd, "the first run ended");
+
+    // The server goes away and comes back on the same address: the socket closes, the SDK reconnects and subscribes again.
+    srv = await srv.restart({ samePort: true });
+    const started = await thread.run.start({ input: { messages: [{ type: "human", content: "two" }] } });
+    t.match(started, { run_id: String }, "a command after the restart goes through the new socket");
+    await wait((e) => e.filter((x) => x.method === "lifecycle" && x.params.namespace.length === 0 && x.params.data.event === "completed").length === 2);
+    const last = seen.filter((e) => e.method === "values").at(-1)!;
+    t.same(last.params.data.messages.map((m: { content: string }) => m.content), ["one", "You said: one", "two", "You said: two"], "the second run, live");
+    t.ok(seen.every((e, i) => i === 0 || e.seq > seen[i - 1]!.seq), "no event twice, in order");
+
+    // A new socket resumes after the first event of the first run (not only from the latest run): both runs, the same seqs.
+    const resumed = threadStream(srv, "agent", "websocket", threadId);
+    t.teardown(() => resumed.close());
+    const replay = (await resumed.subscribe({ channels: ["lifecycle", "values"], since: seen[0]!.seq } as never)) as unknown as AsyncIterable<Event>;
+    const got: Event[] = [];
+    for await (const e of replay) {
+      got.push(e);
+      if (got.filter((x) => x.method === "lifecycle" && x.params.data.event === "completed").length === 2) break;
+    }
+    t.same(got.map((e) => e.seq), seen.slice(1).map((e) => e.seq), "the same events, the same seqs");
+    t.same(got.map((e) => (e.method === "lifecycle" ? e.params.data.event : e.method)), ["values", "values", "completed", "running", "values", "values", "completed"]);
+    const bad = await new Promise<unknown>((resolve) => {
+      const socket = new WebSocket(`${srv.url.replace("http", "ws")}/threads/${threadId}/stream/events`);
+      socket.on("open", () => socket.send(JSON.stringify({ id: 1, method: "subscription.subscribe", params: { channels: ["values"], since: -1 } })));
+      socket.on("message", (data) => {
+        resolve(JSON.parse(String(data)));
+        socket.close();
+      });
+    });
+    t.match(bad, { type: "error", id: 1, error: "invalid_argument", message: /since/ });
+  });
+
   t.test("bad input answers 4xx JSON", async (t) => {
     const threadId = "0190f1c2-0000-7000-8000-000000000001";
     const badFilter = await fetch(`${srv.url}/threads/${threadId}/stream/events`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ channels: ["nope"] }) });
