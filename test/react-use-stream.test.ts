@@ -1,4 +1,5 @@
 import t, { type Test } from "tap";
+import { readFile } from "node:fs/promises";
 import path from "node:path";
 import type { Page } from "playwright-core";
 import { repoRoot, startTestServer, TEST_GRAPHS } from "./support/server.js";
@@ -40,6 +41,14 @@ async function stateMessages(tab: Page): Promise<unknown[] | undefined> {
 const textOf = (content: unknown): unknown =>
   Array.isArray(content) ? content.map((block: { text?: unknown }) => (typeof block.text === "string" ? block.text : "")).join("") : content;
 
+t.test("the README's useStream example is this page", async (t) => {
+  const app = await readFile(APP, "utf8");
+  const readme = await readFile(path.join(repoRoot, "README.md"), "utf8");
+  const code = app.slice(app.indexOf('import { useState }'));
+  t.ok(code.length > 500, "the page's code");
+  t.ok(readme.includes(`\`\`\`tsx\n${code}\`\`\``), "README.md shows the page's code, unchanged");
+});
+
 t.test("@langchain/react useStream in Chromium", { skip: skipWithoutBrowser() }, async (t) => {
   const srv = await startTestServer({ env: { LANGGRAPH_JSON: GRAPHS } });
   t.teardown(() => srv.close());
@@ -66,10 +75,12 @@ t.test("@langchain/react useStream in Chromium", { skip: skipWithoutBrowser() },
 
   for (const transport of TRANSPORTS) {
     t.test(`${transport}: streams the reply, survives a reload mid-run, shows the final state`, async (t) => {
-      const { tab, errors } = await open(t, "chat", transport);
+      // An assistant of the chat graph that takes 4 s to reply: time enough to reload on a busy machine.
+      const slow = await srv.client.assistants.create({ graphId: "chat", config: { configurable: { delay: 400 } } });
+      const { tab, errors } = await open(t, slow.assistant_id, transport);
       await send(tab, "hello");
       // Token by token: the reply grows while the run goes on.
-      await tab.locator('#messages li[data-type="ai"]', { hasText: "three" }).waitFor();
+      await tab.locator('#messages li[data-type="ai"]', { hasText: "two" }).waitFor();
       const before = await aiTexts(tab);
       t.ok(before.length >= 3, `the reply was rendered in pieces: ${JSON.stringify(before)}`);
       t.notOk(before.some((text) => text === FINAL("hello")), "not finished yet");
