@@ -220,6 +220,21 @@ t.test("ThreadStream over the thread streaming protocol", async (t) => {
     t.match(bad, { type: "error", id: 1, error: "invalid_argument", message: /since/ });
   });
 
+  t.test("without since a stream starts at the run going on when the latest one waits behind it", async (t) => {
+    const { thread_id: threadId } = await srv.client.threads.create();
+    const first = await srv.client.runs.create(threadId, "delay", { input: { delay: 1500 }, multitaskStrategy: "enqueue" });
+    const second = await srv.client.runs.create(threadId, "delay", { input: { delay: 0 }, multitaskStrategy: "enqueue" });
+    t.equal((await srv.client.runs.get(threadId, second.run_id)).status, "pending", "the latest run is queued");
+    const thread = threadStream(srv, "delay", "sse", threadId);
+    t.teardown(() => thread.close());
+    const { events, wait } = record(thread);
+    await thread.subscribe({ channels: ["lifecycle"] } as never);
+    const ends = (e: Event[]) => e.filter((x) => x.params.namespace.length === 0 && ["completed", "failed"].includes(x.params.data.event));
+    await wait((e) => ends(e).length === 2);
+    t.same(events.map((e) => e.params.data.event), ["running", "completed", "running", "completed"], "the first run's end, then the queued one");
+    t.equal((await srv.client.runs.get(threadId, first.run_id)).status, "success");
+  });
+
   t.test("bad input answers 4xx JSON", async (t) => {
     const threadId = "0190f1c2-0000-7000-8000-000000000001";
     const badFilter = await fetch(`${srv.url}/threads/${threadId}/stream/events`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ channels: ["nope"] }) });
