@@ -112,11 +112,15 @@ t.test("@langchain/react useStream in Chromium", { skip: skipWithoutBrowser() },
       t.same(errors, [], "nothing thrown in the page");
     });
 
-    t.test(`${transport}: answers an interrupt`, async (t) => {
+    t.test(`${transport}: answers an interrupt, also after a reload`, async (t) => {
       const { tab, errors } = await open(t, "interrupt", transport);
       await send(tab, "go");
       await tab.locator("#interrupt", { hasText: "Continue?" }).waitFor();
       await tab.locator("#status", { hasText: "idle" }).waitFor();
+      // The question is the thread's: a reloaded page asks it again.
+      await tab.reload();
+      await tab.locator("#interrupt", { hasText: "Continue?" }).waitFor();
+      t.same(await texts(tab, "human"), ["go"]);
       await tab.locator("#interrupt button", { hasText: "Yes" }).click();
       await tab.locator('#messages li[data-type="ai"]', { hasText: "You answered: yes" }).waitFor();
       await tab.locator("#status", { hasText: "idle" }).waitFor();
