@@ -11,7 +11,8 @@ import { WORDS } from "./graphs/chat.js";
  * test/browser/use-stream-app.tsx (the README's example), bundled with esbuild, served from a
  * second origin. Over both transports of the thread streaming protocol it submits a message and
  * renders the reply token by token, survives a reload mid-run (it reattaches to the run and shows
- * the rest), answers an interrupt, and shows the final state.
+ * the rest), comes back to the finished thread for a second turn, answers an interrupt (also after
+ * a reload), and shows the final state.
  */
 
 const GRAPHS = path.join(path.dirname(TEST_GRAPHS), "langgraph.react.json");
@@ -102,7 +103,10 @@ t.test("@langchain/react useStream in Chromium", { skip: skipWithoutBrowser() },
       t.same(await stateMessages(tab), ["hello", FINAL("hello")], "final state");
       t.equal((await srv.client.runs.get(threadId!, run!.run_id)).status, "success");
 
-      // A second turn on the same thread, after the reload.
+      // Coming back to the finished thread: the page shows it from the thread's state, then goes on with a second turn.
+      await tab.reload();
+      await tab.locator('#messages li[data-type="ai"]', { hasText: "ten." }).waitFor();
+      t.same(await texts(tab, "ai"), [FINAL("hello")], "the finished thread, shown once");
       await send(tab, "again");
       await tab.locator('#messages li[data-type="ai"]', { hasText: `You said: again. ${WORDS.join(" ")}` }).waitFor();
       await tab.locator("#status", { hasText: "idle" }).waitFor();
