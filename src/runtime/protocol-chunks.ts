@@ -38,7 +38,7 @@ const keyOf = (namespace: string[]) => namespace.join("|");
 const graphNameOf = (namespace: string[]) => namespace[namespace.length - 1]!.split(":")[0]!;
 
 /** A subgraph's lifecycle record. */
-export const subgraphLifecycle = (namespace: string[], event: string): ProtocolRecord => ({
+const subgraphLifecycle = (namespace: string[], event: string): ProtocolRecord => ({
   method: "lifecycle",
   namespace,
   data: { event, graph_name: graphNameOf(namespace) },
