@@ -105,6 +105,12 @@ steps.push(["typecheck", typecheck.code === 0]);
 if (typecheck.code === 0) totals.passed++;
 else totals.failed++;
 
+// The browser pages (TSX, DOM types) have their own project: the README's useStream example is one of them.
+const pages = await run(bin("tsc"), ["-p", "test/browser/tsconfig.json", "--noEmit"]);
+steps.push(["typecheck browser pages", pages.code === 0]);
+if (pages.code === 0) totals.passed++;
+else totals.failed++;
+
 const tap = await run(
   bin("c8"),
   ["--reporter=text-summary", "--reporter=lcov", "--report-dir=coverage", "--exclude=test/**", "--exclude=bench/**",

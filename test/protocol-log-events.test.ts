@@ -57,3 +57,31 @@ t.test("filters: channels, custom:<name>, namespaces with depth, since", async (
   t.notOk(matchesFilter({ channels: ["values"], since: 5 }, ev("values", [], {}, 5)));
   t.ok(matchesFilter({ channels: ["values"], since: 5 }, ev("values", [], {}, 6)));
 });
+
+t.test("subgraph lifecycle: started on first sight, completed after the parent's update of its node, the run's status at its end", async (t) => {
+  const state = newProtocolChunkState();
+  const lifecycles = (records: { method: string; namespace: string[]; data: unknown }[]) =>
+    records.filter((r) => r.method === "lifecycle").map((r) => [r.namespace.join("|"), (r.data as { event: string }).event]);
+  t.same(lifecycles(protocolRecordsOf(state, ["child:1", "grandchild:2"], "values", { messages: [] })), [["child:1", "started"], ["child:1|grandchild:2", "started"]]);
+  t.same(lifecycles(protocolRecordsOf(state, ["child:1"], "updates", { other: {} })), [], "another node's update ends nothing");
+  const update = protocolRecordsOf(state, ["child:1"], "updates", { grandchild: { messages: [] } });
+  t.same(update.map((r) => r.method), ["updates", "lifecycle"], "the parent's update first, then the subgraph's end");
+  t.same(lifecycles(update), [["child:1|grandchild:2", "completed"]]);
+  t.same(update[1]!.data, { event: "completed", graph_name: "grandchild" });
+  protocolRecordsOf(state, ["child:1", "grandchild:2"], "values", { messages: [] });
+  t.same(lifecycles(protocolRecordsOf(state, ["child:1", "grandchild:2"], "values", {})), [], "a completed subgraph is not started again");
+  t.same(lifecycles(protocolRecordsOf(state, [], "updates", { child: {} })), [["child:1", "completed"]]);
+  t.same([...state.open.keys()], [], "nothing left open");
+
+  // A run that ends with subgraphs open (an interrupt inside one) ends them with its status, deepest first, before the root.
+  const run = newRunMapState("parent");
+  for (const [position, namespace] of [[1, ["a:1"]], [2, ["a:1", "b:2"]]] as const) {
+    protocolEventsOf(run, logEvent(position, "RunOutput", { event: "protocol", data: { method: "lifecycle", namespace, data: { event: "started", graph_name: namespace.at(-1)!.split(":")[0] } } }));
+  }
+  const end = protocolEventsOf(run, logEvent(3, "RunEnded", { status: "interrupted", ended_at: "" }));
+  t.same(end.map((e) => [e.params.namespace.join("|"), e.params.data]), [
+    ["a:1|b:2", { event: "interrupted", graph_name: "b" }],
+    ["a:1", { event: "interrupted", graph_name: "a" }],
+    ["", { event: "interrupted", graph_name: "parent" }],
+  ]);
+});

@@ -100,6 +100,26 @@ t.test("ThreadStream over the thread streaming protocol", async (t) => {
     });
   }
 
+  t.test("subgraphs: each is started and completed, inside the run's lifecycle", async (t) => {
+    const thread = threadStream(srv, "subgraph", "sse");
+    t.teardown(() => thread.close());
+    const subscription = (await thread.subscribe({ channels: ["lifecycle"] } as never)) as unknown as AsyncIterable<Event>;
+    await thread.run.start({ input: { messages: [{ type: "human", content: "go" }] } });
+    const seen: [string, string][] = [];
+    for await (const e of subscription) {
+      seen.push([e.params.namespace.map((segment) => segment.split(":")[0]).join("|"), e.params.data.event]);
+      if (e.params.namespace.length === 0 && e.params.data.event === "completed") break;
+    }
+    t.same(seen, [
+      ["", "running"],
+      ["child", "started"],
+      ["child|grandchild", "started"],
+      ["child|grandchild", "completed"],
+      ["child", "completed"],
+      ["", "completed"],
+    ]);
+  });
+
   t.test("raw SSE: several runs on one subscription, in order; since resumes after a restart", async (t) => {
     const thread = threadStream(srv, "agent", "sse");
     const threadId = thread.threadId;
@@ -155,6 +175,64 @@ t.test("ThreadStream over the thread streaming protocol", async (t) => {
     }
     t.same(got.map((e) => e.method === "lifecycle" ? e.params.data.event : e.method), ["running", "values", "values", "completed"]);
     t.same(got.map((e) => e.seq), seen.filter((e) => e.seq > firstCompleted.seq).map((e) => e.seq), "the same events, the same seqs");
+  });
+
+  t.test("websocket: the SDK reconnects after a restart and follows the next run; since resumes over a WebSocket too", async (t) => {
+    const thread = threadStream(srv, "agent", "websocket");
+    t.teardown(() => thread.close());
+    const threadId = thread.threadId;
+    // Everything the thread's socket delivers (onEvent), for one subscription to lifecycle and values.
+    const { events: seen, wait } = record(thread);
+    await thread.subscribe({ channels: ["lifecycle", "values"] } as never);
+    await thread.run.start({ input: { messages: [{ type: "human", content: "one" }] } });
+    await wait((e) => rootLifecycle(e, "completed"));
+    const firstEnd = seen.find((e) => e.method === "lifecycle" && e.params.data.event === "completed")!;
+    t.ok(firstEnd, "the first run ended");
+
+    // The server goes away and comes back on the same address: the socket closes, the SDK reconnects and subscribes again.
+    srv = await srv.restart({ samePort: true });
+    const started = await thread.run.start({ input: { messages: [{ type: "human", content: "two" }] } });
+    t.match(started, { run_id: String }, "a command after the restart goes through the new socket");
+    await wait((e) => e.filter((x) => x.method === "lifecycle" && x.params.namespace.length === 0 && x.params.data.event === "completed").length === 2);
+    const last = seen.filter((e) => e.method === "values").at(-1)!;
+    t.same(last.params.data.messages.map((m: { content: string }) => m.content), ["one", "You said: one", "two", "You said: two"], "the second run, live");
+    t.ok(seen.every((e, i) => i === 0 || e.seq > seen[i - 1]!.seq), "no event twice, in order");
+
+    // A new socket resumes after the first event of the first run (not only from the latest run): both runs, the same seqs.
+    const resumed = threadStream(srv, "agent", "websocket", threadId);
+    t.teardown(() => resumed.close());
+    const replay = (await resumed.subscribe({ channels: ["lifecycle", "values"], since: seen[0]!.seq } as never)) as unknown as AsyncIterable<Event>;
+    const got: Event[] = [];
+    for await (const e of replay) {
+      got.push(e);
+      if (got.filter((x) => x.method === "lifecycle" && x.params.data.event === "completed").length === 2) break;
+    }
+    t.same(got.map((e) => e.seq), seen.slice(1).map((e) => e.seq), "the same events, the same seqs");
+    t.same(got.map((e) => (e.method === "lifecycle" ? e.params.data.event : e.method)), ["values", "values", "completed", "running", "values", "values", "completed"]);
+    const bad = await new Promise<unknown>((resolve) => {
+      const socket = new WebSocket(`${srv.url.replace("http", "ws")}/threads/${threadId}/stream/events`);
+      socket.on("open", () => socket.send(JSON.stringify({ id: 1, method: "subscription.subscribe", params: { channels: ["values"], since: -1 } })));
+      socket.on("message", (data) => {
+        resolve(JSON.parse(String(data)));
+        socket.close();
+      });
+    });
+    t.match(bad, { type: "error", id: 1, error: "invalid_argument", message: /since/ });
+  });
+
+  t.test("without since a stream starts at the run going on when the latest one waits behind it", async (t) => {
+    const { thread_id: threadId } = await srv.client.threads.create();
+    const first = await srv.client.runs.create(threadId, "delay", { input: { delay: 1500 }, multitaskStrategy: "enqueue" });
+    const second = await srv.client.runs.create(threadId, "delay", { input: { delay: 0 }, multitaskStrategy: "enqueue" });
+    t.equal((await srv.client.runs.get(threadId, second.run_id)).status, "pending", "the latest run is queued");
+    const thread = threadStream(srv, "delay", "sse", threadId);
+    t.teardown(() => thread.close());
+    const { events, wait } = record(thread);
+    await thread.subscribe({ channels: ["lifecycle"] } as never);
+    const ends = (e: Event[]) => e.filter((x) => x.params.namespace.length === 0 && ["completed", "failed"].includes(x.params.data.event));
+    await wait((e) => ends(e).length === 2);
+    t.same(events.map((e) => e.params.data.event), ["running", "completed", "running", "completed"], "the first run's end, then the queued one");
+    t.equal((await srv.client.runs.get(threadId, first.run_id)).status, "success");
   });
 
   t.test("bad input answers 4xx JSON", async (t) => {

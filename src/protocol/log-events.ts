@@ -11,7 +11,7 @@
 import { matchesSubscription } from "@langchain/langgraph/stream";
 import type { RecordedEvent } from "../eventstore/types.js";
 import type { RunEnded } from "../domain/runs.js";
-import { newInterruptRecords, newProtocolChunkState, type ProtocolChunkState, type ProtocolRecord } from "../runtime/protocol-chunks.js";
+import { closeSubgraphs, newInterruptRecords, newProtocolChunkState, trackLifecycle, type ProtocolChunkState, type ProtocolRecord } from "../runtime/protocol-chunks.js";
 import { PROTOCOL_OUTPUT } from "../runtime/stream-modes.js";
 
 /** How many protocol events one log event may yield (the multiplier of its position in `seq`). */
@@ -70,6 +70,7 @@ export function protocolEventsOf(state: RunMapState, event: RecordedEvent): Prot
         const id = (record.data as { interrupt_id?: unknown }).interrupt_id;
         if (typeof id === "string") state.chunks.interrupts.add(id);
       }
+      trackLifecycle(state.chunks, record);
       records.push(record);
       break;
     }
@@ -77,6 +78,8 @@ export function protocolEventsOf(state: RunMapState, event: RecordedEvent): Prot
       const ended = event.data as RunEnded;
       // Interrupts the chunks did not show (a run recorded without protocol events) are announced at its end.
       for (const list of Object.values(ended.interrupts ?? {})) records.push(...newInterruptRecords(state.chunks, [], list));
+      // Subgraphs still open end with the run, with its status (the error is the root's to tell).
+      records.push(...closeSubgraphs(state.chunks, [], lifecycleOf(ended.status)));
       const lifecycle: Record<string, unknown> = { event: lifecycleOf(ended.status), graph_name: state.graphName };
       if (ended.error && ended.status !== "interrupted") lifecycle.error = ended.error.message;
       records.push({ method: "lifecycle", namespace: [], data: lifecycle });

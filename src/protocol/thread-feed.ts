@@ -5,7 +5,8 @@
  * resume from any `since` at any time: while the run goes on, after it ended, after a restart.
  *
  * Without `since` the feed starts at the thread's latest run (the one a client that just called
- * `run.start`, or reloads mid-run, is after); with `since` it replays every later event of every run.
+ * `run.start`, or reloads mid-run, is after), or at an earlier one still going on when the latest
+ * waits in the queue behind it; with `since` it replays every later event of every run.
  */
 import type { EventStore, RecordedEvent } from "../eventstore/types.js";
 import { isLargeValueMarker, resolveLarge } from "../eventstore/large-values.js";
@@ -77,11 +78,26 @@ class RunList {
   }
 }
 
+/** How many runs back from the latest a feed without `since` looks for one still going on. */
+const UNENDED_SEARCH = 16;
+
+/** A run's terminal event, if it has ended. */
+async function endOf(store: EventStore, runId: string): Promise<RecordedEvent | undefined> {
+  const tail = await store.readStream(runStream(runId), { direction: "backwards", fromRevision: "end", maxCount: TERMINAL_SEARCH });
+  return tail.find((e) => e.type === "RunEnded");
+}
+
 /** Whether every event of a run is at or before `since` (it ended before): then it need not be read. */
 async function endedBefore(store: EventStore, runId: string, since: number): Promise<boolean> {
-  const tail = await store.readStream(runStream(runId), { direction: "backwards", fromRevision: "end", maxCount: TERMINAL_SEARCH });
-  const ended = tail.find((e) => e.type === "RunEnded");
+  const ended = await endOf(store, runId);
   return ended !== undefined && seqOf(ended.position, EVENTS_PER_LOG_EVENT - 1) <= since;
+}
+
+/** Where a feed without `since` starts: the latest run, or the first of the runs before it that have not ended (it is queued behind them). */
+async function liveStart(store: EventStore, runs: RunRef[]): Promise<number> {
+  let index = Math.max(0, runs.length - 1);
+  while (index > 0 && runs.length - index < UNENDED_SEARCH && !(await endOf(store, runs[index - 1]!.runId))) index--;
+  return index;
 }
 
 /** One run's protocol events after `since`, until its end (or the reader's). */
@@ -117,7 +133,7 @@ export async function* threadFeed(store: EventStore, threadId: string, since: nu
   signal.addEventListener("abort", stop, { once: true });
   try {
     while (!list.caughtUp && !list.ended && !signal.aborted) await list.changed();
-    let next = since === undefined ? Math.max(0, list.runs.length - 1) : 0;
+    let next = since === undefined ? await liveStart(store, list.runs) : 0;
     while (!signal.aborted) {
       if (next < list.runs.length) {
         yield* runEvents(store, list.runs[next++]!, since, signal);

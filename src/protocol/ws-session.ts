@@ -34,6 +34,11 @@ export function filterOfParams(params: Record<string, unknown>): EventFilter | s
   const namespaces = params.namespaces;
   if (Array.isArray(namespaces) && namespaces.every((ns) => Array.isArray(ns) && ns.every((s) => typeof s === "string"))) filter.namespaces = namespaces as string[][];
   if (typeof params.depth === "number" && Number.isInteger(params.depth) && params.depth >= 0) filter.depth = params.depth;
+  // Not in the protocol's subscribe params, but in its SSE request: the same resume from any seq, over a WebSocket.
+  if (params.since !== undefined) {
+    if (typeof params.since !== "number" || !Number.isInteger(params.since) || params.since < 0) return "subscription.subscribe since must be a non-negative integer.";
+    filter.since = params.since;
+  }
   return filter;
 }
 
@@ -94,7 +99,9 @@ export class WsSession {
   /**
    * The feed again from the latest run, for the subscriptions there are now: a new subscription
    * gets what the run produced so far; the others see those events again, which the SDK drops by
-   * `event_id` (as it does when the official server replays its buffer).
+   * `event_id` (as it does when the official server replays its buffer). When a subscription asked
+   * for `since`, the feed replays every run after the smallest such seq (each subscription still
+   * gets only events after its own `since`; one without gets those runs too).
    */
   private async restartFeed(): Promise<void> {
     const previous = this.feed;
@@ -108,7 +115,9 @@ export class WsSession {
     const matches = anyOf(filters);
     // One feed with a filter per event: the channels of every subscription, any namespace (each subscription's own test follows).
     const channels = [...new Set(filters.flatMap((f) => f.channels))];
-    this.feed = subscribe(this.deps.store, this.deps.threadId, { channels }, this.deps.authorize, (event) => (matches(event) ? this.deps.send(event) : undefined));
+    const sinces = filters.flatMap((f) => (f.since === undefined ? [] : [f.since]));
+    const feedFilter: EventFilter = sinces.length > 0 ? { channels, since: Math.min(...sinces) } : { channels };
+    this.feed = subscribe(this.deps.store, this.deps.threadId, feedFilter, this.deps.authorize, (event) => (matches(event) ? this.deps.send(event) : undefined));
   }
 
   close(): void {

@@ -8,7 +8,10 @@
  * (message-start, content-block-*, message-finish); LangGraph's own `convertToProtocolEvent` maps
  * every other mode. What LangGraph leaves to servers is done here: interrupts become
  * `input.requested` (once per interrupt id), a `values` chunk that only carries interrupts is
- * dropped, the first sight of a subgraph namespace is a `lifecycle: started`.
+ * dropped, the first sight of a subgraph namespace is a `lifecycle: started`, and the parent's
+ * `updates` of the node that ran it is followed by its `lifecycle: completed` (as LangGraph's own
+ * lifecycle transformer does; a subgraph still open when the run ends gets the run's terminal
+ * status from the reader, see src/protocol/log-events.ts).
  */
 import { convertToProtocolEvent } from "@langchain/langgraph/stream";
 import { toWire } from "./wire.js";
@@ -23,10 +26,58 @@ export interface ProtocolRecord {
 /** What the mapping remembers during one run: bounded by the run (its interrupts and subgraphs). */
 export interface ProtocolChunkState {
   interrupts: Set<string>;
+  /** Every subgraph namespace announced (`|`-joined). */
   namespaces: Set<string>;
+  /** The subgraphs started and not ended yet, by `|`-joined namespace, in the order they started. */
+  open: Map<string, string[]>;
 }
 
-export const newProtocolChunkState = (): ProtocolChunkState => ({ interrupts: new Set(), namespaces: new Set() });
+export const newProtocolChunkState = (): ProtocolChunkState => ({ interrupts: new Set(), namespaces: new Set(), open: new Map() });
+
+const keyOf = (namespace: string[]) => namespace.join("|");
+const graphNameOf = (namespace: string[]) => namespace[namespace.length - 1]!.split(":")[0]!;
+
+/** A subgraph's lifecycle record. */
+const subgraphLifecycle = (namespace: string[], event: string): ProtocolRecord => ({
+  method: "lifecycle",
+  namespace,
+  data: { event, graph_name: graphNameOf(namespace) },
+});
+
+/** Follows the lifecycle records of a run: which subgraphs are open. */
+export function trackLifecycle(state: ProtocolChunkState, record: ProtocolRecord): void {
+  if (record.method !== "lifecycle" || record.namespace.length === 0) return;
+  const event = (record.data as { event?: unknown }).event;
+  if (event === "started") state.open.set(keyOf(record.namespace), record.namespace);
+  else state.open.delete(keyOf(record.namespace));
+}
+
+/** The terminal lifecycle records of the open subgraphs under `parent` (all of them for `[]`), deepest first; they are closed. */
+export function closeSubgraphs(state: ProtocolChunkState, parent: string[], event: string): ProtocolRecord[] {
+  const under = [...state.open.values()].filter((ns) => ns.length > parent.length && parent.every((segment, i) => ns[i] === segment));
+  under.sort((a, b) => b.length - a.length);
+  return under.map((ns) => {
+    const record = subgraphLifecycle(ns, event);
+    trackLifecycle(state, record);
+    return record;
+  });
+}
+
+/** After the parent's `updates` of `node`: the subgraph that node ran (`node` or `node:<task>` one level down) has completed. */
+function completedBy(state: ProtocolChunkState, parent: string[], node: string): ProtocolRecord[] {
+  if (node.startsWith("__")) return [];
+  const child = [...state.open.values()].find((ns) => {
+    if (ns.length !== parent.length + 1 || !parent.every((segment, i) => ns[i] === segment)) return false;
+    const last = ns[ns.length - 1]!;
+    return last === node || last.startsWith(`${node}:`);
+  });
+  if (!child) return [];
+  // Whatever the subgraph left open below it ended with it.
+  const below = closeSubgraphs(state, child, "completed");
+  const record = subgraphLifecycle(child, "completed");
+  trackLifecycle(state, record);
+  return [...below, record];
+}
 
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 
@@ -58,8 +109,9 @@ export function protocolRecordsOf(state: ProtocolChunkState, namespace: string[]
     const key = prefix.join("|");
     if (state.namespaces.has(key)) continue;
     state.namespaces.add(key);
-    const last = prefix[prefix.length - 1]!;
-    out.push({ method: "lifecycle", namespace: prefix, data: { event: "started", graph_name: last.split(":")[0] } });
+    const started = subgraphLifecycle(prefix, "started");
+    trackLifecycle(state, started);
+    out.push(started);
   }
   if ((mode === "values" || mode === "updates") && isRecord(payload) && "__interrupt__" in payload) {
     out.push(...newInterruptRecords(state, namespace, payload));
@@ -72,6 +124,7 @@ export function protocolRecordsOf(state: ProtocolChunkState, namespace: string[]
     const record: ProtocolRecord = { method: event.method, namespace: event.params.namespace, data: toWire(event.params.data) };
     if (typeof event.params.node === "string") record.node = event.params.node;
     out.push(record);
+    if (record.method === "updates" && record.node !== undefined) out.push(...completedBy(state, record.namespace, record.node));
   }
   return out;
 }

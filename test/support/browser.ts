@@ -28,13 +28,28 @@ export async function bundleSdkForBrowser(extra = ""): Promise<string> {
   return result.outputFiles[0].text;
 }
 
-/** A second origin on 127.0.0.1: serves one page that loads the bundle. */
-export async function servePage(bundle: string): Promise<{ url: string; close(): Promise<void> }> {
+/** A browser app bundled from one entry file (TSX with React's automatic runtime), minified as production React. */
+export async function bundleApp(entry: string): Promise<string> {
+  const { build } = await import("esbuild");
+  const result = await build({
+    entryPoints: [entry], absWorkingDir: repoRoot, bundle: true, format: "iife", platform: "browser", target: "es2022",
+    jsx: "automatic", define: { "process.env.NODE_ENV": '"production"' }, minify: true, write: false, logLevel: "silent",
+  });
+  return result.outputFiles[0].text;
+}
+
+const SDK_PAGE = '<!doctype html><html><head><script src="/sdk.js"></script></head><body>sdk page</body></html>';
+/** A page for an app that renders into `#root`. */
+export const APP_PAGE = '<!doctype html><html><head><meta charset="utf-8"></head><body><div id="root"></div><script src="/sdk.js"></script></body></html>';
+
+/** A second origin on 127.0.0.1: serves one page (any query string) that loads the bundle. */
+export async function servePage(bundle: string, html = SDK_PAGE): Promise<{ url: string; close(): Promise<void> }> {
   const server = http.createServer((req, res) => {
-    if (req.url === "/sdk.js") {
+    const pathname = new URL(req.url ?? "/", "http://page").pathname;
+    if (pathname === "/sdk.js") {
       res.writeHead(200, { "content-type": "text/javascript" }).end(bundle);
-    } else if (req.url === "/") {
-      res.writeHead(200, { "content-type": "text/html" }).end('<!doctype html><html><head><script src="/sdk.js"></script></head><body>sdk page</body></html>');
+    } else if (pathname === "/") {
+      res.writeHead(200, { "content-type": "text/html" }).end(html);
     } else {
       res.writeHead(404).end();
     }

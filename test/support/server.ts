@@ -17,8 +17,8 @@ export interface TestServer {
   server: RunningServer;
   /** The official SDK client pointed at this server. */
   client: Client;
-  /** Stops the server and starts a new one on the same data directory (and a new port). */
-  restart(): Promise<TestServer>;
+  /** Stops the server and starts a new one on the same data directory (on a new port, or on the same one with `samePort`). */
+  restart(options?: { samePort?: boolean }): Promise<TestServer>;
   /** Stops the server and removes its data directory. */
   close(): Promise<void>;
 }
@@ -30,6 +30,8 @@ export interface TestServerOptions {
   dataDir?: string;
   /** Replaced parts (the cron scheduler's clock, the webhook DNS resolver). */
   deps?: ServerDeps;
+  /** Listen on this port instead of an ephemeral one. */
+  port?: number;
 }
 
 /** A real server on 127.0.0.1, ephemeral port, temporary data directory, test graphs. */
@@ -40,7 +42,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     LOG_LEVEL: "silent",
     ...options.env,
     HOST: "127.0.0.1",
-    PORT: "0",
+    PORT: String(options.port ?? 0),
     DATA_DIR: dataDir,
   });
   const server = await startServer(config, options.deps);
@@ -50,9 +52,9 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     dataDir,
     server,
     client: new Client({ apiUrl: server.url, apiKey: apiKey ?? null, defaultHeaders: {} }),
-    async restart() {
+    async restart(restartOptions = {}) {
       await server.close();
-      return startTestServer({ ...options, dataDir });
+      return startTestServer({ ...options, dataDir, ...(restartOptions.samePort ? { port: Number(new URL(server.url).port) } : {}) });
     },
     async close() {
       await server.close();
