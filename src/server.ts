@@ -118,7 +118,8 @@ async function startParts(config: Config, deps: ServerDeps, parts: ResourceStack
   // Before any graph file is imported: graphs may call the SDK's getLogger() at top level.
   registerSdkLogger(config.logLevel);
   const graphs = await loadGraphRegistry(langgraph.config, langgraph.baseDir, {
-    graphDefaults: parseLanggraphConfigEnv(config.langgraphConfig),
+    // LANGGRAPH_CONFIG may come from langgraph.json's `env` too (the environment wins, as for every variable).
+    graphDefaults: parseLanggraphConfigEnv(config.langgraphConfig ?? langgraph.env.LANGGRAPH_CONFIG),
   });
   // A configured auth that cannot be loaded stops the start: never serve open by accident.
   const auth = await loadAuth(langgraph.config.auth, langgraph.baseDir, path.basename(langgraph.configPath));
