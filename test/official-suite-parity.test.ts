@@ -2,7 +2,7 @@ import t from "tap";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { repoRoot } from "./support/server.js";
+import { repoRoot, startTestServer } from "./support/server.js";
 import { spawnServer } from "./support/process.js";
 import { Client } from "@langchain/langgraph-sdk";
 
@@ -43,4 +43,35 @@ t.test("LANGGRAPH_CONFIG given in langgraph.json's env configures the default as
   t.teardown(() => void again.child.kill());
   t.ok(again.url, `the server started: ${again.stderr}`);
   t.same(await new Client({ apiUrl: again.url! }).runs.wait(null, "context", { input: {} }), { model: "from-env" });
+});
+
+t.test("a run's SSE ids count its events from 0, the first run and a resumed subgraph run alike", async (t) => {
+  const srv = await startTestServer({ env: { LANGGRAPH_JSON: path.join(graphs, "parity", "langgraph.json") } });
+  t.teardown(() => srv.close());
+  const client = srv.client;
+  const thread = await client.threads.create();
+  const ids = (parts: { id?: string }[]) => parts.map((p) => p.id);
+  const upTo = (n: number) => Array.from({ length: n }, (_, i) => String(i));
+  const collect = async <T>(iter: AsyncIterable<T>) => {
+    const out: T[] = [];
+    for await (const part of iter) out.push(part);
+    return out;
+  };
+
+  const first = await collect(client.runs.stream(thread.thread_id, "nested_interrupt", { input: {}, streamMode: "values" }));
+  t.same(first.map((p) => p.event), ["metadata", "values"], "metadata, then the input until the interrupt");
+  t.same(ids(first), upTo(first.length), "ids 0, 1 as the official server's");
+  t.equal((await client.threads.get(thread.thread_id)).status, "interrupted");
+
+  const resumed = await collect(
+    client.runs.stream(thread.thread_id, "nested_interrupt", { command: { resume: "Paris" }, streamMode: ["values", "updates"], streamSubgraphs: true }),
+  );
+  t.ok(resumed.some((p) => p.event.startsWith("updates|child:")), "subgraph events are streamed");
+  t.same(ids(resumed), upTo(resumed.length), "the resumed run's ids start at 0 too");
+
+  // Last-Event-ID is one of those ids: joining after id 0 gives exactly the events after it.
+  const runId = (first[0].data as { run_id: string }).run_id;
+  const rest = await collect(client.runs.joinStream(thread.thread_id, runId, { lastEventId: "0" }));
+  t.same(rest, first.slice(1), "after id 0");
+  t.same(await collect(client.runs.joinStream(thread.thread_id, runId, { lastEventId: "-1" })), first, "from the start");
 });
