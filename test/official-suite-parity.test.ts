@@ -75,3 +75,25 @@ t.test("a run's SSE ids count its events from 0, the first run and a resumed sub
   t.same(rest, first.slice(1), "after id 0");
   t.same(await collect(client.runs.joinStream(thread.thread_id, runId, { lastEventId: "-1" })), first, "from the start");
 });
+
+t.test("multitask rollback of a run that had started: gone as soon as the rolling-back run is created", async (t) => {
+  const srv = await startTestServer();
+  t.teardown(() => srv.close());
+  const client = srv.client;
+  const thread = await client.threads.create();
+  const human = (content: string) => ({ role: "human", content });
+  const slow = await client.runs.create(thread.thread_id, "delay", { input: { delay: 60_000, messages: [human("first")] } });
+  // Started: its first event (metadata) is written with its claim.
+  for await (const part of client.runs.joinStream(thread.thread_id, slow.run_id, { lastEventId: "-1" })) if (part.event === "metadata") break;
+  t.equal((await client.runs.get(thread.thread_id, slow.run_id)).status, "running");
+
+  const winner = await client.runs.create(thread.thread_id, "agent", { input: { messages: [human("second")] }, multitaskStrategy: "rollback" });
+  await t.rejects(client.runs.get(thread.thread_id, slow.run_id), /404/, "the rolled-back run is deleted at once");
+  t.same((await client.runs.list(thread.thread_id)).map((r) => r.run_id), [winner.run_id]);
+  await client.runs.join(thread.thread_id, winner.run_id);
+  t.equal((await client.runs.get(thread.thread_id, winner.run_id)).status, "success");
+  const state = await client.threads.getState<{ messages: { content: string }[] }>(thread.thread_id);
+  t.equal(state.values.messages[0].content, "second", "the rolled-back run left nothing in the thread");
+  const history = await client.threads.getHistory(thread.thread_id, { limit: 100 });
+  t.notOk(history.some((s) => s.metadata?.run_id === slow.run_id), "nor any checkpoint");
+});
