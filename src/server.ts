@@ -126,7 +126,8 @@ async function startParts(config: Config, deps: ServerDeps, parts: ResourceStack
   // Its passes are ended before HTTP's close (see below), which waits for the requests awaiting them.
   const typeSchemas = new TypeSchemaReader({ cacheDir: path.join(config.dataDir, "type-schemas"), timeoutMs: config.schemaResolveTimeoutMs, log: (m) => console.error(m) });
   const graphs = await loadGraphRegistry(langgraph.config, langgraph.baseDir, {
-    graphDefaults: parseLanggraphConfigEnv(config.langgraphConfig),
+    // LANGGRAPH_CONFIG may come from langgraph.json's `env` too (the environment wins, as for every variable).
+    graphDefaults: parseLanggraphConfigEnv(config.langgraphConfig ?? langgraph.env.LANGGRAPH_CONFIG),
     typeSchemas,
   });
   // A configured auth that cannot be loaded stops the start: never serve open by accident.

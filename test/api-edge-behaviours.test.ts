@@ -74,6 +74,10 @@ t.test("edge behaviours", async (t) => {
     t.same(inner.next, ["ask"]);
     t.match(inner.checkpoint.checkpoint_ns, /^child:/);
     t.match(inner.tasks, [{ name: "ask", interrupts: [{ value: { question: "Which city?" } }], checkpoint: null, state: null }]);
+    // The nested state has the official JS shape (its interrupts are on its tasks); the thread's own
+    // state keeps the Python server's top-level `interrupts`.
+    t.same(Object.keys(inner).sort(), ["checkpoint", "created_at", "metadata", "next", "parent_checkpoint", "tasks", "values"]);
+    t.match((recursive as unknown as { interrupts: unknown }).interrupts, [{ value: { question: "Which city?" } }]);
 
     const thr = await client.threads.get(thread.thread_id);
     t.match(thr.interrupts, { [task.id]: [{ value: { question: "Which city?" } }] }, "thread interrupts keyed by the parent task");

@@ -234,6 +234,13 @@ export class RunsService {
         if (!(isNotFound(error))) throw error;
       };
       await Promise.all(decision.cancel.map((id) => this.cancel(tid, id, action).catch(gone)));
+      if (action === "rollback") {
+        // A started run ends once its worker has aborted it: the answer waits for that, so the
+        // rolled-back runs are gone when the caller looks. Bounded: a run whose worker died goes
+        // later, when its lease is taken over.
+        const deadline = AbortSignal.timeout(CATCH_UP_TIMEOUT_MS);
+        await Promise.all(decision.cancel.map((id) => this.waitDone(id, deadline)));
+      }
     }
     return run;
   }

@@ -37,8 +37,12 @@ function isSnapshot(value: unknown): value is StateSnapshot {
   return isPlainObject(value) && "values" in value && "next" in value && "tasks" in value;
 }
 
-/** A LangGraph StateSnapshot in the wire shape of reference B.5. */
-export function snapshotToWire(snapshot: StateSnapshot): Record<string, unknown> {
+/**
+ * A LangGraph StateSnapshot in the wire shape of reference B.5. The thread's own state carries the
+ * Python server's top-level `interrupts`; a subgraph's state nested in a task (`subgraphs=true`)
+ * has the official JS shape, without it (its interrupts are on its tasks).
+ */
+export function snapshotToWire(snapshot: StateSnapshot, nested = false): Record<string, unknown> {
   const tasks = snapshot.tasks.map((task) => ({
     id: task.id,
     name: task.name,
@@ -48,10 +52,10 @@ export function snapshotToWire(snapshot: StateSnapshot): Record<string, unknown>
     // A subgraph task (without subgraphs=true): its namespace as LangGraph gives it, `{thread_id,
     // checkpoint_ns}` (the official shape; usable as `checkpoint` to read or update the subgraph).
     checkpoint: task.state && !isSnapshot(task.state) ? (toWireJson((task.state as RunnableConfig).configurable ?? null) as JsonObject | null) : null,
-    state: task.state && isSnapshot(task.state) ? snapshotToWire(task.state) : null,
+    state: task.state && isSnapshot(task.state) ? snapshotToWire(task.state, true) : null,
     result: task.result === undefined ? null : toWireJson(task.result),
   }));
-  return {
+  const wire: Record<string, unknown> = {
     values: toWireJson(snapshot.values ?? {}),
     next: snapshot.next,
     tasks,
@@ -59,8 +63,9 @@ export function snapshotToWire(snapshot: StateSnapshot): Record<string, unknown>
     created_at: snapshot.createdAt ?? null,
     checkpoint: checkpointOf(snapshot.config),
     parent_checkpoint: checkpointOf(snapshot.parentConfig),
-    interrupts: tasks.flatMap((t) => t.interrupts as unknown[]),
   };
+  if (!nested) wire.interrupts = tasks.flatMap((t) => t.interrupts as unknown[]);
+  return wire;
 }
 
 /** `task_id → [{id, value}]` for the thread's `interrupts` field. */

@@ -22,19 +22,30 @@ export function streamModeFilter(modes: string[] | undefined): (event: string) =
 }
 
 /**
- * `Last-Event-ID` → exclusive start revision: absent or `-1` = from the start; otherwise the id of
- * the last event the client saw (a stream revision).
+ * A run's SSE ids count its outputs from 0, as the official server's do: the first event of every
+ * `run-{id}` that streams anything is the worker's claim (revision 0), appended together with the
+ * `metadata` output (revision 1, id 0). So an id is its event's revision minus one, and any id maps
+ * back to one revision: `Last-Event-ID` resumes exactly after it, even after a restart.
+ */
+const RUN_SSE_ID_OFFSET = 1n;
+
+/** The SSE id of the run-stream event at `revision`. */
+export const runSseId = (revision: bigint): bigint => revision - RUN_SSE_ID_OFFSET;
+
+/**
+ * `Last-Event-ID` → exclusive start revision of `run-{id}`: absent or `-1` = from the start;
+ * otherwise the id of the last event the client saw.
  */
 export function parseLastEventId(header: string | string[] | undefined): bigint | "start" {
   const value = Array.isArray(header) ? header[header.length - 1] : header;
   if (value === undefined || value.trim() === "" || value.trim() === "-1" || value.trim() === "-") return "start";
   if (!/^\d+$/.test(value.trim())) throw new HttpError(422, `Last-Event-ID: must be an event id (a non-negative integer) or -1, got "${value}"`);
-  return BigInt(value.trim());
+  return BigInt(value.trim()) + RUN_SSE_ID_OFFSET;
 }
 
 /**
  * Tails `run-{id}` from the log: every RunOutput after `from` (exclusive) becomes an SSE event whose
- * id is its stream revision; ends after RunEnded or when the client leaves. Never talks to a worker.
+ * id is `runSseId` of its stream revision; ends after RunEnded or when the client leaves. Never talks to a worker.
  */
 export async function tailRunStream(
   store: EventStore,
@@ -43,7 +54,7 @@ export async function tailRunStream(
   sse: SseWriter,
   /** Awaited after RunEnded before the response ends (the thread shows the outcome by then). */
   settled?: () => Promise<unknown>,
-  /** Only events this accepts are sent (their ids stay the stream revisions). */
+  /** Only events this accepts are sent (their ids stay those of their revisions). */
   accept: (event: string) => boolean = () => true,
 ): Promise<void> {
   const subscription = store.subscribeToStream(runStream(runId), { fromRevision: from });
@@ -60,7 +71,7 @@ export async function tailRunStream(
         if (!accept(d.event)) continue;
         // A chunk too large for one event was written beside the run (see RunStreamWriter).
         const data = isLargeValueMarker(d.data) ? await resolveLarge(store, d.data) : d.data;
-        const backpressure = sse.event(d.event, data, e.revision);
+        const backpressure = sse.event(d.event, data, runSseId(e.revision));
         if (backpressure) await backpressure;
       } else if (e.type === "RunEnded") {
         break;
