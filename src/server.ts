@@ -216,6 +216,7 @@ async function startParts(config: Config, deps: ServerDeps, parts: ResourceStack
     (w) => w.stop(),
   );
   await worker.start();
+  metrics.claims.run = () => ({ won: worker.stats.claimed, lost: worker.stats.lost });
   const address = http.server.address();
   const port = typeof address === "object" && address ? address.port : config.port;
   const url = `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${port}`;
@@ -233,6 +234,7 @@ async function startParts(config: Config, deps: ServerDeps, parts: ResourceStack
     (s) => s.stop(),
   );
   scheduler.start();
+  metrics.claims.cron = () => ({ won: scheduler.stats.fired, lost: scheduler.stats.lost });
   const ttlSweeper = parts.use("thread TTL sweeper", new TtlSweeper({ ctx, lifecycle, clock, log: (m) => console.error(m) }), (s) => s.stop());
   ttlSweeper.start();
   return {
@@ -297,6 +299,7 @@ function startWebhooks(
     (d) => d.stop(),
   );
   o.metrics.webhooksInFlight = () => dispatcher.inFlight;
+  o.metrics.claims.webhook = () => ({ won: dispatcher.stats.claimed, lost: dispatcher.stats.lost });
   dispatcher.start();
   return dispatcher;
 }

@@ -5,6 +5,15 @@ import type { ReadModels } from "../read-models/all.js";
 import type { AttemptOutcome } from "../webhooks/dispatcher.js";
 import { subscriptionLag, type LogHealth } from "../eventstore/log-health.js";
 
+/** Work that processes sharing a log claim with an expected revision (one wins, the others are refused). */
+export type ClaimKind = "run" | "cron" | "webhook";
+
+/** A claimer's counts: claims it appended, and claims the log refused because another process's came first. */
+export interface ClaimCounts {
+  won: number;
+  lost: number;
+}
+
 /** The server's Prometheus metrics (one registry per server: several may share a process in tests). */
 export class ServerMetrics {
   readonly registry = new Registry();
@@ -17,6 +26,8 @@ export class ServerMetrics {
   webhooksInFlight: () => number = () => 0;
   /** Open SSE streams (run streams and joins), counted by the run routes. */
   openStreams = 0;
+  /** The claimers of this process (set by the server once they are built); read at scrape time. */
+  claims: Partial<Record<ClaimKind, () => ClaimCounts>> = {};
 
   constructor() {
     const registers = [this.registry];
@@ -34,6 +45,21 @@ export class ServerMetrics {
     this.webhookAttemptSeconds = new Histogram({
       name: "agent_server_webhook_attempt_seconds", help: "Duration of one webhook attempt (policy check, connect, send, answer)", registers,
       buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    });
+    const claims = () => Object.entries(this.claims).map(([kind, counts]) => ({ kind, ...counts() }));
+    new Counter({
+      name: "agent_server_claims_won_total", help: "Claims (run, cron tick, webhook attempt) this process appended", labelNames: ["kind"], registers,
+      collect() {
+        this.reset();
+        for (const c of claims()) this.inc({ kind: c.kind }, c.won);
+      },
+    });
+    new Counter({
+      name: "agent_server_claims_lost_total", help: "Claims this process tried that the log refused: another process had claimed the same work first", labelNames: ["kind"], registers,
+      collect() {
+        this.reset();
+        for (const c of claims()) this.inc({ kind: c.kind }, c.lost);
+      },
     });
     this.webhookDeliverySeconds = new Histogram({
       name: "agent_server_webhook_delivery_seconds", help: "From a run's end to its webhook's delivery, retries included", registers,

@@ -72,6 +72,8 @@ interface Active {
  */
 export class RunWorker {
   readonly owner: string;
+  /** Claims this worker appended, and claims the log refused because another worker's was there first. */
+  readonly stats = { claimed: 0, lost: 0 };
   private readonly leaseMs: number;
   private readonly clock: Clock;
   private readonly active = new Map<string, Active>();
@@ -213,9 +215,13 @@ export class RunWorker {
       // The claim and the stream's first event go in one append (one commit before the first byte).
       revision = (await this.o.store.append(runStream(run.run_id), [...claim.events, ...plan.first], stream.revision)).nextExpectedRevision;
     } catch (error) {
-      if (error instanceof WrongExpectedVersionError) return; // another worker won
+      if (error instanceof WrongExpectedVersionError) {
+        this.stats.lost++;
+        return; // another worker won
+      }
       throw error;
     }
+    this.stats.claimed++;
     entry.claimed = true;
     const base = baseCheckpointOf(stream, latest);
     if (plan.end) {
