@@ -217,6 +217,7 @@ async function startParts(config: Config, deps: ServerDeps, parts: ResourceStack
   );
   await worker.start();
   metrics.claims.run = () => ({ won: worker.stats.claimed, lost: worker.stats.lost });
+  metrics.runsExecuting = () => worker.running;
   const address = http.server.address();
   const port = typeof address === "object" && address ? address.port : config.port;
   const url = `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${port}`;

@@ -24,6 +24,8 @@ export class ServerMetrics {
   readonly webhookDeliverySeconds: Histogram;
   /** Webhook attempts this process has in flight (set by the dispatcher's owner). */
   webhooksInFlight: () => number = () => 0;
+  /** Runs this process's worker executes now (set by the server once the worker is built). */
+  runsExecuting: () => number = () => 0;
   /** Open SSE streams (run streams and joins), counted by the run routes. */
   openStreams = 0;
   /** The claimers of this process (set by the server once they are built); read at scrape time. */
@@ -85,6 +87,12 @@ export class ServerMetrics {
       name: "agent_server_pending_runs", help: "Runs waiting for a worker (queue depth)", registers,
       collect() {
         this.set(readModels.runs.countByStatus().pending ?? 0);
+      },
+    });
+    new Gauge({
+      name: "agent_server_runs_executing", help: "Runs this process executes now (the pending and running gauges count every process's)", registers,
+      collect() {
+        this.set(metrics.runsExecuting());
       },
     });
     new Gauge({
