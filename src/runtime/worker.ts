@@ -61,6 +61,8 @@ interface Active {
   timedOut?: boolean;
   /** Our claim is in the log (only then is there a lease to renew). */
   claimed?: boolean;
+  /** The log refused our claim: another worker's came first. */
+  lost?: boolean;
   done: Promise<void>;
 }
 
@@ -196,7 +198,9 @@ export class RunWorker {
       })
       .finally(() => {
         this.active.delete(runId);
-        this.ready.add(view.run.thread_id);
+        // A lost claim is not retried: until our read models show the winner's claim, a retry would
+        // be refused again (a loop of appends). The winner's end (RunFinished) makes the thread ready.
+        if (!entry.lost) this.ready.add(view.run.thread_id);
         this.pump();
       });
   }
@@ -217,6 +221,7 @@ export class RunWorker {
     } catch (error) {
       if (error instanceof WrongExpectedVersionError) {
         this.stats.lost++;
+        entry.lost = true;
         return; // another worker won
       }
       throw error;
