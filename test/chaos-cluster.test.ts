@@ -103,7 +103,7 @@ t.test("three processes, one killed with SIGKILL and the log cut for 3 s: nothin
   await within(20_000, "the victim executes runs", async () => (await metricValue(victim.url, "agent_server_runs_executing")) >= 2);
   victim.proc.child.kill("SIGKILL");
   await victim.proc.exited;
-  t.comment(`victim killed ${Date.now() - started} ms after the first run was sent`);
+  t.comment(`victim killed ${Date.now() - started} ms after the first run was sent, at ${new Date().toISOString().slice(11, 23)}`);
   const runs = await creating;
   // What had ended when the victim died (nothing of the victim's can end after).
   const endedAtKill = new Set((await allSettled(runs.map((r) => runLog(log, r.run_id)))).flatMap((l, i) => (l.ends > 0 ? [runs[i].run_id] : [])));
@@ -122,6 +122,12 @@ t.test("three processes, one killed with SIGKILL and the log cut for 3 s: nothin
   t.same(ends.map((e) => (e.data as { status: string }).status), runs.map(() => "success"), "every run ended success");
   const logs = await allSettled(runs.map((r) => runLog(log, r.run_id)));
   t.same(logs.map((l) => l.ends), runs.map(() => 1), "each ended once");
+  for (const [i, l] of logs.entries()) {
+    if (l.ends === 1 && l.claims <= 2) continue;
+    // What went wrong, event by event (type, owner or status, when).
+    const events = await log.readStream(runStream(runs[i].run_id));
+    t.comment(`run ${i}: ${events.map((e) => `${e.type}${(e.data as { owner?: string }).owner ? `(${(e.data as { owner: string }).owner.slice(-6)})` : ""}${(e.data as { status?: string }).status ? `(${(e.data as { status: string }).status})` : ""}${e.type === "RunOutput" ? `(${(e.data as { event: string }).event})` : ""}@${e.created.toISOString().slice(11, 23)}`).join(" ")}`);
+  }
   t.ok(logs.every((l) => l.claims <= 2), "no run claimed more than twice");
   const claims = await allSettled(runs.map(async (r) => (await log.readStream(runStream(r.run_id))).filter((e) => e.type === "RunClaimed").map((e) => e.data as { owner: string; attempt: number; recovered_from?: string })));
   const takeovers = claims.filter((c) => c.length === 2).map((c) => c[1]);
@@ -139,6 +145,7 @@ t.test("three processes, one killed with SIGKILL and the log cut for 3 s: nothin
   await survivors[0].client.crons.delete(cron.cron_id);
   t.comment(`log healed ${Date.now() - healedAt} ms ago`);
   const ticks = await cronTicks(log, cron.cron_id);
+  for (const e of await log.readStream(cronStream(cron.cron_id))) t.comment(`cron: ${e.type} ${JSON.stringify(e.data).slice(0, 160)} @${e.created.toISOString().slice(11, 23)}`);
   t.ok(ticks.fired.length >= 4, `${ticks.fired.length} ticks fired`);
   t.same(ticks.fired, [...new Set(ticks.fired)], "every tick fired once");
   t.same(ticks.fired.slice(1).map((tick, i) => tick - ticks.fired[i]), ticks.fired.slice(1).map(() => TICK_MS), "no tick skipped (those due during the cut fired after it)");

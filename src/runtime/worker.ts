@@ -95,9 +95,11 @@ export class RunWorker {
     this.clock = o.clock ?? systemClock;
   }
 
-  /** Number of runs executing in this process now. */
+  /** Runs this process executes now: claimed by it in the log and not ended (claims being tried do not count). */
   get running(): number {
-    return this.active.size;
+    let n = 0;
+    for (const a of this.active.values()) if (a.claimed) n++;
+    return n;
   }
 
   /** The context of the worker's appends: its actor, and for a run its id and the request that enqueued it. */
