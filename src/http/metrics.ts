@@ -30,6 +30,8 @@ export class ServerMetrics {
   openStreams = 0;
   /** The claimers of this process (set by the server once they are built); read at scrape time. */
   claims: Partial<Record<ClaimKind, () => ClaimCounts>> = {};
+  /** The owner id each claimer of this process writes into its claims (the audit trail names them). */
+  claimOwners: Partial<Record<ClaimKind, string>> = {};
 
   constructor() {
     const registers = [this.registry];
@@ -61,6 +63,14 @@ export class ServerMetrics {
       collect() {
         this.reset();
         for (const c of claims()) this.inc({ kind: c.kind }, c.lost);
+      },
+    });
+    const owners = () => Object.entries(this.claimOwners);
+    new Gauge({
+      name: "agent_server_claim_owner_info", help: "1 for the owner id each claimer of this process writes into the log (which process a claim came from)", labelNames: ["kind", "owner"], registers,
+      collect() {
+        this.reset();
+        for (const [kind, owner] of owners()) this.set({ kind, owner }, 1);
       },
     });
     this.webhookDeliverySeconds = new Histogram({

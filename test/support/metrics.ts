@@ -14,3 +14,11 @@ export async function claimCounts(url: string, kind: "run" | "cron" | "webhook")
     lost: await metricValue(url, "agent_server_claims_lost_total", { kind }),
   };
 }
+
+/** The owner id a process writes into its claims of one kind (from `agent_server_claim_owner_info`). */
+export async function claimOwner(url: string, kind: "run" | "cron" | "webhook"): Promise<string> {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  const match = new RegExp(`^agent_server_claim_owner_info\\{kind="${kind}",owner="([^"]+)"\\} 1$`, "m").exec(text);
+  if (!match) throw new Error(`no ${kind} claim owner in /metrics`);
+  return match[1];
+}
