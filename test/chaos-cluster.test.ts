@@ -149,7 +149,6 @@ t.test("three processes, one killed with SIGKILL and the log cut for 3 s: nothin
   await survivors[0].client.crons.delete(cron.cron_id);
   t.comment(`log healed ${Date.now() - healedAt} ms ago`);
   const ticks = await cronTicks(log, cron.cron_id);
-  for (const e of await log.readStream(cronStream(cron.cron_id))) t.comment(`cron: ${e.type} ${JSON.stringify(e.data).slice(0, 160)} @${e.created.toISOString().slice(11, 23)}`);
   t.ok(ticks.fired.length >= 4, `${ticks.fired.length} ticks fired`);
   t.same(ticks.fired, [...new Set(ticks.fired)], "every tick fired once");
   t.same(ticks.fired.slice(1).map((tick, i) => tick - ticks.fired[i]), ticks.fired.slice(1).map(() => TICK_MS), "no tick skipped (those due during the cut fired after it)");
@@ -159,6 +158,9 @@ t.test("three processes, one killed with SIGKILL and the log cut for 3 s: nothin
   // KNOWN GAP (see REPORT): a tick is claimed (CronFired) before its run is created and recorded; when its
   // process dies in between, nothing creates that tick's run later. Only the killed scheduler may leave one.
   const unrecorded = ticks.fired.filter((tick) => !recorded.includes(tick));
+  if (unrecorded.length > 0 || recorded.length !== new Set(recorded).size) {
+    for (const e of await log.readStream(cronStream(cron.cron_id))) t.comment(`cron: ${e.type} ${JSON.stringify(e.data).slice(0, 160)} @${e.created.toISOString().slice(11, 23)}`);
+  }
   t.ok(unrecorded.length <= 1 && unrecorded.every((tick) => ticks.owners.get(tick) === victimOwner.cron), `every tick recorded its run, but for one the killed process fired just before it died (${unrecorded.length})`);
   t.same(recorded, ticks.fired.filter((tick) => !unrecorded.includes(tick)), "each recorded tick was fired");
   const cronRuns = ticks.recorded.map((r) => r.run_id).filter((id): id is string => id !== undefined);
