@@ -239,6 +239,9 @@ async function startParts(config: Config, deps: ServerDeps, parts: ResourceStack
     (w) => w.stop(),
   );
   await worker.start();
+  metrics.claims.run = () => ({ won: worker.stats.claimed, lost: worker.stats.lost });
+  metrics.runsExecuting = () => worker.running;
+  metrics.claimOwners.run = worker.owner;
   const address = http.server.address();
   const port = typeof address === "object" && address ? address.port : config.port;
   const url = `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${port}`;
@@ -256,6 +259,8 @@ async function startParts(config: Config, deps: ServerDeps, parts: ResourceStack
     (s) => s.stop(),
   );
   scheduler.start();
+  metrics.claims.cron = () => ({ won: scheduler.stats.fired, lost: scheduler.stats.lost });
+  metrics.claimOwners.cron = scheduler.owner;
   const ttlSweeper = parts.use("thread TTL sweeper", new TtlSweeper({ ctx, lifecycle, clock, log: (m) => console.error(m) }), (s) => s.stop());
   ttlSweeper.start();
   return {
@@ -321,6 +326,8 @@ function startWebhooks(
     (d) => d.stop(),
   );
   o.metrics.webhooksInFlight = () => dispatcher.inFlight;
+  o.metrics.claims.webhook = () => ({ won: dispatcher.stats.claimed, lost: dispatcher.stats.lost });
+  o.metrics.claimOwners.webhook = dispatcher.owner;
   dispatcher.start();
   return dispatcher;
 }

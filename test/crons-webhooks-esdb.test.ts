@@ -72,6 +72,9 @@ t.test("two servers on one EventStoreDB", async (t) => {
       claimers.add((claims[0].data as { owner: string }).owner);
     }
     t.comment(`deliveries sent by ${claimers.size} server(s)`);
+    const stats = [a, b].map((s) => s.server.webhooks!.stats);
+    t.equal(stats[0].claimed + stats[1].claimed, 8, `one claim won per delivery: ${JSON.stringify(stats)}`);
+    t.ok(stats[0].lost + stats[1].lost > 0, "the other server really tried, and lost");
   });
 
   t.test("a dead sender's delivery is taken over after its lease", async (t) => {

@@ -8,6 +8,7 @@ import { spawnServer, type ServerProcess } from "./support/process.js";
 import { TEST_GRAPHS } from "./support/server.js";
 import { openStore } from "../src/eventstore/open.js";
 import { runStream } from "../src/domain/runs.js";
+import { claimCounts } from "./support/metrics.js";
 
 /**
  * Two server processes on one EventStoreDB (the test double: the real client and wire protocol over
@@ -60,6 +61,10 @@ t.test("two processes share one EventStoreDB", async (t) => {
       owners.add((claims[0].data as { owner: string }).owner);
     }
     t.comment(`owners: ${owners.size}`);
+    // Both workers saw every run: each claim one of them won, the other's (when it tried) was refused by the log.
+    const counts = [await claimCounts(a.proc.url!, "run"), await claimCounts(b.proc.url!, "run")];
+    t.equal(counts[0].won + counts[1].won, runs.length, `one claim won per run: ${JSON.stringify(counts)}`);
+    t.ok(counts[0].lost + counts[1].lost > 0, "the other process really tried, and lost");
   });
 
   t.test("streams tail the run stream on EventStoreDB too (live and with Last-Event-ID)", async (t) => {

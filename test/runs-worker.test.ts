@@ -68,6 +68,10 @@ t.test("workers sharing a store", async (t) => {
       t.equal(runs.view(r.run_id)?.stream.ended?.status, "success");
     }
     t.ok(owners.size >= 1, `owners: ${[...owners].join(",")}`);
+    // Both workers hear of every run: the one whose claim the log refused really tried and lost.
+    const [w1, w2] = workers.map((w) => w.stats);
+    t.equal(w1.claimed + w2.claimed, created.length, `one claim won per run: ${JSON.stringify([w1, w2])}`);
+    t.ok(w1.lost + w2.lost > 0, "the other worker really tried, and lost");
   });
 
   t.test("a run whose owner stopped renewing is taken over after its lease", async (t) => {

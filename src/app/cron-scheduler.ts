@@ -132,8 +132,11 @@ export class CronScheduler {
       }
       const appended = await this.o.store.append(cronStream(cron.cron_id), [record], "any");
       position = appended.position;
+      // Another process appended between our claim and its record (it may have fired the next tick,
+      // or the cron changed): the state we hold is stale, and claiming the next tick against the
+      // stream's new revision would fire that tick twice. The next pass decides from the read model.
+      if (appended.nextExpectedRevision !== revision + 1n) break;
       state = { ...state, revision: revision + 1n, last_tick_ms: tick };
-      if (appended.nextExpectedRevision !== state.revision) state = { ...state, revision: appended.nextExpectedRevision };
     }
     if (position !== undefined) await this.o.readModels.runner.waitFor(position);
   }

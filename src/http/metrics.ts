@@ -5,6 +5,15 @@ import type { ReadModels } from "../read-models/all.js";
 import type { AttemptOutcome } from "../webhooks/dispatcher.js";
 import { subscriptionLag, type LogHealth } from "../eventstore/log-health.js";
 
+/** Work that processes sharing a log claim with an expected revision (one wins, the others are refused). */
+export type ClaimKind = "run" | "cron" | "webhook";
+
+/** A claimer's counts: claims it appended, and claims the log refused because another process's came first. */
+export interface ClaimCounts {
+  won: number;
+  lost: number;
+}
+
 /** The server's Prometheus metrics (one registry per server: several may share a process in tests). */
 export class ServerMetrics {
   readonly registry = new Registry();
@@ -15,8 +24,14 @@ export class ServerMetrics {
   readonly webhookDeliverySeconds: Histogram;
   /** Webhook attempts this process has in flight (set by the dispatcher's owner). */
   webhooksInFlight: () => number = () => 0;
+  /** Runs this process's worker executes now (set by the server once the worker is built). */
+  runsExecuting: () => number = () => 0;
   /** Open SSE streams (run streams and joins), counted by the run routes. */
   openStreams = 0;
+  /** The claimers of this process (set by the server once they are built); read at scrape time. */
+  claims: Partial<Record<ClaimKind, () => ClaimCounts>> = {};
+  /** The owner id each claimer of this process writes into its claims (the audit trail names them). */
+  claimOwners: Partial<Record<ClaimKind, string>> = {};
 
   constructor() {
     const registers = [this.registry];
@@ -34,6 +49,29 @@ export class ServerMetrics {
     this.webhookAttemptSeconds = new Histogram({
       name: "agent_server_webhook_attempt_seconds", help: "Duration of one webhook attempt (policy check, connect, send, answer)", registers,
       buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    });
+    const claims = () => Object.entries(this.claims).map(([kind, counts]) => ({ kind, ...counts() }));
+    new Counter({
+      name: "agent_server_claims_won_total", help: "Claims (run, cron tick, webhook attempt) this process appended", labelNames: ["kind"], registers,
+      collect() {
+        this.reset();
+        for (const c of claims()) this.inc({ kind: c.kind }, c.won);
+      },
+    });
+    new Counter({
+      name: "agent_server_claims_lost_total", help: "Claims this process tried that the log refused: another process had claimed the same work first", labelNames: ["kind"], registers,
+      collect() {
+        this.reset();
+        for (const c of claims()) this.inc({ kind: c.kind }, c.lost);
+      },
+    });
+    const owners = () => Object.entries(this.claimOwners);
+    new Gauge({
+      name: "agent_server_claim_owner_info", help: "1 for the owner id each claimer of this process writes into the log (which process a claim came from)", labelNames: ["kind", "owner"], registers,
+      collect() {
+        this.reset();
+        for (const [kind, owner] of owners()) this.set({ kind, owner }, 1);
+      },
     });
     this.webhookDeliverySeconds = new Histogram({
       name: "agent_server_webhook_delivery_seconds", help: "From a run's end to its webhook's delivery, retries included", registers,
@@ -59,6 +97,12 @@ export class ServerMetrics {
       name: "agent_server_pending_runs", help: "Runs waiting for a worker (queue depth)", registers,
       collect() {
         this.set(readModels.runs.countByStatus().pending ?? 0);
+      },
+    });
+    new Gauge({
+      name: "agent_server_runs_executing", help: "Runs this process executes now (the pending and running gauges count every process's)", registers,
+      collect() {
+        this.set(metrics.runsExecuting());
       },
     });
     new Gauge({

@@ -61,6 +61,8 @@ interface Active {
   timedOut?: boolean;
   /** Our claim is in the log (only then is there a lease to renew). */
   claimed?: boolean;
+  /** The log refused our claim: another worker's came first. */
+  lost?: boolean;
   done: Promise<void>;
 }
 
@@ -72,6 +74,8 @@ interface Active {
  */
 export class RunWorker {
   readonly owner: string;
+  /** Claims this worker appended, and claims the log refused because another worker's was there first. */
+  readonly stats = { claimed: 0, lost: 0 };
   private readonly leaseMs: number;
   private readonly clock: Clock;
   private readonly active = new Map<string, Active>();
@@ -91,9 +95,11 @@ export class RunWorker {
     this.clock = o.clock ?? systemClock;
   }
 
-  /** Number of runs executing in this process now. */
+  /** Runs this process executes now: claimed by it in the log and not ended (claims being tried do not count). */
   get running(): number {
-    return this.active.size;
+    let n = 0;
+    for (const a of this.active.values()) if (a.claimed) n++;
+    return n;
   }
 
   /** The context of the worker's appends: its actor, and for a run its id and the request that enqueued it. */
@@ -194,7 +200,9 @@ export class RunWorker {
       })
       .finally(() => {
         this.active.delete(runId);
-        this.ready.add(view.run.thread_id);
+        // A lost claim is not retried: until our read models show the winner's claim, a retry would
+        // be refused again (a loop of appends). The winner's end (RunFinished) makes the thread ready.
+        if (!entry.lost) this.ready.add(view.run.thread_id);
         this.pump();
       });
   }
@@ -213,9 +221,14 @@ export class RunWorker {
       // The claim and the stream's first event go in one append (one commit before the first byte).
       revision = (await this.o.store.append(runStream(run.run_id), [...claim.events, ...plan.first], stream.revision)).nextExpectedRevision;
     } catch (error) {
-      if (error instanceof WrongExpectedVersionError) return; // another worker won
+      if (error instanceof WrongExpectedVersionError) {
+        this.stats.lost++;
+        entry.lost = true;
+        return; // another worker won
+      }
       throw error;
     }
+    this.stats.claimed++;
     entry.claimed = true;
     const base = baseCheckpointOf(stream, latest);
     if (plan.end) {

@@ -59,6 +59,8 @@ const WAKE_TYPES = new Set(["WebhookClaimed", "WebhookAttempted", "WebhookDelive
  */
 export class WebhookDispatcher {
   readonly owner: string;
+  /** Attempts this process claimed in the log, and claims the log refused because another process's was there first (shared store only). */
+  readonly stats = { claimed: 0, lost: 0 };
   private readonly model: ReadModels["webhooks"];
   private readonly loop: WakeLoop;
   private readonly inflight = new Map<string, AbortController>();
@@ -196,8 +198,12 @@ export class WebhookDispatcher {
       try {
         revision = (await this.o.store.append(webhookStream(deliveryKey(d)), claim.events, d.revision)).nextExpectedRevision;
         pendingClaim = [];
+        this.stats.claimed++;
       } catch (error) {
-        if (error instanceof WrongExpectedVersionError) return;
+        if (error instanceof WrongExpectedVersionError) {
+          this.stats.lost++;
+          return;
+        }
         throw error;
       }
     }

@@ -7,7 +7,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import type { Test } from "tap";
-import { startEsdbTestDouble } from "./esdb-test-double.js";
+import { startEsdbTestDouble, type EsdbTestDouble, type EsdbTestDoubleOptions } from "./esdb-test-double.js";
 import { startTcpProxy, type TcpProxy } from "./tcp-proxy.js";
 import { spawnServer, type ServerProcess } from "./process.js";
 import { TEST_GRAPHS } from "./server.js";
@@ -15,13 +15,15 @@ import { TEST_GRAPHS } from "./server.js";
 export const human = (content: string) => ({ role: "user", content });
 
 export interface Rig {
+  /** The double itself (a test reads the log through its own connection, which the proxy does not cut). */
+  esdb: EsdbTestDouble;
   proxy: TcpProxy;
   proc: ServerProcess;
   url: string;
 }
 
-export async function startRig(t: Test, env: Record<string, string> = {}): Promise<Rig> {
-  const esdb = await startEsdbTestDouble();
+export async function startRig(t: Test, env: Record<string, string> = {}, double: EsdbTestDoubleOptions = {}): Promise<Rig> {
+  const esdb = await startEsdbTestDouble(double);
   t.teardown(() => esdb.close());
   const esdbPort = Number(new URL(esdb.connectionString.replace(/^esdb:/, "http:")).port);
   const proxy = await startTcpProxy({ port: esdbPort });
@@ -39,7 +41,7 @@ export async function startRig(t: Test, env: Record<string, string> = {}): Promi
     await proc.exited;
   });
   if (!proc.url) throw new Error(`server did not start: ${proc.stderr}`);
-  return { proxy, proc, url: proc.url };
+  return { esdb, proxy, proc, url: proc.url };
 }
 
 export async function post(url: string, body: unknown): Promise<Response> {

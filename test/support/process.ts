@@ -13,11 +13,12 @@ export interface ServerProcess {
 }
 
 /**
- * Starts `src/main.ts` as a child process (as `npm start` does) and resolves once it printed its
- * listening line or exited, whichever comes first. HOST defaults to 127.0.0.1 and PORT to 0.
+ * Starts `src/main.ts` (or another entry `script` that prints the same listening line) as a child
+ * process (as `npm start` does) and resolves once it printed its listening line or exited,
+ * whichever comes first. HOST defaults to 127.0.0.1 and PORT to 0.
  */
-export async function spawnServer(env: Record<string, string>): Promise<ServerProcess> {
-  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
+export async function spawnServer(env: Record<string, string>, script = "src/main.ts"): Promise<ServerProcess> {
+  const child = spawn(process.execPath, ["--import", "tsx", script], {
     cwd: repoRoot,
     env: { ...process.env, HOST: "127.0.0.1", PORT: "0", LOG_LEVEL: "silent", ...env },
     stdio: ["ignore", "pipe", "pipe"],
