@@ -251,7 +251,7 @@ async function startParts(config: Config, deps: ServerDeps, parts: ResourceStack
     new CronScheduler({
       store,
       readModels,
-      startRun: (cron) => crons.startRun(cron),
+      startRun: (cron, tick) => crons.startRun(cron, tick),
       clock,
       catchUpMs: config.cronCatchUpSecs === null ? null : config.cronCatchUpSecs * 1000,
       log: (m) => console.error(m),

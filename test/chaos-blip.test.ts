@@ -63,7 +63,7 @@ t.test("a 3 s blip during 50 runs in flight: every run succeeds once, every SSE 
   t.same(statuses.map((s) => s.status), runs.map(() => "success"), "every run ended success (API)");
   t.same(logs.map((l) => [l.claims, l.starts, l.ends, l.status]), runs.map(() => [1, 1, 1, "success"]), "every run claimed, started and ended once (log)");
   t.same(logs.map((l) => l.outputs.map((o) => o.split(" ")[1])), runs.map(() => expected.outputs.map((o) => o.split(" ")[1])), "every run wrote the outputs of an undisturbed run, once");
-  t.same(seen, logs.map((l) => l.outputs), "every SSE client saw each output of its run once, in order (ids = log revisions)");
+  t.same(seen, logs.map((l) => l.outputs), "every SSE client saw each output of its run once, in order (ids from the log revisions)");
   const states = await allSettled(runs.map((r) => client.threads.getState<{ messages: { content: string }[] }>(r.thread_id)));
   t.same(states.map((s) => s.values.messages.length), runs.map(() => 2), "each thread holds its input and one reply");
 

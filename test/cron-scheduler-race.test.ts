@@ -8,7 +8,7 @@ import { withSchemas } from "../src/eventstore/validating.js";
 import { schemaForEventType } from "../src/domain/events.js";
 import { openReadModels } from "../src/read-models/all.js";
 import { CronScheduler } from "../src/app/cron-scheduler.js";
-import { cronStream, isoOf } from "../src/domain/crons.js";
+import { cronStream, isoOf, UNRECORDED_TICK_GRACE_MS } from "../src/domain/crons.js";
 import type { EventStore } from "../src/eventstore/types.js";
 import { FakeClock } from "./support/fake-clock.js";
 
@@ -72,4 +72,64 @@ t.test("a tick fired by another process between our claim and our record is not 
   const fired = (await store.readStream(cronStream(cronId))).filter((e) => e.type === "CronFired").map((e) => e.data as { tick: string; owner: string });
   t.same(fired.map((f) => [f.tick, f.owner]), [[isoOf(minute(1)), "me"], [isoOf(minute(2)), "other"], [isoOf(minute(3)), "me"]], "every tick fired once");
   t.equal(runs, 2, "one run per tick this scheduler fired");
+});
+
+/**
+ * A process that claimed a tick (CronFired) and died before creating and recording its run: once
+ * UNRECORDED_TICK_GRACE_MS have passed, another process creates that tick's run (keyed by the
+ * tick, so one run whoever creates it) and records it; two processes completing it record it once.
+ */
+t.test("a tick whose claimer died before recording its run is completed by another process, once", async (t) => {
+  const dir = await mkdtemp(path.join(os.tmpdir(), "cron-orphan-"));
+  const store = withSchemas(await openSqliteStore({ path: path.join(dir, "events.sqlite"), synchronous: "NORMAL" }), schemaForEventType);
+  const readModels = openReadModels(dir);
+  await readModels.runner.start(store);
+  t.teardown(async () => {
+    await readModels.runner.close();
+    await store.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+  const cronId = randomUUID();
+  await store.append(cronStream(cronId), [{
+    type: "CronCreated",
+    data: {
+      cron_id: cronId, created_at: "2026-06-01T00:00:30.000Z", assistant_id: "agent", thread_id: null, schedule: "0 0 1 1 *", timezone: "UTC",
+      end_time: null, enabled: true, on_run_completed: null, metadata: {}, user_id: null, payload: {},
+    },
+  }], "no_stream");
+  // The dead process claimed a tick at 00:01:00 and never recorded its run.
+  const orphanTick = minute(1);
+  const fired = await store.append(cronStream(cronId), [{ type: "CronFired", data: { tick: isoOf(orphanTick), owner: "dead", fired_at: isoOf(minute(1)) } }], 0n);
+  await readModels.runner.waitFor(fired.position);
+  t.same(readModels.crons.get(cronId)?.unrecorded_ticks, [{ tick_ms: orphanTick, fired_at_ms: minute(1) }], "the read model knows the unrecorded tick");
+
+  const clock = new FakeClock(minute(1) + 30_000);
+  const started: { owner: string; tick: number }[] = [];
+  const schedulerOf = (owner: string) => new CronScheduler({
+    store, readModels, clock, catchUpMs: 3_600_000, owner,
+    startRun: async (_cron, tick) => {
+      started.push({ owner, tick });
+      return { run_id: `run-of-${tick}`, thread_id: randomUUID() };
+    },
+  });
+  const [a, b] = [schedulerOf("a"), schedulerOf("b")];
+  a.start();
+  b.start();
+  t.teardown(async () => {
+    await a.stop();
+    await b.stop();
+  });
+  await Promise.all([a.idle(), b.idle()]);
+  t.same(started, [], "within the grace, the claimer may still record it: nothing is created");
+
+  await clock.advance(UNRECORDED_TICK_GRACE_MS);
+  a.wake();
+  b.wake();
+  await Promise.all([a.idle(), b.idle()]);
+  t.ok(started.length >= 1 && started.every((s) => s.tick === orphanTick), `the orphan tick's run was created (${started.length} attempt(s), keyed by the tick)`);
+  const records = (await store.readStream(cronStream(cronId))).filter((e) => e.type === "CronRunCreated").map((e) => e.data as { tick: string; run_id: string; thread_id: string });
+  t.same(records, [{ tick: isoOf(orphanTick), run_id: `run-of-${orphanTick}`, thread_id: records[0]?.thread_id }], "recorded once");
+  t.equal(a.stats.completed + b.stats.completed, 1, "one process completed it");
+  t.same(readModels.crons.get(cronId)?.unrecorded_ticks, [], "nothing left unrecorded");
+  t.equal((await store.readStream(cronStream(cronId))).filter((e) => e.type === "CronFired").length, 1, "no tick fired again");
 });

@@ -1,6 +1,6 @@
 import { ulid } from "ulid";
 import { WrongExpectedVersionError, type EventStore } from "../eventstore/types.js";
-import { CRON_STREAM_PREFIX, cronCursor, cronStream, decideFire, isoOf, type CronState } from "../domain/crons.js";
+import { CRON_STREAM_PREFIX, cronCursor, cronStream, decideFire, isoOf, tickToComplete, type CronState } from "../domain/crons.js";
 import { dueTicks } from "../domain/cron-schedule.js";
 import type { ReadModels } from "../read-models/all.js";
 import type { Clock } from "../context/clock.js";
@@ -30,8 +30,8 @@ const STILL_DUE_MS = 1000;
  */
 export class CronScheduler {
   readonly owner: string;
-  /** Ticks this process fired, and ticks another process had fired first (its claim won). */
-  readonly stats = { fired: 0, lost: 0 };
+  /** Ticks this process fired, ticks another process had fired first (its claim won), and ticks a dead claimer left without their run, completed here. */
+  readonly stats = { fired: 0, lost: 0, completed: 0 };
   private readonly loop: WakeLoop;
   private readonly inflight = new Set<string>();
   private readonly done = new Set<Promise<void>>();
@@ -97,12 +97,38 @@ export class CronScheduler {
     return next <= now ? now + STILL_DUE_MS : next;
   }
 
+  /** Creates one tick's run; the event that records it (created, or failed with why). */
+  private async runOfTick(cron: CronState, tick: number): Promise<{ type: string; data: unknown }> {
+    const tickIso = isoOf(tick);
+    try {
+      const run = await this.o.startRun(cron, tick);
+      return { type: "CronRunCreated", data: { tick: tickIso, run_id: run.run_id, thread_id: run.thread_id } };
+    } catch (error) {
+      this.o.log?.(`cron ${cron.cron_id} tick ${tickIso}: ${(error as Error).message}`);
+      return { type: "CronRunFailed", data: { tick: tickIso, error: (error as Error).message } };
+    }
+  }
+
   /** Fires the due ticks of one cron (the catch-up window decides which missed ones), in order. */
   private async fireDue(cron: CronState, now: number): Promise<void> {
     const ticks = dueTicks(cron.schedule, cron.timezone, cronCursor(cron), now, {
       catchUpMs: this.o.catchUpMs,
       endMs: cron.end_time ? Date.parse(cron.end_time) : null,
     });
+    // A tick claimed by a process that died before recording its run: its run is created now (with
+    // the claimer's idempotency key, so one run whoever creates it), recorded unless someone did.
+    const orphan = tickToComplete(cron, now);
+    if (orphan !== null) {
+      const record = await this.runOfTick(cron, orphan);
+      try {
+        const appended = await this.o.store.append(cronStream(cron.cron_id), [record], cron.revision);
+        this.stats.completed++;
+        await this.o.readModels.runner.waitFor(appended.position);
+      } catch (error) {
+        if (!(error instanceof WrongExpectedVersionError)) throw error;
+      }
+      return; // the next pass fires what is due, from the recorded state
+    }
     let state = cron;
     let position: bigint | undefined;
     for (const tick of ticks) {
@@ -121,15 +147,7 @@ export class CronScheduler {
         throw error;
       }
       this.stats.fired++;
-      const tickIso = isoOf(tick);
-      let record;
-      try {
-        const run = await this.o.startRun(state, tick);
-        record = { type: "CronRunCreated", data: { tick: tickIso, run_id: run.run_id, thread_id: run.thread_id } };
-      } catch (error) {
-        this.o.log?.(`cron ${cron.cron_id} tick ${tickIso}: ${(error as Error).message}`);
-        record = { type: "CronRunFailed", data: { tick: tickIso, error: (error as Error).message } };
-      }
+      const record = await this.runOfTick(state, tick);
       const appended = await this.o.store.append(cronStream(cron.cron_id), [record], "any");
       position = appended.position;
       // Another process appended between our claim and its record (it may have fired the next tick,

@@ -10,7 +10,7 @@ import { threadVisible } from "./auth/guards.js";
 import { knownStreamModes, type RunRequest } from "../domain/run-request.js";
 import { invalid, notFound } from "../domain/errors.js";
 import { checkSchedule } from "../domain/cron-schedule.js";
-import { CronPayloadSchema, cronStream, isoOf, decideDeleteCron, decideUpdateCron, publicCron, type CronFields, type CronPayload, type CronState } from "../domain/crons.js";
+import { CronPayloadSchema, cronStream, isoOf, decideDeleteCron, decideUpdateCron, publicCron, type CronFields, type CronPayload, type CronState, tickRunKey } from "../domain/crons.js";
 import type { CronFilter, CronSortField } from "../read-models/crons.js";
 import type { SortOrder } from "../read-models/statements.js";
 import type { JsonObject } from "../domain/json.js";
@@ -156,10 +156,14 @@ export class CronsService {
     return this.ctx.readModels.crons.count(this.normalise({ ...asked, auth: filters }));
   }
 
-  /** The scheduler's hook: one tick's run through the normal pipeline. */
-  async startRun(cron: CronState): Promise<{ run_id: string; thread_id: string }> {
+  /**
+   * The scheduler's hook: one tick's run through the normal pipeline. Keyed by the tick, so that
+   * its claimer and a process completing a tick its claimer left unrecorded make one run.
+   */
+  async startRun(cron: CronState, tickMs: number): Promise<{ run_id: string; thread_id: string }> {
     // A tick is the server acting on a cron already authorized at its creation.
-    const run = await this.runs.create(await this.runs.authorize(SYSTEM_CALLER, cron.thread_id, runRequestOf(cron)));
+    const authorized = await this.runs.authorize(SYSTEM_CALLER, cron.thread_id, runRequestOf(cron));
+    const run = await this.runs.create(authorized, {}, { idempotencyKey: tickRunKey(cron.cron_id, tickMs) });
     return { run_id: run.run_id, thread_id: run.thread_id };
   }
 

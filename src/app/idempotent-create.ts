@@ -39,10 +39,16 @@ export interface IdempotentRequest {
 
 const MAX_ATTEMPTS = 5;
 
-/** The key as a header gives it (undefined: none; several: the last). */
+/**
+ * The key as a header gives it (undefined: none; several: the last), checked: a client's key is
+ * 422 when malformed. Keys the server makes itself (a cron tick's) are not client input.
+ */
 export function idempotencyKeyOf(headers: Record<string, string | string[] | undefined>): string | undefined {
   const value = headers["idempotency-key"];
-  return Array.isArray(value) ? value[value.length - 1] : value;
+  const key = Array.isArray(value) ? value[value.length - 1] : value;
+  const error = key === undefined ? undefined : idempotencyKeyError(key);
+  if (error) throw invalid(error);
+  return key;
 }
 
 async function loadKey(store: EventStore, stream: string): Promise<IdempotencyState | undefined> {
@@ -66,8 +72,6 @@ async function nextEvent(store: EventStore, stream: string, revision: bigint, ms
 
 /** Runs `create` at most once per key and body; see the module comment. */
 export async function createOnce(deps: IdempotentCreateDeps, req: IdempotentRequest, create: () => Promise<RunRecord>): Promise<RunRecord> {
-  const error = idempotencyKeyError(req.key);
-  if (error) throw invalid(error);
   const stream = idempotencyStream(req.key, req.identity);
   const hash = requestHash(req.threadId, req.body);
   for (let attempt = 1; ; attempt++) {

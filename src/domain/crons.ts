@@ -77,7 +77,38 @@ export interface CronState extends CronFields {
   anchor_ms: number;
   /** The last tick fired, ms; null when none yet. */
   last_tick_ms: number | null;
+  /**
+   * Ticks claimed (CronFired) whose run is not recorded yet, with when they were claimed (ms). A
+   * claimer records its tick's run at once; one that died in between leaves its tick here, and any
+   * process completes it once UNRECORDED_TICK_GRACE_MS have passed (see tickToComplete).
+   */
+  unrecorded_ticks?: { tick_ms: number; fired_at_ms: number }[];
 }
+
+/** How long a claimed tick may stay without its run before another process creates the run. */
+export const UNRECORDED_TICK_GRACE_MS = 10 * 60_000;
+
+/** At most this many unrecorded ticks are remembered (each one is a claimer that died mid-tick). */
+const MAX_UNRECORDED_TICKS = 32;
+
+/** The oldest claimed tick whose run another process should now create, or null. */
+export function tickToComplete(s: CronState, nowMs: number): number | null {
+  const due = (s.unrecorded_ticks ?? []).find((t) => t.fired_at_ms + UNRECORDED_TICK_GRACE_MS <= nowMs);
+  return due ? due.tick_ms : null;
+}
+
+/** When the scheduler must look at the cron to complete an unrecorded tick (ms), or null. */
+export function completionDueAt(s: CronState): number | null {
+  const ticks = s.unrecorded_ticks ?? [];
+  return ticks.length ? Math.min(...ticks.map((t) => t.fired_at_ms)) + UNRECORDED_TICK_GRACE_MS : null;
+}
+
+/**
+ * The idempotency key of a tick's run: whoever creates it (its claimer, or a process completing
+ * it), it is one run. It holds spaces, which an `Idempotency-Key` header may not: no client can
+ * take a tick's key.
+ */
+export const tickRunKey = (cronId: string, tickMs: number) => `cron tick ${cronId} ${tickMs}`;
 
 /** Pure fold of `cron-{id}`; undefined once deleted. */
 export function evolveCron(state: CronState | undefined, event: CronEvent, revision: bigint): CronState | undefined {
@@ -95,11 +126,16 @@ export function evolveCron(state: CronState | undefined, event: CronEvent, revis
         || (changes.enabled === true && !state.enabled);
       return reschedule ? { ...next, anchor_ms: Date.parse(updated_at) } : next;
     }
-    case "CronFired":
-      return { ...state, revision, last_tick_ms: Math.max(state.last_tick_ms ?? -Infinity, Date.parse(event.data.tick)) };
+    case "CronFired": {
+      const tick = Date.parse(event.data.tick);
+      const unrecorded = [...(state.unrecorded_ticks ?? []), { tick_ms: tick, fired_at_ms: Date.parse(event.data.fired_at) }].slice(-MAX_UNRECORDED_TICKS);
+      return { ...state, revision, last_tick_ms: Math.max(state.last_tick_ms ?? -Infinity, tick), unrecorded_ticks: unrecorded };
+    }
     case "CronRunCreated":
-    case "CronRunFailed":
-      return { ...state, revision };
+    case "CronRunFailed": {
+      const tick = Date.parse(event.data.tick);
+      return { ...state, revision, unrecorded_ticks: (state.unrecorded_ticks ?? []).filter((t) => t.tick_ms !== tick) };
+    }
     case "CronDeleted":
       return undefined;
   }

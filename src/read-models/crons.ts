@@ -2,7 +2,7 @@ import type Database from "better-sqlite3";
 import type { RecordedEvent } from "../eventstore/types.js";
 import type { TableProjection } from "./table.js";
 import { cronsProjection } from "../../projections/crons.js";
-import { nextRunOf, publicCron, type CronState } from "../domain/crons.js";
+import { completionDueAt, nextRunOf, publicCron, type CronState } from "../domain/crons.js";
 import { StatementCache, pageAndCount, countWhere, type SortOrder } from "./statements.js";
 import { containsSql, type SqlFragment } from "./json-filter.js";
 import type { JsonObject } from "../domain/json.js";
@@ -14,7 +14,7 @@ import { authConditions, type AuthFilters } from "./auth-filters.js";
  */
 export const cronsTable: TableProjection = {
   name: cronsProjection.name,
-  version: 1,
+  version: 2,
   ddl: [
     `CREATE TABLE crons (
        cron_id TEXT PRIMARY KEY,
@@ -51,7 +51,10 @@ export const cronsTable: TableProjection = {
         remove.run(key);
         return;
       }
-      const next = nextRunOf(after);
+      // Due for its next tick, or earlier to complete a claimed tick whose run was never recorded.
+      const completion = completionDueAt(after);
+      const tick = nextRunOf(after);
+      const next = completion === null ? tick : tick === null ? completion : Math.min(tick, completion);
       upsert.run({
         cron_id: key, assistant_id: after.assistant_id, thread_id: after.thread_id, enabled: after.enabled ? 1 : 0,
         next_run_at: next, next_run_date: publicCron(after).next_run_date, end_time: after.end_time,

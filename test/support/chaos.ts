@@ -5,6 +5,7 @@
 import type { Client } from "@langchain/langgraph-sdk";
 import type { EventStore, RecordedEvent } from "../../src/eventstore/types.js";
 import { runStream } from "../../src/domain/runs.js";
+import { runSseId } from "../../src/http/sse.js";
 
 /** One run as the log tells it. */
 export interface RunLog {
@@ -13,7 +14,7 @@ export interface RunLog {
   starts: number;
   ends: number;
   status: string | undefined;
-  /** The RunOutput events: `revision event` per output, in order (what an SSE client must see). */
+  /** The RunOutput events: `id event` per output, in order, with the SSE id of its revision (what an SSE client must see). */
   outputs: string[];
 }
 
@@ -30,7 +31,7 @@ export async function runLog(store: EventStore, runId: string): Promise<RunLog> 
   };
 }
 
-const outputLine = (e: RecordedEvent) => `${e.revision} ${(e.data as { event: string }).event}`;
+const outputLine = (e: RecordedEvent) => `${runSseId(e.revision)} ${(e.data as { event: string }).event}`;
 
 /** Reads a run's SSE stream from the start to its end through the SDK (which resumes with Last-Event-ID if a connection drops). */
 export async function sseLines(client: Client, threadId: string, runId: string): Promise<string[]> {
