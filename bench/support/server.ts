@@ -31,11 +31,11 @@ export interface BenchServer {
   stop(): Promise<void>;
 }
 
-/** Starts the built server and resolves once it printed its listening line (rejects if it exits first). */
-export async function startBenchServer(dataDir: string, env: Record<string, string> = {}): Promise<BenchServer> {
+/** Starts the built server (with `nodeArgs` before the script, e.g. --cpu-prof) and resolves once it printed its listening line (rejects if it exits first). */
+export async function startBenchServer(dataDir: string, env: Record<string, string> = {}, nodeArgs: readonly string[] = []): Promise<BenchServer> {
   buildServer();
   const t0 = performance.now();
-  const child = spawn(process.execPath, ["--enable-source-maps", "dist/main.js"], {
+  const child = spawn(process.execPath, [...nodeArgs, "--enable-source-maps", "dist/main.js"], {
     cwd: repoRoot,
     env: {
       ...process.env,
