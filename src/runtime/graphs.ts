@@ -33,9 +33,19 @@ import { loadExport, loadingModules } from "../module-loader.js";
 /** Namespace of default-assistant ids (the Python server's, `langgraph_api.graph`; not RFC 4122's NAMESPACE_URL). */
 export const NAMESPACE_GRAPH = "6ba7b821-9dad-11d1-80b4-00c04fd430c8";
 
+/** Ids already computed: a SHA-1 per run otherwise (runs name their graph). Bounded: cleared when full. */
+const defaultIds = new Map<string, string>();
+const DEFAULT_IDS_MAX = 1024;
+
 /** The id of a graph's default (system) assistant: uuid v5 of the graph id in NAMESPACE_GRAPH. */
 export function defaultAssistantId(graphId: string): string {
-  return uuidv5(graphId, NAMESPACE_GRAPH);
+  let id = defaultIds.get(graphId);
+  if (id === undefined) {
+    if (defaultIds.size >= DEFAULT_IDS_MAX) defaultIds.clear();
+    id = uuidv5(graphId, NAMESPACE_GRAPH);
+    defaultIds.set(graphId, id);
+  }
+  return id;
 }
 
 // ---------------------------------------------------------------------------------------------
