@@ -4,17 +4,17 @@
  *     `MemorySaver` and invoked in this process, a new thread per invoke (sequential). Measured
  *     before and after the server load, and the mean of the two taken, so a machine whose speed
  *     drifts during the run does not favour either side;
- *   - the server (built `dist/main.js`, SQLite synchronous=FULL, `node --cpu-prof`): per job,
+ *   - the server (built `dist/main.js`, SQLite synchronous=FULL): per job,
  *     `POST /threads` then `POST /threads/{id}/runs/wait` on it, at concurrency 16 and 64;
  *     sequential `runs/wait` latency (thread created outside the timing);
  *   - their ratio at each concurrency;
  *   - server RSS right after the load and after an idle pause (20 s; tiny: 3 s);
  *   - server CPU per run (utime + stime of /proc/<pid>/stat over the c16 and c64 windows), and
- *     that CPU split by phase: the self-time of the server's `--cpu-prof` samples taken inside the
- *     load windows, each charged to a phase by its source path (see bench/support/cpu-profile.ts).
- *     The profile counts wall-clock samples of the main thread; the shares are applied to the
- *     measured CPU per run;
- *   - start to `/ok` of that server (empty data dir, profiling on: see `start` for the clean number).
+ *     that CPU split by phase: a second server, under `--cpu-prof`, does a quarter of the load; the
+ *     self-time of its samples inside the load windows is charged to a phase by source path (see
+ *     bench/support/cpu-profile.ts). The profile counts wall-clock samples of the main thread; the
+ *     shares are applied to the unprofiled server's CPU per run;
+ *   - start to `/ok` of the unprofiled server (empty data dir; `start` has the detailed numbers).
  * Run: npm run bench -- engine [--tiny]
  */
 import { randomUUID } from "node:crypto";
@@ -48,21 +48,26 @@ async function engineRate(n: number): Promise<{ invokes_per_s: number; mean_ms: 
   return { invokes_per_s: perSecond(n, ms), mean_ms: round2(ms / n) };
 }
 
-export async function benchEngine(options: BenchOptions = { tiny: false, big: false }): Promise<Record<string, unknown>> {
-  const size = options.tiny ? TINY : FULL;
-  const dataDir = await mkdtemp(path.join(os.tmpdir(), "agent-server-bench-engine-"));
-  const profDir = path.join(dataDir, "cpu-prof");
+interface LoadResult {
+  rate: Record<string, number>;
+  cpuPerRun: number;
+  sequential: number[];
+  windows: { fromUs: number; toUs: number }[];
+  rssAfterLoad: number;
+  rssAfterIdle: number;
+  okMs: number;
+}
 
-  const engineBefore = await engineRate(size.invokes);
-
-  // The profile is written when the server exits; its clock is CLOCK_MONOTONIC, as process.hrtime is.
+/**
+ * One server (its own data dir under `dir`): warm-up, sequential waits, then `jobs` jobs at
+ * concurrency 16 and at 64; CPU from /proc over those two windows; RSS after the load and after
+ * `idleMs` of idleness. `nodeArgs` (e.g. --cpu-prof) go before the script.
+ */
+async function loadServer(dir: string, size: { warmup: number; sequential: number; jobs: number; idleMs: number }, nodeArgs: string[] = []): Promise<LoadResult> {
+  // The windows are taken on CLOCK_MONOTONIC, the clock of --cpu-prof's timestamps (process.hrtime's too).
   const nowUs = () => Number(process.hrtime.bigint() / 1000n);
-  const server = await startBenchServer(path.join(dataDir, "data"), { N_JOBS_PER_WORKER: "64" }, ["--cpu-prof", `--cpu-prof-dir=${profDir}`]).catch(async (error: unknown) => {
-    await rm(dataDir, { recursive: true, force: true });
-    throw error;
-  });
+  const server = await startBenchServer(dir, { N_JOBS_PER_WORKER: "64" }, nodeArgs);
   const client = jsonClient(server.url, 128);
-  let stopped = false;
   try {
     const okMs = server.startMs + (await waitOk(server.url));
     const newThread = async () => (await client.post<{ thread_id: string }>("/threads", {})).thread_id;
@@ -71,72 +76,78 @@ export async function benchEngine(options: BenchOptions = { tiny: false, big: fa
       if (out.messages?.at(-1)?.content !== "You said: hello") throw new Error(`unexpected result ${JSON.stringify(out)}`);
     };
     const job = async () => wait(await newThread());
-
     await runPool(size.warmup, 16, job); // JIT, graph, SQLite pages
-
-    const latencies: number[] = [];
+    const sequential: number[] = [];
     for (let i = 0; i < size.sequential; i++) {
       const tid = await newThread();
       const t0 = performance.now();
       await wait(tid);
-      latencies.push(performance.now() - t0);
+      sequential.push(performance.now() - t0);
     }
-
     const windows: { fromUs: number; toUs: number }[] = [];
     const rate: Record<string, number> = {};
     let cpu = 0;
     for (const c of [16, 64]) {
       const cpu0 = await cpuMs(server.pid);
       const fromUs = nowUs();
-      const ms = await runPool(size.perConcurrency, c, job);
+      const ms = await runPool(size.jobs, c, job);
       windows.push({ fromUs, toUs: nowUs() });
       cpu += (await cpuMs(server.pid)) - cpu0;
-      rate[`c${c}`] = perSecond(size.perConcurrency, ms);
+      rate[`c${c}`] = perSecond(size.jobs, ms);
     }
-    const cpuPerRun = cpu / (2 * size.perConcurrency);
     const rssAfterLoad = await rssMiB(server.pid);
-    await new Promise((r) => setTimeout(r, size.idleMs));
+    if (size.idleMs > 0) await new Promise((r) => setTimeout(r, size.idleMs));
     const rssAfterIdle = await rssMiB(server.pid);
-
+    return { rate, cpuPerRun: cpu / (2 * size.jobs), sequential, windows, rssAfterLoad, rssAfterIdle, okMs };
+  } finally {
     await server.stop();
-    stopped = true;
+    await client.close();
+  }
+}
+
+export async function benchEngine(options: BenchOptions = { tiny: false, big: false }): Promise<Record<string, unknown>> {
+  const size = options.tiny ? TINY : FULL;
+  const dataDir = await mkdtemp(path.join(os.tmpdir(), "agent-server-bench-engine-"));
+  const profDir = path.join(dataDir, "cpu-prof");
+  try {
+    const engineBefore = await engineRate(size.invokes);
+    // Rates, CPU and memory from a server without the profiler (it costs CPU and keeps its samples in memory)…
+    const measured = await loadServer(path.join(dataDir, "data"), { warmup: size.warmup, sequential: size.sequential, jobs: size.perConcurrency, idleMs: size.idleMs });
     const engineAfter = await engineRate(size.invokes);
+    // …and the split by phase from a second, profiled server doing a quarter of the load.
+    const profiled = await loadServer(path.join(dataDir, "data-profiled"), { warmup: size.warmup, sequential: 0, jobs: Math.max(32, size.perConcurrency / 4), idleMs: 0 }, ["--cpu-prof", `--cpu-prof-dir=${profDir}`]);
     const enginePerS = Math.round((engineBefore.invokes_per_s + engineAfter.invokes_per_s) / 2);
     const engineMs = round2((engineBefore.mean_ms + engineAfter.mean_ms) / 2);
 
     const profiles = (await readdir(profDir)).filter((f) => f.endsWith(".cpuprofile"));
-    const phases: Record<string, number> = {};
-    // Only the server's own profile: a worker thread (the webhook sender) writes a second file.
+    // The server's own profile: a worker thread (the webhook sender) would write a smaller second file.
     const main = profiles.map((f) => readProfile(path.join(profDir, f))).sort((a, b) => b.samples.length - a.samples.length)[0];
-    for (const w of windows) for (const [k, v] of Object.entries(attributeProfile(main, RUN_PHASES, w))) phases[k] = (phases[k] ?? 0) + v;
-    const sampled = Object.entries(phases).filter(([k]) => k !== "(idle)").reduce((a, [, v]) => a + v, 0);
-    const perRun = Object.fromEntries(
-      Object.entries(phases)
-        .filter(([k]) => k !== "(idle)")
-        .sort((a, b) => b[1] - a[1])
-        .map(([k, v]) => [k, { share: round2(v / sampled), cpu_ms_per_run: round2((v / sampled) * cpuPerRun) }]),
+    const phases: Record<string, number> = {};
+    for (const w of profiled.windows) for (const [k, v] of Object.entries(attributeProfile(main, RUN_PHASES, w))) phases[k] = (phases[k] ?? 0) + v;
+    const busy = Object.entries(phases).filter(([k]) => k !== "(idle)");
+    const sampled = busy.reduce((a, [, v]) => a + v, 0);
+    const cpuPerRun = measured.cpuPerRun;
+    const byPhase = Object.fromEntries(
+      busy.sort((a, b) => b[1] - a[1]).map(([k, v]) => [k, { share: round2(v / sampled), cpu_ms_per_run: round2((v / sampled) * cpuPerRun) }]),
     );
-    const sequential = summary(latencies);
     return {
       setup: {
         mode: options.tiny ? "tiny" : "full",
         graph: "agent (src/graphs/agent.ts)",
-        engine: "builder.compile({ checkpointer: new MemorySaver() }).invoke, a new thread_id per invoke, sequential, in this process",
-        server: "dist/main.js, SQLite synchronous=FULL, N_JOBS_PER_WORKER=64, node --cpu-prof; a job = POST /threads + POST /threads/{id}/runs/wait",
-        phases_method: "self-time of the server's --cpu-prof samples inside the c16 and c64 windows, charged by source path (bundle frames mapped to src/ through the source map; native and node: frames to their nearest caller with a path); shares applied to the measured CPU per run",
+        engine: "builder.compile({ checkpointer: new MemorySaver() }).invoke, a new thread_id per invoke, sequential, in this process; before and after the server load",
+        server: "dist/main.js, SQLite synchronous=FULL, N_JOBS_PER_WORKER=64; a job = POST /threads + POST /threads/{id}/runs/wait",
+        phases_method: "a second server under node --cpu-prof doing a quarter of the load: self-time of its samples inside the c16 and c64 windows, charged by source path (bundle frames mapped to src/ through the source map; native and node: frames to their nearest caller with a path; wall-clock samples, so fsync waits count); shares applied to the unprofiled server's CPU per run",
       },
       engine_invokes_per_s: { before: engineBefore.invokes_per_s, after: engineAfter.invokes_per_s, mean: enginePerS },
-      server_runs_per_s: rate,
-      ratio_server_to_engine: { c16: round2(rate.c16 / enginePerS), c64: round2(rate.c64 / enginePerS) },
-      sequential_wait: { ...sequential, engine_invoke_mean_ms: engineMs, target_p50_ms: round2(1.5 * engineMs + 1) },
-      server_rss_mib: { after_load: rssAfterLoad, after_idle: rssAfterIdle, idle_ms: size.idleMs },
+      server_runs_per_s: measured.rate,
+      ratio_server_to_engine: { c16: round2(measured.rate.c16 / enginePerS), c64: round2(measured.rate.c64 / enginePerS), target_c64: 0.8 },
+      sequential_wait: { ...summary(measured.sequential), engine_invoke_mean_ms: engineMs, target_p50_ms: round2(1.5 * engineMs + 1) },
+      server_rss_mib: { after_load: measured.rssAfterLoad, after_idle: measured.rssAfterIdle, idle_ms: size.idleMs, target_after_load: 200, target_after_idle: 150 },
       server_cpu_ms_per_run: round2(cpuPerRun),
-      cpu_by_phase: perRun,
-      start_to_ok_ms_profiled: Math.round(okMs),
+      cpu_by_phase: byPhase,
+      start_to_ok_ms: Math.round(measured.okMs),
     };
   } finally {
-    if (!stopped) await server.stop();
-    await client.close();
     await rm(dataDir, { recursive: true, force: true });
   }
 }
