@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import t from "tap";
+import t, { type Test } from "tap";
 import { openSqliteStore } from "../src/eventstore/sqlite.js";
 import { withSchemas } from "../src/eventstore/validating.js";
 import { schemaForEventType } from "../src/domain/events.js";
@@ -21,7 +21,8 @@ import { FakeClock } from "./support/fake-clock.js";
 
 const minute = (m: number) => Date.parse(`2026-06-01T00:0${m}:00Z`);
 
-t.test("a tick fired by another process between our claim and our record is not fired again", async (t) => {
+/** A SQLite log with its read models in a temporary directory, holding one cron (created 00:00:30) the read models show. */
+async function logWithCron(t: Test, schedule: string) {
   const dir = await mkdtemp(path.join(os.tmpdir(), "cron-race-"));
   const store = withSchemas(await openSqliteStore({ path: path.join(dir, "events.sqlite"), synchronous: "NORMAL" }), schemaForEventType);
   const readModels = openReadModels(dir);
@@ -35,11 +36,16 @@ t.test("a tick fired by another process between our claim and our record is not 
   const created = await store.append(cronStream(cronId), [{
     type: "CronCreated",
     data: {
-      cron_id: cronId, created_at: "2026-06-01T00:00:30.000Z", assistant_id: "agent", thread_id: null, schedule: "* * * * *", timezone: "UTC",
+      cron_id: cronId, created_at: "2026-06-01T00:00:30.000Z", assistant_id: "agent", thread_id: null, schedule, timezone: "UTC",
       end_time: null, enabled: true, on_run_completed: null, metadata: {}, user_id: null, payload: {},
     },
   }], "no_stream");
   await readModels.runner.waitFor(created.position);
+  return { store, readModels, cronId };
+}
+
+t.test("a tick fired by another process between our claim and our record is not fired again", async (t) => {
+  const { store, readModels, cronId } = await logWithCron(t, "* * * * *");
 
   // The other process fires minute 2 just before our record of minute 1 lands.
   let interposed = false;
@@ -80,23 +86,7 @@ t.test("a tick fired by another process between our claim and our record is not 
  * tick, so one run whoever creates it) and records it; two processes completing it record it once.
  */
 t.test("a tick whose claimer died before recording its run is completed by another process, once", async (t) => {
-  const dir = await mkdtemp(path.join(os.tmpdir(), "cron-orphan-"));
-  const store = withSchemas(await openSqliteStore({ path: path.join(dir, "events.sqlite"), synchronous: "NORMAL" }), schemaForEventType);
-  const readModels = openReadModels(dir);
-  await readModels.runner.start(store);
-  t.teardown(async () => {
-    await readModels.runner.close();
-    await store.close();
-    await rm(dir, { recursive: true, force: true });
-  });
-  const cronId = randomUUID();
-  await store.append(cronStream(cronId), [{
-    type: "CronCreated",
-    data: {
-      cron_id: cronId, created_at: "2026-06-01T00:00:30.000Z", assistant_id: "agent", thread_id: null, schedule: "0 0 1 1 *", timezone: "UTC",
-      end_time: null, enabled: true, on_run_completed: null, metadata: {}, user_id: null, payload: {},
-    },
-  }], "no_stream");
+  const { store, readModels, cronId } = await logWithCron(t, "0 0 1 1 *");
   // The dead process claimed a tick at 00:01:00 and never recorded its run.
   const orphanTick = minute(1);
   const fired = await store.append(cronStream(cronId), [{ type: "CronFired", data: { tick: isoOf(orphanTick), owner: "dead", fired_at: isoOf(minute(1)) } }], 0n);
