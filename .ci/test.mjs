@@ -27,23 +27,27 @@ function run(cmd, args, { capture = false } = {}) {
 function countTap(tap) {
   let passed = 0, failed = 0, skipped = 0;
   const fileFailures = [];
+  const subtestFailures = [];
+  let pendingInner = [];
   let fileFailedInside = false;
   for (const line of tap.split("\n")) {
     const inner = /^    (not ok|ok) \d+ - .*?(# (SKIP|TODO)\b.*)?$/.exec(line);
     if (inner) {
       if (inner[2]) skipped++;
       else if (inner[1] === "ok") passed++;
-      else { failed++; fileFailedInside = true; }
+      else { failed++; fileFailedInside = true; pendingInner.push(line.replace(/^    not ok \d+ - /, "")); }
       continue;
     }
     const file = /^(not ok|ok) \d+ - (.*?)(?: #.*)?$/.exec(line);
     if (file) {
       // A file that failed outside any subtest (crash, timeout, bad plan) still counts as a failure.
       if (file[1] === "not ok" && !fileFailedInside) { failed++; fileFailures.push(file[2]); }
+      for (const name of pendingInner) subtestFailures.push(`${file[2]}: ${name}`);
+      pendingInner = [];
       fileFailedInside = false;
     }
   }
-  return { passed, failed, skipped, fileFailures };
+  return { passed, failed, skipped, fileFailures, subtestFailures };
 }
 
 /** Runs a command with stdout captured (not echoed), stderr inherited; kills its whole process group after timeoutMs. */
@@ -146,6 +150,8 @@ if (vitest.code !== 0 && vitestCounts.failed === 0) totals.failed++;
 
 for (const [name, ok] of steps) console.log(`${ok ? "ok" : "FAILED"}: ${name}`);
 if (tapCounts.fileFailures.length) console.log(`failed test files: ${tapCounts.fileFailures.join(", ")}`);
+// Named again here, next to the summary, because CI logs are often read from the tail only.
+for (const name of tapCounts.subtestFailures) console.log(`failed: ${name}`);
 const ranNothing = totals.passed + totals.failed === 0;
 console.log(`${totals.passed} passed, ${totals.failed} failed, ${totals.skipped} skipped`);
 process.exit(totals.failed > 0 || ranNothing || steps.some(([, ok]) => !ok) ? 1 : 0);
