@@ -63,6 +63,7 @@ import { registerSdkLogger } from "./runtime/sdk-logger.js";
 import { bindLoopbackFetch, loadCustomApp } from "./http/custom-app.js";
 import { normalizeMountPrefix } from "./http/mount-prefix.js";
 import { ResourceStack } from "./util/resource-stack.js";
+import { IdleMemory } from "./util/idle-memory.js";
 
 export interface RunningServer {
   url: string;
@@ -261,6 +262,9 @@ async function startParts(config: Config, deps: ServerDeps, parts: ResourceStack
   scheduler.start();
   metrics.claims.cron = () => ({ won: scheduler.stats.fired, lost: scheduler.stats.lost });
   metrics.claimOwners.cron = scheduler.owner;
+  // After a burst, the heap it grew to is given back once the process idles (V8 alone keeps it).
+  const idleMemory = parts.use("idle memory", new IdleMemory({ release: [() => readModels.runner.db.pragma("shrink_memory")], log: (m) => console.error(m) }), (m) => m.stop());
+  idleMemory.start();
   const ttlSweeper = parts.use("thread TTL sweeper", new TtlSweeper({ ctx, lifecycle, clock, log: (m) => console.error(m) }), (s) => s.stop());
   ttlSweeper.start();
   return {
