@@ -42,3 +42,21 @@ t.test("an empty stack closes at once", async (t) => {
   await new ResourceStack(() => undefined).close();
   t.pass();
 });
+
+t.test("a closer still running after slowMs is reported by name, until it ends", async (t) => {
+  const slow: string[] = [];
+  let finish!: () => void;
+  const stack = new ResourceStack(() => t.fail("no failure expected"), (name) => slow.push(name), 20);
+  stack.defer("quick", () => undefined);
+  const stuck = new Promise<void>((resolve) => (finish = resolve));
+  stack.defer("stuck", () => stuck);
+  const closing = stack.close();
+  // Reported while it runs (awaited: the report is the event), then no more once it ended.
+  while (slow.length < 2) await new Promise((resolve) => setTimeout(resolve, 5));
+  finish();
+  await closing;
+  const reported = slow.length;
+  await new Promise((resolve) => setTimeout(resolve, 60));
+  t.same([...new Set(slow)], ["stuck"], "only the part that hangs is named");
+  t.equal(slow.length, reported, "no report after it ended");
+});

@@ -8,7 +8,12 @@ export class ResourceStack {
   private readonly closers: { name: string; close: () => unknown }[] = [];
   private closing: Promise<void> | undefined;
 
-  constructor(private readonly onCloseError: (name: string, error: unknown) => void) {}
+  constructor(
+    private readonly onCloseError: (name: string, error: unknown) => void,
+    /** Told when a closer is still running after `slowMs` (a shutdown that hangs names its part). */
+    private readonly onSlowClose: (name: string, ms: number) => void = () => {},
+    private readonly slowMs = 5_000,
+  ) {}
 
   /** Registers `resource` with its closer; returns it, so that it reads as part of its construction. */
   use<T>(name: string, resource: T, close: (resource: T) => unknown): T {
@@ -26,10 +31,15 @@ export class ResourceStack {
   close(): Promise<void> {
     this.closing ??= (async () => {
       for (const { name, close } of this.closers.reverse()) {
+        const started = Date.now();
+        const slow = setInterval(() => this.onSlowClose(name, Date.now() - started), this.slowMs);
+        slow.unref();
         try {
           await close();
         } catch (error) {
           this.onCloseError(name, error);
+        } finally {
+          clearInterval(slow);
         }
       }
     })();

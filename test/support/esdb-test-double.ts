@@ -76,6 +76,21 @@ import type { Empty as GoogleEmpty } from "google-protobuf/google/protobuf/empty
 
 // Load the generated code through the same module instances the client uses (the generated serializers
 // check `instanceof` against their own classes).
+/**
+ * A test process that used gRPC over HTTP/2 (this double, the EventStoreDB client) may spin forever
+ * at 100% CPU after its last test, inside Node's exit-time cleanup (FreeEnvironment → CleanupHandles
+ * → uv_run, seen with perf after a double was stopped and restarted under load), so tap times the
+ * file out although every test passed. That cleanup runs after the 'exit' event: exiting from the
+ * last 'exit' listener skips it, keeping the exit code. (The server process is not affected: main.ts
+ * ends with process.exit.) Added at the first 'beforeExit', after every listener tap registered.
+ */
+let exitArmed = false;
+process.on("beforeExit", () => {
+  if (exitArmed) return;
+  exitArmed = true;
+  process.on("exit", (code) => process.exit(code));
+});
+
 const requireHere = createRequire(import.meta.url);
 const generatedDir = "@eventstore/db-client/generated";
 const requireGenerated = createRequire(requireHere.resolve(`${generatedDir}/streams_pb.js`));
