@@ -14,7 +14,7 @@
  *     self-time of its samples inside the load windows is charged to a phase by source path (see
  *     bench/support/cpu-profile.ts). The profile counts wall-clock samples of the main thread; the
  *     shares are applied to the unprofiled server's CPU per run;
- *   - start to `/ok` of the unprofiled server (empty data dir; `start` has the detailed numbers).
+ *   - start to `/ok` of the unprofiled server (empty data dir; the `start` benchmark has the detailed numbers).
  * Run: npm run bench -- engine [--tiny]
  */
 import { randomUUID } from "node:crypto";

@@ -64,6 +64,7 @@ import { bindLoopbackFetch, loadCustomApp } from "./http/custom-app.js";
 import { normalizeMountPrefix } from "./http/mount-prefix.js";
 import { ResourceStack } from "./util/resource-stack.js";
 import { IdleMemory } from "./util/idle-memory.js";
+import { StartupTimeline } from "./util/startup-timeline.js";
 
 export interface RunningServer {
   url: string;
@@ -103,7 +104,10 @@ export interface ServerDeps {
 /** Opens the log, folds it into the read models, and serves the API. */
 export async function startServer(config: Config, deps: ServerDeps = {}): Promise<RunningServer> {
   // Every part is registered on this stack as it is built: close() and a failed start tear down the same way.
-  const parts = new ResourceStack((name, error) => console.error(`closing the ${name} failed: ${(error as Error).stack ?? String(error)}`));
+  const parts = new ResourceStack(
+    (name, error) => console.error(`closing the ${name} failed: ${(error as Error).stack ?? String(error)}`),
+    (name, ms) => console.error(`shutdown: still closing the ${name} after ${ms} ms`),
+  );
   try {
     return await startParts(config, deps, parts);
   } catch (error) {
@@ -118,6 +122,8 @@ export async function startServer(config: Config, deps: ServerDeps = {}): Promis
  * streams and HTTP, then the read models and the log.
  */
 async function startParts(config: Config, deps: ServerDeps, parts: ResourceStack): Promise<RunningServer> {
+  const startup = new StartupTimeline();
+  startup.mark("modules");
   skipRunTreesUnlessTracing(); // before any graph runs: no LangSmith RunTree per node unless tracing is configured
   // Configuration and graphs first: a bad langgraph.json fails before anything is opened.
   const langgraph = await loadLanggraphConfig(config.langgraphJsonPath);
@@ -134,7 +140,7 @@ async function startParts(config: Config, deps: ServerDeps, parts: ResourceStack
   // A configured auth that cannot be loaded stops the start: never serve open by accident.
   const auth = await loadAuth(langgraph.config.auth, langgraph.baseDir, path.basename(langgraph.configPath));
   const storeIndex = await loadStoreIndex(langgraph.config.store?.index, langgraph.baseDir, path.basename(langgraph.configPath));
-  const metrics = new ServerMetrics();
+  const metrics = new ServerMetrics(startup);
   const httpConfig = langgraph.config.http;
   const customApp = httpConfig.app ? await loadCustomApp(httpConfig.app, langgraph.baseDir) : undefined;
   // Generative UI components, bundled before HTTP listens (a file that cannot be bundled stops the start).
@@ -143,12 +149,15 @@ async function startParts(config: Config, deps: ServerDeps, parts: ResourceStack
     : undefined;
   // The injected clock drives cron ticks and TTLs. The log's timestamps (ctx.now) are the system's,
   // and leases, retries and delayed starts are compared with them: the worker and the webhooks keep that clock.
+  startup.mark("configuration and graphs");
   const clock = deps.clock ?? systemClock;
   const logClock = systemClock;
   const logHealth = new LogHealth();
   const store = parts.use("event store", recordingPositions(withSchemas(await openStore({ ...config, health: logHealth }), schemaForEventType), metrics.onAppend), (s) => s.close());
+  startup.mark("event store");
   const readModels = parts.use("read models", await openReadModelsFor(store, config.dataDir), (m) => m.runner.close());
   await readModels.runner.start(store, { health: logHealth, waitDeadlineMs: config.eventstoreDeadlineMs });
+  startup.mark("read models");
   // With a shared store, other processes append checkpoints too: the cache follows them live.
   // A SQLite store belongs to this process alone, whose own appends keep the cache current.
   const liveCheckpoints = store.kind === "sqlite" ? undefined : parts.use("live checkpoint feed", new LiveFeed(store, { streamPrefixes: ["checkpoints-"] }, "checkpoints-live"), (f) => f.close());
@@ -159,6 +168,7 @@ async function startParts(config: Config, deps: ServerDeps, parts: ResourceStack
   );
   const ctx: AppContext = { config, langgraph, store, readModels, graphs, checkpointer, now: isoNow };
   await ensureDefaultAssistants(ctx, graphs.defaultAssistants());
+  startup.mark("default assistants");
   const lifecycle = threadLifecycle(ctx);
   metrics.observe(store, readModels, logHealth);
   const completion = {
@@ -211,6 +221,7 @@ async function startParts(config: Config, deps: ServerDeps, parts: ResourceStack
   );
   // HTTP's close waits for open connections: RunsService.close ends the run streams and waits
   // held open, so it is registered after HTTP, to run before it (it holds nothing else to release).
+  startup.mark("http routes");
   parts.defer("run streams", () => runs.close());
   // Likewise a schema request waiting for a TypeScript pass: ended, it answers what the runtime tells.
   parts.defer("type schema passes", () => typeSchemas.close());
@@ -224,6 +235,7 @@ async function startParts(config: Config, deps: ServerDeps, parts: ResourceStack
   } catch (error) {
     throw describeListenError(error, config);
   }
+  startup.mark("listening");
   const worker = parts.use(
     "run worker",
     new RunWorker({
@@ -267,6 +279,7 @@ async function startParts(config: Config, deps: ServerDeps, parts: ResourceStack
   idleMemory.start();
   const ttlSweeper = parts.use("thread TTL sweeper", new TtlSweeper({ ctx, lifecycle, clock, log: (m) => console.error(m) }), (s) => s.stop());
   ttlSweeper.start();
+  startup.mark("worker and schedulers");
   return {
     url,
     port,

@@ -35,7 +35,7 @@ export interface BenchServer {
 export async function startBenchServer(dataDir: string, env: Record<string, string> = {}, nodeArgs: readonly string[] = []): Promise<BenchServer> {
   buildServer();
   const t0 = performance.now();
-  const child = spawn(process.execPath, [...nodeArgs, "--enable-source-maps", "dist/main.js"], {
+  const child = spawn(process.execPath, [...nodeArgs, "dist/main.js"], {
     cwd: repoRoot,
     env: {
       ...process.env,

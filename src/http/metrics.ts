@@ -1,5 +1,6 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
 import type { FastifyPluginAsync } from "fastify";
+import type { StartupTimeline } from "../util/startup-timeline.js";
 import type { EventStore } from "../eventstore/types.js";
 import type { ReadModels } from "../read-models/all.js";
 import type { AttemptOutcome } from "../webhooks/dispatcher.js";
@@ -33,9 +34,19 @@ export class ServerMetrics {
   /** The owner id each claimer of this process writes into its claims (the audit trail names them). */
   claimOwners: Partial<Record<ClaimKind, string>> = {};
 
-  constructor() {
+  constructor(startup?: StartupTimeline) {
     const registers = [this.registry];
     collectDefaultMetrics({ register: this.registry });
+    if (startup) {
+      new Gauge({
+        name: "agent_server_startup_phase_seconds", labelNames: ["phase"], registers,
+        help: "Time each start-up phase took (modules: from the process start to the server's first line)",
+        collect() {
+          this.reset();
+          for (const p of startup.phases()) this.set({ phase: p.phase }, p.ms / 1000);
+        },
+      });
+    }
     this.appendSeconds = new Histogram({
       name: "agent_server_append_seconds", help: "Latency of appends to the event log", registers,
       buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
