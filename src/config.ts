@@ -30,6 +30,11 @@ const EnvSchema = z.object({
   CHECKPOINT_CACHE_THREADS: z.coerce.number().int().positive().default(1000),
   /** Bytes (serialized size) the cached threads' checkpoints may take together. */
   CHECKPOINT_CACHE_BYTES: z.coerce.number().int().positive().default(32 * 1024 * 1024),
+  /**
+   * V8's old generation may grow to (1 + this/100) × the live heap before a full collection; V8's
+   * own factor (up to 4× under load) let the heap of a run burst reach 4× what is live. 0 = V8's own.
+   */
+  HEAP_GROWING_PERCENT: z.coerce.number().int().min(0).max(400).default(50),
   /** Base URL clients reach the server at (behind a proxy); the agent card advertises it. */
   PUBLIC_URL: z.url().optional(),
   /** Signs webhooks (HMAC-SHA256 of `timestamp.body`) when set. */
@@ -74,6 +79,8 @@ export interface Config {
   sqliteSynchronous: "FULL" | "NORMAL";
   checkpointCacheThreads: number;
   checkpointCacheBytes: number;
+  /** HEAP_GROWING_PERCENT, applied by the entry point (main.ts) to the whole process. */
+  heapGrowingPercent: number;
   logLevel: string;
   /** PUBLIC_URL; unset: the request's host (and X-Forwarded-Proto / -Host). */
   publicUrl: string | undefined;
@@ -129,6 +136,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     sqliteSynchronous: e.SQLITE_SYNCHRONOUS,
     checkpointCacheThreads: e.CHECKPOINT_CACHE_THREADS,
     checkpointCacheBytes: e.CHECKPOINT_CACHE_BYTES,
+    heapGrowingPercent: e.HEAP_GROWING_PERCENT,
     logLevel: e.LOG_LEVEL,
     schemaResolveTimeoutMs: e.LANGGRAPH_SCHEMA_RESOLVE_TIMEOUT_MS,
     publicUrl: e.PUBLIC_URL,

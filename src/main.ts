@@ -1,9 +1,12 @@
+import { setFlagsFromString } from "node:v8";
 import { loadConfig } from "./config.js";
 import { startServer } from "./server.js";
 
 /** Entry point: one clear line and a non-zero exit for anything that stops start-up. */
 async function main(): Promise<void> {
   const config = loadConfig();
+  // Bounds the heap a burst of runs leaves behind (read by V8 at each collection, so set at run time).
+  if (config.heapGrowingPercent > 0) setFlagsFromString(`--heap-growing-percent=${config.heapGrowingPercent}`);
   const server = await startServer(config);
   console.log(`agent-server listening on ${server.url} (store: ${server.storeKind}, data: ${config.dataDir})`);
 
