@@ -20,12 +20,9 @@ import { pathToFileURL } from "node:url";
 import { request } from "undici";
 import { parseBenchOptions, type BenchOptions } from "./support/options.js";
 import { buildServer, startBenchServer, waitOk } from "./support/server.js";
-import { round2 } from "./support/stats.js";
+import { round2, summary } from "./support/stats.js";
 
-const median = (values: number[]) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)];
-};
+const median = (values: number[]) => summary(values).p50_ms;
 
 interface OneStart {
   to_listening_ms: number;
@@ -75,17 +72,17 @@ export async function benchStart(options: BenchOptions): Promise<Record<string, 
   }
   const phaseNames = Object.keys(empty[0].phases);
   const summarize = (list: OneStart[]) => ({
-    to_ok_ms_p50: round2(median(list.map((s) => s.to_ok_ms))),
+    to_ok_ms_p50: median(list.map((s) => s.to_ok_ms)),
     to_ok_ms_min: round2(Math.min(...list.map((s) => s.to_ok_ms))),
-    to_listening_ms_p50: round2(median(list.map((s) => s.to_listening_ms))),
-    phases_ms: Object.fromEntries(phaseNames.map((p) => [p, round2(median(list.map((s) => s.phases[p] ?? 0)))])),
+    to_listening_ms_p50: median(list.map((s) => s.to_listening_ms)),
+    phases_ms: Object.fromEntries(phaseNames.map((p) => [p, median(list.map((s) => s.phases[p] ?? 0))])),
   });
   const emptySummary = summarize(empty);
   return {
     starts,
     empty: emptySummary,
     restart: summarize(restart),
-    node_floor_ms: round2(nodeFloorMs(starts)),
+    node_floor_ms: nodeFloorMs(starts),
     target: { empty_to_ok_ms: 500, pass: emptySummary.to_ok_ms_p50 <= 500 },
   };
 }
