@@ -1,5 +1,5 @@
 /**
- * Event store benchmark: SQLite, synchronous=FULL (every acknowledged append is fsynced), ~1 KB JSON events.
+ * Event store benchmark: SQLite, synchronous=FULL (each append is awaited until durable: the WAL fsynced), ~1 KB JSON events.
  *   (a) single-event appends from 16 concurrent writers (group commit batches them)
  *   (b) appends of 100-event batches
  *   (c) catch-up read rate of subscribeToAll over the whole log
@@ -84,6 +84,7 @@ export async function benchEventStore(options: BenchOptions = { tiny: false, big
             let expected: bigint | "no_stream" = "no_stream";
             for (let i = 0; i < perWriter; i++) {
               expected = (await store.append(`single${round}-${w}`, [event(i)], expected)).nextExpectedRevision;
+              await store.whenDurable(); // acknowledged as a client would be: on disk
             }
           }),
         ).then(() => undefined),
@@ -98,6 +99,7 @@ export async function benchEventStore(options: BenchOptions = { tiny: false, big
         for (let b = 0; b < BATCHES; b++) {
           const events = Array.from({ length: BATCH_SIZE }, (_, i) => event(b * BATCH_SIZE + i));
           expected[b % 10] = (await store.append(`batch${round}-${b % 10}`, events, expected[b % 10])).nextExpectedRevision;
+          await store.whenDurable();
         }
       },
       store,

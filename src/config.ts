@@ -24,7 +24,7 @@ const EnvSchema = z.object({
   BG_JOB_TIMEOUT_SECS: z.coerce.number().positive().default(3600),
   /** How long a run claim holds without renewal; with a shared store (ESDB) a dead process's runs are taken over after it. */
   RUN_LEASE_SECS: z.coerce.number().positive().default(30),
-  /** SQLite `synchronous`: FULL (default) makes every acknowledged append survive power loss. */
+  /** SQLite durability: FULL (default) fsyncs the WAL before anything committed is reported outside the process; NORMAL never fsyncs. */
   SQLITE_SYNCHRONOUS: z.enum(["FULL", "NORMAL"]).default("FULL"),
   /** Threads whose folded checkpoints stay in memory; others are re-read from their stream when used. */
   CHECKPOINT_CACHE_THREADS: z.coerce.number().int().positive().default(1000),

@@ -8,6 +8,7 @@ import { LiveFeed } from "./eventstore/live-feed.js";
 import { LogHealth } from "./eventstore/log-health.js";
 import { recordingPositions } from "./eventstore/attributing-store.js";
 import { logPositionHooks } from "./http/log-position.js";
+import { durableResponses } from "./http/durable-responses.js";
 import { rmSync } from "node:fs";
 import path from "node:path";
 import { schemaForEventType } from "./domain/events.js";
@@ -192,7 +193,7 @@ async function startParts(config: Config, deps: ServerDeps, parts: ResourceStack
       logLevel: config.logLevel,
       cors: langgraph.config.http.cors,
       auth,
-      hooks: [logPositionHooks(readModels.runner, (request) => requestContextOf(request, config.apiKey !== undefined))],
+      hooks: [logPositionHooks(readModels.runner, (request) => requestContextOf(request, config.apiKey !== undefined)), durableResponses(() => store.whenDurable())],
       customApp,
       mountPrefix: httpConfig.mount_prefix,
       // `http.disable_*` leave a group of built-in routes out, as the official servers do.

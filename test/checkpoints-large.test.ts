@@ -47,6 +47,7 @@ function instrument(inner: EventStore, failInStore = false): Instrumented {
       return events;
     },
     readAll: (options) => inner.readAll(options),
+    whenDurable: () => inner.whenDurable(),
     headPosition: () => inner.headPosition(),
     subscribeToStream: (stream, options) => inner.subscribeToStream(stream, options),
     subscribeToAll: (options) => inner.subscribeToAll(options),

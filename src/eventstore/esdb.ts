@@ -292,6 +292,11 @@ class EsdbStore implements EventStore {
     }
   }
 
+  /** EventStoreDB acknowledges an append once it is durable. */
+  whenDurable(): undefined {
+    return undefined;
+  }
+
   async headPosition(): Promise<bigint> {
     this.ensureOpen();
     return this.track(this.retrying("a read of the head of $all", () => this.head()));

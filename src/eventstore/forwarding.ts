@@ -10,6 +10,7 @@ export function withAppend(store: EventStore, append: EventStore["append"]): Eve
     append,
     readStream: (stream, options) => store.readStream(stream, options),
     readAll: (options) => store.readAll(options),
+    whenDurable: () => store.whenDurable(),
     headPosition: () => store.headPosition(),
     subscribeToStream: (stream, options) => store.subscribeToStream(stream, options),
     subscribeToAll: (options) => store.subscribeToAll(options),

@@ -15,6 +15,11 @@ export interface CatchUpSource {
   readAfter(cursor: bigint): Page;
   /** Whether a commit that touched these streams may hold events for this subscription. */
   concerns(touched: ReadonlySet<string>): boolean;
+  /**
+   * Whether everything committed before the subscription began is readable (durable) by now: until then a read at
+   * the head is not yet caught up. Default: always.
+   */
+  historyReadable?(): boolean;
 }
 
 /** In-process notifier: the store calls `notify` after each commit; subscriptions wait on it, never on timers. */
@@ -54,6 +59,7 @@ export class CatchUpSubscription implements Subscription {
   private dirty = false;
   private wake: (() => void) | undefined;
   private iterator: AsyncGenerator<SubscriptionItem> | undefined;
+  private caughtUp = false;
 
   constructor(
     private readonly source: CatchUpSource,
@@ -64,7 +70,8 @@ export class CatchUpSubscription implements Subscription {
   }
 
   onCommit(touched: ReadonlySet<string>): void {
-    if (this.closed || !this.source.concerns(touched)) return;
+    // Before catching up, any commit may be the one that makes the history readable.
+    if (this.closed || (this.caughtUp && !this.source.concerns(touched))) return;
     this.dirty = true;
     this.release();
   }
@@ -90,7 +97,6 @@ export class CatchUpSubscription implements Subscription {
 
   private async *run(): AsyncGenerator<SubscriptionItem> {
     try {
-      let caughtUp = false;
       while (!this.closed) {
         this.dirty = false;
         const page = this.source.readAfter(this.cursor);
@@ -100,8 +106,8 @@ export class CatchUpSubscription implements Subscription {
         }
         if (page.cursor !== undefined) this.cursor = page.cursor;
         if (!page.atHead) continue;
-        if (!caughtUp) {
-          caughtUp = true;
+        if (!this.caughtUp && (this.source.historyReadable?.() ?? true)) {
+          this.caughtUp = true;
           yield { kind: "caughtUp" };
         }
         if (!this.dirty && !this.closed) await new Promise<void>((resolve) => (this.wake = resolve));

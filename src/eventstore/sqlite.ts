@@ -10,6 +10,7 @@ import {
   type CheckedEvent,
 } from "./arguments.js";
 import { GroupCommit, type Outcome } from "./sqlite-group-commit.js";
+import { WalDurability } from "./sqlite-durability.js";
 import { eraseForGood } from "./sqlite-erase.js";
 import { openDatabase, openDatabaseReadOnly, type Synchronous } from "./sqlite-schema.js";
 import { CommittedEvent, RecentEvents } from "./sqlite-recent.js";
@@ -40,7 +41,10 @@ import {
 export interface SqliteStoreOptions {
   /** The database file; its directory is created when missing. */
   path: string;
-  /** FULL (default) fsyncs every commit: an acknowledged append survives power loss. NORMAL survives process crashes only. */
+  /**
+   * FULL (default): what leaves the process (responses, subscriptions) survives power loss; the WAL is fsynced after
+   * commits, off the event loop (see WalDurability). NORMAL: commits survive process crashes only.
+   */
   synchronous?: Synchronous;
 }
 
@@ -56,6 +60,10 @@ export interface SqliteStoreStats {
   subscriptions: number;
   /** Recently committed events held in memory (reads of them need no query and share one parse). */
   recentEvents: number;
+  /** Last position committed (readable in this process). */
+  committedPosition: bigint;
+  /** Last position that survives power loss: subscriptions deliver up to here. */
+  durablePosition: bigint;
 }
 
 export interface SqliteEventStore extends EventStore {
@@ -71,13 +79,14 @@ export async function openSqliteStore(options: SqliteStoreOptions): Promise<Sqli
     throw new TypeError(`openSqliteStore: synchronous must be FULL or NORMAL, got ${String(synchronous)}`);
   }
   const file = path.resolve(options.path);
-  return new SqliteStore(openDatabase(file, synchronous), file);
+  // The connection never fsyncs on commit: WalDurability does it, grouped and off the event loop.
+  return new SqliteStore(openDatabase(file, "NORMAL"), file, synchronous === "FULL" ? "fsync" : "at-commit");
 }
 
 /** Opens an existing event store for reading only (appends fail); see openDatabaseReadOnly. */
 export function openSqliteStoreReadOnly(file: string): SqliteEventStore {
   const absolute = path.resolve(file);
-  return new SqliteStore(openDatabaseReadOnly(absolute), absolute);
+  return new SqliteStore(openDatabaseReadOnly(absolute), absolute, "at-commit");
 }
 
 /** Rows per read for catch-up and filtered reads. */
@@ -164,13 +173,27 @@ class SqliteStore implements SqliteEventStore {
   private readonly counters = { transactions: 0, appends: 0, events: 0 };
   private readonly queue: GroupCommit<AppendJob, AppendResult>;
   private recent: RecentEvents;
+  private readonly durability: WalDurability;
+  /** Streams touched by commits not yet durable, by the commit's last position: subscribers hear of them once durable. */
+  private undelivered: { position: bigint; touched: Set<string> }[] = [];
+  private failure: Error | undefined;
 
   constructor(
     private readonly db: Database.Database,
     private readonly file: string,
+    durability: "fsync" | "at-commit",
   ) {
     this.sql = prepareStatements(db);
-    this.recent = new RecentEvents(this.head(), RECENT_LIMITS);
+    const head = this.head();
+    this.recent = new RecentEvents(head, RECENT_LIMITS);
+    const onDurable = (position: bigint) => this.deliverUpTo(position);
+    this.durability =
+      durability === "fsync"
+        ? WalDurability.fsyncing(file, head, onDurable, (error) => {
+            this.failure = error;
+            console.error(error.message);
+          })
+        : WalDurability.atCommit(head, onDurable);
     // Nested transaction functions run as savepoints: an append that fails is undone alone.
     const appendOne = db.transaction((job: AppendJob, created: number) => this.write(job, created));
     const appendBatch = db.transaction((jobs: AppendJob[]): Outcome<AppendResult>[] => {
@@ -185,7 +208,7 @@ class SqliteStore implements SqliteEventStore {
     });
     this.queue = new GroupCommit(
       (jobs) => {
-        const outcomes = appendBatch.immediate(jobs); // BEGIN IMMEDIATE … COMMIT: durable once it returns
+        const outcomes = appendBatch.immediate(jobs); // BEGIN IMMEDIATE … COMMIT: visible (and crash-safe) once it returns
         this.afterCommit(jobs, outcomes);
         return outcomes;
       },
@@ -195,7 +218,17 @@ class SqliteStore implements SqliteEventStore {
   }
 
   stats(): SqliteStoreStats {
-    return { ...this.counters, subscriptions: this.hub.size, recentEvents: this.recent.size };
+    return {
+      ...this.counters,
+      subscriptions: this.hub.size,
+      recentEvents: this.recent.size,
+      committedPosition: this.durability.committedPosition,
+      durablePosition: this.durability.position,
+    };
+  }
+
+  whenDurable(): Promise<void> | undefined {
+    return this.durability.whenDurable();
   }
 
   async append(stream: string, events: EventData[], expected: ExpectedRevision = "any", options: AppendOptions = {}): Promise<AppendResult> {
@@ -254,11 +287,18 @@ class SqliteStore implements SqliteEventStore {
     const query = this.sql.streamPage;
     // Read through `this`: a purge replaces the recent events.
     const self = this;
+    const historyReadable = this.historyReadable();
     const source: CatchUpSource = {
+      historyReadable,
+      // Subscribers get durable events only (see WalDurability).
       readAfter(cursor) {
+        const limit = self.durability.position;
         const held = self.recent.streamFrom(stream, cursor + 1n, PAGE_SIZE);
-        if (held) return { events: held.map(eventOf), cursor: held[held.length - 1]?.revision, atHead: held.length < PAGE_SIZE };
-        const rows = query.all(stream, cursor + 1n) as Row[];
+        if (held) {
+          const kept = upTo(held, limit, (e) => e.position);
+          return { events: kept.map(eventOf), cursor: kept[kept.length - 1]?.revision, atHead: kept.length < PAGE_SIZE };
+        }
+        const rows = upTo(query.all(stream, cursor + 1n) as Row[], limit, (row) => row[0]);
         const last = rows[rows.length - 1];
         return { events: parsed(rows), cursor: last?.[2], atHead: rows.length < PAGE_SIZE };
       },
@@ -274,7 +314,8 @@ class SqliteStore implements SqliteEventStore {
     const filter = options.filter;
     const prefixes = filter?.streamPrefixes;
     const source: CatchUpSource = {
-      readAfter: (cursor) => this.readAfter(cursor, filter),
+      historyReadable: this.historyReadable(),
+      readAfter: (cursor) => this.readAfter(cursor, filter, this.durability.position),
       concerns: prefixes
         ? (touched) => {
             for (const stream of touched) if (prefixes.some((p) => stream.startsWith(p))) return true;
@@ -285,19 +326,28 @@ class SqliteStore implements SqliteEventStore {
     return new CatchUpSubscription(source, start, this.hub);
   }
 
+  /** For a subscription beginning now: whether what is committed now has become durable (its history readable). */
+  private historyReadable(): () => boolean {
+    const end = this.durability.committedPosition;
+    return () => this.durability.position >= end;
+  }
+
   /**
-   * One page of `$all` strictly after `cursor`, filtered: from the recent events when they hold everything after
-   * the cursor, else from the database. Rows that the filter drops are never parsed.
+   * One page of `$all` strictly after `cursor` and at or before `limit` (when given), filtered: from the recent
+   * events when they hold everything after the cursor, else from the database. Rows that the filter drops are
+   * never parsed. A page cut at `limit` is at the head: what follows is not readable yet.
    */
-  private readAfter(cursor: bigint, filter: EventFilter | undefined): Page {
+  private readAfter(cursor: bigint, filter: EventFilter | undefined, limit?: bigint): Page {
     const held = this.recent.after(cursor, PAGE_SIZE);
     if (held) {
+      const kept = limit === undefined ? held : upTo(held, limit, (e) => e.position);
       const events: RecordedEvent[] = [];
-      for (const e of held) if (!filter || matchesFilter(e.streamId, e.type, filter)) events.push(e.event);
-      return { events, cursor: held[held.length - 1]?.position, atHead: held.length < PAGE_SIZE };
+      for (const e of kept) if (!filter || matchesFilter(e.streamId, e.type, filter)) events.push(e.event);
+      return { events, cursor: kept[kept.length - 1]?.position, atHead: kept.length < PAGE_SIZE };
     }
-    if (filter?.eventTypes) return this.readTypesAfter(cursor, filter.eventTypes, filter.streamPrefixes);
-    const rows = this.sql.allPage.all(cursor + 1n) as Row[];
+    if (filter?.eventTypes) return this.readTypesAfter(cursor, filter.eventTypes, filter.streamPrefixes, limit);
+    const all = this.sql.allPage.all(cursor + 1n) as Row[];
+    const rows = limit === undefined ? all : upTo(all, limit, (row) => row[0]);
     const last = rows[rows.length - 1];
     const events = parsed(filter ? rows.filter((row) => matchesFilter(row[1], row[4], filter)) : rows);
     return { events, cursor: last?.[0], atHead: rows.length < PAGE_SIZE };
@@ -308,7 +358,7 @@ class SqliteStore implements SqliteEventStore {
    * whose page is full bounds what is known: the page ends at the smallest such last position, so nothing of
    * another type before it is missed; when no page is full, every matching event up to the head is in hand.
    */
-  private readTypesAfter(cursor: bigint, types: string[], prefixes: string[] | undefined): Page {
+  private readTypesAfter(cursor: bigint, types: string[], prefixes: string[] | undefined, limit?: bigint): Page {
     const distinct = [...new Set(types)];
     // The bound first, from the index alone: rows past it would be read (payloads and all) only to be dropped.
     let bound: bigint | undefined;
@@ -316,10 +366,16 @@ class SqliteStore implements SqliteEventStore {
       const end = this.sql.typePageEnd.get(type, cursor + 1n) as bigint | undefined;
       if (end !== undefined && (bound === undefined || end < bound)) bound = end;
     }
-    const rows = distinct.flatMap((type) => (bound === undefined ? this.sql.typePage.all(type, cursor + 1n) : this.sql.typeRange.all(type, cursor + 1n, bound)) as Row[]);
-    rows.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
-    const events = parsed(prefixes ? rows.filter((row) => prefixes.some((p) => row[1].startsWith(p))) : rows);
-    return { events, cursor: bound ?? rows[rows.length - 1]?.[0], atHead: bound === undefined };
+    const found = distinct.flatMap((type) => (bound === undefined ? this.sql.typePage.all(type, cursor + 1n) : this.sql.typeRange.all(type, cursor + 1n, bound)) as Row[]);
+    found.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+    if (limit !== undefined && (bound === undefined || bound > limit)) {
+      // Cut at the readable head: every match up to the limit is in hand; the cursor stays at the last one kept.
+      const rows = upTo(found, limit, (row) => row[0]);
+      const events = parsed(prefixes ? rows.filter((row) => prefixes.some((p) => row[1].startsWith(p))) : rows);
+      return { events, cursor: rows[rows.length - 1]?.[0], atHead: true };
+    }
+    const events = parsed(prefixes ? found.filter((row) => prefixes.some((p) => row[1].startsWith(p))) : found);
+    return { events, cursor: bound ?? found[found.length - 1]?.[0], atHead: bound === undefined };
   }
 
   async purgeStreams(streams: readonly string[]): Promise<void> {
@@ -337,12 +393,17 @@ class SqliteStore implements SqliteEventStore {
     if (this.closed) return;
     this.closed = true;
     this.queue.flushAll(); // queued appends commit (and their promises resolve) before the database closes
-    this.hub.closeAll();
-    this.db.close();
+    try {
+      this.durability.closeSync(); // and reach the disk
+    } finally {
+      this.hub.closeAll();
+      this.db.close();
+    }
   }
 
   private ensureOpen(): void {
     if (this.closed) throw new StoreUnavailableError(`event store ${this.file} is closed`);
+    if (this.failure) throw new StoreUnavailableError(`event store ${this.file} cannot write: ${this.failure.message}`, { cause: this.failure });
   }
 
   private head(): bigint {
@@ -398,15 +459,30 @@ class SqliteStore implements SqliteEventStore {
   private afterCommit(jobs: AppendJob[], outcomes: Outcome<AppendResult>[]): void {
     this.counters.transactions++;
     const touched = new Set<string>();
+    let last = -1n;
     jobs.forEach((job, i) => {
       if (!outcomes[i].ok) return;
       this.counters.appends++;
       this.counters.events += job.events.length;
-      if (job.events.length > 0) touched.add(job.stream);
       // An idempotent retry inserted nothing (inserted is unset): its events are already in the log.
-      if (job.inserted) this.recent.add(job.inserted);
+      if (!job.inserted || job.inserted.length === 0) return;
+      touched.add(job.stream);
+      this.recent.add(job.inserted);
+      last = job.inserted[job.inserted.length - 1].position;
     });
-    if (touched.size > 0) this.hub.notify(touched);
+    if (touched.size === 0) return;
+    this.undelivered.push({ position: last, touched });
+    this.durability.committedUpTo(last);
+  }
+
+  /** Wakes the subscribers of the streams whose commits are now durable. */
+  private deliverUpTo(position: bigint): void {
+    let n = 0;
+    while (n < this.undelivered.length && this.undelivered[n].position <= position) n++;
+    if (n === 0) return;
+    const done = this.undelivered.splice(0, n);
+    const touched = n === 1 ? done[0].touched : new Set(done.flatMap((d) => [...d.touched]));
+    this.hub.notify(touched);
   }
 }
 
@@ -441,6 +517,13 @@ function eventOf(e: CommittedEvent): RecordedEvent {
 function isDuplicateEventId(error: unknown): boolean {
   const e = error as { code?: unknown; message?: unknown } | null;
   return e?.code === "SQLITE_CONSTRAINT_UNIQUE" && String(e.message).includes("events.event_id");
+}
+
+/** The leading items at or before `limit` (items are in position order). */
+function upTo<T>(items: T[], limit: bigint, positionOf: (item: T) => bigint): T[] {
+  let n = items.length;
+  while (n > 0 && positionOf(items[n - 1]) > limit) n--;
+  return n === items.length ? items : items.slice(0, n);
 }
 
 function min(a: bigint, b: bigint): bigint {

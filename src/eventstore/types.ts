@@ -120,11 +120,20 @@ export interface PurgeBehaviour {
 export interface EventStore {
   /** Which adapter this is (wrappers pass it on); see also purgeBehaviourOf. */
   readonly kind: "sqlite" | "esdb";
-  /** Appends atomically. Throws WrongExpectedVersionError when `expected` does not hold. */
+  /**
+   * Appends atomically. Throws WrongExpectedVersionError when `expected` does not hold. Resolves once the events are
+   * committed and readable; they may not yet survive power loss (see whenDurable).
+   */
   append(stream: string, events: EventData[], expected?: ExpectedRevision, options?: AppendOptions): Promise<AppendResult>;
   /** A missing stream reads as empty. */
   readStream(stream: string, options?: ReadStreamOptions): Promise<RecordedEvent[]>;
   readAll(options?: ReadAllOptions): Promise<RecordedEvent[]>;
+  /**
+   * Resolves once everything committed so far survives power loss; undefined when it already does. Subscriptions
+   * deliver durable events only; whoever reports other writes outside the process (an HTTP response) awaits this
+   * first. EventStoreDB acknowledges durable appends: always undefined.
+   */
+  whenDurable(): Promise<void> | undefined;
   /** Position of the last event in `$all`, or -1n when the log is empty. */
   headPosition(): Promise<bigint>;
   subscribeToStream(stream: string, options?: StreamSubscriptionOptions): Subscription;

@@ -73,7 +73,7 @@ export function assistantRoutes(ctx: AppContext, lifecycle: ThreadLifecycle): Fa
       { schema: { tags, params: AssistantIdParams, querystring: z.object({ delete_threads: z.enum(["true", "false"]).optional() }) } },
       async (req, reply) => {
         await assistants.delete(callerOf(req), req.params.assistant_id, req.query.delete_threads === "true");
-        reply.code(204).send();
+        return reply.code(204).send();
       },
     );
 

@@ -81,7 +81,7 @@ export function cronRoutes(ctx: AppContext, crons: CronsService): FastifyPluginA
 
     r.delete("/runs/crons/:cron_id", { schema: { tags, params: CronParams } }, async (req, reply) => {
       await crons.delete(callerOf(req), req.params.cron_id);
-      reply.code(204).send();
+      return reply.code(204).send();
     });
   };
 }

@@ -144,14 +144,13 @@ export function runRoutes(ctx: AppContext, runs: RunsService, streams: { openStr
 
       r.delete(`${prefix}/:thread_id/runs/:run_id`, { schema: { tags, hide, params: RunParams } }, async (req, reply) => {
         await access.delete(callerOf(req), req.params.thread_id, req.params.run_id);
-        reply.code(204).send();
+        return reply.code(204).send();
       });
 
       r.post(`${prefix}/:thread_id/runs/:run_id/cancel`, { schema: { tags, hide, params: RunParams, querystring: CancelQuery } }, async (req, reply) => {
         const run = await access.cancel(callerOf(req), req.params.thread_id, req.params.run_id, req.query.action);
         if (!req.query.wait) {
-          reply.code(202).send();
-          return;
+          return reply.code(202).send();
         }
         await waitRun(reply, run, {}, false);
       });
@@ -218,10 +217,9 @@ export function runRoutes(ctx: AppContext, runs: RunsService, streams: { openStr
       async (req, reply) => {
         const n = await access.cancelMany(callerOf(req), req.body, req.query.action);
         if (n === 0) {
-          reply.code(404).send({ detail: "No matching runs to cancel" });
-          return;
+          return reply.code(404).send({ detail: "No matching runs to cancel" });
         }
-        reply.code(204).send();
+        return reply.code(204).send();
       },
     );
   };

@@ -59,7 +59,7 @@ export function storeRoutes(service: StoreService): FastifyPluginAsync {
     r.put("/store/items", { schema: { tags, body: PutBody } }, async (req, reply) => {
       const { namespace, key, value, index, ttl } = req.body;
       await store.put(callerOf(req), { namespace, key, value, index, ttl });
-      reply.code(204).send();
+      return reply.code(204).send();
     });
 
     r.get("/store/items", { schema: { tags, querystring: GetQuery } }, async (req, reply) => {
@@ -70,7 +70,7 @@ export function storeRoutes(service: StoreService): FastifyPluginAsync {
 
     r.delete("/store/items", { schema: { tags, body: DeleteBody } }, async (req, reply) => {
       await store.delete(callerOf(req), req.body.namespace ?? [], req.body.key);
-      reply.code(204).send();
+      return reply.code(204).send();
     });
 
     r.post("/store/items/search", { schema: { tags, body: SearchBody.default({ limit: 10, offset: 0 }) } }, async (req) => {

@@ -91,7 +91,7 @@ export function threadRoutes(ctx: AppContext, lifecycle: ThreadLifecycle): Fasti
         // Purging also reaches deleted threads: their visibility is checked on the log (audit).
         if (req.query.purge === "true") await purgeVisibleThread(ctx, lifecycle, callerOf(req), req.params.thread_id);
         else await threads.delete(callerOf(req), req.params.thread_id);
-        reply.code(204).send();
+        return reply.code(204).send();
       },
     );
 
