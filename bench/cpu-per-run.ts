@@ -17,6 +17,7 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { Agent, request } from "undici";
+import { startScriptNodeFlags } from "./support/server.js";
 
 const root = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
 const CONCURRENCY = 16;
@@ -36,7 +37,7 @@ export async function benchCpuPerRun(runs = 2_000, warmupRuns = 500): Promise<Re
   const profDir = process.env.CPU_PROF_DIR;
   const perfData = process.env.PERF_DATA;
   const nodeArgs = [...(process.env.NODE_ARGS?.split(" ").filter(Boolean) ?? []), ...(profDir ? ["--cpu-prof", `--cpu-prof-dir=${path.resolve(profDir)}`] : []), ...(perfData ? ["--perf-basic-prof"] : [])];
-  const child = spawn(process.execPath, [...nodeArgs, "dist/main.js"], {
+  const child = spawn(process.execPath, [...startScriptNodeFlags(), ...nodeArgs, "dist/main.js"], {
     cwd: root,
     env: { ...process.env, HOST: "127.0.0.1", PORT: "0", DATA_DIR: dataDir, LANGGRAPH_JSON: path.join(root, "langgraph.json"), LOG_LEVEL: "silent", N_JOBS_PER_WORKER: "64" },
     stdio: ["ignore", "pipe", "inherit"],

@@ -26,7 +26,7 @@ import { MemorySaver } from "@langchain/langgraph";
 import { jsonClient, runPool } from "./support/http.js";
 import { attributeProfile, readProfile, RUN_PHASES } from "./support/cpu-profile.js";
 import { parseBenchOptions, type BenchOptions } from "./support/options.js";
-import { cpuMs, repoRoot, rssMiB, startBenchServer, waitOk } from "./support/server.js";
+import { cpuMs, repoRoot, rssMiB, startBenchServer, startScriptNodeFlags, waitOk } from "./support/server.js";
 import { perSecond, round2, summary } from "./support/stats.js";
 
 const FULL = { warmup: 300, invokes: 2_000, sequential: 200, perConcurrency: 2_000, idleMs: 20_000 };
@@ -135,7 +135,7 @@ export async function benchEngine(options: BenchOptions = { tiny: false, big: fa
         mode: options.tiny ? "tiny" : "full",
         graph: "agent (src/graphs/agent.ts)",
         engine: "builder.compile({ checkpointer: new MemorySaver() }).invoke, a new thread_id per invoke, sequential, in this process; before and after the server load",
-        server: "dist/main.js, SQLite synchronous=FULL, N_JOBS_PER_WORKER=64; a job = POST /threads + POST /threads/{id}/runs/wait",
+        server: `node ${startScriptNodeFlags().join(" ")} dist/main.js (as npm start), SQLite synchronous=FULL, N_JOBS_PER_WORKER=64; a job = POST /threads + POST /threads/{id}/runs/wait`,
         phases_method: "a second server under node --cpu-prof doing a quarter of the load: self-time of its samples inside the c16 and c64 windows, charged by source path (bundle frames mapped to src/ through the source map; native and node: frames to their nearest caller with a path; wall-clock samples, so fsync waits count); shares applied to the unprofiled server's CPU per run",
       },
       engine_invokes_per_s: { before: engineBefore.invokes_per_s, after: engineAfter.invokes_per_s, mean: enginePerS },

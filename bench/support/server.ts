@@ -5,6 +5,7 @@
  */
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import { once } from "node:events";
+import { readFileSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -31,11 +32,19 @@ export interface BenchServer {
   stop(): Promise<void>;
 }
 
-/** Starts the built server (with `nodeArgs` before the script, e.g. --cpu-prof) and resolves once it printed its listening line (rejects if it exits first). */
+/** The node flags `npm start` gives the server (package.json's start script), so the benchmarks run what users run. */
+export function startScriptNodeFlags(): string[] {
+  const scripts = (JSON.parse(readFileSync(path.join(repoRoot, "package.json"), "utf8")) as { scripts: Record<string, string> }).scripts;
+  const words = scripts.start.trim().split(/\s+/);
+  if (words[0] !== "node" || words[words.length - 1] !== "dist/main.js") throw new Error(`npm start is not "node [flags] dist/main.js": ${scripts.start}`);
+  return words.slice(1, -1);
+}
+
+/** Starts the built server as `npm start` does (its node flags, then `nodeArgs`, e.g. --cpu-prof) and resolves once it printed its listening line (rejects if it exits first). */
 export async function startBenchServer(dataDir: string, env: Record<string, string> = {}, nodeArgs: readonly string[] = []): Promise<BenchServer> {
   buildServer();
   const t0 = performance.now();
-  const child = spawn(process.execPath, [...nodeArgs, "dist/main.js"], {
+  const child = spawn(process.execPath, [...startScriptNodeFlags(), ...nodeArgs, "dist/main.js"], {
     cwd: repoRoot,
     env: {
       ...process.env,
