@@ -48,7 +48,9 @@ class SourceResolver {
   private readonly maps = new Map<string, SourceMap | null>();
 
   source(url: string, line: number, column: number): string {
-    if (!url.startsWith("file://") || !url.includes("/dist/")) return url;
+    // Only our bundle: a package's own dist/ (LangChain ships source maps) maps to paths without
+    // node_modules/ in them, and its time would then be charged to whatever called it.
+    if (!url.startsWith("file://") || !url.includes("/dist/") || url.includes("/node_modules/")) return url;
     let map = this.maps.get(url);
     if (map === undefined) {
       try {

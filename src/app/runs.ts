@@ -63,7 +63,8 @@ const TERMINAL_SEARCH = 8;
 
 /** Application service of runs: create (with double-texting), read, cancel, delete, wait. */
 export class RunsService {
-  private readonly waiters = new Map<string, (() => void)[]>();
+  /** Who waits for which run to be done, with the run's thread (a temporary thread's deletion ends its run). */
+  private readonly waiters = new Map<string, { threadId: string; wakes: (() => void)[] }>();
   /** Open streams and waits, ended when the server shuts down. */
   private readonly open = new Set<() => void>();
   private readonly unsubscribe: () => void;
@@ -91,18 +92,26 @@ export class RunsService {
     this.unsubscribe();
     for (const end of [...this.open]) end();
     this.open.clear();
-    for (const list of this.waiters.values()) for (const wake of list) wake();
+    for (const waiting of this.waiters.values()) for (const wake of waiting.wakes) wake();
     this.waiters.clear();
   }
 
+  /** Wakes the waiters of the runs this event may have ended: only those (a look at each costs a read-model load). */
   private onEvent(event: RecordedEvent): void {
     if (this.waiters.size === 0 || !event.streamId.startsWith("thread-")) return;
-    if (event.type !== "RunFinished" && event.type !== "RunDeleted" && event.type !== "ThreadDeleted") return;
-    for (const [runId, list] of this.waiters) {
-      if (!this.isDone(runId)) continue;
-      this.waiters.delete(runId);
-      for (const wake of list) wake();
+    if (event.type === "RunFinished" || event.type === "RunDeleted") {
+      this.wakeIfDone((event.data as { run_id: string }).run_id);
+    } else if (event.type === "ThreadDeleted") {
+      const threadId = event.streamId.slice("thread-".length);
+      for (const [runId, waiting] of [...this.waiters]) if (waiting.threadId === threadId) this.wakeIfDone(runId);
     }
+  }
+
+  private wakeIfDone(runId: string): void {
+    const waiting = this.waiters.get(runId);
+    if (!waiting || !this.isDone(runId)) return;
+    this.waiters.delete(runId);
+    for (const wake of waiting.wakes) wake();
   }
 
   view(runId: string): RunView | undefined {
@@ -128,7 +137,10 @@ export class RunsService {
 
   /** Whether the run is over as far as its thread is concerned (or gone); a temporary thread is deleted by then. */
   isDone(runId: string): boolean {
-    const v = this.view(runId);
+    return this.doneAsViewed(this.view(runId));
+  }
+
+  private doneAsViewed(v: RunView | undefined): boolean {
     if (!v) return true;
     if (!v.threadFinished) return false;
     return !v.run.kwargs.temporary || !threadState(this.ctx, v.run.thread_id);
@@ -137,12 +149,14 @@ export class RunsService {
   /** Resolves once the run ended and its thread shows it (or the run is gone). */
   waitDone(runId: string, signal?: AbortSignal): Promise<void> {
     const id = runId.toLowerCase();
-    if (this.closed || this.isDone(id) || signal?.aborted) return Promise.resolve();
+    if (this.closed || signal?.aborted) return Promise.resolve();
+    const view = this.view(id);
+    if (!view || this.doneAsViewed(view)) return Promise.resolve();
     return new Promise((resolve) => {
       const wake = () => resolve();
-      const list = this.waiters.get(id) ?? [];
-      list.push(wake);
-      this.waiters.set(id, list);
+      const waiting = this.waiters.get(id) ?? { threadId: view.run.thread_id, wakes: [] };
+      waiting.wakes.push(wake);
+      this.waiters.set(id, waiting);
       signal?.addEventListener("abort", wake, { once: true });
     });
   }
