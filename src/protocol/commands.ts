@@ -109,6 +109,21 @@ export class ProtocolCommands {
     return { type: "success", id, result: { run_id: run.run_id }, meta: await this.appliedThrough(threadId) };
   }
 
+  /**
+   * The thread's state for answering an interrupt. A client answers as soon as the run's stream shows its end
+   * (input.requested); the thread learns of that end from the RunFinished mark appended just after, which may
+   * not be folded yet: when the head run has ended but its thread was not told, wait for that mark.
+   */
+  private async interruptedThreadState(threadId: string) {
+    const state = await threadStateConsistent(this.ctx, threadId);
+    const head = state?.activeRuns[0];
+    if (!state || Object.keys(state.thread.interrupts ?? {}).length > 0 || head === undefined) return state;
+    const view = this.runs.view(head);
+    if (!view?.stream.ended || view.threadFinished) return state;
+    await this.runs.waitDone(head);
+    return threadStateConsistent(this.ctx, threadId);
+  }
+
   /** Answers interrupts: `{interrupt_id, response}` or `{responses: [...]}`, resumed in one run of the thread's assistant. */
   private async inputRespond(caller: Caller, threadId: string, id: number, params: Record<string, unknown>, headers: Record<string, string | string[] | undefined>): Promise<ProtocolResponse> {
     const resume: Record<string, unknown> = {};
@@ -123,8 +138,7 @@ export class ProtocolCommands {
     } else {
       return errorResponse(id, "invalid_argument", "input.respond requires an interrupt_id.");
     }
-    const state = await threadStateConsistent(this.ctx, threadId);
-    const thread = state?.thread;
+    const thread = (await this.interruptedThreadState(threadId))?.thread;
     if (!thread || Object.keys(thread.interrupts ?? {}).length === 0) return errorResponse(id, "no_such_run", "No interrupted run is bound to this thread.");
     const last = this.ctx.readModels.runs.listForThread(threadId, { limit: 1, offset: 0 })[0];
     if (!last) return errorResponse(id, "no_such_run", "No interrupted run is bound to this thread.");
