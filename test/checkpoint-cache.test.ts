@@ -132,7 +132,13 @@ t.test("with a live feed, held threads follow other processes' appends", async (
   const theirs = new EventSourcedCheckpointSaver({ store });
   const first = await mine.put(thread("t"), checkpoint(1), { source: "input", step: -1, parents: {} }, {});
   await mine.getTuple(first);
-  const delivered = new Promise<void>((resolve) => feed.onApplied(() => resolve()));
+  // Wait for their checkpoint 2 itself: our own checkpoint 1 may reach the feed after our put
+  // returned (the feed delivers once an event is durable), so "the first event applied" is not it.
+  const delivered = new Promise<void>((resolve) =>
+    feed.onApplied((event) => {
+      if ((event.data as CheckpointSaved).checkpoint_id === checkpointId(2)) resolve();
+    }),
+  );
   await theirs.put(first, checkpoint(2), { source: "loop", step: 0, parents: {} }, {});
   await delivered;
   t.ok(mine.cache.has("t"), "still held: the event was the next revision");
