@@ -20,10 +20,11 @@ import { assistantRoutes } from "./http/routes/assistants.js";
 import { threadRoutes } from "./http/routes/threads.js";
 import { threadStateRoutes } from "./http/routes/thread-state.js";
 import { loadLanggraphConfig, parseLanggraphConfigEnv, type LoadedLanggraphConfig } from "./langgraph-config.js";
-import { loadGraphRegistry } from "./runtime/graphs.js";
+import { GraphCatalogue } from "./runtime/graph-catalogue.js";
+import { LazyGraphRuntime, type GraphRuntime } from "./runtime/lazy-graph-runtime.js";
+import type { RunWorker } from "./runtime/worker.js";
 import { TypeSchemaReader } from "./runtime/type-schemas/reader.js";
 import { bundleUi } from "./runtime/ui-bundles.js";
-import { EventSourcedCheckpointSaver } from "./runtime/checkpointer.js";
 import type { AppContext } from "./app/context.js";
 import { isoNow } from "./util/time.js";
 import { ensureDefaultAssistants } from "./app/assistants.js";
@@ -32,9 +33,7 @@ import { LANGGRAPH_JS_VERSION } from "./version.js";
 import { RunsService } from "./app/runs.js";
 import { runRoutes } from "./http/routes/runs.js";
 import { threadStreamRoutes } from "./http/routes/thread-stream.js";
-import { RunWorker } from "./runtime/worker.js";
 import { loadAuth } from "./app/auth/load.js";
-import { skipRunTreesUnlessTracing } from "./runtime/tracing.js";
 import { a2aRoutes } from "./a2a/routes.js";
 import { mcpRoutes } from "./mcp/routes.js";
 import { protocolRoutes } from "./protocol/routes.js";
@@ -57,13 +56,12 @@ import { requestContextOf } from "./http/actor.js";
 import { StoreService } from "./app/store.js";
 import { loadStoreIndex } from "./runtime/store-index.js";
 import { StoreSweeper } from "./app/store-sweeper.js";
-import { EventSourcedStore } from "./app/graph-store.js";
 import { storeRoutes } from "./http/routes/store.js";
 import { internalRoutes } from "./http/routes/internal.js";
-import { registerSdkLogger } from "./runtime/sdk-logger.js";
 import { bindLoopbackFetch, loadCustomApp } from "./http/custom-app.js";
 import { normalizeMountPrefix } from "./http/mount-prefix.js";
 import { ResourceStack } from "./util/resource-stack.js";
+import { ulid } from "ulid";
 import { IdleMemory } from "./util/idle-memory.js";
 import { StartupTimeline } from "./util/startup-timeline.js";
 
@@ -73,8 +71,13 @@ export interface RunningServer {
   storeKind: EventStore["kind"];
   store: EventStore;
   readModels: ReadModels;
-  /** The LangGraph checkpointer (its cache holds recently used threads' checkpoints). */
-  checkpointer: EventSourcedCheckpointSaver;
+  /** The loaded graphs and the LangGraph checkpointer (its cache holds recently used threads' checkpoints); loads them if not yet. */
+  runtime(): Promise<GraphRuntime>;
+  /**
+   * Settles once the graph runtime is loaded and the run worker started, which happens after the server
+   * listens (rejects when a graph cannot be loaded: main.ts then exits with that message).
+   */
+  ready: Promise<void>;
   http: FastifyInstance;
   /** Sends webhooks (undefined when `http.disable_webhooks` is set). */
   webhooks: WebhookDispatcher | undefined;
@@ -100,6 +103,8 @@ function describeListenError(error: unknown, config: Config): Error {
 export interface ServerDeps {
   clock?: Clock;
   resolver?: Resolver;
+  /** Awaited before the graph runtime loads (tests hold it back to see the server answer without it). */
+  beforeGraphRuntime?: () => Promise<void>;
 }
 
 /** Opens the log, folds it into the read models, and serves the API. */
@@ -125,19 +130,14 @@ export async function startServer(config: Config, deps: ServerDeps = {}): Promis
 async function startParts(config: Config, deps: ServerDeps, parts: ResourceStack): Promise<RunningServer> {
   const startup = new StartupTimeline();
   startup.mark("modules");
-  skipRunTreesUnlessTracing(); // before any graph runs: no LangSmith RunTree per node unless tracing is configured
-  // Configuration and graphs first: a bad langgraph.json fails before anything is opened.
+  // Configuration first: a bad langgraph.json fails before anything is opened.
   const langgraph = await loadLanggraphConfig(config.langgraphJsonPath);
-  // Before any graph file is imported: graphs may call the SDK's getLogger() at top level.
-  registerSdkLogger(config.logLevel);
   // Schemas from the graph files' types: read in a worker thread when first asked, cached in DATA_DIR.
   // Its passes are ended before HTTP's close (see below), which waits for the requests awaiting them.
   const typeSchemas = new TypeSchemaReader({ cacheDir: path.join(config.dataDir, "type-schemas"), timeoutMs: config.schemaResolveTimeoutMs, log: (m) => console.error(m) });
-  const graphs = await loadGraphRegistry(langgraph.config, langgraph.baseDir, {
-    // LANGGRAPH_CONFIG may come from langgraph.json's `env` too (the environment wins, as for every variable).
-    graphDefaults: parseLanggraphConfigEnv(config.langgraphConfig ?? langgraph.env.LANGGRAPH_CONFIG),
-    typeSchemas,
-  });
+  // The graphs as langgraph.json names them; their files (and LangGraph) are loaded after the server listens.
+  // LANGGRAPH_CONFIG may come from langgraph.json's `env` too (the environment wins, as for every variable).
+  const graphs = new GraphCatalogue(langgraph.config.graphs, langgraph.baseDir, parseLanggraphConfigEnv(config.langgraphConfig ?? langgraph.env.LANGGRAPH_CONFIG));
   // A configured auth that cannot be loaded stops the start: never serve open by accident.
   const auth = await loadAuth(langgraph.config.auth, langgraph.baseDir, path.basename(langgraph.configPath));
   const storeIndex = await loadStoreIndex(langgraph.config.store?.index, langgraph.baseDir, path.basename(langgraph.configPath));
@@ -150,7 +150,7 @@ async function startParts(config: Config, deps: ServerDeps, parts: ResourceStack
     : undefined;
   // The injected clock drives cron ticks and TTLs. The log's timestamps (ctx.now) are the system's,
   // and leases, retries and delayed starts are compared with them: the worker and the webhooks keep that clock.
-  startup.mark("configuration and graphs");
+  startup.mark("configuration");
   const clock = deps.clock ?? systemClock;
   const logClock = systemClock;
   const logHealth = new LogHealth();
@@ -162,20 +162,27 @@ async function startParts(config: Config, deps: ServerDeps, parts: ResourceStack
   // With a shared store, other processes append checkpoints too: the cache follows them live.
   // A SQLite store belongs to this process alone, whose own appends keep the cache current.
   const liveCheckpoints = store.kind === "sqlite" ? undefined : parts.use("live checkpoint feed", new LiveFeed(store, { streamPrefixes: ["checkpoints-"] }, "checkpoints-live"), (f) => f.close());
-  const checkpointer = parts.use(
-    "checkpointer",
-    new EventSourcedCheckpointSaver({ store, live: liveCheckpoints, cacheThreads: config.checkpointCacheThreads, cacheBytes: config.checkpointCacheBytes, metadataFromConfig: true }),
-    (c) => c.close(),
-  );
-  const ctx: AppContext = { config, langgraph, store, readModels, graphs, checkpointer, now: isoNow };
+  let graphsReady = false;
+  const runtime = new LazyGraphRuntime(async () => {
+    await deps.beforeGraphRuntime?.();
+    const { loadGraphRuntime } = await import("./runtime/graph-runtime.js");
+    const loaded = await loadGraphRuntime({
+      catalogue: graphs, baseDir: langgraph.baseDir, typeSchemas, logLevel: config.logLevel,
+      checkpointer: { store, live: liveCheckpoints, cacheThreads: config.checkpointCacheThreads, cacheBytes: config.checkpointCacheBytes, metadataFromConfig: true },
+    });
+    startup.mark("graph runtime");
+    return loaded;
+  });
+  parts.defer("checkpointer", async () => (await runtime.ifStarted())?.checkpointer.close());
+  const ctx: AppContext = { config, langgraph, store, readModels, graphs, runtime: () => runtime.get(), now: isoNow };
   await ensureDefaultAssistants(ctx, graphs.defaultAssistants());
   startup.mark("default assistants");
   const lifecycle = threadLifecycle(ctx);
   metrics.observe(store, readModels, logHealth);
   const completion = {
     store, readModels, now: ctx.now,
-    deleteThreadCheckpoints: (id: string) => checkpointer.deleteThread(id),
-    discardCheckpointsAfter: async (threadId: string, after: string | null, reason: string) => void (await checkpointer.discardAfter(threadId, after, reason)),
+    deleteThreadCheckpoints: async (id: string) => (await runtime.get()).checkpointer.deleteThread(id),
+    discardCheckpointsAfter: async (threadId: string, after: string | null, reason: string) => void (await (await runtime.get()).checkpointer.discardAfter(threadId, after, reason)),
   };
   const runs = new RunsService(ctx, completion);
   const crons = new CronsService(ctx, runs, clock);
@@ -203,6 +210,7 @@ async function startParts(config: Config, deps: ServerDeps, parts: ResourceStack
             storeKind: store.kind, langgraphJsVersion: LANGGRAPH_JS_VERSION, webhooksEnabled,
             positions: async () => ({ head: await store.headPosition(), projections: readModels.runner.tables.map((t) => ({ name: t.name, position: readModels.runner.position })) }),
             health: logHealth, checkLog: () => store.headPosition(),
+            graphRuntime: () => (graphsReady ? "ready" : "loading"),
           }),
           metricsRoutes(metrics),
         ]),
@@ -237,11 +245,25 @@ async function startParts(config: Config, deps: ServerDeps, parts: ResourceStack
     throw describeListenError(error, config);
   }
   startup.mark("listening");
-  const worker = parts.use(
-    "run worker",
-    new RunWorker({
+  // The graph runtime loads now, in the background; the run worker starts once it has (runs queued
+  // meanwhile wait in the log, as they would for a free slot). Requests that need a graph await it.
+  let worker: RunWorker | undefined;
+  // The worker's identity in the claims it appends is known now (/metrics names it before the worker runs).
+  const workerOwner = `worker-${ulid()}`;
+  metrics.claimOwners.run = workerOwner;
+  metrics.claims.run = () => ({ won: worker?.stats.claimed ?? 0, lost: worker?.stats.lost ?? 0 });
+  metrics.runsExecuting = () => worker?.running ?? 0;
+  const ready = (async () => {
+    const [{ graphs: loaded, checkpointer }, { RunWorker }, { EventSourcedStore }] = await Promise.all([
+      runtime.get(),
+      import("./runtime/worker.js"),
+      import("./app/graph-store.js"),
+    ]);
+    if (parts.isClosing) return;
+    worker = new RunWorker({
       ...completion,
-      graphs,
+      owner: workerOwner,
+      graphs: loaded,
       checkpointer,
       maxConcurrentRuns: config.maxConcurrentRuns,
       runTimeoutMs: config.runTimeoutSecs * 1000,
@@ -249,13 +271,17 @@ async function startParts(config: Config, deps: ServerDeps, parts: ResourceStack
       exclusiveStore: store.kind === "sqlite",
       storeFor: (run) => new EventSourcedStore(storeService, { run_id: run.run_id, thread_id: run.thread_id }),
       clock: logClock,
-    }),
-    (w) => w.stop(),
-  );
-  await worker.start();
-  metrics.claims.run = () => ({ won: worker.stats.claimed, lost: worker.stats.lost });
-  metrics.runsExecuting = () => worker.running;
-  metrics.claimOwners.run = worker.owner;
+    });
+    await worker.start();
+    graphsReady = true;
+    startup.mark("run worker");
+  })();
+  // Handled here too, so that a caller who never awaits `ready` gets no unhandled rejection (main.ts reports it).
+  ready.catch(() => undefined);
+  parts.defer("run worker", async () => {
+    await ready.catch(() => undefined);
+    await worker?.stop();
+  });
   const address = http.server.address();
   const port = typeof address === "object" && address ? address.port : config.port;
   const url = `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${port}`;
@@ -280,14 +306,15 @@ async function startParts(config: Config, deps: ServerDeps, parts: ResourceStack
   idleMemory.start();
   const ttlSweeper = parts.use("thread TTL sweeper", new TtlSweeper({ ctx, lifecycle, clock, log: (m) => console.error(m) }), (s) => s.stop());
   ttlSweeper.start();
-  startup.mark("worker and schedulers");
+  startup.mark("schedulers");
   return {
     url,
     port,
     storeKind: store.kind,
     store,
     readModels,
-    checkpointer,
+    runtime: () => runtime.get(),
+    ready,
     http,
     webhooks,
     crons: scheduler,

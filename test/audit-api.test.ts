@@ -160,7 +160,7 @@ t.test("attribution, history, replay and purge", async (t) => {
     t.match(metrics, /agent_server_projection_lag_events \d+/);
     // Start-up phases, in the order they ran, each a non-negative duration.
     const phases = [...metrics.matchAll(/^agent_server_startup_phase_seconds\{phase="([^"]+)"\} (\S+)$/gm)];
-    t.same(phases.map((m) => m[1]), ["modules", "configuration and graphs", "event store", "read models", "default assistants", "http routes", "listening", "worker and schedulers"]);
+    t.same(phases.map((m) => m[1]), ["modules", "configuration", "event store", "read models", "default assistants", "http routes", "listening", "schedulers", "graph runtime", "run worker"]);
     t.ok(phases.every((m) => Number(m[2]) >= 0), "each phase took a non-negative time");
 
     /** One sample's value (NaN when the line is missing, so a missing metric fails every check). */

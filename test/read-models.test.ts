@@ -53,7 +53,7 @@ t.test("a rebuild from position 0 equals the incrementally built read models, ro
   // server's cached state (built from its own appends) equals a fold of the stream by a fresh saver.
   const refolded = new EventSourcedCheckpointSaver({ store: srv.server.store });
   for (const id of [thread.thread_id, copy.thread_id]) {
-    const liveState = describeThread(await srv.server.checkpointer.cache.get(id));
+    const liveState = describeThread(await (await srv.server.runtime()).checkpointer.cache.get(id));
     t.ok(liveState, `thread ${id} has checkpoints`);
     t.same(describeThread(await refolded.cache.get(id)), liveState, "same checkpoints when folded again");
   }

@@ -32,7 +32,7 @@ t.test("workers sharing a store", async (t) => {
   const checkpointer = new EventSourcedCheckpointSaver({ store });
   const langgraph = await loadLanggraphConfig(TEST_GRAPHS);
   const graphs = await loadGraphRegistry(langgraph.config, langgraph.baseDir, { graphDefaults: {} });
-  const ctx: AppContext = { config: loadConfig({ DATA_DIR: dir }), langgraph, store, readModels, graphs, checkpointer, now: isoNow };
+  const ctx: AppContext = { config: loadConfig({ DATA_DIR: dir }), langgraph, store, readModels, graphs: graphs.catalogue, runtime: async () => ({ graphs, checkpointer }), now: isoNow };
   await ensureDefaultAssistants(ctx, graphs.defaultAssistants());
   const completion = {
     store, readModels, now: isoNow,

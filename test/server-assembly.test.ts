@@ -62,3 +62,37 @@ t.test("close() ends the open run streams before HTTP's close waits for them", a
   await within(10_000, drain(), "the stream");
   t.pass("the stream ended and close() resolved");
 });
+
+t.test("the server answers before the graph runtime is loaded; a run and a state read wait for it", async (t) => {
+  const dataDir = await mkdtemp(path.join(os.tmpdir(), "assembly-"));
+  let release!: () => void;
+  const held = new Promise<void>((resolve) => (release = resolve));
+  const server = await startServer(loadConfig({ LANGGRAPH_JSON: TEST_GRAPHS, LOG_LEVEL: "silent", HOST: "127.0.0.1", PORT: "0", DATA_DIR: dataDir }), { beforeGraphRuntime: () => held });
+  t.teardown(async () => {
+    release();
+    await server.close();
+    await rm(dataDir, { recursive: true, force: true });
+  });
+  let ready = false;
+  void server.ready.then(() => (ready = true));
+  const post = (url: string, body: unknown) => fetch(`${server.url}${url}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+  const [ok, created, assistants] = await Promise.all([fetch(`${server.url}/ok`), post("/threads", {}), post("/assistants/search", { graph_id: "agent" })]);
+  t.equal(ok.status, 200);
+  t.equal(created.status, 200);
+  t.same(((await assistants.json()) as { graph_id: string }[]).map((a) => a.graph_id), ["agent"], "default assistants exist before the graphs load");
+  const { thread_id } = (await created.json()) as { thread_id: string };
+  const run = (await (await post(`/threads/${thread_id}/runs`, { assistant_id: "agent", input: { messages: [{ role: "user", content: "early" }] } })).json()) as { run_id: string; status: string };
+  t.equal(run.status, "pending", "the run is accepted and waits in the log for the worker");
+  const joined = fetch(`${server.url}/threads/${thread_id}/runs/${run.run_id}/join`);
+  const state = fetch(`${server.url}/threads/${thread_id}/state`);
+  t.notOk(ready, "the graph runtime is still held back");
+  t.equal(((await (await fetch(`${server.url}/info`)).json()) as { graph_runtime: string }).graph_runtime, "loading");
+  release();
+  const result = await joined;
+  t.equal(result.status, 200);
+  t.match(await result.json(), { messages: [{ content: "early" }, { content: "You said: early" }] });
+  t.equal((await state).status, 200);
+  await server.ready;
+  t.ok(ready, "ready settled once the runtime loaded");
+  t.equal(((await (await fetch(`${server.url}/info`)).json()) as { graph_runtime: string }).graph_runtime, "ready");
+});

@@ -95,3 +95,17 @@ t.test("an invalid environment variable names the variable", async (t) => {
   t.not(code, 0);
   t.match(proc.stderr, /PORT/);
 });
+
+t.test("a graph file that cannot be loaded stops the server: one clear line, a non-zero exit", async (t) => {
+  const dir = await tempDir(t);
+  const { writeFile } = await import("node:fs/promises");
+  await writeFile(path.join(dir, "broken.ts"), "export const graph = ;\n");
+  await writeFile(path.join(dir, "langgraph.json"), JSON.stringify({ graphs: { broken: "./broken.ts:graph" } }));
+  const proc = await spawnServer({ DATA_DIR: path.join(dir, "data"), LANGGRAPH_JSON: path.join(dir, "langgraph.json") });
+  const { code } = await proc.exited;
+  t.not(code, 0);
+  const lines = proc.stderr.trim().split("\n");
+  t.equal(lines.length, 1, `one line: ${proc.stderr}`);
+  t.match(lines[0], /^agent-server: Graph "broken": /);
+  t.notMatch(proc.stdout, /agent-server ready/, "never said it was ready");
+});

@@ -12,7 +12,7 @@ import type { RunsService } from "../app/runs.js";
 import type { RunRequest } from "../domain/run-request.js";
 import { SseWriter } from "../util/sse-writer.js";
 import { notFound } from "../domain/errors.js";
-import { defaultAssistantId } from "../runtime/graphs.js";
+import { defaultAssistantId } from "../runtime/graph-catalogue.js";
 import { VERSION } from "../version.js";
 import { agentCard, publicBaseUrl } from "./card.js";
 import { codecFor, v03, v1, type Codec } from "./codec.js";

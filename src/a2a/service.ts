@@ -82,7 +82,7 @@ export class A2AService {
   graphShape(graphId: string): Promise<GraphInputShape> {
     let shape = this.shapes.get(graphId);
     if (!shape) {
-      shape = this.ctx.graphs.schemas(graphId).then(({ input_schema, state_schema }) => {
+      shape = this.ctx.runtime().then(({ graphs }) => graphs.schemas(graphId)).then(({ input_schema, state_schema }) => {
         const schema = (input_schema ?? state_schema ?? {}) as { properties?: Record<string, unknown>; required?: string[] };
         const properties = Object.keys(schema.properties ?? {}).sort();
         return { acceptsMessages: properties.includes("messages"), properties, required: schema.required ?? [] };

@@ -20,7 +20,7 @@ import type { JsonObject } from "../domain/json.js";
 import type { AssistantFilter, AssistantSortField } from "../read-models/assistants.js";
 import type { SortOrder } from "../read-models/statements.js";
 import { invalid, notFound } from "../domain/errors.js";
-import { defaultAssistantId as defaultAssistantIdFor } from "../runtime/graphs.js";
+import { defaultAssistantId as defaultAssistantIdFor } from "../runtime/graph-catalogue.js";
 import { WrongExpectedVersionError } from "../eventstore/types.js";
 
 /** Application service of assistants: commands through the deciders, queries on the read model. */

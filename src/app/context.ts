@@ -1,8 +1,8 @@
 import type { Config } from "../config.js";
 import type { EventStore } from "../eventstore/types.js";
 import type { ReadModels } from "../read-models/all.js";
-import type { GraphRegistry } from "../runtime/graphs.js";
-import type { EventSourcedCheckpointSaver } from "../runtime/checkpointer.js";
+import type { GraphCatalogue } from "../runtime/graph-catalogue.js";
+import type { GraphRuntime } from "../runtime/lazy-graph-runtime.js";
 import type { LoadedLanggraphConfig } from "../langgraph-config.js";
 
 /** Everything a route or worker needs, passed explicitly (no module-level singletons). */
@@ -13,8 +13,10 @@ export interface AppContext {
   store: EventStore;
   /** The indexed read models (DATA_DIR/read-models.sqlite) and their queries. */
   readModels: ReadModels;
-  graphs: GraphRegistry;
-  checkpointer: EventSourcedCheckpointSaver;
+  /** The graphs langgraph.json names (ids, descriptions, defaults): known before any graph is loaded. */
+  graphs: GraphCatalogue;
+  /** The loaded graphs and the checkpointer; the first call may wait for LangGraph to load (see graph-runtime.ts). */
+  runtime(): Promise<GraphRuntime>;
   /** ISO 8601 with UTC offset, the Python server's timestamp format. */
   now(): string;
 }

@@ -6,7 +6,7 @@ import { createOnce, idempotencyKeyOf } from "./idempotent-create.js";
 import { externalizeIfLarge, resolveLarge } from "../eventstore/large-values.js";
 import { findAssistantConsistent } from "./assistants.js";
 import { createThread, threadState, threadStateConsistent } from "./threads.js";
-import { defaultAssistantId } from "../runtime/graphs.js";
+import { defaultAssistantId } from "../runtime/graph-catalogue.js";
 import { decideEnqueueRun, threadStream } from "../domain/threads.js";
 import { decideCancel, publicRun, runStream, type CancelAction, type RunEnded, type RunStreamState, type RunView } from "../domain/runs.js";
 import type { RunRecord, RunStatus } from "../domain/run-record.js";

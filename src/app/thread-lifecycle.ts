@@ -29,14 +29,14 @@ export function threadLifecycle(ctx: AppContext): ThreadLifecycle {
         copied_from: source.thread_id,
         values: (source.values as Record<string, unknown> | null) ?? null,
       });
-      await ctx.checkpointer.copyThread(source.thread_id, copy.thread_id);
+      await (await ctx.runtime()).checkpointer.copyThread(source.thread_id, copy.thread_id);
       return copy;
     },
     async delete(threadId) {
       // Hooks first: the thread's runs leave the read models with the thread.
       for (const hook of deleteHooks) await hook(threadId.toLowerCase());
       await deleteThread(ctx, threadId);
-      await ctx.checkpointer.deleteThread(threadId.toLowerCase());
+      await (await ctx.runtime()).checkpointer.deleteThread(threadId.toLowerCase());
     },
     applySupersteps: (threadId, supersteps) => applySupersteps(ctx, threadId, supersteps),
     onDelete(hook) {

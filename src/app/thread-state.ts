@@ -98,8 +98,9 @@ async function graphOfThread(ctx: AppContext, threadId: string): Promise<{ graph
   const graphId = thread.metadata.graph_id;
   if (typeof graphId !== "string" || !ctx.graphs.has(graphId)) return undefined;
   const effective = configInEffect(ctx, thread.thread_id, thread.metadata);
-  const graph = await ctx.graphs.get(graphId, { ...effective, configurable: { ...(effective.configurable as JsonObject), thread_id: thread.thread_id, graph_id: graphId } });
-  graph.checkpointer = ctx.checkpointer;
+  const { graphs, checkpointer } = await ctx.runtime();
+  const graph = await graphs.get(graphId, { ...effective, configurable: { ...(effective.configurable as JsonObject), thread_id: thread.thread_id, graph_id: graphId } });
+  graph.checkpointer = checkpointer;
   // Reads and updates address the thread's checkpoints only (not the factory's whole config).
   return { graph, config: { configurable: { thread_id: thread.thread_id, graph_id: graphId } } };
 }

@@ -102,7 +102,7 @@ export class ThreadsService {
         throw error;
       }
       if (strategy === "delete") await this.lifecycle.delete(threadId);
-      else await this.ctx.checkpointer.discardAllButLatest(threadId, "pruned (keep_latest)");
+      else await (await this.ctx.runtime()).checkpointer.discardAllButLatest(threadId, "pruned (keep_latest)");
       pruned++;
     }
     return { pruned_count: pruned };

@@ -44,9 +44,10 @@ export async function truncate(d: TruncateDeps, what: TruncateRequest): Promise<
   }
   if (what.checkpointer) {
     let n = 0;
+    const { checkpointer } = await ctx.runtime();
     for (const threadId of allThreadIds(ctx)) {
-      if ((await ctx.checkpointer.latestCheckpointId(threadId)) === null) continue;
-      await ctx.checkpointer.deleteThread(threadId);
+      if ((await checkpointer.latestCheckpointId(threadId)) === null) continue;
+      await checkpointer.deleteThread(threadId);
       n++;
     }
     counts.checkpointer = n;

@@ -1,14 +1,12 @@
 import Fastify, { LogController, type FastifyInstance, type FastifyPluginAsync, type FastifyServerOptions } from "fastify";
-import fastifySwagger from "@fastify/swagger";
-import fastifySwaggerUi from "@fastify/swagger-ui";
-import { jsonSchemaTransform, serializerCompiler, validatorCompiler } from "fastify-type-provider-zod";
+import { serializerCompiler, validatorCompiler } from "fastify-type-provider-zod";
 import { errorHandler } from "./errors.js";
 import { requireApiKey } from "./api-key.js";
 import fastifyCors from "@fastify/cors";
 import { corsOptions, type CorsConfig } from "./cors.js";
 import { installAuth } from "./auth.js";
 import type { AuthHandlers } from "../app/auth/handlers.js";
-import { VERSION } from "../version.js";
+import { lazyApiDocs } from "./api-docs.js";
 import { echoRequestId, requestIdOf } from "./actor.js";
 import { mountCustomApp, type FetchApp } from "./custom-app.js";
 import { mountPrefixRewrite, normalizeMountPrefix } from "./mount-prefix.js";
@@ -71,18 +69,8 @@ export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInst
   for (const hook of options.hooks ?? []) hook(app);
   if (options.customApp) mountCustomApp(app, options.customApp, { bodyLimit: options.bodyLimit });
 
-  await app.register(fastifySwagger, {
-    openapi: {
-      openapi: "3.1.0",
-      info: { title: "Agent Server", description: "Event-sourced LangGraph-compatible Agent Server", version: VERSION },
-      components: {
-        securitySchemes: { apiKey: { type: "apiKey", in: "header", name: "x-api-key" } },
-      },
-    },
-    transform: jsonSchemaTransform,
-  });
-  await app.register(fastifySwaggerUi, { routePrefix: "/docs" });
-  app.get("/openapi.json", { schema: { hide: true } }, async () => app.swagger());
+  // OpenAPI at /openapi.json, Swagger UI at /docs: built from the routes registered below, on first request.
+  lazyApiDocs(app);
 
   for (const routes of options.routes) await app.register(routes);
   return app;

@@ -45,7 +45,7 @@ export class McpTools {
   private inputOf(graphId: string): Promise<ToolInput> {
     let input = this.inputs.get(graphId);
     if (!input) {
-      input = this.ctx.graphs.schemas(graphId).then((s) => toolInput(s.input_schema, s.context_schema));
+      input = this.ctx.runtime().then(({ graphs }) => graphs.schemas(graphId)).then((s) => toolInput(s.input_schema, s.context_schema));
       input.catch(() => this.inputs.delete(graphId));
       this.inputs.set(graphId, input);
     }

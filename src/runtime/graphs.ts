@@ -12,41 +12,16 @@
  * Files are loaded by src/module-loader.ts (TypeScript transpiled by esbuild, sharing the
  * server's module instances).
  */
-import path from "node:path";
 import type { RunnableConfig } from "@langchain/core/runnables";
 import type { CompiledGraph as LangGraphCompiledGraph } from "@langchain/langgraph";
 import { channelGraphSchema, extractGraphSchema, runtimeGraphSchema, withChannelHints, type RawGraphSchema } from "./graph-schemas.js";
 import type { TypeSchemaReader, TypeSchemas } from "./type-schemas/reader.js";
-import { v5 as uuidv5 } from "uuid";
-import {
-  type GraphDefaults,
-  type GraphSpec,
-  graphDefaults,
-  parseLanggraphConfigEnv,
-} from "../langgraph-config.js";
+import { type GraphDefaults, type GraphSpec, parseLanggraphConfigEnv } from "../langgraph-config.js";
+import { GraphCatalogue, GraphNotFoundError, type DefaultAssistantSeed } from "./graph-catalogue.js";
+
+export { GraphCatalogue, GraphNotFoundError, NAMESPACE_GRAPH, defaultAssistantId } from "./graph-catalogue.js";
 import { isPlainObject } from "../util/json.js";
 import { loadExport, loadingModules } from "../module-loader.js";
-
-// ---------------------------------------------------------------------------------------------
-// default assistant ids
-
-/** Namespace of default-assistant ids (the Python server's, `langgraph_api.graph`; not RFC 4122's NAMESPACE_URL). */
-export const NAMESPACE_GRAPH = "6ba7b821-9dad-11d1-80b4-00c04fd430c8";
-
-/** Ids already computed: a SHA-1 per run otherwise (runs name their graph). Bounded: cleared when full. */
-const defaultIds = new Map<string, string>();
-const DEFAULT_IDS_MAX = 1024;
-
-/** The id of a graph's default (system) assistant: uuid v5 of the graph id in NAMESPACE_GRAPH. */
-export function defaultAssistantId(graphId: string): string {
-  let id = defaultIds.get(graphId);
-  if (id === undefined) {
-    if (defaultIds.size >= DEFAULT_IDS_MAX) defaultIds.clear();
-    id = uuidv5(graphId, NAMESPACE_GRAPH);
-    defaultIds.set(graphId, id);
-  }
-  return id;
-}
 
 // ---------------------------------------------------------------------------------------------
 // types
@@ -78,27 +53,10 @@ export interface DrawableGraph {
   edges: { source: string | number; target: string | number; data?: unknown; conditional?: boolean }[];
 }
 
-/** What the server needs to register a graph's default assistant (as the Python server registers it). */
-export interface DefaultAssistantSpec {
-  assistant_id: string;
-  graph_id: string;
+/** A default assistant as the Python server describes it: with the compiled graph's name. */
+export interface DefaultAssistantSpec extends DefaultAssistantSeed {
   /** PY rule: the compiled graph's name unless it is "LangGraph" (or a factory), else the id. */
   name: string;
-  description: string | null;
-  config: Record<string, unknown>;
-  context: Record<string, unknown>;
-  metadata: { created_by: "system" };
-}
-
-/** Asked for a graph id that is not registered (the HTTP layer maps it to 404). */
-export class GraphNotFoundError extends Error {
-  constructor(
-    readonly graphId: string,
-    readonly known: string[],
-  ) {
-    super(`Graph '${graphId}' not found. Expected one of: [${known.join(", ")}]`);
-    this.name = "GraphNotFoundError";
-  }
 }
 
 /** A graph file could not be loaded or its export is not a graph. */
@@ -190,16 +148,19 @@ export interface GraphViewOptions {
   config?: RunnableConfig;
 }
 
+/** The catalogue's graphs, loaded: what runs them, and what describes them (schemas, drawings). */
 export class GraphRegistry {
   readonly #entries: Map<string, Entry>;
-  readonly #defaults: Record<string, GraphDefaults>;
   readonly #typeSchemas: TypeSchemaReader | undefined;
   #typedBatchAsked = false;
 
-  /** Use `loadGraphRegistry`. */
-  constructor(entries: Entry[], defaults: Record<string, GraphDefaults>, typeSchemas?: TypeSchemaReader) {
+  /** Use `loadGraphRegistry` or `loadGraphs`. */
+  constructor(
+    readonly catalogue: GraphCatalogue,
+    entries: Entry[],
+    typeSchemas?: TypeSchemaReader,
+  ) {
     this.#entries = new Map(entries.map((e) => [e.id, e]));
-    this.#defaults = defaults;
     this.#typeSchemas = typeSchemas;
   }
 
@@ -229,11 +190,11 @@ export class GraphRegistry {
   }
 
   ids(): string[] {
-    return [...this.#entries.keys()];
+    return this.catalogue.ids();
   }
 
   has(id: string): boolean {
-    return this.#entries.has(id);
+    return this.catalogue.has(id);
   }
 
   #entry(id: string): Entry {
@@ -243,7 +204,7 @@ export class GraphRegistry {
   }
 
   description(id: string): string | null {
-    return this.#entry(id).spec.description;
+    return this.catalogue.description(id);
   }
 
   kind(id: string): GraphExportKind {
@@ -297,25 +258,14 @@ export class GraphRegistry {
 
   /** Config/context for the graph's default assistant (from LANGGRAPH_CONFIG). */
   defaults(id: string): GraphDefaults {
-    this.#entry(id);
-    return graphDefaults(this.#defaults, id);
+    return this.catalogue.defaults(id);
   }
 
-  /** One default (system) assistant per graph, in registration order. */
+  /** One default (system) assistant per graph, in registration order, named as the Python server names it. */
   defaultAssistants(): DefaultAssistantSpec[] {
-    return this.ids().map((id) => {
-      const entry = this.#entry(id);
-      const graphName = entry.graph?.name;
-      const { config, context } = this.defaults(id);
-      return {
-        assistant_id: defaultAssistantId(id),
-        graph_id: id,
-        name: graphName && graphName !== "LangGraph" ? graphName : id,
-        description: entry.spec.description,
-        config,
-        context,
-        metadata: { created_by: "system" },
-      };
+    return this.catalogue.defaultAssistants().map((seed) => {
+      const graphName = this.#entry(seed.graph_id).graph?.name;
+      return { ...seed, name: graphName && graphName !== "LangGraph" ? graphName : seed.graph_id };
     });
   }
 }
@@ -337,14 +287,20 @@ export async function loadGraphRegistry(
   options: LoadGraphRegistryOptions = {},
 ): Promise<GraphRegistry> {
   const defaults = options.graphDefaults ?? parseLanggraphConfigEnv(process.env.LANGGRAPH_CONFIG);
-  // One loading scope for all graphs: esbuild's service is started once and stopped after the last.
-  return loadingModules(async () => new GraphRegistry(await loadEntries(config, baseDir), defaults, options.typeSchemas));
+  return loadGraphs(new GraphCatalogue(config.graphs, baseDir, defaults), baseDir, options.typeSchemas);
 }
 
-async function loadEntries(config: { graphs: Record<string, GraphSpec> }, baseDir: string): Promise<Entry[]> {
+/** Loads every graph of the catalogue (see loadGraphRegistry). */
+export async function loadGraphs(catalogue: GraphCatalogue, baseDir: string, typeSchemas?: TypeSchemaReader): Promise<GraphRegistry> {
+  // One loading scope for all graphs: esbuild's service is started once and stopped after the last.
+  return loadingModules(async () => new GraphRegistry(catalogue, await loadEntries(catalogue, baseDir), typeSchemas));
+}
+
+async function loadEntries(catalogue: GraphCatalogue, baseDir: string): Promise<Entry[]> {
   const entries: Entry[] = [];
-  for (const [id, spec] of Object.entries(config.graphs)) {
-    const file = path.resolve(baseDir, spec.path);
+  for (const id of catalogue.ids()) {
+    const spec = catalogue.spec(id);
+    const file = catalogue.file(id);
     const { value } = await loadExport({ file: spec.path, exportName: spec.exportName }, baseDir, `Graph "${id}"`, (m) => new GraphLoadError(m));
     const what = `Graph "${id}": export "${spec.exportName}" of ${spec.path}`;
     if (typeof value === "function" && !isCompiledGraph(value)) {

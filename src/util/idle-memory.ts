@@ -9,8 +9,10 @@
  * `release` hooks (e.g. SQLite's shrink_memory). A busy process is never interrupted by it.
  */
 import { performance, type EventLoopUtilization } from "node:perf_hooks";
-import { setFlagsFromString } from "node:v8";
-import { runInNewContext } from "node:vm";
+import { createRequire } from "node:module";
+
+/** node:v8 and node:vm are loaded when first needed (the first idle collection), not at start-up. */
+const builtin = createRequire(import.meta.url);
 
 export interface IdleMemoryOptions {
   /** How often utilization is sampled. */
@@ -48,8 +50,8 @@ export function fullGc(): FullGc {
   if (exposedGc) return exposedGc;
   const existing = (globalThis as { gc?: FullGc }).gc;
   if (typeof existing === "function") return (exposedGc = existing);
-  setFlagsFromString("--expose-gc");
-  exposedGc = runInNewContext("gc") as FullGc;
+  (builtin("node:v8") as typeof import("node:v8")).setFlagsFromString("--expose-gc");
+  exposedGc = (builtin("node:vm") as typeof import("node:vm")).runInNewContext("gc") as FullGc;
   return exposedGc;
 }
 

@@ -15,6 +15,11 @@ export class ResourceStack {
     private readonly slowMs = 5_000,
   ) {}
 
+  /** Whether close() was called: a part still being built in the background should not start. */
+  get isClosing(): boolean {
+    return this.closing !== undefined;
+  }
+
   /** Registers `resource` with its closer; returns it, so that it reads as part of its construction. */
   use<T>(name: string, resource: T, close: (resource: T) => unknown): T {
     this.defer(name, () => close(resource));

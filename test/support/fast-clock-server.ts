@@ -21,6 +21,8 @@ const clock: Clock = {
 const config = loadConfig();
 const server = await startServer(config, { clock });
 console.log(`agent-server listening on ${server.url} (store: ${server.storeKind}, fast clock ×${scale})`);
+await server.ready;
+console.log("agent-server ready: graphs loaded, run worker started");
 process.on("SIGTERM", () => {
   void server.close().then(() => process.exit(0));
 });

@@ -13,9 +13,9 @@ export interface ServerProcess {
 }
 
 /**
- * Starts `src/main.ts` (or another entry `script` that prints the same listening line) as a child
- * process (as `npm start` does) and resolves once it printed its listening line or exited,
- * whichever comes first. HOST defaults to 127.0.0.1 and PORT to 0.
+ * Starts `src/main.ts` (or another entry `script` that prints the same lines) as a child process (as
+ * `npm start` does) and resolves once it printed its ready line (graphs loaded, run worker started:
+ * after the listening line) or exited, whichever comes first. HOST defaults to 127.0.0.1 and PORT to 0.
  */
 export async function spawnServer(env: Record<string, string>, script = "src/main.ts"): Promise<ServerProcess> {
   const child = spawn(process.execPath, ["--import", "tsx", script], {
@@ -31,10 +31,8 @@ export async function spawnServer(env: Record<string, string>, script = "src/mai
     child.stdout!.setEncoding("utf8").on("data", (chunk: string) => {
       proc.stdout += chunk;
       const match = /listening on (http:\/\/\S+)/.exec(proc.stdout);
-      if (match && !proc.url) {
-        proc.url = match[1];
-        resolve();
-      }
+      if (match && !proc.url) proc.url = match[1];
+      if (proc.url && /^agent-server ready/m.test(proc.stdout)) resolve();
     });
   });
   child.stderr!.setEncoding("utf8").on("data", (chunk: string) => (proc.stderr += chunk));

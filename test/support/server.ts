@@ -46,6 +46,11 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     DATA_DIR: dataDir,
   });
   const server = await startServer(config, options.deps);
+  // As main.ts: a graph that cannot be loaded stops the server. Tests start once the run worker is up.
+  await server.ready.catch(async (error: unknown) => {
+    await server.close();
+    throw error;
+  });
   const apiKey = options.env?.LANGGRAPH_API_KEY;
   const handle: TestServer = {
     url: server.url,

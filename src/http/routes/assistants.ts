@@ -101,19 +101,19 @@ export function assistantRoutes(ctx: AppContext, lifecycle: ThreadLifecycle): Fa
       },
       async (req) => {
         const { graphId, config } = await graphConfig(req);
-        return ctx.graphs.drawable(graphId, { config, xray: req.query.xray });
+        return (await ctx.runtime()).graphs.drawable(graphId, { config, xray: req.query.xray });
       },
     );
 
     r.get("/assistants/:assistant_id/schemas", { schema: { tags, params: AssistantIdParams } }, async (req) => {
       const { graphId, config } = await graphConfig(req);
-      return ctx.graphs.schemas(graphId, { config });
+      return (await ctx.runtime()).graphs.schemas(graphId, { config });
     });
 
     const SubgraphQuery = z.object({ recurse: Bool.optional() });
     r.get("/assistants/:assistant_id/subgraphs", { schema: { tags, params: AssistantIdParams, querystring: SubgraphQuery } }, async (req) => {
       const { graphId, config } = await graphConfig(req);
-      return ctx.graphs.subgraphs(graphId, { config, recurse: req.query.recurse });
+      return (await ctx.runtime()).graphs.subgraphs(graphId, { config, recurse: req.query.recurse });
     });
 
     r.get(
@@ -121,7 +121,7 @@ export function assistantRoutes(ctx: AppContext, lifecycle: ThreadLifecycle): Fa
       { schema: { tags, params: AssistantIdParams.extend({ namespace: z.string().min(1) }), querystring: SubgraphQuery } },
       async (req) => {
         const { graphId, config } = await graphConfig(req);
-        return ctx.graphs.subgraphs(graphId, { config, namespace: req.params.namespace, recurse: req.query.recurse });
+        return (await ctx.runtime()).graphs.subgraphs(graphId, { config, namespace: req.params.namespace, recurse: req.query.recurse });
       },
     );
 

@@ -15,6 +15,8 @@ export interface MetaInfo {
   health?: LogHealth;
   /** One round trip to the log (`/ok?check_db=1`); rejects when it cannot be made within the deadline. */
   checkLog?: () => Promise<unknown>;
+  /** Whether the graphs and the run worker are loaded yet (they load after the server listens). */
+  graphRuntime?: () => "loading" | "ready";
 }
 
 const InfoSchema = z.object({
@@ -25,6 +27,7 @@ const InfoSchema = z.object({
   projections: z.array(z.object({ name: z.string(), position: z.string() })).optional(),
   flags: z.object({ assistants: z.boolean(), crons: z.boolean(), langsmith: z.boolean(), webhooks: z.boolean() }),
   log: LogReportSchema.optional(),
+  graph_runtime: z.enum(["loading", "ready"]).optional(),
 });
 
 const OkQuery = z.object({ check_db: z.string().optional() });
@@ -51,6 +54,7 @@ export function metaRoutes(info: MetaInfo): FastifyPluginAsync {
         ...(positions ? { projections: positions.projections.map((p) => ({ name: p.name, position: String(p.position) })) } : {}),
         flags: { assistants: true, crons: true, langsmith: false, webhooks: info.webhooksEnabled },
         ...(info.health ? { log: healthReport(info.health, positions?.head) } : {}),
+        ...(info.graphRuntime ? { graph_runtime: info.graphRuntime() } : {}),
       };
     });
   };

@@ -1,0 +1,35 @@
+/**
+ * The graph runtime: LangGraph and LangChain core, the graphs of langgraph.json, the event-sourced
+ * checkpointer, and the run worker's class. This module is the only way in to them from the server's
+ * assembly, and it is imported after the server listens: its modules (several hundred ES modules, which
+ * Node 20 compiles anew at every start) take about half a second to load, while nothing the server answers
+ * before a graph is needed (assistants, threads, runs queued, crons, the store) depends on them.
+ */
+import type { TypeSchemaReader } from "./type-schemas/reader.js";
+import type { GraphCatalogue } from "./graph-catalogue.js";
+import type { GraphRuntime } from "./lazy-graph-runtime.js";
+import { skipRunTreesUnlessTracing } from "./tracing.js";
+import { registerSdkLogger } from "./sdk-logger.js";
+import { loadGraphs } from "./graphs.js";
+import { EventSourcedCheckpointSaver, type EventSourcedCheckpointSaverOptions } from "./checkpointer.js";
+import { RunWorker } from "./worker.js";
+
+export { RunWorker };
+
+export interface GraphRuntimeOptions {
+  catalogue: GraphCatalogue;
+  /** The directory of langgraph.json (graph paths are relative to it). */
+  baseDir: string;
+  typeSchemas?: TypeSchemaReader;
+  logLevel: string;
+  checkpointer: EventSourcedCheckpointSaverOptions;
+}
+
+/** Loads LangGraph, then the graphs (in langgraph.json's order), and builds the checkpointer. */
+export async function loadGraphRuntime(o: GraphRuntimeOptions): Promise<GraphRuntime> {
+  skipRunTreesUnlessTracing(); // before any graph runs: no LangSmith RunTree per node unless tracing is configured
+  // Before any graph file is imported: graphs may call the SDK's getLogger() at top level.
+  registerSdkLogger(o.logLevel);
+  const graphs = await loadGraphs(o.catalogue, o.baseDir, o.typeSchemas);
+  return { graphs, checkpointer: new EventSourcedCheckpointSaver(o.checkpointer) };
+}
