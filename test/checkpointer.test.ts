@@ -10,7 +10,7 @@ import { checkpointEventSchemas, checkpointStream } from "../src/domain/checkpoi
 import { openSqliteStore } from "../src/eventstore/sqlite.js";
 import type { EventStore } from "../src/eventstore/types.js";
 import { withSchemas } from "../src/eventstore/validating.js";
-import { EventSourcedCheckpointSaver } from "../src/runtime/checkpointer.js";
+import { DEFER_CHECKPOINT_WRITES, EventSourcedCheckpointSaver } from "../src/runtime/checkpointer.js";
 import { describeThread } from "../projections/checkpoints.js";
 import { ChatState, chatGraph } from "./support/chat-graph.js";
 
@@ -245,4 +245,80 @@ t.test("putWrites: a retry appends nothing, special writes replace, copy of an u
   t.equal(emptyCopy.length, 1, "only the marker");
   t.match(emptyCopy[0], { thread_id: "w-copy", from_thread_id: "nobody", checkpoints: 0, events: 0, source_revision: "-1" });
   await t.rejects(saver.copyThread("w", "w"), /same/);
+});
+
+/** A store whose appends commit at once but are acknowledged only when `release` is called (or fail when `fail` is). */
+function heldAcknowledgements(store: EventStore, kind: EventStore["kind"]) {
+  const held: { release(): void; fail(error: Error): void }[] = [];
+  const wrapped: EventStore = {
+    ...store,
+    kind,
+    append(stream, events, expected, options) {
+      const committed = store.append(stream, events, expected, options);
+      return new Promise((resolve, reject) => held.push({ release: () => void committed.then(resolve, reject), fail: reject }));
+    },
+  };
+  return { store: wrapped, held };
+}
+
+const checkpointAt = (n: number) => ({
+  v: 4,
+  id: `1ef00000-0000-6000-8000-00000000000${n}`,
+  ts: new Date(n).toISOString(),
+  channel_values: { n },
+  channel_versions: { n: n },
+  versions_seen: {},
+});
+
+t.test("a run's deferred writes: put returns before the commit, reads wait for it, flush reports a refused one", async (t) => {
+  const dir = tempDir();
+  const opened = await open(dir);
+  cleanUp(t, dir, () => opened);
+  const { store, held } = heldAcknowledgements(opened.store, "sqlite");
+  const saver = new EventSourcedCheckpointSaver({ store });
+  const deferred = (id: string): RunnableConfig => ({ configurable: { thread_id: id, [DEFER_CHECKPOINT_WRITES]: true } });
+
+  const first = await saver.put(deferred("d"), checkpointAt(1), { source: "input", step: -1, parents: {} }, { n: 1 });
+  t.equal(held.length, 1, "put returned while its append was still unacknowledged");
+  const second = await saver.put({ configurable: { ...first.configurable, [DEFER_CHECKPOINT_WRITES]: true } }, checkpointAt(2), { source: "loop", step: 0, parents: {} }, { n: 2 });
+  t.equal(held.length, 2, "the next put did not wait for the first commit either");
+  let read = false;
+  const reading = saver.getTuple(thread("d")).then((tuple) => ((read = true), tuple));
+  await new Promise((resolve) => setImmediate(resolve));
+  t.notOk(read, "a read waits for the thread's deferred writes");
+  for (const h of held.splice(0)) h.release();
+  t.equal((await reading)?.checkpoint.id, second.configurable?.checkpoint_id, "then it sees the latest");
+  t.same((await opened.store.readStream(checkpointStream("d"))).map((e) => (e.data as { checkpoint_id: string }).checkpoint_id), [checkpointAt(1).id, checkpointAt(2).id], "in put order");
+  await saver.flush("d");
+
+  await saver.put(deferred("e"), checkpointAt(3), { source: "input", step: -1, parents: {} }, {});
+  held.splice(0)[0].fail(new Error("the log refused it"));
+  await t.rejects(saver.flush("e"), /the log refused it/, "the failure reaches the run's flush");
+  await saver.flush("e");
+  t.pass("reported once");
+
+  // Without the key (durability "sync", state updates), put waits for its commit as before.
+  let returned = false;
+  const waiting = saver.put(thread("s"), checkpointAt(4), { source: "update", step: 0, parents: {} }, {}).then(() => (returned = true));
+  await new Promise((resolve) => setImmediate(resolve));
+  t.notOk(returned, "a put without the key waits for its commit");
+  held.splice(0)[0].release();
+  await waiting;
+});
+
+t.test("over a store whose appends may commit out of call order, a thread's deferred writes go one after the other", async (t) => {
+  const dir = tempDir();
+  const opened = await open(dir);
+  cleanUp(t, dir, () => opened);
+  const { store, held } = heldAcknowledgements(opened.store, "esdb");
+  const saver = new EventSourcedCheckpointSaver({ store });
+  const config = { configurable: { thread_id: "o", [DEFER_CHECKPOINT_WRITES]: true } };
+  await saver.put(config, checkpointAt(1), { source: "input", step: -1, parents: {} }, {});
+  await saver.put(config, checkpointAt(2), { source: "loop", step: 0, parents: {} }, {});
+  t.equal(held.length, 1, "the second append is not issued before the first is acknowledged");
+  held.shift()!.release();
+  while (held.length === 0) await new Promise((resolve) => setImmediate(resolve));
+  held.shift()!.release();
+  await saver.flush("o");
+  t.same((await opened.store.readStream(checkpointStream("o"))).map((e) => (e.data as { checkpoint_id: string }).checkpoint_id), [checkpointAt(1).id, checkpointAt(2).id]);
 });

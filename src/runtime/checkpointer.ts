@@ -60,7 +60,17 @@ import {
   type WriteEntry,
 } from "../../projections/checkpoints.js";
 import { ThreadCheckpointsCache } from "./checkpoint-cache.js";
+import { DeferredAppends } from "./deferred-appends.js";
 import { jsonContains } from "../domain/json.js";
+
+/**
+ * A run's configurable key (set by the run executor unless the run's durability is "sync"): puts and
+ * pending writes return once their append is issued, not committed. LangGraph chains a run's puts
+ * one after the other; without waiting for each commit, a run's checkpoints go into the log in one
+ * group commit instead of one commit each. The run's executor calls `flush(thread)` before it ends
+ * the run, and every read of the thread waits for them first.
+ */
+export const DEFER_CHECKPOINT_WRITES = "__agent_server_defer_checkpoint_writes";
 
 /** Threads whose folded checkpoints are kept when the caller does not say (CHECKPOINT_CACHE_THREADS). */
 export const DEFAULT_CHECKPOINT_CACHE_THREADS = 1000;
@@ -117,10 +127,21 @@ export class EventSourcedCheckpointSaver extends BaseCheckpointSaver {
   private readonly unsubscribe: (() => void) | undefined;
   private readonly snapshotEvery: number;
   private readonly metadataFromConfig: boolean;
+  /** Appends of runs that did not wait for them (see DEFER_CHECKPOINT_WRITES), by thread. */
+  private readonly deferred = new DeferredAppends();
+  /**
+   * Whether appends commit in the order they are called (SQLite's single in-process queue). Over the
+   * network (EventStoreDB) two appends in flight may commit in either order: a deferred write then
+   * starts only once the thread's previous one is done.
+   */
+  private readonly appendsCommitInCallOrder: boolean;
+  /** The last deferred write of each thread (to chain the next one after, when order is not given). */
+  private readonly lastDeferred = new Map<string, Promise<unknown>>();
 
   constructor(options: EventSourcedCheckpointSaverOptions) {
     super(options.serde);
     this.store = options.store;
+    this.appendsCommitInCallOrder = options.store.kind === "sqlite";
     this.metadataFromConfig = options.metadataFromConfig ?? false;
     this.snapshotEvery = options.snapshotEvery ?? DEFAULT_SNAPSHOT_EVERY;
     this.cache = new ThreadCheckpointsCache({
@@ -142,6 +163,7 @@ export class EventSourcedCheckpointSaver extends BaseCheckpointSaver {
   async getTuple(config: RunnableConfig): Promise<CheckpointTuple | undefined> {
     const threadId = config.configurable?.thread_id;
     if (threadId === undefined || threadId === null) return undefined;
+    await this.deferred.drain(String(threadId));
     let thread = await this.cache.get(String(threadId));
     const checkpointNs: string = config.configurable?.checkpoint_ns ?? "";
     const checkpointId = getCheckpointId(config);
@@ -160,6 +182,7 @@ export class EventSourcedCheckpointSaver extends BaseCheckpointSaver {
     const onlyNs: string | undefined = config.configurable?.checkpoint_ns;
     const onlyId: string | undefined = config.configurable?.checkpoint_id;
     const beforeId: string | undefined = before?.configurable?.checkpoint_id;
+    if (threadId !== undefined && threadId !== null) await this.deferred.drain(String(threadId));
     // Read models are persistent values: holding them across the awaits below is safe.
     const threads =
       threadId !== undefined && threadId !== null ? this.oneThread(String(threadId)) : this.everyThread();
@@ -206,8 +229,10 @@ export class EventSourcedCheckpointSaver extends BaseCheckpointSaver {
       blobs,
     };
     await this.fit(data.blobs);
-    await this.append(threadId, [{ type: "CheckpointSaved", data }]);
-    await this.maybeSnapshot(threadId);
+    await this.write(config, threadId, async () => {
+      await this.append(threadId, [{ type: "CheckpointSaved", data }]);
+      await this.maybeSnapshot(threadId);
+    });
     return { configurable: { thread_id: threadId, checkpoint_ns: checkpointNs, checkpoint_id: checkpoint.id } };
   }
 
@@ -244,10 +269,40 @@ export class EventSourcedCheckpointSaver extends BaseCheckpointSaver {
       ),
     };
     await this.fit(data.writes, data);
-    await this.append(threadId, [{ type: "PendingWritesSaved", data }]);
+    await this.write(config, threadId, () => this.append(threadId, [{ type: "PendingWritesSaved", data }]));
+  }
+
+  /**
+   * Runs `append` (whose first step must call the store's append, synchronously) and waits for it,
+   * or, for a run that defers its writes, tracks it and returns at once.
+   */
+  private async write(config: RunnableConfig, threadId: string, append: () => Promise<unknown>): Promise<void> {
+    if (config.configurable?.[DEFER_CHECKPOINT_WRITES] !== true) {
+      await append();
+      return;
+    }
+    const previous = this.appendsCommitInCallOrder ? undefined : this.lastDeferred.get(threadId);
+    const issued = previous ? previous.then(append, append) : append();
+    this.deferred.add(threadId, issued);
+    if (!this.appendsCommitInCallOrder) {
+      const settled = issued.catch(() => undefined);
+      this.lastDeferred.set(threadId, settled);
+      void settled.then(() => {
+        if (this.lastDeferred.get(threadId) === settled) this.lastDeferred.delete(threadId);
+      });
+    }
+  }
+
+  /**
+   * Waits for the thread's deferred writes (see DEFER_CHECKPOINT_WRITES) and throws the first that
+   * failed: a run calls it before it ends, so that its end never claims checkpoints the log refused.
+   */
+  async flush(threadId: string): Promise<void> {
+    await this.deferred.flush(threadId);
   }
 
   async deleteThread(threadId: string): Promise<void> {
+    await this.deferred.drain(threadId);
     const data: CheckpointsDeleted = { thread_id: threadId };
     await this.append(threadId, [{ type: "CheckpointsDeleted", data }]);
   }
@@ -277,6 +332,7 @@ export class EventSourcedCheckpointSaver extends BaseCheckpointSaver {
     // The whole stream (what another process's run on this thread wrote must be discarded too, and
     // a state folded from a snapshot does not hold the older checkpoints). The append expects the
     // revision read: if the stream moved on meanwhile, read again.
+    await this.deferred.drain(threadId);
     for (;;) {
       const { state: thread, revision } = await this.cache.full(threadId);
       if (!thread) return 0;
@@ -303,6 +359,7 @@ export class EventSourcedCheckpointSaver extends BaseCheckpointSaver {
    * it has none); the base a rollback returns to, so it must not be stale.
    */
   async latestCheckpointId(threadId: string): Promise<string | null> {
+    await this.deferred.drain(threadId);
     let thread = await this.cache.fresh(threadId);
     if (!answerable(thread, "")) thread = (await this.cache.full(threadId)).state;
     const ns = thread && namespaceOf(thread, "");
@@ -321,6 +378,7 @@ export class EventSourcedCheckpointSaver extends BaseCheckpointSaver {
    */
   async copyThread(fromThreadId: string, toThreadId: string): Promise<void> {
     if (fromThreadId === toThreadId) throw new Error("copyThread: source and target thread are the same");
+    await Promise.all([this.deferred.drain(fromThreadId), this.deferred.drain(toThreadId)]);
     // The whole source, including what other processes appended before we were asked.
     const source = await this.cache.full(fromThreadId);
     const copied = source.state ? copyEvents(source.state, toThreadId) : [];

@@ -5,6 +5,7 @@ import type { RunRecord } from "../domain/run-record.js";
 import type { RunOutcome } from "../domain/run-rules.js";
 import type { CompiledGraph } from "./graphs.js";
 import { StreamModeMapper, serializeError, toWire, type SseEvent } from "./stream-modes.js";
+import { DEFER_CHECKPOINT_WRITES } from "./checkpointer.js";
 
 export interface GraphSource {
   /** The compiled graph for this graph id (a factory graph is made with the run's config). */
@@ -17,7 +18,8 @@ export type ExecutionOutcome = RunOutcome;
 export interface RunExecution {
   run: RunRecord;
   graphs: GraphSource;
-  checkpointer: BaseCheckpointSaver;
+  /** `flush(thread)`: waits for the writes the run did not wait for (see DEFER_CHECKPOINT_WRITES), throwing the first that failed. */
+  checkpointer: BaseCheckpointSaver & { flush?(threadId: string): Promise<void> };
   /** The long-term store the graph's nodes get (`config.store`, `getStore()`), attributed to this run. */
   store?: BaseStore;
   signal: AbortSignal;
@@ -40,8 +42,23 @@ function inputOf(run: RunRecord, resume: boolean): unknown {
   return run.kwargs.input ?? null;
 }
 
-/** Runs the assistant's graph for one attempt of a run, emitting its chunks; never throws. */
+/**
+ * Runs the assistant's graph for one attempt of a run, emitting its chunks; never throws. Returns
+ * once the run's checkpoint writes are in the log: a write the log refused fails the attempt.
+ */
 export async function executeRun(x: RunExecution): Promise<ExecutionOutcome> {
+  const outcome = await runGraph(x);
+  const threadId = (x.run.kwargs.config as RunnableConfig).configurable?.thread_id;
+  try {
+    if (typeof threadId === "string") await x.checkpointer.flush?.(threadId);
+  } catch (error) {
+    if (outcome.status === "error") return outcome;
+    return { status: "error", error: serializeError(error), aborted: false };
+  }
+  return outcome;
+}
+
+async function runGraph(x: RunExecution): Promise<ExecutionOutcome> {
   const { run, signal } = x;
   const kw = run.kwargs;
   const config = kw.config as RunnableConfig & { recursion_limit?: number };
@@ -66,6 +83,9 @@ export async function executeRun(x: RunExecution): Promise<ExecutionOutcome> {
     const scalars = Object.entries(config.configurable ?? {}).filter(([k, v]) => !k.startsWith("__") && ["string", "number", "boolean"].includes(typeof v));
     const options: Record<string, unknown> = {
       ...rest,
+      // Unless each step's checkpoint must be stored before the next step runs ("sync"), the run's
+      // checkpoint writes do not wait for their commits one by one; the worker flushes them before the run ends.
+      configurable: kw.durability === "sync" ? rest.configurable : { ...rest.configurable, [DEFER_CHECKPOINT_WRITES]: true },
       metadata: { ...Object.fromEntries(scalars), ...run.metadata, ...(config.metadata ?? {}), run_id: run.run_id },
       context: kw.context,
       signal,

@@ -1,0 +1,45 @@
+/**
+ * Writes a caller did not wait for, by key (a thread): readers of the key wait for them (`drain`),
+ * and the owner of the work that issued them learns whether they all succeeded (`flush`). A failure
+ * is kept until a flush reports it, so none is lost because nobody was waiting at the time.
+ */
+export class DeferredAppends {
+  readonly #inFlight = new Map<string, Set<Promise<void>>>();
+  readonly #failures = new Map<string, unknown>();
+
+  /** Tracks `work` under `key`. */
+  add(key: string, work: Promise<unknown>): void {
+    let set = this.#inFlight.get(key);
+    if (!set) this.#inFlight.set(key, (set = new Set()));
+    const tracked: Promise<void> = work.then(
+      () => undefined,
+      (error: unknown) => {
+        if (!this.#failures.has(key)) this.#failures.set(key, error);
+      },
+    );
+    set.add(tracked);
+    void tracked.finally(() => {
+      set.delete(tracked);
+      if (set.size === 0 && this.#inFlight.get(key) === set) this.#inFlight.delete(key);
+    });
+  }
+
+  /** Resolves once every write under `key` issued so far has settled (successfully or not). */
+  async drain(key: string): Promise<void> {
+    for (let set = this.#inFlight.get(key); set && set.size > 0; set = this.#inFlight.get(key)) await Promise.all([...set]);
+  }
+
+  /** Drains `key`, then throws the first failure among its writes since the last flush (and forgets it). */
+  async flush(key: string): Promise<void> {
+    await this.drain(key);
+    if (!this.#failures.has(key)) return;
+    const failure = this.#failures.get(key);
+    this.#failures.delete(key);
+    throw failure;
+  }
+
+  /** Keys with writes in flight (diagnostics). */
+  get size(): number {
+    return this.#inFlight.size;
+  }
+}
