@@ -65,7 +65,7 @@ export function storeRoutes(service: StoreService): FastifyPluginAsync {
     r.get("/store/items", { schema: { tags, querystring: GetQuery } }, async (req, reply) => {
       const namespace = req.query.namespace ? req.query.namespace.split(".") : [];
       const item = await store.get(callerOf(req), namespace, req.query.key, { refreshTtl: req.query.refresh_ttl });
-      reply.type("application/json").send(JSON.stringify(item ? itemToWire(item) : null));
+      return reply.type("application/json").send(JSON.stringify(item ? itemToWire(item) : null));
     });
 
     r.delete("/store/items", { schema: { tags, body: DeleteBody } }, async (req, reply) => {
