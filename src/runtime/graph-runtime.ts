@@ -1,9 +1,9 @@
 /**
  * The graph runtime: LangGraph and LangChain core, the graphs of langgraph.json, the event-sourced
- * checkpointer, and the run worker's class. This module is the only way in to them from the server's
- * assembly, and it is imported after the server listens: its modules (several hundred ES modules, which
- * Node 20 compiles anew at every start) take about half a second to load, while nothing the server answers
- * before a graph is needed (assistants, threads, runs queued, crons, the store) depends on them.
+ * checkpointer. The server's assembly imports this module (and the run worker) after it listens:
+ * LangGraph's modules (several hundred ES modules, which Node 20 compiles anew at every start) take
+ * about half a second to load, while nothing the server answers before a graph is needed
+ * (assistants, threads, queued runs, crons, the Store) depends on them.
  */
 import type { TypeSchemaReader } from "./type-schemas/reader.js";
 import type { GraphCatalogue } from "./graph-catalogue.js";
@@ -12,9 +12,6 @@ import { skipRunTreesUnlessTracing } from "./tracing.js";
 import { registerSdkLogger } from "./sdk-logger.js";
 import { loadGraphs } from "./graphs.js";
 import { EventSourcedCheckpointSaver, type EventSourcedCheckpointSaverOptions } from "./checkpointer.js";
-import { RunWorker } from "./worker.js";
-
-export { RunWorker };
 
 export interface GraphRuntimeOptions {
   catalogue: GraphCatalogue;
