@@ -57,24 +57,6 @@ t.test("FULL: a subscription's caughtUp covers everything committed before it be
   t.equal(items[items.length - 1], "caughtUp");
 });
 
-t.test("FULL: a subscription with delivery committed gets each event at its commit, before its fsync", async (t) => {
-  const store = await openStore(t, "FULL");
-  const seen: { event: RecordedEvent; durable: bigint }[] = [];
-  const subscription = store.subscribeToAll({ delivery: "committed" });
-  const consumed = (async () => {
-    for await (const item of subscription) {
-      if (item.kind !== "event") continue;
-      seen.push({ event: item.event, durable: store.stats().durablePosition });
-      if (seen.length === 20) break;
-    }
-  })();
-  // One at a time: each commit is handed over in the turn it lands, before the fsync's callback can run.
-  for (let i = 0; i < 20; i++) await store.append("one-by-one", [{ type: "Happened", data: { i } }]);
-  await consumed;
-  t.same(seen.map((s) => (s.event.data as { i: number }).i), Array.from({ length: 20 }, (_, i) => i), "every event, in order");
-  t.ok(seen.every((s) => s.event.position > s.durable), "each was delivered before it was durable");
-});
-
 t.test("NORMAL: durable at commit, nothing to wait for", async (t) => {
   const store = await openStore(t, "NORMAL");
   const result = await store.append("s", [{ type: "Happened", data: {} }]);

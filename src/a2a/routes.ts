@@ -135,8 +135,6 @@ export function a2aRoutes(ctx: AppContext, runs: RunsService, options: A2ARoutes
     sse.onClose(() => stopped.abort());
     sse.onEnd(() => stopped.abort());
     const send = async (payload: unknown, revision?: bigint) => {
-      // The first event describes a task this request just created: sent once the log is durable (as HTTP responses are).
-      await ctx.store.whenDurable();
       const backpressure = sse.event("message", payload, revision);
       if (backpressure) await backpressure;
     };

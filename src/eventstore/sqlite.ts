@@ -170,8 +170,6 @@ class SqliteStore implements SqliteEventStore {
   private closed = false;
   private readonly sql: ReturnType<typeof prepareStatements>;
   private readonly hub = new CommitHub();
-  /** Subscriptions that take committed events (`delivery: "committed"`): woken at each commit. */
-  private readonly committedHub = new CommitHub();
   private readonly counters = { transactions: 0, appends: 0, events: 0 };
   private readonly queue: GroupCommit<AppendJob, AppendResult>;
   private recent: RecentEvents;
@@ -222,7 +220,7 @@ class SqliteStore implements SqliteEventStore {
   stats(): SqliteStoreStats {
     return {
       ...this.counters,
-      subscriptions: this.hub.size + this.committedHub.size,
+      subscriptions: this.hub.size,
       recentEvents: this.recent.size,
       committedPosition: this.durability.committedPosition,
       durablePosition: this.durability.position,
@@ -315,10 +313,9 @@ class SqliteStore implements SqliteEventStore {
     const start = from === "start" ? -1n : from === "end" ? this.head() : min(from, MAX_INT64 - 1n);
     const filter = options.filter;
     const prefixes = filter?.streamPrefixes;
-    const committed = options.delivery === "committed";
     const source: CatchUpSource = {
-      historyReadable: committed ? () => true : this.historyReadable(),
-      readAfter: (cursor) => this.readAfter(cursor, filter, committed ? this.durability.committedPosition : this.durability.position),
+      historyReadable: this.historyReadable(),
+      readAfter: (cursor) => this.readAfter(cursor, filter, this.durability.position),
       concerns: prefixes
         ? (touched) => {
             for (const stream of touched) if (prefixes.some((p) => stream.startsWith(p))) return true;
@@ -326,7 +323,7 @@ class SqliteStore implements SqliteEventStore {
           }
         : () => true,
     };
-    return new CatchUpSubscription(source, start, committed ? this.committedHub : this.hub);
+    return new CatchUpSubscription(source, start, this.hub);
   }
 
   /** For a subscription beginning now: whether what is committed now has become durable (its history readable). */
@@ -400,7 +397,6 @@ class SqliteStore implements SqliteEventStore {
       this.durability.closeSync(); // and reach the disk
     } finally {
       this.hub.closeAll();
-      this.committedHub.closeAll();
       this.db.close();
     }
   }
@@ -477,7 +473,6 @@ class SqliteStore implements SqliteEventStore {
     if (touched.size === 0) return;
     this.undelivered.push({ position: last, touched });
     this.durability.committedUpTo(last);
-    this.committedHub.notify(touched);
   }
 
   /** Wakes the subscribers of the streams whose commits are now durable. */

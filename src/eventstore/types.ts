@@ -79,13 +79,6 @@ export interface AllSubscriptionOptions {
   filter?: EventFilter;
   /** Names a long-lived subscription in health reports (/ok, /info, /metrics); unnamed ones are only counted. */
   name?: string;
-  /**
-   * `durable` (default): events are delivered once they survive power loss. `committed`: as soon as they
-   * are committed (SQLite: before the WAL's fsync), for a consumer inside this process whose effects
-   * reach nobody before the log is durable (the read models: every response, stream and webhook waits
-   * for `whenDurable()`). A store whose commits are durable (EventStoreDB) delivers the same either way.
-   */
-  delivery?: "durable" | "committed";
 }
 
 export type SubscriptionItem =

@@ -84,14 +84,11 @@ export function protocolRoutes(ctx: AppContext, runs: RunsService, options: Prot
         socket.close(closeCodeOf(error), error instanceof Error ? error.message.slice(0, 100) : undefined);
         return;
       }
-      // A command's answer may name what it just appended: sent once the log is durable (as HTTP responses are).
-      const send = async (message: unknown) => {
-        await ctx.store.whenDurable();
-        return new Promise<void>((resolve) => {
+      const send = (message: unknown) =>
+        new Promise<void>((resolve) => {
           if (socket.readyState !== socket.OPEN) return resolve();
           socket.send(JSON.stringify(message), () => resolve());
         });
-      };
       const session = new WsSession({
         store: ctx.store,
         threadId,

@@ -126,9 +126,7 @@ export class CatchUpRunner {
     this.waitDeadlineMs = options.waitDeadlineMs;
     const from = this.applied < 0n ? "start" : this.applied;
     // The store re-subscribes from our position after a drop; only a failure that stays ends this.
-    // Committed events, not only durable ones: what the read models show leaves the process only in a
-    // response, a stream or a webhook, each of which waits for the log to be durable first.
-    const subscription = subscribeWithoutPurged(store, this.db, { fromPosition: from, filter: this.filter, name: READ_MODELS_SUBSCRIPTION, delivery: "committed" });
+    const subscription = subscribeWithoutPurged(store, this.db, { fromPosition: from, filter: this.filter, name: READ_MODELS_SUBSCRIPTION });
     this.subscription = subscription;
     return new Promise<void>((resolveCaughtUp, rejectCaughtUp) => {
       this.done = (async () => {

@@ -208,9 +208,6 @@ export class WebhookDispatcher {
       }
     }
     const attempt = claim.attempt;
-    // The read models that started this attempt may run ahead of what survives a power cut: nothing is
-    // sent about a run before its end is durable.
-    await this.o.store.whenDurable();
     const startedAt = this.nowIso();
     const started = performance.now();
     const deliveryId = deliveryIdOf(deliveryKey(d));

@@ -50,8 +50,6 @@ export function runRoutes(ctx: AppContext, runs: RunsService, streams: { openStr
     cancelOnDisconnect: boolean,
     modes?: string[],
   ) {
-    // The headers name the run: not before its creation survives power loss (HTTP responses wait likewise).
-    await ctx.store.whenDurable();
     const sse = new SseWriter(reply, { ...headers, ...logPositionHeaders() });
     streams.openStreams++; // the metrics' gauge: down once, whoever ends the stream
     let counted = true;

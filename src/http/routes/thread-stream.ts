@@ -45,7 +45,6 @@ export function threadStreamRoutes(
       const closed = new AbortController();
       // Authorization and the thread's existence are checked before the response starts.
       const events = await threads.stream(callerOf(req), req.params.thread_id, modes.data, start, closed.signal);
-      await ctx.store.whenDurable(); // nothing this process committed leaves it before it survives power loss
       const sse = new SseWriter(reply, { Location: `/threads/${req.params.thread_id}/stream`, ...logPositionHeaders() });
       gauge.openStreams++;
       const untrack = track(() => sse.end());
