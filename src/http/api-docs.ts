@@ -1,8 +1,7 @@
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest, type HTTPMethods, type RouteOptions } from "fastify";
-import { jsonSchemaTransform, serializerCompiler, validatorCompiler } from "fastify-type-provider-zod";
+import { jsonSchemaTransform } from "fastify-type-provider-zod";
 import { VERSION } from "../version.js";
-
-type CompilersFactory = NonNullable<NonNullable<Parameters<typeof Fastify>[0]>["schemaController"]>["compilersFactory"];
+import { useZodCompilers, zodSchemaController } from "./zod-compilers.js";
 
 /** A route as the OpenAPI document describes it. */
 interface RouteShape {
@@ -46,12 +45,8 @@ export function lazyApiDocs(app: FastifyInstance): void {
 
 async function buildDocsApp(routes: readonly RouteShape[]): Promise<FastifyInstance> {
   const [{ default: fastifySwagger }, { default: fastifySwaggerUi }] = await Promise.all([import("@fastify/swagger"), import("@fastify/swagger-ui")]);
-  const docs = Fastify({
-    logger: false,
-    schemaController: { compilersFactory: { buildValidator: () => validatorCompiler, buildSerializer: () => serializerCompiler } as unknown as CompilersFactory },
-  });
-  docs.setValidatorCompiler(validatorCompiler);
-  docs.setSerializerCompiler(serializerCompiler);
+  const docs = Fastify({ logger: false, schemaController: zodSchemaController });
+  useZodCompilers(docs);
   await docs.register(fastifySwagger, {
     openapi: {
       openapi: "3.1.0",

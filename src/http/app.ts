@@ -1,5 +1,5 @@
-import Fastify, { LogController, type FastifyInstance, type FastifyPluginAsync, type FastifyServerOptions } from "fastify";
-import { serializerCompiler, validatorCompiler } from "fastify-type-provider-zod";
+import Fastify, { LogController, type FastifyInstance, type FastifyPluginAsync } from "fastify";
+import { useZodCompilers, zodSchemaController } from "./zod-compilers.js";
 import { errorHandler } from "./errors.js";
 import { requireApiKey } from "./api-key.js";
 import fastifyCors from "@fastify/cors";
@@ -12,7 +12,6 @@ import { mountCustomApp, type FetchApp } from "./custom-app.js";
 import { mountPrefixRewrite, normalizeMountPrefix } from "./mount-prefix.js";
 import { forgiveEmptyBodies } from "./forgiving-body.js";
 
-type CompilersFactory = NonNullable<NonNullable<FastifyServerOptions["schemaController"]>["compilersFactory"]>;
 
 export interface HttpAppOptions {
   bodyLimit: number;
@@ -46,14 +45,10 @@ export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInst
     genReqId: requestIdOf,
     logController: new LogController({ requestIdLogLabel: "request_id" }),
     ...mountPrefixRewrite(normalizeMountPrefix(options.mountPrefix)),
-    // Every schema is zod: Fastify's own compilers (ajv, fast-json-stringify: ~100 modules, ~80 ms of
-    // start-up) would never be used, so they are not loaded.
-    // (Fastify's types describe factories of ajv-style compilers; at run time any route compiler will do.)
-    schemaController: { compilersFactory: { buildValidator: () => validatorCompiler, buildSerializer: () => serializerCompiler } as unknown as CompilersFactory },
+    schemaController: zodSchemaController,
   });
   echoRequestId(app);
-  app.setValidatorCompiler(validatorCompiler);
-  app.setSerializerCompiler(serializerCompiler);
+  useZodCompilers(app);
   app.setErrorHandler(errorHandler);
   app.setNotFoundHandler((request, reply) => {
     reply.code(404).send({ detail: `Not Found: ${request.method} ${request.originalUrl.split("?")[0]}` });

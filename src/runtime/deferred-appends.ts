@@ -37,9 +37,4 @@ export class DeferredAppends {
     this.#failures.delete(key);
     throw failure;
   }
-
-  /** Keys with writes in flight (diagnostics). */
-  get size(): number {
-    return this.#inFlight.size;
-  }
 }

@@ -18,10 +18,10 @@ import { channelGraphSchema, extractGraphSchema, runtimeGraphSchema, withChannel
 import type { TypeSchemaReader, TypeSchemas } from "./type-schemas/reader.js";
 import { type GraphDefaults, type GraphSpec, parseLanggraphConfigEnv } from "../langgraph-config.js";
 import { GraphCatalogue, GraphNotFoundError, type DefaultAssistantSeed } from "./graph-catalogue.js";
-
-export { GraphCatalogue, GraphNotFoundError, NAMESPACE_GRAPH, defaultAssistantId } from "./graph-catalogue.js";
 import { isPlainObject } from "../util/json.js";
 import { loadExport, loadingModules } from "../module-loader.js";
+
+export { GraphCatalogue, GraphNotFoundError, NAMESPACE_GRAPH, defaultAssistantId } from "./graph-catalogue.js";
 
 // ---------------------------------------------------------------------------------------------
 // types
