@@ -100,8 +100,6 @@ function toCompiled(value: unknown, what: string): CompiledGraph {
 
 interface Entry {
   id: string;
-  spec: GraphSpec;
-  file: string;
   kind: GraphExportKind;
   graph?: CompiledGraph;
   factory?: GraphFactory;
@@ -176,7 +174,7 @@ export class GraphRegistry {
       this.#typedBatchAsked = true;
       ids = [id, ...this.ids().filter((other) => other !== id && this.#mayNeedTypes(other))];
     }
-    const targets = ids.map((other) => ({ sourceFile: this.#entry(other).file, exportSymbol: this.#entry(other).spec.exportName }));
+    const targets = ids.map((other) => ({ sourceFile: this.catalogue.file(other), exportSymbol: this.catalogue.spec(other).exportName }));
     return (await this.#typeSchemas.read(targets))[0];
   }
 
@@ -213,7 +211,7 @@ export class GraphRegistry {
 
   /** Absolute path of the graph's file. */
   file(id: string): string {
-    return this.#entry(id).file;
+    return this.catalogue.file(id);
   }
 
   /** The graph to run: the cached graph, or the factory's result for this config. */
@@ -300,11 +298,10 @@ async function loadEntries(catalogue: GraphCatalogue, baseDir: string): Promise<
   const entries: Entry[] = [];
   for (const id of catalogue.ids()) {
     const spec = catalogue.spec(id);
-    const file = catalogue.file(id);
     const { value } = await loadExport({ file: spec.path, exportName: spec.exportName }, baseDir, `Graph "${id}"`, (m) => new GraphLoadError(m));
     const what = `Graph "${id}": export "${spec.exportName}" of ${spec.path}`;
     if (typeof value === "function" && !isCompiledGraph(value)) {
-      entries.push({ id, spec, file, kind: "factory", factory: value as GraphFactory });
+      entries.push({ id, kind: "factory", factory: value as GraphFactory });
     } else if (isThenable(value)) {
       let resolved: unknown;
       try {
@@ -312,11 +309,11 @@ async function loadEntries(catalogue: GraphCatalogue, baseDir: string): Promise<
       } catch (err) {
         throw new GraphLoadError(`${what} rejected: ${(err as Error).message.split("\n")[0]}`);
       }
-      entries.push({ id, spec, file, kind: "promise", graph: toCompiled(resolved, what) });
+      entries.push({ id, kind: "promise", graph: toCompiled(resolved, what) });
     } else if (isCompiledGraph(value)) {
-      entries.push({ id, spec, file, kind: "compiled", graph: value });
+      entries.push({ id, kind: "compiled", graph: value });
     } else {
-      entries.push({ id, spec, file, kind: "builder", graph: toCompiled(value, what) });
+      entries.push({ id, kind: "builder", graph: toCompiled(value, what) });
     }
   }
   return entries;
