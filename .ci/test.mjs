@@ -29,8 +29,16 @@ function countTap(tap) {
   const fileFailures = [];
   const subtestFailures = [];
   let pendingInner = [];
+  let pendingDeep = [];
+  const assertionFailures = [];
   let fileFailedInside = false;
   for (const line of tap.split("\n")) {
+    // A failed assertion (or deeper subtest) inside a file's subtest: named in the tail too, so a CI log read from its end says why.
+    const deep = /^ {8,}not ok \d+ - (.*)$/.exec(line);
+    if (deep) {
+      pendingDeep.push(deep[1]);
+      continue;
+    }
     const inner = /^    (not ok|ok) \d+ - .*?(# (SKIP|TODO)\b.*)?$/.exec(line);
     if (inner) {
       if (inner[2]) skipped++;
@@ -43,11 +51,13 @@ function countTap(tap) {
       // A file that failed outside any subtest (crash, timeout, bad plan) still counts as a failure.
       if (file[1] === "not ok" && !fileFailedInside) { failed++; fileFailures.push(file[2]); }
       for (const name of pendingInner) subtestFailures.push(`${file[2]}: ${name}`);
+      for (const name of pendingDeep) assertionFailures.push(`${file[2]}: ${name}`);
       pendingInner = [];
+      pendingDeep = [];
       fileFailedInside = false;
     }
   }
-  return { passed, failed, skipped, fileFailures, subtestFailures };
+  return { passed, failed, skipped, fileFailures, subtestFailures, assertionFailures };
 }
 
 /** Runs a command with stdout captured (not echoed), stderr inherited; kills its whole process group after timeoutMs. */
@@ -152,6 +162,7 @@ for (const [name, ok] of steps) console.log(`${ok ? "ok" : "FAILED"}: ${name}`);
 if (tapCounts.fileFailures.length) console.log(`failed test files: ${tapCounts.fileFailures.join(", ")}`);
 // Named again here, next to the summary, because CI logs are often read from the tail only.
 for (const name of tapCounts.subtestFailures) console.log(`failed: ${name}`);
+for (const name of tapCounts.assertionFailures) console.log(`  failed assertion: ${name}`);
 const ranNothing = totals.passed + totals.failed === 0;
 console.log(`${totals.passed} passed, ${totals.failed} failed, ${totals.skipped} skipped`);
 process.exit(totals.failed > 0 || ranNothing || steps.some(([, ok]) => !ok) ? 1 : 0);

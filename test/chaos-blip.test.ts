@@ -3,6 +3,7 @@ import { Client } from "@langchain/langgraph-sdk";
 import { human, startRig, within } from "./support/esdb-outage.js";
 import { firstEventOf } from "./support/log.js";
 import { allSettled, runLog, sleep, sseLines } from "./support/chaos.js";
+import { gates as makeGates } from "./support/gates.js";
 import { openStore } from "../src/eventstore/open.js";
 import { runStream } from "../src/domain/runs.js";
 
@@ -11,6 +12,8 @@ import { runStream } from "../src/domain/runs.js";
  * and EventStoreDB (the test double, behind a TCP proxy) cut for 3 s, then healed. Every run must
  * end `success`, claimed, started and ended once, with the outputs of an undisturbed run; every
  * SSE client (one per run, joined through the SDK) must see each output of its run exactly once.
+ * Each run waits at a gate: half are let go during the cut (their graphs end, their appends wait for
+ * the heal), the others after it, however long the machine took to get them all in flight.
  */
 
 t.setTimeout(90_000);
@@ -33,12 +36,13 @@ t.test("a 3 s blip during 50 runs in flight: every run succeeds once, every SSE 
   const expected = await runLog(log, controlRun.run_id);
   t.match(expected, { claims: 1, starts: 1, ends: 1, status: "success" });
 
-  // The runs wait 5 to 8 s: the first ones end during the cut (their appends wait for the heal), the others after it.
+  // Every run waits at its gate until the test opens it.
+  const gates = makeGates(t);
   const createdAt = Date.now();
   const runs = await allSettled(
     Array.from({ length: RUNS }, async (_, i) => {
       const thread = await client.threads.create();
-      return client.runs.create(thread.thread_id, "delay", { input: { delay: 5_000 + (i % 4) * 1_000, messages: [human(`r${i}`)] }, streamMode: ["values", "updates"] });
+      return client.runs.create(thread.thread_id, "delay", { input: { gate: gates.path(`r${i}`), messages: [human(`r${i}`)] }, streamMode: ["values", "updates"] });
     }),
   );
   const streams = runs.map((r) => sseLines(client, r.thread_id, r.run_id));
@@ -50,11 +54,14 @@ t.test("a 3 s blip during 50 runs in flight: every run succeeds once, every SSE 
   rig.proxy.cut();
   const cutAt = Date.now();
   await within(5_000, "/ok non-200 while cut", async () => (await fetch(`${rig.url}/ok`)).status !== 200);
+  // The first half end their graphs during the cut.
+  for (let i = 0; i < RUNS / 2; i++) gates.open(`r${i}`);
   // The fault lasts 3 s: a duration, not a synchronisation.
   await sleep(CUT_MS - (Date.now() - cutAt));
   const endedDuringCut = (await allSettled(runs.map((r) => runLog(log, r.run_id)))).filter((r) => r.ends > 0).length;
   t.equal(endedDuringCut, 0, "no run could end while cut");
   rig.proxy.heal();
+  for (let i = RUNS / 2; i < RUNS; i++) gates.open(`r${i}`);
 
   const seen = await allSettled(streams);
   await allSettled(runs.map((r) => firstEventOf(log, runStream(r.run_id), ["RunEnded"])));

@@ -9,6 +9,7 @@ import { human, within } from "./support/esdb-outage.js";
 import { Receiver, deliveryEnd, writeWebhookConfig } from "./support/webhooks.js";
 import { firstEventOf } from "./support/log.js";
 import { allSettled, runLog, sleep } from "./support/chaos.js";
+import { gates as makeGates } from "./support/gates.js";
 import { claimCounts, claimOwner, metricValue } from "./support/metrics.js";
 import { openStore } from "../src/eventstore/open.js";
 import { runStream } from "../src/domain/runs.js";
@@ -19,7 +20,9 @@ import type { EventStore } from "../src/eventstore/types.js";
  * Three server processes on one EventStoreDB (the test double) under load: runs, a cron and
  * webhooks. One process is killed with SIGKILL while it executes runs, then the log is cut for 3 s.
  * No run is lost (the dead process's runs are taken over by the survivors once their leases
- * expired), every cron tick fires exactly once, and every webhook is delivered.
+ * expired), every cron tick fires exactly once, and every webhook is delivered. The runs wait at
+ * gates the test opens: half before the cut, the others after it, so the victim dies with runs in
+ * flight and the survivors hold runs through the cut however slow the machine is.
  *
  * The processes share a scheduler clock running 30× faster than the system's (see
  * support/fast-clock-server.ts): the once-a-minute cron fires every 2 s.
@@ -90,20 +93,21 @@ t.test("three processes, one killed with SIGKILL and the log cut for 3 s: nothin
 
   // The cron: once a (fast) minute, each run with a webhook.
   const cron = await members[0].client.crons.create("agent", { schedule: "* * * * *", input: { messages: [human("tick")] }, webhook: `${receiver.url}/hook/cron` });
-  // The victim: killed as soon as it executes runs (a run waits 4 to 6 s, so they are still in flight).
+  // The victim: killed as soon as it executes runs (each run waits at its gate, so they are still in flight).
   const [victim, ...survivors] = [members[2], members[0], members[1]];
   // The owner ids its claims carry in the log.
   const victimOwner = { run: await claimOwner(victim.url, "run"), cron: await claimOwner(victim.url, "cron") };
+  const gates = makeGates(t);
   const started = Date.now();
   // Runs created through the survivors (a request to the victim would die with it), each with a webhook; every process's worker claims them.
   const creating = allSettled(
     Array.from({ length: RUNS }, async (_, i) => {
       const { client } = survivors[i % 2];
       const thread = await client.threads.create();
-      return client.runs.create(thread.thread_id, "delay", { input: { delay: 4_000 + (i % 3) * 1_000, messages: [human(`r${i}`)] }, webhook: `${receiver.url}/hook/run-${i}` });
+      return client.runs.create(thread.thread_id, "delay", { input: { gate: gates.path(`run-${i}`), messages: [human(`r${i}`)] }, webhook: `${receiver.url}/hook/run-${i}` });
     }),
   );
-  // Two runs at once: at least one is a 4 s run (a cron tick's run takes milliseconds, and ticks are 2 s apart).
+  // Two runs at once: at least one is a gated run (a cron tick's run takes milliseconds, and ticks are 2 s apart).
   await within(20_000, "the victim executes runs", async () => (await metricValue(victim.url, "agent_server_runs_executing")) >= 2);
   victim.proc.child.kill("SIGKILL");
   await victim.proc.exited;
@@ -111,6 +115,8 @@ t.test("three processes, one killed with SIGKILL and the log cut for 3 s: nothin
   const runs = await creating;
   // What had ended when the victim died (nothing of the victim's can end after).
   const endedAtKill = new Set((await allSettled(runs.map((r) => runLog(log, r.run_id)))).flatMap((l, i) => (l.ends > 0 ? [runs[i].run_id] : [])));
+  // Half the runs end before the cut (or while it starts), the others are held through it.
+  for (let i = 0; i < RUNS; i += 2) gates.open(`run-${i}`);
   await esdb.refuseConnections();
   await within(5_000, "the survivors' /ok non-200 while the log is cut", async () => {
     const statuses = await Promise.all(survivors.map(async (m) => (await fetch(`${m.url}/ok`)).status));
@@ -120,6 +126,7 @@ t.test("three processes, one killed with SIGKILL and the log cut for 3 s: nothin
   await sleep(CUT_MS);
   await esdb.heal();
   const healedAt = Date.now();
+  for (let i = 1; i < RUNS; i += 2) gates.open(`run-${i}`);
 
   // Every run ends: the survivors' own, and the victim's once their leases expired.
   const ends = await allSettled(runs.map((r) => firstEventOf(log, runStream(r.run_id), ["RunEnded"])));

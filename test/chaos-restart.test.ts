@@ -9,6 +9,7 @@ import { human, roundTrip, within } from "./support/esdb-outage.js";
 import { Receiver, deliveryEnd, writeWebhookConfig } from "./support/webhooks.js";
 import { firstEventOf } from "./support/log.js";
 import { allSettled, runLog, sleep } from "./support/chaos.js";
+import { gates as makeGates } from "./support/gates.js";
 import { openStore } from "../src/eventstore/open.js";
 import { runStream } from "../src/domain/runs.js";
 import { webhookStream } from "../src/domain/webhooks.js";
@@ -62,11 +63,12 @@ t.test("a restart of EventStoreDB with runs in flight and webhooks pending", asy
     quick.push(await client.runs.create(thread.thread_id, "agent", { input: { messages: [human(`q${i}`)] }, webhook: `${receiver.url}/hook/quick-${i}` }));
   }
   await receiver.nth(5);
-  // Runs in flight: ten runs that wait 5 to 8 s, so they end during the outage or after it.
+  // Runs in flight: ten runs held at their gates; half end during the outage, the others after it.
+  const gates = makeGates(t);
   const slow = [];
   for (let i = 0; i < 10; i++) {
     const thread = await client.threads.create();
-    slow.push(await client.runs.create(thread.thread_id, "delay", { input: { delay: 5_000 + (i % 4) * 1_000, messages: [human(`s${i}`)] }, webhook: `${receiver.url}/hook/slow-${i}` }));
+    slow.push(await client.runs.create(thread.thread_id, "delay", { input: { gate: gates.path(`s${i}`), messages: [human(`s${i}`)] }, webhook: `${receiver.url}/hook/slow-${i}` }));
   }
   await allSettled(slow.map((r) => firstEventOf(log, runStream(r.run_id), ["RunClaimed"])));
   const all = [...quick, ...slow];
@@ -78,9 +80,11 @@ t.test("a restart of EventStoreDB with runs in flight and webhooks pending", asy
   const stoppedAt = Date.now();
   const noticed = await within(5_000, "/ok non-200 after the stop", async () => (await fetch(`${url}/ok`)).status !== 200);
   t.ok(noticed <= 5_000, `/ok said not ok ${noticed} ms after the stop`);
+  for (let i = 0; i < slow.length; i += 2) gates.open(`s${i}`);
   // Down for 3 s: a duration, not a synchronisation.
   await sleep(DOWN_MS - (Date.now() - stoppedAt));
   esdb = await startEsdbTestDouble({ dataFile, port: esdb.port });
+  for (let i = 1; i < slow.length; i += 2) gates.open(`s${i}`);
 
   const recovered = await within(5_000, "round trip after the restart", async () => {
     await roundTrip(url, "after");

@@ -1,5 +1,6 @@
 import t from "tap";
 import { human, json, outage, post, startRig, within, roundTrip } from "./support/esdb-outage.js";
+import { gates as makeGates } from "./support/gates.js";
 
 /**
  * Connection loss between a server process and EventStoreDB (the test double), through a TCP proxy
@@ -53,9 +54,10 @@ t.test("an SSE stream open across a 3 s cut resumes without losing or repeating 
   const rig = await startRig(t);
   await roundTrip(rig.url, "before");
   const thread = await json<{ thread_id: string }>(post(`${rig.url}/threads`, {}));
-  // The node waits 5 s: the cut falls between the events before it and those after it.
+  // The node waits at its gate until after the heal: the cut falls between the events before it and those after it.
+  const gates = makeGates(t);
   const run = await json<{ run_id: string }>(
-    post(`${rig.url}/threads/${thread.thread_id}/runs`, { assistant_id: "delay", input: { messages: [human("s")], delay: 5_000 }, stream_mode: ["values", "updates", "debug"] }),
+    post(`${rig.url}/threads/${thread.thread_id}/runs`, { assistant_id: "delay", input: { messages: [human("s")], gate: gates.path("s") }, stream_mode: ["values", "updates", "debug"] }),
   );
   const res = await fetch(`${rig.url}/threads/${thread.thread_id}/runs/${run.run_id}/stream`, { headers: { accept: "text/event-stream" } });
   t.equal(res.status, 200);
@@ -67,6 +69,7 @@ t.test("an SSE stream open across a 3 s cut resumes without losing or repeating 
   await within(5_000, "/ok non-200 while cut", async () => (await fetch(`${rig.url}/ok`)).status !== 200);
   await new Promise((resolve) => setTimeout(resolve, 3_000));
   rig.proxy.heal();
+  gates.open("s");
   const seen = await reading;
 
   const replay = await readSse(await fetch(`${rig.url}/threads/${thread.thread_id}/runs/${run.run_id}/stream`, { headers: { accept: "text/event-stream", "last-event-id": "-1" } }), () => undefined);
