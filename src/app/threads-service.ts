@@ -3,7 +3,6 @@
  * `threads:<action>` handler and honours its filters (a thread the caller may not see is not
  * found; searches and counts filter in SQL), then the command or query of threads.ts.
  */
-import { randomUUID } from "node:crypto";
 import type { AppContext } from "./context.js";
 import type { ThreadLifecycle } from "./thread-lifecycle.js";
 import { authorize, type Caller } from "./auth/caller.js";
@@ -17,6 +16,7 @@ import type { JsonObject, SortOrder } from "../domain/json.js";
 import type { applySupersteps } from "./thread-state.js";
 import { followThread, presentOf, type ThreadStreamEvent } from "./thread-stream.js";
 import type { ThreadStreamMode, ThreadStreamStart } from "../domain/thread-stream.js";
+import { newEntityId } from "../util/new-id.js";
 
 export interface ThreadCreateRequest {
   thread_id?: string;
@@ -117,7 +117,7 @@ export class ThreadsService {
     await authorizeThread(this.ctx, caller, "read", threadId, { thread_id: threadId });
     const source = (await threadStateConsistent(this.ctx, threadId))?.thread;
     if (!source) return this.lifecycle.copy(threadId); // its own "not found" answer
-    const { value } = await authorize(caller, "threads", "create", { thread_id: randomUUID(), metadata: { ...source.metadata }, if_exists: "raise" as const });
+    const { value } = await authorize(caller, "threads", "create", { thread_id: newEntityId(), metadata: { ...source.metadata }, if_exists: "raise" as const });
     return this.lifecycle.copy(threadId, { threadId: value.thread_id, metadata: value.metadata ?? {} });
   }
 }

@@ -1,4 +1,3 @@
-import { randomUUID } from "node:crypto";
 import type { AppContext } from "./context.js";
 import { catchUpWithStream, execute } from "./commands.js";
 import { isLargeValueMarker, resolveLarge } from "../eventstore/large-values.js";
@@ -16,6 +15,7 @@ import type { ThreadFilter, ThreadSortField } from "../read-models/threads.js";
 import type { SortOrder } from "../read-models/statements.js";
 import { notFound } from "../domain/errors.js";
 import { authConditions, type AuthFilters } from "../read-models/auth-filters.js";
+import { newEntityId } from "../util/new-id.js";
 
 /** Application service of threads: commands through the deciders, queries on the read model. */
 
@@ -50,7 +50,7 @@ export async function createThread(
   ctx: AppContext,
   cmd: { thread_id?: string; metadata: JsonObject; if_exists: "raise" | "do_nothing"; copied_from?: string; values?: JsonObject | null; expires_at?: string },
 ): Promise<Thread> {
-  const threadId = cmd.thread_id?.toLowerCase() ?? randomUUID();
+  const threadId = cmd.thread_id?.toLowerCase() ?? newEntityId();
   const now = ctx.now();
   const { state } = await execute(ctx, loadThread(ctx, threadId), threadStream(threadId), (s) =>
     decideCreateThread(s, { ...cmd, thread_id: threadId }, now),
