@@ -25,6 +25,18 @@ t.test("threads", async (t) => {
     t.same(await client.threads.get(thread.thread_id as string), thread);
   });
 
+  t.test("ids the server makes are UUIDv7 (time first): threads, copies, assistants and crons sort by creation", async (t) => {
+    const v7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+    const threads = [];
+    for (let i = 0; i < 3; i++) threads.push((await client.threads.create()).thread_id);
+    const copy = (await client.threads.copy(threads[0])).thread_id;
+    const assistant = (await client.assistants.create({ graphId: "agent" })).assistant_id;
+    const cron = (await client.crons.create("agent", { schedule: "0 0 1 1 *" })).cron_id;
+    t.teardown(() => client.crons.delete(cron));
+    for (const id of [...threads, copy, assistant, cron]) t.match(id, v7, id);
+    t.same([...threads, copy].sort(), [...threads, copy], "each later than the one before");
+  });
+
   t.test("create with id, if_exists, patch merges metadata, delete, copy", async (t) => {
     const id = "5b0b0e39-3f7c-4d3c-8a59-0b7d6d2f0a01";
     const created = await client.threads.create({ threadId: id, metadata: { a: 1 } });
