@@ -6,7 +6,9 @@
  *     drifts during the run does not favour either side;
  *   - the server (built `dist/main.js`, SQLite synchronous=FULL): per job,
  *     `POST /threads` then `POST /threads/{id}/runs/wait` on it, at concurrency 16 and 64;
- *     sequential `runs/wait` latency (thread created outside the timing);
+ *     sequential `runs/wait` latency (thread created outside the timing), and again on a third server
+ *     with SQLITE_SYNCHRONOUS=NORMAL (`without_fsync_p50_ms`: how much of a run's latency is the
+ *     disk's fsyncs, which a run waits for before its end is shown);
  *   - their ratio at each concurrency;
  *   - server RSS right after the load and after an idle pause (20 s; tiny: 3 s);
  *   - server CPU per run (utime + stime of /proc/<pid>/stat over the c16 and c64 windows), and
@@ -63,10 +65,10 @@ interface LoadResult {
  * concurrency 16 and at 64; CPU from /proc over those two windows; RSS after the load and after
  * `idleMs` of idleness. `nodeArgs` (e.g. --cpu-prof) go before the script.
  */
-async function loadServer(dir: string, size: { warmup: number; sequential: number; jobs: number; idleMs: number }, nodeArgs: string[] = []): Promise<LoadResult> {
+async function loadServer(dir: string, size: { warmup: number; sequential: number; jobs: number; idleMs: number }, nodeArgs: string[] = [], env: Record<string, string> = {}): Promise<LoadResult> {
   // The windows are taken on CLOCK_MONOTONIC, the clock of --cpu-prof's timestamps (process.hrtime's too).
   const nowUs = () => Number(process.hrtime.bigint() / 1000n);
-  const server = await startBenchServer(dir, { N_JOBS_PER_WORKER: "64" }, nodeArgs);
+  const server = await startBenchServer(dir, { N_JOBS_PER_WORKER: "64", ...env }, nodeArgs);
   const client = jsonClient(server.url, 128);
   try {
     const okMs = server.startMs + (await waitOk(server.url));
@@ -87,7 +89,7 @@ async function loadServer(dir: string, size: { warmup: number; sequential: numbe
     const windows: { fromUs: number; toUs: number }[] = [];
     const rate: Record<string, number> = {};
     let cpu = 0;
-    for (const c of [16, 64]) {
+    for (const c of size.jobs > 0 ? [16, 64] : []) {
       const cpu0 = await cpuMs(server.pid);
       const fromUs = nowUs();
       const ms = await runPool(size.jobs, c, job);
@@ -98,7 +100,7 @@ async function loadServer(dir: string, size: { warmup: number; sequential: numbe
     const rssAfterLoad = await rssMiB(server.pid);
     if (size.idleMs > 0) await new Promise((r) => setTimeout(r, size.idleMs));
     const rssAfterIdle = await rssMiB(server.pid);
-    return { rate, cpuPerRun: cpu / (2 * size.jobs), sequential, windows, rssAfterLoad, rssAfterIdle, okMs };
+    return { rate, cpuPerRun: size.jobs > 0 ? cpu / (2 * size.jobs) : 0, sequential, windows, rssAfterLoad, rssAfterIdle, okMs };
   } finally {
     await server.stop();
     await client.close();
@@ -116,6 +118,8 @@ export async function benchEngine(options: BenchOptions = { tiny: false, big: fa
     const engineAfter = await engineRate(size.invokes);
     // …and the split by phase from a second, profiled server doing a quarter of the load.
     const profiled = await loadServer(path.join(dataDir, "data-profiled"), { warmup: size.warmup, sequential: 0, jobs: Math.max(32, size.perConcurrency / 4), idleMs: 0 }, ["--cpu-prof", `--cpu-prof-dir=${profDir}`]);
+    // …and the sequential waits once more without fsync (SQLITE_SYNCHRONOUS=NORMAL): what the disk adds to one run's latency.
+    const noFsync = await loadServer(path.join(dataDir, "data-normal"), { warmup: size.warmup, sequential: size.sequential, jobs: 0, idleMs: 0 }, [], { SQLITE_SYNCHRONOUS: "NORMAL" });
     const enginePerS = Math.round((engineBefore.invokes_per_s + engineAfter.invokes_per_s) / 2);
     const engineMs = round2((engineBefore.mean_ms + engineAfter.mean_ms) / 2);
 
@@ -141,7 +145,12 @@ export async function benchEngine(options: BenchOptions = { tiny: false, big: fa
       engine_invokes_per_s: { before: engineBefore.invokes_per_s, after: engineAfter.invokes_per_s, mean: enginePerS },
       server_runs_per_s: measured.rate,
       ratio_server_to_engine: { c16: round2(measured.rate.c16 / enginePerS), c64: round2(measured.rate.c64 / enginePerS), target_c64: 0.8 },
-      sequential_wait: { ...summary(measured.sequential), engine_invoke_mean_ms: engineMs, target_p50_ms: round2(1.5 * engineMs + 1) },
+      sequential_wait: {
+        ...summary(measured.sequential),
+        engine_invoke_mean_ms: engineMs,
+        target_p50_ms: round2(1.5 * engineMs + 1),
+        without_fsync_p50_ms: summary(noFsync.sequential).p50_ms,
+      },
       server_rss_mib: { after_load: measured.rssAfterLoad, after_idle: measured.rssAfterIdle, idle_ms: size.idleMs, target_after_load: 200, target_after_idle: 150 },
       server_cpu_ms_per_run: round2(cpuPerRun),
       cpu_by_phase: byPhase,
