@@ -1,6 +1,7 @@
 import t from "tap";
 import { WebSocket } from "ws";
 import { startTestServer, type TestServer } from "./support/server.js";
+import { gates as makeGates } from "./support/gates.js";
 
 /**
  * The thread streaming protocol (v2) through the official SDK's `ThreadStream`
@@ -222,13 +223,16 @@ t.test("ThreadStream over the thread streaming protocol", async (t) => {
 
   t.test("without since a stream starts at the run going on when the latest one waits behind it", async (t) => {
     const { thread_id: threadId } = await srv.client.threads.create();
-    const first = await srv.client.runs.create(threadId, "delay", { input: { delay: 1500 }, multitaskStrategy: "enqueue" });
+    // The first run waits at its gate until the stream is subscribed.
+    const gates = makeGates(t);
+    const first = await srv.client.runs.create(threadId, "delay", { input: { gate: gates.path("first") }, multitaskStrategy: "enqueue" });
     const second = await srv.client.runs.create(threadId, "delay", { input: { delay: 0 }, multitaskStrategy: "enqueue" });
     t.equal((await srv.client.runs.get(threadId, second.run_id)).status, "pending", "the latest run is queued");
     const thread = threadStream(srv, "delay", "sse", threadId);
     t.teardown(() => thread.close());
     const { events, wait } = record(thread);
     await thread.subscribe({ channels: ["lifecycle"] } as never);
+    gates.open("first");
     const ends = (e: Event[]) => e.filter((x) => x.params.namespace.length === 0 && ["completed", "failed"].includes(x.params.data.event));
     await wait((e) => ends(e).length === 2);
     t.same(events.map((e) => e.params.data.event), ["running", "completed", "running", "completed"], "the first run's end, then the queued one");
