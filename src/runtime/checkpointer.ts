@@ -135,8 +135,6 @@ export class EventSourcedCheckpointSaver extends BaseCheckpointSaver {
    * starts only once the thread's previous one is done.
    */
   private readonly appendsCommitInCallOrder: boolean;
-  /** The last deferred write of each thread (to chain the next one after, when order is not given). */
-  private readonly lastDeferred = new Map<string, Promise<unknown>>();
 
   constructor(options: EventSourcedCheckpointSaverOptions) {
     super(options.serde);
@@ -281,16 +279,7 @@ export class EventSourcedCheckpointSaver extends BaseCheckpointSaver {
       await append();
       return;
     }
-    const previous = this.appendsCommitInCallOrder ? undefined : this.lastDeferred.get(threadId);
-    const issued = previous ? previous.then(append, append) : append();
-    this.deferred.add(threadId, issued);
-    if (!this.appendsCommitInCallOrder) {
-      const settled = issued.catch(() => undefined);
-      this.lastDeferred.set(threadId, settled);
-      void settled.then(() => {
-        if (this.lastDeferred.get(threadId) === settled) this.lastDeferred.delete(threadId);
-      });
-    }
+    this.deferred.add(threadId, append, !this.appendsCommitInCallOrder);
   }
 
   /**

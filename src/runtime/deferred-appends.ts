@@ -7,10 +7,17 @@ export class DeferredAppends {
   readonly #inFlight = new Map<string, Set<Promise<void>>>();
   readonly #failures = new Map<string, unknown>();
 
-  /** Tracks `work` under `key`. */
-  add(key: string, work: Promise<unknown>): void {
+  /**
+   * Starts `write` and tracks it under `key`: at once (synchronously), or with `afterPrevious` only
+   * once the key's latest write so far has settled (for stores whose appends in flight may commit
+   * in either order).
+   */
+  add(key: string, write: () => Promise<unknown>, afterPrevious = false): void {
     let set = this.#inFlight.get(key);
     if (!set) this.#inFlight.set(key, (set = new Set()));
+    // A set iterates in insertion order: its last member is the key's latest write still in flight.
+    const previous = afterPrevious ? [...set].at(-1) : undefined;
+    const work = previous ? previous.then(write) : write();
     const tracked: Promise<void> = work.then(
       () => undefined,
       (error: unknown) => {
