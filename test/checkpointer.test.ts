@@ -270,12 +270,17 @@ const checkpointAt = (n: number) => ({
   versions_seen: {},
 });
 
-t.test("a run's deferred writes: put returns before the commit, reads wait for it, flush reports a refused one", async (t) => {
+/** A saver over a fresh SQLite log whose acknowledgements the test releases (as a store of `kind` would order them). */
+async function saverOnHeldStore(t: Parameters<typeof cleanUp>[0], kind: EventStore["kind"]) {
   const dir = tempDir();
   const opened = await open(dir);
   cleanUp(t, dir, () => opened);
-  const { store, held } = heldAcknowledgements(opened.store, "sqlite");
-  const saver = new EventSourcedCheckpointSaver({ store });
+  const { store, held } = heldAcknowledgements(opened.store, kind);
+  return { opened, held, saver: new EventSourcedCheckpointSaver({ store }) };
+}
+
+t.test("a run's deferred writes: put returns before the commit, reads wait for it, flush reports a refused one", async (t) => {
+  const { opened, held, saver } = await saverOnHeldStore(t, "sqlite");
   const deferred = (id: string): RunnableConfig => ({ configurable: { thread_id: id, [DEFER_CHECKPOINT_WRITES]: true } });
 
   const first = await saver.put(deferred("d"), checkpointAt(1), { source: "input", step: -1, parents: {} }, { n: 1 });
@@ -307,11 +312,7 @@ t.test("a run's deferred writes: put returns before the commit, reads wait for i
 });
 
 t.test("over a store whose appends may commit out of call order, a thread's deferred writes go one after the other", async (t) => {
-  const dir = tempDir();
-  const opened = await open(dir);
-  cleanUp(t, dir, () => opened);
-  const { store, held } = heldAcknowledgements(opened.store, "esdb");
-  const saver = new EventSourcedCheckpointSaver({ store });
+  const { opened, held, saver } = await saverOnHeldStore(t, "esdb");
   const config = { configurable: { thread_id: "o", [DEFER_CHECKPOINT_WRITES]: true } };
   await saver.put(config, checkpointAt(1), { source: "input", step: -1, parents: {} }, {});
   await saver.put(config, checkpointAt(2), { source: "loop", step: 0, parents: {} }, {});
