@@ -2,15 +2,11 @@ import type { RunnableConfig } from "@langchain/core/runnables";
 import {
   BaseCheckpointSaver,
   TASKS,
-  WRITES_IDX_MAP,
-  copyCheckpoint,
   getCheckpointId,
-  maxChannelVersion,
   type ChannelVersions,
   type Checkpoint,
   type CheckpointListOptions,
   type CheckpointMetadata,
-  type CheckpointPendingWrite,
   type CheckpointTuple,
   type PendingWrite,
   type SerializerProtocol,
@@ -30,7 +26,6 @@ import {
   type CheckpointsSnapshot,
   type PendingWritesSaved,
   type SerializedValue,
-  type StoredCheckpointJson,
   type CheckpointEvent,
 } from "../domain/checkpoint-events.js";
 import { WrongExpectedVersionError, type EventData, type EventStore, type RecordedEvent } from "../eventstore/types.js";
@@ -62,15 +57,9 @@ import {
 import { ThreadCheckpointsCache } from "./checkpoint-cache.js";
 import { DeferredAppends } from "./deferred-appends.js";
 import { jsonContains } from "../domain/json.js";
+import { CheckpointCodec, defersWrites, type EncodedTuple, type InlineValue } from "./checkpoint-codec.js";
 
-/**
- * A run's configurable key (set by the run executor unless the run's durability is "sync"): puts and
- * pending writes return once their append is issued, not committed. LangGraph chains a run's puts
- * one after the other; without waiting for each commit, a run's checkpoints go into the log in one
- * group commit instead of one commit each. The run's executor calls `flush(thread)` before it ends
- * the run, and every read of the thread waits for them first.
- */
-export const DEFER_CHECKPOINT_WRITES = "__agent_server_defer_checkpoint_writes";
+export { DEFER_CHECKPOINT_WRITES, checkpointMetadata } from "./checkpoint-codec.js";
 
 /** Threads whose folded checkpoints are kept when the caller does not say (CHECKPOINT_CACHE_THREADS). */
 export const DEFAULT_CHECKPOINT_CACHE_THREADS = 1000;
@@ -126,7 +115,8 @@ export class EventSourcedCheckpointSaver extends BaseCheckpointSaver {
   readonly cache: ThreadCheckpointsCache;
   private readonly unsubscribe: (() => void) | undefined;
   private readonly snapshotEvery: number;
-  private readonly metadataFromConfig: boolean;
+  /** LangGraph's objects ↔ event data (the serializer's work). */
+  private readonly codec: CheckpointCodec;
   /** Appends of runs that did not wait for them (see DEFER_CHECKPOINT_WRITES), by thread. */
   private readonly deferred = new DeferredAppends();
   /**
@@ -140,7 +130,7 @@ export class EventSourcedCheckpointSaver extends BaseCheckpointSaver {
     super(options.serde);
     this.store = options.store;
     this.appendsCommitInCallOrder = options.store.kind === "sqlite";
-    this.metadataFromConfig = options.metadataFromConfig ?? false;
+    this.codec = new CheckpointCodec(this.serde, options.metadataFromConfig ?? false);
     this.snapshotEvery = options.snapshotEvery ?? DEFAULT_SNAPSHOT_EVERY;
     this.cache = new ThreadCheckpointsCache({
       store: options.store,
@@ -159,6 +149,12 @@ export class EventSourcedCheckpointSaver extends BaseCheckpointSaver {
   }
 
   async getTuple(config: RunnableConfig): Promise<CheckpointTuple | undefined> {
+    const encoded = await this.getEncodedTuple(config);
+    return encoded && this.decode(encoded);
+  }
+
+  /** What getTuple answers, its values still serialized (for a codec in another thread). */
+  async getEncodedTuple(config: RunnableConfig): Promise<EncodedTuple | undefined> {
     const threadId = config.configurable?.thread_id;
     if (threadId === undefined || threadId === null) return undefined;
     await this.deferred.drain(String(threadId));
@@ -170,10 +166,15 @@ export class EventSourcedCheckpointSaver extends BaseCheckpointSaver {
     const ns = thread && namespaceOf(thread, checkpointNs);
     if (!thread || !ns) return undefined;
     const entry = checkpointId ? checkpointOf(ns, checkpointId) : latestCheckpointOf(ns);
-    return entry && this.tupleOf(thread.thread_id, checkpointNs, ns, entry);
+    return entry && this.encodedTupleOf(thread.thread_id, checkpointNs, ns, entry);
   }
 
   async *list(config: RunnableConfig, options?: CheckpointListOptions): AsyncGenerator<CheckpointTuple> {
+    for await (const encoded of this.listEncoded(config, options)) yield await this.decode(encoded);
+  }
+
+  /** What list yields, its values still serialized (for a codec in another thread). */
+  async *listEncoded(config: RunnableConfig, options?: CheckpointListOptions): AsyncGenerator<EncodedTuple> {
     const { before, filter } = options ?? {};
     let limit = options?.limit;
     const threadId = config.configurable?.thread_id;
@@ -196,7 +197,7 @@ export class EventSourcedCheckpointSaver extends BaseCheckpointSaver {
             if (limit <= 0) return;
             limit -= 1;
           }
-          yield await this.tupleOf(thread.thread_id, nsName, ns, entry);
+          yield await this.encodedTupleOf(thread.thread_id, nsName, ns, entry);
         }
       }
     }
@@ -208,64 +209,35 @@ export class EventSourcedCheckpointSaver extends BaseCheckpointSaver {
     metadata: CheckpointMetadata,
     newVersions: ChannelVersions,
   ): Promise<RunnableConfig> {
-    const threadId = requireThreadId(config, "put checkpoint");
-    const checkpointNs: string = config.configurable?.checkpoint_ns ?? "";
-    const parentId: string | undefined = config.configurable?.checkpoint_id;
-    const { channel_values: values, ...withoutValues } = copyCheckpoint(checkpoint);
-    const blobs: ChannelBlob[] = [];
-    for (const [channel, version] of Object.entries(newVersions)) {
-      const present = Object.prototype.hasOwnProperty.call(values, channel) && values[channel] !== undefined;
-      blobs.push({ channel, version, value: present ? await this.dump(values[channel]) : null });
-    }
-    const data: CheckpointSaved = {
-      thread_id: threadId,
-      checkpoint_ns: checkpointNs,
-      checkpoint_id: checkpoint.id,
-      parent_checkpoint_id: parentId ? parentId : null,
-      checkpoint: (await this.dumpJson(withoutValues)) as StoredCheckpointJson,
-      metadata: (await this.dumpJson(this.metadataFromConfig ? checkpointMetadata(config, metadata) : metadata)) as Record<string, unknown>,
-      blobs,
-    };
+    return this.putEncoded(config, await this.codec.checkpointSaved(config, checkpoint, metadata, newVersions));
+  }
+
+  /** A put whose checkpoint a codec already turned into its event (see CheckpointCodec). */
+  async putEncoded(config: RunnableConfig, data: CheckpointSaved): Promise<RunnableConfig> {
+    const threadId = data.thread_id;
     await this.fit(data.blobs);
     await this.write(config, threadId, async () => {
       await this.append(threadId, [{ type: "CheckpointSaved", data }]);
       await this.maybeSnapshot(threadId);
     });
-    return { configurable: { thread_id: threadId, checkpoint_ns: checkpointNs, checkpoint_id: checkpoint.id } };
+    return { configurable: { thread_id: threadId, checkpoint_ns: data.checkpoint_ns, checkpoint_id: data.checkpoint_id } };
   }
 
   async putWrites(config: RunnableConfig, writes: PendingWrite[], taskId: string, taskPath?: string): Promise<void> {
-    const threadId = requireThreadId(config, "put writes");
-    const checkpointId: string | undefined = config.configurable?.checkpoint_id;
-    if (!checkpointId) {
-      throw new Error(
-        'Failed to put writes. The passed RunnableConfig is missing a required "checkpoint_id" field in its "configurable" property.',
-      );
-    }
-    const checkpointNs: string = config.configurable?.checkpoint_ns ?? "";
-    const indexed = writes.map(([channel, value], idx) => ({
-      channel,
-      value,
-      idx: Object.hasOwn(WRITES_IDX_MAP, channel) ? WRITES_IDX_MAP[channel] : idx,
-    }));
+    await this.putWritesEncoded(config, await this.codec.pendingWritesSaved(config, writes, taskId, taskPath));
+  }
+
+  /** Pending writes a codec already turned into their event. */
+  async putWritesEncoded(config: RunnableConfig, data: PendingWritesSaved): Promise<void> {
+    const threadId = data.thread_id;
     // A retry of writes already stored would change nothing (the fold keeps the first regular
     // write per (task, idx)); skip the append. The fold stays the authority under races.
     const thread = await this.cache.get(threadId);
-    const ns = thread && namespaceOf(thread, checkpointNs);
-    if (ns && indexed.length > 0) {
-      const stored = new Set(pendingWritesOf(ns, checkpointId).map((w) => `${w.task_id}\u0000${w.idx}`));
-      if (indexed.every((w) => w.idx >= 0 && stored.has(`${taskId}\u0000${w.idx}`))) return;
+    const ns = thread && namespaceOf(thread, data.checkpoint_ns);
+    if (ns && data.writes.length > 0) {
+      const stored = new Set(pendingWritesOf(ns, data.checkpoint_id).map((w) => `${w.task_id}\u0000${w.idx}`));
+      if (data.writes.every((w) => w.idx >= 0 && stored.has(`${data.task_id}\u0000${w.idx}`))) return;
     }
-    const data: PendingWritesSaved = {
-      thread_id: threadId,
-      checkpoint_ns: checkpointNs,
-      checkpoint_id: checkpointId,
-      task_id: taskId,
-      task_path: taskPath ?? "",
-      writes: await Promise.all(
-        indexed.map(async (w) => ({ idx: w.idx, channel: w.channel, value: await this.dump(w.value) })),
-      ),
-    };
     await this.fit(data.writes, data);
     await this.write(config, threadId, () => this.append(threadId, [{ type: "PendingWritesSaved", data }]));
   }
@@ -275,7 +247,7 @@ export class EventSourcedCheckpointSaver extends BaseCheckpointSaver {
    * or, for a run that defers its writes, tracks it and returns at once.
    */
   private async write(config: RunnableConfig, threadId: string, append: () => Promise<unknown>): Promise<void> {
-    if (config.configurable?.[DEFER_CHECKPOINT_WRITES] !== true) {
+    if (!defersWrites(config)) {
       await append();
       return;
     }
@@ -515,100 +487,44 @@ export class EventSourcedCheckpointSaver extends BaseCheckpointSaver {
     }
   }
 
-  private async tupleOf(
-    threadId: string,
-    checkpointNs: string,
-    ns: NamespaceCheckpoints,
-    entry: CheckpointEntry,
-  ): Promise<CheckpointTuple> {
-    const stored = (await this.loadJson(entry.checkpoint)) as Omit<Checkpoint, "channel_values">;
-    const channelValues: Record<string, unknown> = {};
-    for (const [channel, version] of Object.entries(stored.channel_versions ?? {})) {
+  /** A stored checkpoint with its values read back (large ones from their streams), still serialized. */
+  private async encodedTupleOf(threadId: string, checkpointNs: string, ns: NamespaceCheckpoints, entry: CheckpointEntry): Promise<EncodedTuple> {
+    const values: EncodedTuple["values"] = [];
+    for (const [channel, version] of Object.entries(entry.checkpoint.channel_versions ?? {})) {
       const blob = blobOf(ns, channel, version);
-      if (blob) channelValues[channel] = await this.load(blob);
+      if (blob) values.push([channel, await this.inline(blob)]);
     }
-    const checkpoint: Checkpoint = { ...stored, channel_values: channelValues };
     const parentId = entry.parent_checkpoint_id;
-    if (checkpoint.v < 4 && parentId !== null) await this.migratePendingSends(checkpoint, ns, parentId);
-    const tuple: CheckpointTuple = {
-      config: { configurable: { thread_id: threadId, checkpoint_ns: checkpointNs, checkpoint_id: entry.checkpoint_id } },
-      checkpoint,
-      metadata: (await this.loadJson(entry.metadata)) as CheckpointMetadata,
-      pendingWrites: await Promise.all(
-        pendingWritesOf(ns, entry.checkpoint_id).map(
-          async (w): Promise<CheckpointPendingWrite> => [w.task_id, w.channel, await this.load(w.value)],
-        ),
-      ),
+    const encoded: EncodedTuple = {
+      threadId,
+      checkpointNs,
+      checkpointId: entry.checkpoint_id,
+      parentId,
+      checkpoint: entry.checkpoint,
+      metadata: entry.metadata,
+      values,
+      pendingWrites: await Promise.all(pendingWritesOf(ns, entry.checkpoint_id).map(async (w) => [w.task_id, w.channel, await this.inline(w.value)] as [string, string, InlineValue])),
     };
-    if (parentId !== null) {
-      tuple.parentConfig = { configurable: { thread_id: threadId, checkpoint_ns: checkpointNs, checkpoint_id: parentId } };
+    if (entry.checkpoint.v < 4 && parentId !== null) {
+      encoded.pendingSends = await Promise.all(pendingWritesOf(ns, parentId).filter((w) => w.channel === TASKS).map((w) => this.inline(w.value)));
     }
-    return tuple;
+    return encoded;
   }
 
-  /** Checkpoints before format v4 kept pending sends in the parent's TASKS writes (as MemorySaver migrates them). */
-  private async migratePendingSends(checkpoint: Checkpoint, ns: NamespaceCheckpoints, parentId: string): Promise<void> {
-    const sends = await Promise.all(
-      pendingWritesOf(ns, parentId)
-        .filter((w) => w.channel === TASKS)
-        .map((w) => this.load(w.value)),
-    );
-    checkpoint.channel_values[TASKS] = sends;
-    const versions = Object.values(checkpoint.channel_versions);
-    checkpoint.channel_versions[TASKS] = versions.length > 0 ? maxChannelVersion(...versions) : this.getNextVersion(undefined);
+  private decode(encoded: EncodedTuple): Promise<CheckpointTuple> {
+    return this.codec.tuple(encoded, () => this.getNextVersion(undefined));
   }
 
-  private async dump(value: unknown): Promise<SerializedValue> {
-    const [type, bytes] = await this.serde.dumpsTyped(value);
-    return [type, Buffer.from(bytes).toString("base64")];
+  /** A serialized value with its bytes: a large one is read from its own stream. */
+  private async inline([type, stored]: SerializedValue): Promise<InlineValue> {
+    return [type, typeof stored === "string" ? stored : ((await getLargeJson(this.store, stored)) as string)];
   }
-
-  private async load([type, stored]: SerializedValue): Promise<unknown> {
-    const base64 = typeof stored === "string" ? stored : ((await getLargeJson(this.store, stored)) as string);
-    return this.serde.loadsTyped(type, new Uint8Array(Buffer.from(base64, "base64")));
-  }
-
-  /** The serializer's JSON form of a value, as a JSON value (readable in the log, exact round trip). */
-  private async dumpJson(value: unknown): Promise<unknown> {
-    const [type, bytes] = await this.serde.dumpsTyped(value);
-    if (type !== "json") {
-      throw new Error(`EventSourcedCheckpointSaver needs a serializer that writes checkpoints and metadata as "json" (got "${type}")`);
-    }
-    return JSON.parse(Buffer.from(bytes).toString("utf8"));
-  }
-
-  private loadJson(value: unknown): Promise<unknown> {
-    return this.serde.loadsTyped("json", JSON.stringify(value));
-  }
-}
-
-function requireThreadId(config: RunnableConfig, action: string): string {
-  const threadId = config.configurable?.thread_id;
-  if (threadId === undefined || threadId === null || threadId === "") {
-    throw new Error(
-      `Failed to ${action}. The passed RunnableConfig is missing a required "thread_id" field in its "configurable" property.`,
-    );
-  }
-  return String(threadId);
 }
 
 /** Events of one acknowledged append with their revisions (the last one is `lastRevision`). */
 function revisioned(events: EventData[], lastRevision: bigint) {
   const first = lastRevision - BigInt(events.length) + 1n;
   return events.map((e, i) => ({ revision: first + BigInt(i), type: e.type, data: e.data }));
-}
-
-/** Configurable keys that address a checkpoint rather than describe the run. */
-const NOT_METADATA = new Set(["checkpoint_ns", "checkpoint_id", "run_id", "thread_id"]);
-
-/**
- * What a checkpoint's metadata records, as the official JS server's saver does: the run's
- * configurable values (not the internal `__` ones nor checkpoint addressing) ⊕ the run config's
- * `metadata` (the run's metadata, its id) ⊕ what LangGraph wrote (source, step, parents).
- */
-export function checkpointMetadata(config: RunnableConfig, metadata: CheckpointMetadata): CheckpointMetadata {
-  const configurable = Object.entries(config.configurable ?? {}).filter(([key]) => !key.startsWith("__") && !NOT_METADATA.has(key));
-  return { ...Object.fromEntries(configurable), ...(config.metadata ?? {}), ...metadata } as CheckpointMetadata;
 }
 
 /** PostgreSQL `@>` containment of the filter in the metadata, as the official servers filter it. */

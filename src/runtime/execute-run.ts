@@ -5,7 +5,7 @@ import type { RunRecord } from "../domain/run-record.js";
 import type { RunOutcome } from "../domain/run-rules.js";
 import type { CompiledGraph } from "./graphs.js";
 import { StreamModeMapper, serializeError, toWire, type SseEvent } from "./stream-modes.js";
-import { DEFER_CHECKPOINT_WRITES } from "./checkpointer.js";
+import { DEFER_CHECKPOINT_WRITES } from "./checkpoint-codec.js";
 
 export interface GraphSource {
   /** The compiled graph for this graph id (a factory graph is made with the run's config). */
