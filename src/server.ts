@@ -273,6 +273,10 @@ async function startParts(config: Config, deps: ServerDeps, parts: ResourceStack
       clock: logClock,
     });
     await worker.start();
+    const started = worker;
+    // A run enqueued at its thread's head is claimed as soon as it is committed (see RunsService.onHeadEnqueued).
+    // (A stopped worker declines offers: nothing to undo at shutdown.)
+    runs.onHeadEnqueued((run) => started.offer(run));
     graphsReady = true;
     startup.mark("run worker");
   })();

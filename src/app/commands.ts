@@ -33,6 +33,8 @@ export async function execute<S extends { revision: bigint }, R extends Decision
   load: () => S | undefined,
   stream: string,
   decide: (state: S | undefined) => R,
+  /** Called once the decision's events are committed, before the read models show them: with the state they were decided on. */
+  committed?: (state: S | undefined, decision: R & { ok: true }) => void,
 ): Promise<{ state: S | undefined; decision: R & { ok: true } }> {
   for (let attempt = 1; ; attempt++) {
     const state = load();
@@ -41,6 +43,7 @@ export async function execute<S extends { revision: bigint }, R extends Decision
     if (decision.events.length === 0) return { state, decision: decision as R & { ok: true } };
     try {
       const result = await deps.store.append(stream, decision.events, state ? state.revision : "no_stream");
+      committed?.(state, decision as R & { ok: true });
       await deps.readModels.runner.waitFor(result.position);
       return { state: load(), decision: decision as R & { ok: true } };
     } catch (error) {

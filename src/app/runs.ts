@@ -7,7 +7,7 @@ import { externalizeIfLarge, resolveLarge } from "../eventstore/large-values.js"
 import { findAssistantConsistent } from "./assistants.js";
 import { createThread, threadState, threadStateConsistent } from "./threads.js";
 import { defaultAssistantId } from "../runtime/graph-catalogue.js";
-import { decideEnqueueRun, threadStream } from "../domain/threads.js";
+import { decideEnqueueRun, threadStream, type ThreadState } from "../domain/threads.js";
 import { decideCancel, publicRun, runStream, type CancelAction, type RunEnded, type RunStreamState, type RunView } from "../domain/runs.js";
 import type { RunRecord, RunStatus } from "../domain/run-record.js";
 import type { RunRequest } from "../domain/run-request.js";
@@ -70,6 +70,8 @@ export class RunsService {
   private readonly unsubscribe: () => void;
   /** `http.configurable_headers` of langgraph.json, compiled once. */
   private readonly headersToConfigurable: ReturnType<typeof configurableHeadersOf>;
+  /** Told of each run that became its thread's head when it was enqueued (see onHeadEnqueued). */
+  private readonly headListeners = new Set<(run: RunRecord) => void>();
 
   constructor(
     private readonly ctx: AppContext,
@@ -77,6 +79,17 @@ export class RunsService {
   ) {
     this.headersToConfigurable = configurableHeadersOf(ctx.langgraph.config.http.configurable_headers ?? DEFAULT_CONFIGURABLE_HEADERS);
     this.unsubscribe = ctx.readModels.runner.onApplied((event) => this.onEvent(event));
+  }
+
+  /**
+   * Calls `listener` with each run this process enqueues at the head of its thread (no run before
+   * it), as soon as the log has committed it: the local run worker can claim it at once instead of
+   * waiting for the read models to show it (they fold it only once it is durable). Returns the
+   * unsubscribe function.
+   */
+  onHeadEnqueued(listener: (run: RunRecord) => void): () => void {
+    this.headListeners.add(listener);
+    return () => this.headListeners.delete(listener);
   }
 
   /** Registers something to end at shutdown; returns the function that unregisters it. */
@@ -240,7 +253,10 @@ export class RunsService {
       stored,
     });
     const stamp = { graph_id: assistant.graph_id, assistant_id: assistant.assistant_id };
-    const { decision } = await execute(ctx, () => ctx.readModels.threads.load(tid), threadStream(tid), (s) => decideEnqueueRun(s && !s.deleted ? s : undefined, run, stamp));
+    const atHead = (s: ThreadState | undefined) => {
+      if (s && s.activeRuns.length === 0) for (const listener of this.headListeners) listener(run);
+    };
+    const { decision } = await execute(ctx, () => ctx.readModels.threads.load(tid), threadStream(tid), (s) => decideEnqueueRun(s && !s.deleted ? s : undefined, run, stamp), atHead);
     const action: CancelAction | undefined = decision.strategy === "rollback" ? "rollback" : decision.strategy === "interrupt" ? "interrupt" : undefined;
     if (action) {
       // A run that ended (or was removed) meanwhile needs no cancelling.

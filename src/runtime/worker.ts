@@ -9,6 +9,7 @@ import {
   decideClaim,
   decideEnd,
   runStream,
+  runViewOf,
   type CancelAction,
   type RunEnded,
   type RunView,
@@ -136,6 +137,17 @@ export class RunWorker {
     this.timers.clear();
     for (const a of this.active.values()) a.controller.abort(new Error("server shutting down"));
     await Promise.allSettled([...this.active.values()].map((a) => a.done));
+  }
+
+  /**
+   * A run just enqueued at the head of its thread, committed but not yet shown by the read models:
+   * claimed and executed now if a slot is free (the claim's expected revision keeps it exactly
+   * once). Otherwise it starts the usual way, once the read models show it.
+   */
+  offer(run: RunRecord): void {
+    if (this.stopping || this.active.has(run.run_id) || this.active.size >= this.o.maxConcurrentRuns) return;
+    if (startDelayMs(run, this.clock.now()) > 0) return;
+    this.launch(runViewOf(run), false);
   }
 
   private onEvent(event: RecordedEvent): void {
