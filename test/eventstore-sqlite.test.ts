@@ -10,6 +10,7 @@ import t, { type Test } from "tap";
 import { openSqliteStore } from "../src/eventstore/sqlite.js";
 import { CommittedEvent, RecentEvents } from "../src/eventstore/sqlite-recent.js";
 import {
+  AppendTicket,
   StoreUnavailableError,
   WrongExpectedVersionError,
   matchesFilter,
@@ -156,6 +157,34 @@ t.test("an urgent append commits before the turn's check phase, taking what is q
   await new Promise((resolve) => setImmediate(resolve));
   t.equal(store.stats().transactions - before.transactions, 1, "the check phase found nothing left to commit");
   t.same((await store.readStream("urgent-1")).map((e) => e.type), ["End"], "durable and readable");
+});
+
+t.test("after: a dependant goes into the transaction of the queued appends it depends on, and is undone alone when one of them fails", async (t) => {
+  const store = await openSqliteStore({ path: path.join(await tempDir(t), "events.sqlite") });
+  t.teardown(() => store.close());
+  await store.append("end-1", [{ type: "Opened", data: {} }]);
+
+  let before = store.stats();
+  const writes = [new AppendTicket(), new AppendTicket()];
+  const end = new AppendTicket();
+  await Promise.all([
+    store.append("checkpoints-1", [{ type: "Saved", data: { n: 1 } }], "any", { ticket: writes[0] }),
+    store.append("checkpoints-1", [{ type: "Saved", data: { n: 2 } }], "any", { ticket: writes[1] }),
+    store.append("end-1", [{ type: "Ended", data: {} }], 0n, { ticket: end, after: writes, urgent: true }),
+    store.append("mark-1", [{ type: "Finished", data: {} }], "any", { after: [end], urgent: true }),
+  ]);
+  t.equal(store.stats().transactions - before.transactions, 1, "the writes, the end and the mark: one transaction");
+
+  before = store.stats();
+  const refused = new AppendTicket();
+  const outcomes = await Promise.allSettled([
+    store.append("checkpoints-1", [{ type: "Saved", data: { n: 3 } }], 0n, { ticket: refused }), // wrong expectation
+    store.append("unrelated-1", [{ type: "Other", data: {} }]),
+    store.append("end-1", [{ type: "Ended", data: {} }], "any", { after: [refused], urgent: true }),
+  ]);
+  t.equal(store.stats().transactions - before.transactions, 1, "one transaction");
+  t.same(outcomes.map((o) => o.status), ["rejected", "fulfilled", "rejected"], "the dependant fails with what it depends on; the rest commits");
+  t.same((await store.readStream("end-1")).map((e) => e.type), ["Opened", "Ended"], "nothing of the refused dependant was written");
 });
 
 t.test("subscriptions release their listener when closed or abandoned, and on store close", async (t) => {

@@ -37,7 +37,9 @@ import {
   StoreUnavailableError,
   WrongExpectedVersionError,
   matchesFilter,
+  appendsWritten,
   type AllSubscriptionOptions,
+  type AppendOptions,
   type AppendResult,
   type EventData,
   type EventFilter,
@@ -167,12 +169,21 @@ class EsdbStore implements EventStore {
 
   // ---------------------------------------------------------------------------------------------------- writes
 
-  async append(stream: string, events: EventData[], expected: ExpectedRevision = "any"): Promise<AppendResult> {
-    // The client serialises with JSON.stringify: checked here that it can, with the reason when it cannot.
-    const prepared = checkAppend(stream, events, expected, { newId: randomUUID, explainUnserialisable: true }, toPrepared);
-    this.ensureOpen();
-    // The same ids on every try: EventStoreDB takes a retry of an append it already wrote as that append.
-    return this.track(this.retrying(`an append to ${stream}`, (remainingMs) => this.doAppend(stream, prepared, expected, remainingMs)));
+  async append(stream: string, events: EventData[], expected: ExpectedRevision = "any", options: AppendOptions = {}): Promise<AppendResult> {
+    try {
+      // The client serialises with JSON.stringify: checked here that it can, with the reason when it cannot.
+      const prepared = checkAppend(stream, events, expected, { newId: randomUUID, explainUnserialisable: true }, toPrepared);
+      this.ensureOpen();
+      // One append at a time: those it depends on first.
+      await appendsWritten(options.after);
+      // The same ids on every try: EventStoreDB takes a retry of an append it already wrote as that append.
+      const result = await this.track(this.retrying(`an append to ${stream}`, (remainingMs) => this.doAppend(stream, prepared, expected, remainingMs)));
+      options.ticket?.written();
+      return result;
+    } catch (error) {
+      options.ticket?.failed(error);
+      throw error;
+    }
   }
 
   private async doAppend(stream: string, events: PreparedEvent[], expected: ExpectedRevision, deadline?: number): Promise<AppendResult> {

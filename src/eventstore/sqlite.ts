@@ -18,6 +18,7 @@ import { COLUMNS, toRecorded, type Row } from "./sqlite-rows.js";
 import { CatchUpSubscription, CommitHub, type CatchUpSource, type Page } from "./sqlite-subscription.js";
 import {
   AppendTooLargeError,
+  type AppendTicket,
   MAX_APPEND_SIZE,
   StoreUnavailableError,
   WrongExpectedVersionError,
@@ -116,6 +117,10 @@ interface AppendJob {
   mayBeRetry: boolean;
   /** Filled by the write: the events it inserted, handed to the recent events once committed. */
   inserted?: CommittedEvent[];
+  /** Settled with this append's outcome (see AppendOptions.ticket). */
+  ticket?: AppendTicket;
+  /** Appends this one depends on (see AppendOptions.after). */
+  after?: readonly AppendTicket[];
 }
 
 /**
@@ -198,17 +203,29 @@ class SqliteStore implements SqliteEventStore {
     const appendOne = db.transaction((job: AppendJob, created: number) => this.write(job, created));
     const appendBatch = db.transaction((jobs: AppendJob[]): Outcome<AppendResult>[] => {
       const created = Date.now();
+      // The tickets of this batch's appends so far: written (committed with the batch, or not at all), or refused.
+      const here = new Map<AppendTicket, { ok: true } | { ok: false; error: unknown }>();
       return jobs.map((job) => {
         try {
-          return { ok: true, value: appendOne(job, created) };
+          if (job.after) dependenciesWritten(job.after, here);
+          const value = appendOne(job, created);
+          if (job.ticket) here.set(job.ticket, { ok: true });
+          return { ok: true, value };
         } catch (error) {
+          if (job.ticket) here.set(job.ticket, { ok: false, error });
           return { ok: false, error };
         }
       });
     });
     this.queue = new GroupCommit(
       (jobs) => {
-        const outcomes = appendBatch.immediate(jobs); // BEGIN IMMEDIATE … COMMIT: visible (and crash-safe) once it returns
+        let outcomes: Outcome<AppendResult>[];
+        try {
+          outcomes = appendBatch.immediate(jobs); // BEGIN IMMEDIATE … COMMIT: visible (and crash-safe) once it returns
+        } catch (error) {
+          for (const job of jobs) job.ticket?.failed(error);
+          throw error;
+        }
         this.afterCommit(jobs, outcomes);
         return outcomes;
       },
@@ -232,14 +249,21 @@ class SqliteStore implements SqliteEventStore {
   }
 
   async append(stream: string, events: EventData[], expected: ExpectedRevision = "any", options: AppendOptions = {}): Promise<AppendResult> {
-    // Generated ids are time-ordered (UUIDv7): the unique index on event_id then grows at its right edge. Random (v4)
-    // ids scatter each commit over many index pages, which halves the throughput of large batches with synchronous=FULL.
-    const prepared = checkAppend(stream, events, expected, { newId: uuidv7 }, toStored);
-    // EventStoreDB's limit, so that both stores accept the same appends.
-    const size = prepared.reduce((sum, e) => sum + eventSize(e.type, e.data, e.metadata), 0);
-    if (size > MAX_APPEND_SIZE) throw new AppendTooLargeError(stream, MAX_APPEND_SIZE, size);
-    this.ensureOpen();
-    return this.queue.submit({ stream, expected, events: prepared, mayBeRetry: events[0]?.id !== undefined }, options.urgent === true);
+    let prepared: PreparedEvent[];
+    try {
+      // Generated ids are time-ordered (UUIDv7): the unique index on event_id then grows at its right edge. Random (v4)
+      // ids scatter each commit over many index pages, which halves the throughput of large batches with synchronous=FULL.
+      prepared = checkAppend(stream, events, expected, { newId: uuidv7 }, toStored);
+      // EventStoreDB's limit, so that both stores accept the same appends.
+      const size = prepared.reduce((sum, e) => sum + eventSize(e.type, e.data, e.metadata), 0);
+      if (size > MAX_APPEND_SIZE) throw new AppendTooLargeError(stream, MAX_APPEND_SIZE, size);
+      this.ensureOpen();
+    } catch (error) {
+      options.ticket?.failed(error);
+      throw error;
+    }
+    const job: AppendJob = { stream, expected, events: prepared, mayBeRetry: events[0]?.id !== undefined, ticket: options.ticket, after: options.after };
+    return this.queue.submit(job, options.urgent === true);
   }
 
   async readStream(stream: string, options: ReadStreamOptions = {}): Promise<RecordedEvent[]> {
@@ -461,7 +485,12 @@ class SqliteStore implements SqliteEventStore {
     const touched = new Set<string>();
     let last = -1n;
     jobs.forEach((job, i) => {
-      if (!outcomes[i].ok) return;
+      const outcome = outcomes[i];
+      if (!outcome.ok) {
+        job.ticket?.failed(outcome.error);
+        return;
+      }
+      job.ticket?.written();
       this.counters.appends++;
       this.counters.events += job.events.length;
       // An idempotent retry inserted nothing (inserted is unset): its events are already in the log.
@@ -483,6 +512,22 @@ class SqliteStore implements SqliteEventStore {
     const done = this.undelivered.splice(0, n);
     const touched = n === 1 ? done[0].touched : new Set(done.flatMap((d) => [...d.touched]));
     this.hub.notify(touched);
+  }
+}
+
+/**
+ * Throws unless every append `after` names is in the log or was written earlier in this batch
+ * (`here`): a failed one's error, or, for one not tried yet, a plain error (it must have been
+ * submitted before its dependant, to this store).
+ */
+function dependenciesWritten(after: readonly AppendTicket[], here: ReadonlyMap<AppendTicket, { ok: true } | { ok: false; error: unknown }>): void {
+  for (const ticket of after) {
+    if (ticket.state === "written") continue;
+    if (ticket.state === "failed") throw ticket.error;
+    const outcome = here.get(ticket);
+    if (outcome?.ok) continue;
+    if (outcome) throw outcome.error;
+    throw new Error("append: it depends on an append that was not tried before it");
   }
 }
 

@@ -99,6 +99,61 @@ export interface AppendOptions {
    * at once anyway.
    */
   urgent?: boolean;
+  /** Learns this append's outcome, so that later appends may depend on it (`after`). */
+  ticket?: AppendTicket;
+  /**
+   * Earlier appends (their tickets) this one depends on: it is written only if they all were, and
+   * otherwise fails with the first one's error, writing nothing. The embedded store writes it in
+   * the same transaction as those still queued, without waiting for their commit (one commit, one
+   * fsync, for a run's last writes and its end); EventStoreDB waits for them, then appends.
+   */
+  after?: readonly AppendTicket[];
+}
+
+/**
+ * The outcome of one append, for appends that depend on it (AppendOptions.after). Given to the
+ * store with the append (`ticket`) and settled by it: `written` as soon as the append is in the
+ * log (readable in this process), or `failed` with the append's error.
+ */
+export class AppendTicket {
+  #state: "pending" | "written" | "failed" = "pending";
+  #error: unknown;
+  #settle!: { resolve: () => void; reject: (error: unknown) => void };
+  /** Resolves once the append is written, rejects with its error. */
+  readonly settled: Promise<void> = new Promise<void>((resolve, reject) => (this.#settle = { resolve, reject }));
+
+  constructor() {
+    this.settled.catch(() => undefined); // a dependent append reports the failure; nobody need listen here
+  }
+
+  get state(): "pending" | "written" | "failed" {
+    return this.#state;
+  }
+
+  /** The append's error once it failed. */
+  get error(): unknown {
+    return this.#error;
+  }
+
+  /** For stores: the append is in the log. */
+  written(): void {
+    if (this.#state !== "pending") return;
+    this.#state = "written";
+    this.#settle.resolve();
+  }
+
+  /** For stores: the append failed (nothing of it is in the log). */
+  failed(error: unknown): void {
+    if (this.#state !== "pending") return;
+    this.#state = "failed";
+    this.#error = error;
+    this.#settle.reject(error);
+  }
+}
+
+/** Waits for the appends `after` names: resolves once all were written, rejects with the first failure (for stores that append one call at a time). */
+export async function appendsWritten(after: readonly AppendTicket[] | undefined): Promise<void> {
+  for (const ticket of after ?? []) await ticket.settled;
 }
 
 /** What `purgeStreams` leaves behind, which differs by adapter (callers and the contract suite ask). */

@@ -9,6 +9,7 @@
 import { randomUUID } from "node:crypto";
 import type { Test } from "tap";
 import {
+  AppendTicket,
   AppendTooLargeError,
   MAX_APPEND_SIZE,
   WrongExpectedVersionError,
@@ -232,6 +233,43 @@ export function eventStoreContract(t: Test, factory: () => Promise<StoreUnderTes
     t.ok(strictlyIncreasing(read.map((e) => e.position)), "positions strictly increase");
     t.equal(result.position, read[2].position, "result.position is the position of the last event");
     t.ok((await store.headPosition()) >= result.position, "headPosition is at least the last appended position");
+  });
+
+  test("after: an append that depends on others is written only once they are, and otherwise fails with the first one's error, writing nothing", async (t, store) => {
+    const { stream } = namespace();
+    const [first, second] = [stream(1), stream(2)];
+    // Issued together, without waiting: the dependant follows what it depends on.
+    const a = new AppendTicket();
+    const b = new AppendTicket();
+    const [ra, rb] = await Promise.all([
+      store.append(first, [ev("A")], "no_stream", { ticket: a }),
+      store.append(second, [ev("B")], "any", { ticket: b, after: [a] }),
+    ]);
+    t.ok(rb.position > ra.position, "the dependant is written after what it depends on");
+    t.same([a.state, b.state], ["written", "written"], "both tickets say written");
+    t.ok((await store.append(second, [ev("B2")], "any", { after: [a, b] })).position > rb.position, "a dependency written long ago holds");
+
+    // A refused append (wrong expected revision) takes its dependants, and theirs, down with it.
+    const c = new AppendTicket();
+    const d = new AppendTicket();
+    const outcomes = await Promise.allSettled([
+      store.append(first, [ev("C")], "no_stream", { ticket: c }),
+      store.append(second, [ev("D")], "any", { ticket: d, after: [c] }),
+      store.append(second, [ev("E")], "any", { after: [b, d] }),
+    ]);
+    t.same(outcomes.map((o) => o.status), ["rejected", "rejected", "rejected"], "all three refused");
+    for (const o of outcomes) t.ok(o.status === "rejected" && o.reason instanceof WrongExpectedVersionError, `with the first one's WrongExpectedVersionError (${o.status === "rejected" ? String(o.reason) : ""})`);
+    t.same([c.state, d.state], ["failed", "failed"], "both tickets say failed");
+    t.same((await store.readStream(second)).map((e) => e.type), ["B", "B2"], "nothing of the dependants was written");
+
+    // Refused before it reached the log (too large): its dependant fails the same way.
+    const big = new AppendTicket();
+    const refused = store.append(first, [ev("Big", "x".repeat(MAX_APPEND_SIZE + 1))], "any", { ticket: big });
+    const dependant = store.append(second, [ev("F")], "any", { after: [big] });
+    await t.rejects(refused, AppendTooLargeError);
+    await t.rejects(dependant, AppendTooLargeError, "the dependant fails with its error");
+    t.equal(big.state, "failed");
+    t.same((await store.readStream(second)).map((e) => e.type), ["B", "B2"], "and writes nothing");
   });
 
   test("an append over 1 MiB (EventStoreDB's default MaxAppendSize) is refused whole with AppendTooLargeError", async (t, store) => {
