@@ -118,13 +118,8 @@ export interface AppendOptions {
 export class AppendTicket {
   #state: "pending" | "written" | "failed" = "pending";
   #error: unknown;
-  #settle!: { resolve: () => void; reject: (error: unknown) => void };
-  /** Resolves once the append is written, rejects with its error. */
-  readonly settled: Promise<void> = new Promise<void>((resolve, reject) => (this.#settle = { resolve, reject }));
-
-  constructor() {
-    this.settled.catch(() => undefined); // a dependent append reports the failure; nobody need listen here
-  }
+  /** Made when someone waits (a store that appends one call at a time): the embedded store only looks at the state. */
+  #waiting: { promise: Promise<void>; resolve: () => void; reject: (error: unknown) => void } | undefined;
 
   get state(): "pending" | "written" | "failed" {
     return this.#state;
@@ -135,11 +130,23 @@ export class AppendTicket {
     return this.#error;
   }
 
+  /** Resolves once the append is written, rejects with its error. */
+  get settled(): Promise<void> {
+    if (this.#state === "written") return Promise.resolve();
+    if (this.#state === "failed") return Promise.reject(this.#error);
+    if (!this.#waiting) {
+      let settle!: { resolve: () => void; reject: (error: unknown) => void };
+      const promise = new Promise<void>((resolve, reject) => (settle = { resolve, reject }));
+      this.#waiting = { promise, ...settle };
+    }
+    return this.#waiting.promise;
+  }
+
   /** For stores: the append is in the log. */
   written(): void {
     if (this.#state !== "pending") return;
     this.#state = "written";
-    this.#settle.resolve();
+    this.#waiting?.resolve();
   }
 
   /** For stores: the append failed (nothing of it is in the log). */
@@ -147,7 +154,7 @@ export class AppendTicket {
     if (this.#state !== "pending") return;
     this.#state = "failed";
     this.#error = error;
-    this.#settle.reject(error);
+    this.#waiting?.reject(error);
   }
 }
 

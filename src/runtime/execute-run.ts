@@ -18,8 +18,7 @@ export type ExecutionOutcome = RunOutcome;
 export interface RunExecution {
   run: RunRecord;
   graphs: GraphSource;
-  /** `flush(thread)`: waits for the writes the run did not wait for (see DEFER_CHECKPOINT_WRITES), throwing the first that failed. */
-  checkpointer: BaseCheckpointSaver & { flush?(threadId: string): Promise<void> };
+  checkpointer: BaseCheckpointSaver;
   /** The long-term store the graph's nodes get (`config.store`, `getStore()`), attributed to this run. */
   store?: BaseStore;
   signal: AbortSignal;
@@ -44,21 +43,11 @@ function inputOf(run: RunRecord, resume: boolean): unknown {
 
 /**
  * Runs the assistant's graph for one attempt of a run, emitting its chunks; never throws. Returns
- * once the run's checkpoint writes are in the log: a write the log refused fails the attempt.
+ * once the graph is done: the checkpoint writes the run did not wait for (see
+ * DEFER_CHECKPOINT_WRITES) may still be in flight, and the run's end must wait for them or depend
+ * on them (the worker does).
  */
 export async function executeRun(x: RunExecution): Promise<ExecutionOutcome> {
-  const outcome = await runGraph(x);
-  const threadId = (x.run.kwargs.config as RunnableConfig).configurable?.thread_id;
-  try {
-    if (typeof threadId === "string") await x.checkpointer.flush?.(threadId);
-  } catch (error) {
-    if (outcome.status === "error") return outcome;
-    return { status: "error", error: serializeError(error), aborted: false };
-  }
-  return outcome;
-}
-
-async function runGraph(x: RunExecution): Promise<ExecutionOutcome> {
   const { run, signal } = x;
   const kw = run.kwargs;
   const config = kw.config as RunnableConfig & { recursion_limit?: number };

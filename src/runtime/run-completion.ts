@@ -1,6 +1,6 @@
 import { v5 as uuidv5 } from "uuid";
 import type { EventStore } from "../eventstore/types.js";
-import { WrongExpectedVersionError } from "../eventstore/types.js";
+import { WrongExpectedVersionError, type AppendTicket } from "../eventstore/types.js";
 import type { ReadModels } from "../read-models/all.js";
 import { runStream, emptyRunStream, evolveRunStream, threadFinishOf, type RunEnded, type RunStreamEvent, type RunStreamState } from "../domain/runs.js";
 import { threadStream } from "../domain/threads.js";
@@ -38,12 +38,15 @@ export async function completeOnThread(
   ended: RunEnded,
   /** The thread's latest checkpoint before the run started; undefined when it never started. */
   baseCheckpointId: string | null | undefined,
+  /** `after`: the mark depends on these appends (the run's RunEnded, issued just before): written with them, only if they are. */
+  options: { after?: readonly AppendTicket[] } = {},
 ): Promise<void> {
   if (ended.status === "rollback" && baseCheckpointId !== undefined) {
     await deps.discardCheckpointsAfter?.(run.thread_id, baseCheckpointId, `run ${run.run_id} rolled back`);
   }
   const mark = { id: finishedMarkId(run.run_id), type: "RunFinished", data: threadFinishOf(run.run_id, ended) };
-  let position = (await deps.store.append(threadStream(run.thread_id), [mark], "any")).position;
+  const markOptions = options.after ? { after: options.after, urgent: true } : undefined;
+  let position = (await deps.store.append(threadStream(run.thread_id), [mark], "any", markOptions)).position;
   if (run.kwargs.temporary) {
     for (let attempt = 0; attempt < 5; attempt++) {
       await deps.readModels.runner.waitFor(position);

@@ -1,4 +1,4 @@
-import { AppendTooLargeError, type AppendOptions, type EventData, type EventStore } from "../eventstore/types.js";
+import { AppendTicket, AppendTooLargeError, type AppendOptions, type EventData, type EventStore } from "../eventstore/types.js";
 import { APPEND_BUDGET, planBatches, sizeOfEvent } from "../eventstore/chunked-append.js";
 
 /**
@@ -14,6 +14,8 @@ import { APPEND_BUDGET, planBatches, sizeOfEvent } from "../eventstore/chunked-a
 export class RunStreamWriter {
   private queue: EventData[] = [];
   private flushing: Promise<void> | undefined;
+  /** The append in flight: its ticket, how many events it writes, the revision it expects to follow. */
+  private inFlight: { ticket: AppendTicket; count: number; base: bigint } | undefined;
   /** First append failure; later pushes are dropped and `drain()` rejects with it. */
   private failure: unknown;
   /** Revision of the last event this writer appended (or learnt at claim time). */
@@ -39,10 +41,14 @@ export class RunStreamWriter {
       while (this.queue.length > 0 && !this.failure) {
         const batch = this.queue;
         this.queue = [];
+        const inFlight = { ticket: new AppendTicket(), count: batch.length, base: this.revision };
+        this.inFlight = inFlight;
         try {
-          await this.append(batch, false);
+          await this.append(batch, false, { ticket: inFlight.ticket });
         } catch (error) {
           this.failure = error;
+        } finally {
+          if (this.inFlight === inFlight) this.inFlight = undefined;
         }
       }
     } finally {
@@ -54,17 +60,19 @@ export class RunStreamWriter {
   private async append(batch: EventData[], checked: boolean, options?: AppendOptions): Promise<void> {
     try {
       const result = await this.store.append(this.stream, batch, checked ? this.revision : "any", options);
-      this.revision = result.nextExpectedRevision;
+      this.advance(result.nextExpectedRevision);
       return;
     } catch (error) {
       if (!(error instanceof AppendTooLargeError)) throw error;
     }
     const shrunk: EventData[] = [];
     for (const event of batch) shrunk.push(sizeOfEvent(event) > APPEND_BUDGET / 4 ? await this.shrink(event) : event);
+    // The parts are appends of their own (the ticket told of the refused whole).
+    const parts: AppendOptions = { urgent: options?.urgent };
     for (const group of planBatches(this.stream, shrunk)) {
       // Each part expects the revision the previous part left, so nothing interleaves unnoticed.
-      const result = await this.store.append(this.stream, group, checked ? this.revision : "any", options);
-      this.revision = result.nextExpectedRevision;
+      const result = await this.store.append(this.stream, group, checked ? this.revision : "any", parts);
+      this.advance(result.nextExpectedRevision);
     }
   }
 
@@ -73,7 +81,28 @@ export class RunStreamWriter {
    * e.g. a cancel request, makes it fail with WrongExpectedVersion instead of interleaving).
    * Returns the revision of the last event. `options`: e.g. urgent, for the append that ends a run.
    */
-  async finish(last: EventData[], options?: AppendOptions): Promise<bigint> {
+  async finish(last: EventData[], options: AppendOptions = {}): Promise<bigint> {
+    if (this.failure) throw this.failure;
+    const inFlight = this.inFlight;
+    if (inFlight && inFlight.ticket.state !== "failed") {
+      // Without waiting for the append in flight: written after it, in its transaction where the store
+      // can, and only if it is (a run's outputs and its end in one commit).
+      const rest = this.queue.splice(0);
+      try {
+        const result = await this.store.append(this.stream, [...rest, ...last], inFlight.base + BigInt(inFlight.count), {
+          ...options,
+          after: [...(options.after ?? []), inFlight.ticket],
+        });
+        this.advance(result.nextExpectedRevision);
+        return this.revision;
+      } catch (error) {
+        // The outputs go out on their own (drain() waits for them), whatever becomes of the end.
+        this.queue = [...rest, ...this.queue];
+        if (this.queue.length > 0 && !this.failure) this.flushing ??= this.flush();
+        // Refused as it was (too large: the writer writes it in parts) or at all: as below, once it is settled.
+        if (error !== inFlight.ticket.error) throw error;
+      }
+    }
     while (this.flushing) await this.flushing;
     if (this.failure) throw this.failure;
     const batch = [...this.queue.splice(0), ...last];
@@ -86,6 +115,11 @@ export class RunStreamWriter {
       if (this.revision === before) this.queue = batch.slice(0, batch.length - last.length);
       throw error;
     }
+  }
+
+  /** Revisions only move forward (an append in flight may report after the one that followed it). */
+  private advance(revision: bigint): void {
+    if (revision > this.revision) this.revision = revision;
   }
 
   async drain(): Promise<void> {

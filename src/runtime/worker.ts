@@ -2,7 +2,7 @@ import { runInRequestContext, type RequestContext } from "../context/request-con
 import { systemClock, type Clock } from "../context/clock.js";
 import { ulid } from "ulid";
 import type { BaseCheckpointSaver, BaseStore } from "@langchain/langgraph-checkpoint";
-import { WrongExpectedVersionError, type EventData, type EventStore, type RecordedEvent } from "../eventstore/types.js";
+import { AppendTicket, WrongExpectedVersionError, type EventData, type EventStore, type RecordedEvent } from "../eventstore/types.js";
 import type { ReadModels } from "../read-models/all.js";
 import {
   RUN_STREAM_PREFIX,
@@ -16,6 +16,7 @@ import {
 } from "../domain/runs.js";
 import type { RunRecord } from "../domain/run-record.js";
 import { executeRun, type GraphSource } from "./execute-run.js";
+import { serializeError } from "./stream-modes.js";
 import { RunStreamWriter } from "./run-stream-writer.js";
 import { externalizeIfLarge, resolveLarge } from "../eventstore/large-values.js";
 import { completeOnThread, loadRunStream, type CompletionDeps } from "./run-completion.js";
@@ -35,7 +36,13 @@ export interface WorkerOptions extends CompletionDeps {
   store: EventStore;
   readModels: ReadModels;
   graphs: GraphSource;
-  checkpointer: BaseCheckpointSaver & { latestCheckpointId(threadId: string): Promise<string | null> };
+  checkpointer: BaseCheckpointSaver & {
+    latestCheckpointId(threadId: string): Promise<string | null>;
+    /** Waits for the thread's deferred checkpoint writes, throwing the first that failed. */
+    flush?(threadId: string): Promise<void>;
+    /** The tickets of the thread's deferred checkpoint appends in flight (see EventSourcedCheckpointSaver). */
+    writesInFlight?(threadId: string): AppendTicket[];
+  };
   /** Runs executed at once by this process. */
   maxConcurrentRuns: number;
   /** A run executing longer than this is aborted and ends with status `timeout` (default: none). */
@@ -265,7 +272,7 @@ export class RunWorker {
     const output = (event: string, data: unknown) => writer.push({ type: "RunOutput", data: { event, data } });
     // A large input was written beside the run: the graph gets the value itself.
     const kwargs = { ...run.kwargs, input: await resolveLarge(this.o.store, run.kwargs.input), command: await resolveLarge(this.o.store, run.kwargs.command) };
-    const outcome = await executeRun({
+    let outcome = await executeRun({
       run: { ...run, kwargs },
       graphs: this.o.graphs,
       checkpointer: this.o.checkpointer,
@@ -276,8 +283,17 @@ export class RunWorker {
     });
     clearTimeout(timer);
     if (this.stopping) {
-      await writer.drain().catch(() => undefined);
+      await Promise.all([writer.drain(), this.o.checkpointer.flush?.(run.thread_id)]).catch(() => undefined);
       return; // claim stays open: the next start resumes the run
+    }
+    // The end depends on the run's checkpoint writes still in flight (written with them, never without);
+    // a checkpointer that cannot say is waited for. A write the log already refused fails the run.
+    let writes: AppendTicket[] = [];
+    try {
+      if (this.o.checkpointer.writesInFlight) writes = this.o.checkpointer.writesInFlight(run.thread_id);
+      else await this.o.checkpointer.flush?.(run.thread_id);
+    } catch (error) {
+      if (outcome.status !== "error") outcome = { status: "error", error: serializeError(error), aborted: false };
     }
     const ended = endedOf(outcome, { cancel: entry.cancel, timedOut: entry.timedOut, timeoutMs: this.o.runTimeoutMs }, {
       endedAt: this.o.now(),
@@ -286,10 +302,19 @@ export class RunWorker {
     // A final state too large for one event is written beside the run and referenced.
     if (ended.values !== undefined) ended.values = await externalizeIfLarge(this.o.store, "run-values-", run.run_id, ended.values);
     if (ended.error) output("error", ended.error);
+    // Urgent: `/wait`, `/join`, stream ends and webhooks wait for this commit. The thread's mark goes with
+    // the end (one commit for the run's last checkpoints and outputs, its end and the mark) and only if
+    // the end is written; a rollback or a temporary thread has more to do in between, after the end.
+    const endTicket = new AppendTicket();
+    const finishing = writer.finish([{ type: "RunEnded", data: ended }], { urgent: true, ticket: endTicket, after: writes });
+    const alongside = ended.status !== "rollback" && !run.kwargs.temporary;
+    const marking = alongside ? completeOnThread(this.o, run, ended, base, { after: [endTicket] }) : undefined;
+    marking?.catch(() => undefined); // its failure is the end's, handled below
     try {
-      // Urgent: `/wait`, `/join`, stream ends and webhooks wait for this commit.
-      await writer.finish([{ type: "RunEnded", data: ended }], { urgent: true });
+      await finishing;
     } catch (error) {
+      // A failed write of the run's is reported here: not kept for the thread's next run.
+      await this.o.checkpointer.flush?.(run.thread_id).catch(() => undefined);
       if (!(error instanceof WrongExpectedVersionError)) {
         // The log refused the outputs (never a hang with the claim held): the run ends with that error.
         await this.end(run, (await loadRunStream(this.o.store, run.run_id)).revision as bigint, endedByFailure(error as Error, this.o.now()), base);
@@ -300,7 +325,7 @@ export class RunWorker {
       await this.end(run, writer.revision, ended, base);
       return;
     }
-    await this.completed(run, ended, base);
+    await (marking ?? this.completed(run, ended, base));
   }
 
   /** Appends RunEnded (only the owner, only once), then the thread's RunFinished mark. */
