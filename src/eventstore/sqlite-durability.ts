@@ -17,10 +17,20 @@ import { StoreUnavailableError } from "./types.js";
  * up to `position`, and the HTTP edge awaits `whenDurable()` before each response. Appends inside a
  * run (claims, checkpoints, outputs) thus no longer wait for the disk one by one.
  */
+/**
+ * fsyncs in flight at most. An fsync's completion reaches the event loop only when the loop comes
+ * round to it (after a graph's turn, say), long after the disk was done: a commit made meanwhile
+ * starts its own fsync instead of waiting for that callback. Each covers what was committed before
+ * it started, whichever finishes first.
+ */
+const MAX_FSYNCS_IN_FLIGHT = 3;
+
 export class WalDurability {
   private committed: bigint;
   private durable: bigint;
-  private flushing = false;
+  /** fsyncs started and not yet reported, and what the latest one covers. */
+  private inFlight = 0;
+  private covered: bigint;
   private failure: Error | undefined;
   private waiters: { position: bigint; resolve: () => void; reject: (error: Error) => void }[] = [];
 
@@ -34,6 +44,7 @@ export class WalDurability {
   ) {
     this.committed = head;
     this.durable = head;
+    this.covered = head;
   }
 
   /** fsync after each commit (synchronous FULL): opens the WAL of `file` and syncs its directory once (the WAL's entry). */
@@ -101,14 +112,17 @@ export class WalDurability {
   }
 
   private flush(): void {
-    if (this.flushing || this.failure || this.fd === undefined) return;
-    this.flushing = true;
+    if (this.failure || this.fd === undefined) return;
+    // Nothing new since the latest fsync started, or enough are running (the next completion starts another).
+    if (this.committed <= this.covered || this.inFlight >= MAX_FSYNCS_IN_FLIGHT) return;
+    this.inFlight++;
     const target = this.committed;
+    this.covered = target;
     fs.fsync(this.fd, (error) => {
-      this.flushing = false;
+      this.inFlight--;
       if (error) return this.fail(error);
       this.advance(target);
-      if (this.committed > this.durable) this.flush();
+      this.flush();
     });
   }
 
