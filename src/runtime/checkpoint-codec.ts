@@ -171,6 +171,10 @@ export class CheckpointCodec {
 
   /** The serializer's JSON form of a value, as a JSON value (readable in the log, exact round trip). */
   private async dumpJson(value: unknown): Promise<unknown> {
+    // Plain JSON is its own JSON form: a copy, without the serializer's text round trip (a checkpoint's
+    // versions and most metadata are plain).
+    const plain = plainJsonCopy(value, 0);
+    if (plain !== undefined) return plain;
     const [type, bytes] = await this.serde.dumpsTyped(value);
     if (type !== "json") {
       throw new Error(`EventSourcedCheckpointSaver needs a serializer that writes checkpoints and metadata as "json" (got "${type}")`);
@@ -180,5 +184,48 @@ export class CheckpointCodec {
 
   private loadJson(value: unknown): Promise<unknown> {
     return this.serde.loadsTyped("json", JSON.stringify(value));
+  }
+}
+
+/** Nesting beyond this takes the serializer's path (which also copes with cycles). */
+const PLAIN_DEPTH = 32;
+
+/**
+ * A copy of `value` when it is plain JSON (plain objects and arrays of strings, finite numbers,
+ * booleans and null): what the serializer would write for it, parsed back. Undefined for anything
+ * else (undefined, class instances, Dates, non-finite numbers, very deep nesting), which the
+ * serializer encodes in its own way.
+ */
+export function plainJsonCopy(value: unknown, depth: number): unknown {
+  switch (typeof value) {
+    case "string":
+    case "boolean":
+      return value;
+    case "number":
+      return Number.isFinite(value) ? value : undefined;
+    case "object": {
+      if (value === null) return null;
+      if (depth >= PLAIN_DEPTH) return undefined;
+      if (Array.isArray(value)) {
+        const out: unknown[] = new Array(value.length);
+        for (let i = 0; i < value.length; i++) {
+          const item = plainJsonCopy(value[i], depth + 1);
+          if (item === undefined) return undefined;
+          out[i] = item;
+        }
+        return out;
+      }
+      const proto = Object.getPrototypeOf(value);
+      if (proto !== Object.prototype && proto !== null) return undefined;
+      const out: Record<string, unknown> = {};
+      for (const key of Object.keys(value)) {
+        const item = plainJsonCopy((value as Record<string, unknown>)[key], depth + 1);
+        if (item === undefined) return undefined;
+        out[key] = item;
+      }
+      return out;
+    }
+    default:
+      return undefined;
   }
 }

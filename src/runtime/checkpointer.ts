@@ -490,6 +490,13 @@ export class EventSourcedCheckpointSaver extends BaseCheckpointSaver {
    */
   private async fit(slots: { value: SerializedValue | null }[], event?: unknown): Promise<void> {
     const inline = slots.filter((s): s is { value: [string, string] } => s.value !== null && typeof s.value[1] === "string");
+    // Small values (the usual case): the event fits without measuring it (what is not a value is small).
+    let total = 0;
+    for (const slot of inline) {
+      if (slot.value[1].length > LARGE_CHECKPOINT_VALUE_BYTES) total = Infinity;
+      total += slot.value[1].length;
+    }
+    if (total <= APPEND_BUDGET / 2) return;
     inline.sort((a, b) => b.value[1].length - a.value[1].length);
     const whole = () => sizeOfEvent({ type: "CheckpointSaved", data: event ?? { blobs: slots } });
     for (const slot of inline) {
