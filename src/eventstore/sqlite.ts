@@ -115,6 +115,11 @@ interface AppendJob {
   events: PreparedEvent[];
   /** The first event came with its own id, so the append may be a retry. */
   mayBeRetry: boolean;
+  /**
+   * Some event came with its own id, which may already be in the log: an insert can then fail
+   * halfway, and the append runs in a savepoint of its own. Generated ids (UUIDv7) are new.
+   */
+  givenIds: boolean;
   /** Filled by the write: the events it inserted, handed to the recent events once committed. */
   inserted?: CommittedEvent[];
   /** Settled with this append's outcome (see AppendOptions.ticket). */
@@ -199,7 +204,8 @@ class SqliteStore implements SqliteEventStore {
             console.error(error.message);
           })
         : WalDurability.atCommit(head, onDurable);
-    // Nested transaction functions run as savepoints: an append that fails is undone alone.
+    // Nested transaction functions run as savepoints: an append that may fail halfway is undone alone.
+    // One whose checks come before its first insert needs none (a savepoint costs as much as an insert).
     const appendOne = db.transaction((job: AppendJob, created: number) => this.write(job, created));
     const appendBatch = db.transaction((jobs: AppendJob[]): Outcome<AppendResult>[] => {
       const created = Date.now();
@@ -208,10 +214,12 @@ class SqliteStore implements SqliteEventStore {
       return jobs.map((job) => {
         try {
           if (job.after) dependenciesWritten(job.after, here);
-          const value = appendOne(job, created);
+          const value = job.givenIds ? appendOne(job, created) : this.write(job, created);
           if (job.ticket) here.set(job.ticket, { ok: true });
           return { ok: true, value };
         } catch (error) {
+          // Failed after an insert, outside a savepoint (an I/O error): only the whole batch can be undone.
+          if (!job.givenIds && job.inserted && job.inserted.length > 0) throw error;
           if (job.ticket) here.set(job.ticket, { ok: false, error });
           return { ok: false, error };
         }
@@ -262,7 +270,10 @@ class SqliteStore implements SqliteEventStore {
       options.ticket?.failed(error);
       throw error;
     }
-    const job: AppendJob = { stream, expected, events: prepared, mayBeRetry: events[0]?.id !== undefined, ticket: options.ticket, after: options.after };
+    const job: AppendJob = {
+      stream, expected, events: prepared, mayBeRetry: events[0]?.id !== undefined, givenIds: events.some((e) => e?.id !== undefined),
+      ticket: options.ticket, after: options.after,
+    };
     return this.queue.submit(job, options.urgent === true);
   }
 
