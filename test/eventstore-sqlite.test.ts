@@ -441,6 +441,12 @@ t.test("RecentEvents: holds the last events, answers only what it holds entirely
   t.same(recent.streamFrom("s", 4n, 100)?.map((x) => x.revision), [4n, 5n]);
   t.same(recent.streamFrom("s", 6n, 100), [], "after the end of the stream: nothing");
   t.equal(recent.streamFrom("s", 3n, 100), undefined, "revision 3 is older than what is held");
+  t.same(recent.streamBackwards("s", 5n, 1)?.map((x) => x.revision), [5n], "backwards from the end: the last one");
+  t.same(recent.streamBackwards("s", 100n, 2)?.map((x) => x.revision), [5n, 4n], "newest first");
+  t.equal(recent.streamBackwards("s", 5n, 3), undefined, "more than is held of a stream that starts earlier: not answered");
+  t.equal(recent.streamBackwards("s", 3n, 1), undefined, "older than what is held");
+  t.same(recent.streamBackwards("t", 100n, 5)?.map((x) => x.revision), [0n], "a whole stream, shorter than the limit");
+  t.equal(recent.streamBackwards("u", 100n, 5), undefined, "a stream with nothing held: unknown");
   recent.add([e(14, "t", 1)]); // evicts position 11
   t.equal(recent.size, 3);
   t.equal(recent.after(10n, 100), undefined, "evicted: position 11 is no longer held");

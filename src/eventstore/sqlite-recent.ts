@@ -93,6 +93,23 @@ export class RecentEvents {
     return first < 0 ? [] : held.slice(first, first + limit);
   }
 
+  /**
+   * Events of `stream` at or before revision `from`, newest first, at most `limit`; undefined when
+   * not all are held. What is held of a stream is a suffix of it that ends at its last event.
+   */
+  streamBackwards(stream: string, from: bigint, limit: number): CommittedEvent[] | undefined {
+    const held = this.streams.get(stream);
+    if (!held) return undefined;
+    let i = held.length - 1;
+    while (i >= 0 && held[i].revision > from) i--;
+    if (i < 0) return undefined; // all older than what is held
+    const out: CommittedEvent[] = [];
+    for (; i >= 0 && out.length < limit; i--) out.push(held[i]);
+    // Fewer than asked for: only whole if the stream starts with what is held.
+    if (out.length < limit && held[0].revision > 0n) return undefined;
+    return out;
+  }
+
   private evictOldest(): void {
     const e = this.log[this.start];
     this.start++;

@@ -289,6 +289,8 @@ class SqliteStore implements SqliteEventStore {
       rows = take<Row>(this.sql.streamForwards, [stream, start], maxCount);
     } else {
       const start = from === "start" ? 0n : from === "end" ? MAX_INT64 : min(from, MAX_INT64);
+      const recent = this.recent.streamBackwards(stream, start, maxCount ?? Infinity);
+      if (recent) return recent.map(eventOf);
       rows = take<Row>(this.sql.streamBackwards, [stream, start], maxCount);
     }
     return rows.map(toRecorded);
