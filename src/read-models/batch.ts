@@ -12,11 +12,15 @@ export class BatchedEntities<S> {
     private readonly write: (key: string, before: S | undefined, after: S | undefined) => void,
   ) {}
 
-  /** Folds one event into the entity: `evolve` gets its state as of the events applied so far. */
-  update(key: string, evolve: (state: S | undefined) => S | undefined): void {
+  /**
+   * Folds one event into the entity: `evolve` gets its state as of the events applied so far.
+   * `isNew`: the event creates the entity (the first event of its stream, a fresh id), so there is
+   * nothing to look up.
+   */
+  update(key: string, evolve: (state: S | undefined) => S | undefined, isNew = false): void {
     let entry = this.dirty.get(key);
     if (!entry) {
-      const before = this.load(key);
+      const before = isNew ? undefined : this.load(key);
       entry = { before, after: before };
       this.dirty.set(key, entry);
     }

@@ -73,7 +73,8 @@ export const runsTable: TableProjection = {
           return;
         }
         const key = runsProjection.key(event);
-        if (key !== undefined) entities.update(key, (state) => runsProjection.evolve(state, event));
+        // A run is enqueued once, under a new id.
+        if (key !== undefined) entities.update(key, (state) => runsProjection.evolve(state, event), event.type === "RunEnqueued");
       },
       flush: () => entities.flush(),
     };

@@ -80,7 +80,8 @@ export const threadsTable: TableProjection = {
     };
     const entities = new BatchedEntities<ThreadState>(load, write);
     return {
-      apply: (event: RecordedEvent) => entities.update(event.streamId.slice(PREFIX.length), (state) => threadsProjection.evolve(state, event)),
+      // A thread stream's first event creates the thread.
+      apply: (event: RecordedEvent) => entities.update(event.streamId.slice(PREFIX.length), (state) => threadsProjection.evolve(state, event), event.revision === 0n),
       flush: () => entities.flush(),
     };
   },
