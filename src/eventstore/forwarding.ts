@@ -7,14 +7,15 @@ import type { EventStore } from "./types.js";
 export function withAppend(store: EventStore, append: EventStore["append"]): EventStore {
   return {
     kind: store.kind,
-    async append(stream, events, expected, options) {
-      try {
-        return await append(stream, events, expected, options);
-      } catch (error) {
-        // Refused before it reached the store (a schema check): appends that depend on it fail too.
-        options?.ticket?.failed(error);
+    append(stream, events, expected, options) {
+      const appended = append(stream, events, expected, options);
+      const ticket = options?.ticket;
+      if (!ticket) return appended;
+      // Refused before it reached the store (a schema check): appends that depend on it fail too.
+      return appended.catch((error: unknown) => {
+        ticket.failed(error);
         throw error;
-      }
+      });
     },
     readStream: (stream, options) => store.readStream(stream, options),
     readAll: (options) => store.readAll(options),

@@ -256,7 +256,8 @@ class SqliteStore implements SqliteEventStore {
     return this.durability.whenDurable();
   }
 
-  async append(stream: string, events: EventData[], expected: ExpectedRevision = "any", options: AppendOptions = {}): Promise<AppendResult> {
+  /** Not an async function: the group commit's promise is handed back as it is (one promise fewer per append). */
+  append(stream: string, events: EventData[], expected: ExpectedRevision = "any", options: AppendOptions = {}): Promise<AppendResult> {
     let prepared: PreparedEvent[];
     try {
       // Generated ids are time-ordered (UUIDv7): the unique index on event_id then grows at its right edge. Random (v4)
@@ -268,7 +269,7 @@ class SqliteStore implements SqliteEventStore {
       this.ensureOpen();
     } catch (error) {
       options.ticket?.failed(error);
-      throw error;
+      return Promise.reject(error);
     }
     const job: AppendJob = {
       stream, expected, events: prepared, mayBeRetry: events[0]?.id !== undefined, givenIds: events.some((e) => e?.id !== undefined),
