@@ -9,6 +9,7 @@ import type { TypeSchemaReader } from "./type-schemas/reader.js";
 import type { GraphCatalogue } from "./graph-catalogue.js";
 import type { GraphRuntime } from "./lazy-graph-runtime.js";
 import { skipRunTreesUnlessTracing } from "./tracing.js";
+import { drainBatchedStoresOnDemand } from "./batched-store.js";
 import { registerSdkLogger } from "./sdk-logger.js";
 import { loadGraphs } from "./graphs.js";
 import { EventSourcedCheckpointSaver, type EventSourcedCheckpointSaverOptions } from "./checkpointer.js";
@@ -25,6 +26,7 @@ export interface GraphRuntimeOptions {
 /** Loads LangGraph, then the graphs (in langgraph.json's order), and builds the checkpointer. */
 export async function loadGraphRuntime(o: GraphRuntimeOptions): Promise<GraphRuntime> {
   skipRunTreesUnlessTracing(); // before any graph runs: no LangSmith RunTree per node unless tracing is configured
+  drainBatchedStoresOnDemand(); // a run's store does not poll a timer for as long as the run lasts
   // Before any graph file is imported: graphs may call the SDK's getLogger() at top level.
   registerSdkLogger(o.logLevel);
   const graphs = await loadGraphs(o.catalogue, o.baseDir, o.typeSchemas);
