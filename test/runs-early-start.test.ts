@@ -1,27 +1,12 @@
-import { mkdtemp, rm } from "node:fs/promises";
-import os from "node:os";
-import path from "node:path";
 import t from "tap";
-import { openSqliteStore } from "../src/eventstore/sqlite.js";
-import { withSchemas } from "../src/eventstore/validating.js";
-import { schemaForEventType } from "../src/domain/events.js";
 import type { EventStore, SubscriptionItem } from "../src/eventstore/types.js";
-import { openReadModels } from "../src/read-models/all.js";
-import { EventSourcedCheckpointSaver } from "../src/runtime/checkpointer.js";
-import { loadLanggraphConfig } from "../src/langgraph-config.js";
-import { loadGraphRegistry } from "../src/runtime/graphs.js";
-import { loadConfig } from "../src/config.js";
-import type { AppContext } from "../src/app/context.js";
-import { isoNow } from "../src/util/time.js";
-import { ensureDefaultAssistants } from "../src/app/assistants.js";
-import { RunsService } from "../src/app/runs.js";
 import { createThread } from "../src/app/threads.js";
 import { RunWorker } from "../src/runtime/worker.js";
 import { runStream } from "../src/domain/runs.js";
 import type { RunRecord } from "../src/domain/run-record.js";
-import { TEST_GRAPHS } from "./support/server.js";
 import { gates } from "./support/gates.js";
 import { SYSTEM_CALLER } from "../src/app/auth/caller.js";
+import { inProcessCore } from "./support/in-process-core.js";
 
 /**
  * A run enqueued at its thread's head is handed to the local worker once the log has committed it,
@@ -32,17 +17,9 @@ import { SYSTEM_CALLER } from "../src/app/auth/caller.js";
 /** The store as the read models see it: their subscription delivers nothing while `held` is set. */
 function heldBackForReadModels(store: EventStore): { store: EventStore; hold(): void; release(): void } {
   let held: { promise: Promise<void>; release: () => void } | undefined;
+  // The log's adapters are plain objects (see withAppend): only the subscription to $all is held back.
   const wrapped: EventStore = {
     ...store,
-    kind: store.kind,
-    append: (...args) => store.append(...args),
-    readStream: (...args) => store.readStream(...args),
-    readAll: (...args) => store.readAll(...args),
-    whenDurable: () => store.whenDurable(),
-    headPosition: () => store.headPosition(),
-    subscribeToStream: (...args) => store.subscribeToStream(...args),
-    purgeStreams: (streams) => store.purgeStreams(streams),
-    close: () => store.close(),
     subscribeToAll(options) {
       const inner = store.subscribeToAll(options);
       return {
@@ -72,19 +49,13 @@ function heldBackForReadModels(store: EventStore): { store: EventStore; hold(): 
 }
 
 t.test("a head run starts at its commit, before the read models show it", async (t) => {
-  const dir = await mkdtemp(path.join(os.tmpdir(), "agent-server-early-"));
-  const log = withSchemas(await openSqliteStore({ path: path.join(dir, "events.sqlite"), synchronous: "FULL" }), schemaForEventType);
-  const feed = heldBackForReadModels(log);
-  const readModels = openReadModels(dir);
-  await readModels.runner.start(feed.store);
-  const checkpointer = new EventSourcedCheckpointSaver({ store: log });
-  const langgraph = await loadLanggraphConfig(TEST_GRAPHS);
-  const graphs = await loadGraphRegistry(langgraph.config, langgraph.baseDir, { graphDefaults: {} });
-  const ctx: AppContext = { config: loadConfig({ DATA_DIR: dir }), langgraph, store: log, readModels, graphs: graphs.catalogue, runtime: async () => ({ graphs, checkpointer }), now: isoNow };
-  await ensureDefaultAssistants(ctx, graphs.defaultAssistants());
-  const completion = { store: log, readModels, now: isoNow };
-  const runs = new RunsService(ctx, completion);
-  const worker = new RunWorker({ ...completion, graphs, checkpointer, maxConcurrentRuns: 4, exclusiveStore: true, owner: "local" });
+  let feed!: ReturnType<typeof heldBackForReadModels>;
+  const core = await inProcessCore({
+    synchronous: "FULL",
+    readModelsFeed: (log) => (feed = heldBackForReadModels(log)).store,
+  });
+  const { ctx, runs, readModels, store: log } = core;
+  const worker = new RunWorker({ ...core.completion, graphs: core.graphs, checkpointer: core.checkpointer, maxConcurrentRuns: 4, exclusiveStore: true, owner: "local" });
   await worker.start();
   const offered: RunRecord[] = [];
   let firstOffered!: (run: RunRecord) => void;
@@ -98,10 +69,7 @@ t.test("a head run starts at its commit, before the read models show it", async 
   t.teardown(async () => {
     feed.release();
     await worker.stop();
-    runs.close();
-    await readModels.runner.close();
-    await log.close();
-    await rm(dir, { recursive: true, force: true });
+    await core.close();
   });
 
   const thread = await createThread(ctx, { metadata: {}, if_exists: "raise" });

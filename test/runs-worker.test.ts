@@ -1,23 +1,8 @@
-import { mkdtemp, rm } from "node:fs/promises";
-import os from "node:os";
-import path from "node:path";
 import t from "tap";
-import { openSqliteStore } from "../src/eventstore/sqlite.js";
-import { withSchemas } from "../src/eventstore/validating.js";
-import { schemaForEventType } from "../src/domain/events.js";
-import { openReadModels } from "../src/read-models/all.js";
-import { EventSourcedCheckpointSaver } from "../src/runtime/checkpointer.js";
-import { loadLanggraphConfig } from "../src/langgraph-config.js";
-import { loadGraphRegistry } from "../src/runtime/graphs.js";
-import { loadConfig } from "../src/config.js";
-import type { AppContext } from "../src/app/context.js";
-import { isoNow } from "../src/util/time.js";
-import { ensureDefaultAssistants } from "../src/app/assistants.js";
-import { RunsService } from "../src/app/runs.js";
 import { RunWorker } from "../src/runtime/worker.js";
 import { runStream } from "../src/domain/runs.js";
-import { TEST_GRAPHS } from "./support/server.js";
 import { SYSTEM_CALLER } from "../src/app/auth/caller.js";
+import { inProcessCore } from "./support/in-process-core.js";
 
 /**
  * Several workers on one store (as several processes on one EventStoreDB would be): every run is
@@ -25,30 +10,14 @@ import { SYSTEM_CALLER } from "../src/app/auth/caller.js";
  */
 
 t.test("workers sharing a store", async (t) => {
-  const dir = await mkdtemp(path.join(os.tmpdir(), "agent-server-workers-"));
-  const store = withSchemas(await openSqliteStore({ path: path.join(dir, "events.sqlite"), synchronous: "NORMAL" }), schemaForEventType);
-  const readModels = openReadModels(dir);
-  await readModels.runner.start(store);
-  const checkpointer = new EventSourcedCheckpointSaver({ store });
-  const langgraph = await loadLanggraphConfig(TEST_GRAPHS);
-  const graphs = await loadGraphRegistry(langgraph.config, langgraph.baseDir, { graphDefaults: {} });
-  const ctx: AppContext = { config: loadConfig({ DATA_DIR: dir }), langgraph, store, readModels, graphs: graphs.catalogue, runtime: async () => ({ graphs, checkpointer }), now: isoNow };
-  await ensureDefaultAssistants(ctx, graphs.defaultAssistants());
-  const completion = {
-    store, readModels, now: isoNow,
-    deleteThreadCheckpoints: (id: string) => checkpointer.deleteThread(id),
-    discardCheckpointsAfter: async (id: string, after: string | null) => void (await checkpointer.discardAfter(id, after)),
-  };
-  const runs = new RunsService(ctx, completion);
+  const core = await inProcessCore();
+  const { store, readModels, checkpointer, graphs, completion, runs } = core;
   const worker = (owner: string, leaseMs = 30_000, runTimeoutMs?: number) =>
     new RunWorker({ ...completion, graphs, checkpointer, maxConcurrentRuns: 3, exclusiveStore: false, owner, leaseMs, runTimeoutMs });
   const workers = [worker("w1"), worker("w2")];
   t.teardown(async () => {
     for (const w of workers) await w.stop();
-    runs.close();
-    await readModels.runner.close();
-    await store.close();
-    await rm(dir, { recursive: true, force: true });
+    await core.close();
   });
   for (const w of workers) await w.start();
 
