@@ -254,7 +254,15 @@ export class RunsService {
     });
     const stamp = { graph_id: assistant.graph_id, assistant_id: assistant.assistant_id };
     const atHead = (s: ThreadState | undefined) => {
-      if (s && s.activeRuns.length === 0) for (const listener of this.headListeners) listener(run);
+      if (!s || s.activeRuns.length > 0) return;
+      for (const listener of this.headListeners) {
+        try {
+          listener(run);
+        } catch (error) {
+          // The run is in the log: it starts the usual way, once the read models show it.
+          console.error(`run ${run.run_id}: early start failed: ${(error as Error).message}`);
+        }
+      }
     };
     const { decision } = await execute(ctx, () => ctx.readModels.threads.load(tid), threadStream(tid), (s) => decideEnqueueRun(s && !s.deleted ? s : undefined, run, stamp), atHead);
     const action: CancelAction | undefined = decision.strategy === "rollback" ? "rollback" : decision.strategy === "interrupt" ? "interrupt" : undefined;
