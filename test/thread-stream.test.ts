@@ -63,6 +63,7 @@ t.test("thread stream", async (t) => {
     const { iter, controller } = join(srv.client, tid, { lastEventId: "-" });
     const parts: Part[] = [];
     let started = false;
+    let creating: Promise<unknown> | undefined;
     recorded = await take(
       iter,
       (seen) => {
@@ -70,12 +71,14 @@ t.test("thread stream", async (t) => {
         if (!started && runsDone(1)(seen)) {
           started = true;
           // The second run is created while the stream is open (and idle).
-          void srv.client.runs.create(tid, "agent", { input: { messages: [human("two")] } }).then((r) => (second = r.run_id));
+          // (A run at its thread's head may end, and be streamed, before its creation is answered.)
+          creating = srv.client.runs.create(tid, "agent", { input: { messages: [human("two")] } }).then((r) => (second = r.run_id));
         }
         return runsDone(2)(seen);
       },
       controller,
     );
+    await creating;
     t.ok(second, "the second run was created");
     const runDone = recorded.filter((p) => p.event === "metadata" && (p.data as { status?: string }).status === "run_done").map((p) => p.data);
     t.same(runDone, [
