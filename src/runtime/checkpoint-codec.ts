@@ -1,8 +1,7 @@
 /**
- * LangGraph's checkpoint objects ↔ the data of checkpoint events, through the saver's serializer.
- * The event-sourced checkpointer is this codec over the log; a graph thread (graph-thread/) runs
- * the codec beside the graph and sends only the encoded form to the thread that owns the log, so
- * serializing LangChain messages is done where the graph runs.
+ * LangGraph's checkpoint objects ↔ the data of checkpoint events, through the saver's serializer:
+ * the pure half of the event-sourced checkpointer (checkpointer.ts keeps the log, the cache and the
+ * deferred writes). Plain JSON skips the serializer's text round trip (plainJsonCopy).
  */
 import type { RunnableConfig } from "@langchain/core/runnables";
 import {
@@ -24,8 +23,8 @@ import type { ChannelBlob, CheckpointSaved, PendingWritesSaved, StoredCheckpoint
 export type InlineValue = [type: string, base64: string];
 
 /**
- * A stored checkpoint as a read finds it, its values still serialized: what `decodeTuple` turns
- * into LangGraph's CheckpointTuple. Plain data (it crosses threads).
+ * A stored checkpoint as a read finds it, its values still serialized: what `CheckpointCodec.tuple`
+ * turns into LangGraph's CheckpointTuple.
  */
 export interface EncodedTuple {
   threadId: string;

@@ -153,8 +153,8 @@ export class EventSourcedCheckpointSaver extends BaseCheckpointSaver {
     return encoded && this.decode(encoded);
   }
 
-  /** What getTuple answers, its values still serialized (for a codec in another thread). */
-  async getEncodedTuple(config: RunnableConfig): Promise<EncodedTuple | undefined> {
+  /** What getTuple answers, its values still serialized (large ones read back). */
+  private async getEncodedTuple(config: RunnableConfig): Promise<EncodedTuple | undefined> {
     const threadId = config.configurable?.thread_id;
     if (threadId === undefined || threadId === null) return undefined;
     await this.deferred.drain(String(threadId));
@@ -173,8 +173,8 @@ export class EventSourcedCheckpointSaver extends BaseCheckpointSaver {
     for await (const encoded of this.listEncoded(config, options)) yield await this.decode(encoded);
   }
 
-  /** What list yields, its values still serialized (for a codec in another thread). */
-  async *listEncoded(config: RunnableConfig, options?: CheckpointListOptions): AsyncGenerator<EncodedTuple> {
+  /** What list yields, its values still serialized (large ones read back). */
+  private async *listEncoded(config: RunnableConfig, options?: CheckpointListOptions): AsyncGenerator<EncodedTuple> {
     const { before, filter } = options ?? {};
     let limit = options?.limit;
     const threadId = config.configurable?.thread_id;
@@ -212,8 +212,8 @@ export class EventSourcedCheckpointSaver extends BaseCheckpointSaver {
     return this.putEncoded(config, await this.codec.checkpointSaved(config, checkpoint, metadata, newVersions));
   }
 
-  /** A put whose checkpoint a codec already turned into its event (see CheckpointCodec). */
-  async putEncoded(config: RunnableConfig, data: CheckpointSaved): Promise<RunnableConfig> {
+  /** A put whose checkpoint the codec turned into its event. */
+  private async putEncoded(config: RunnableConfig, data: CheckpointSaved): Promise<RunnableConfig> {
     const threadId = data.thread_id;
     await this.fit(data.blobs);
     await this.write(config, threadId, async (ticket) => {
@@ -231,8 +231,8 @@ export class EventSourcedCheckpointSaver extends BaseCheckpointSaver {
     await this.putWritesEncoded(config, await this.codec.pendingWritesSaved(config, writes, taskId, taskPath));
   }
 
-  /** Pending writes a codec already turned into their event. */
-  async putWritesEncoded(config: RunnableConfig, data: PendingWritesSaved): Promise<void> {
+  /** Pending writes the codec turned into their event. */
+  private async putWritesEncoded(config: RunnableConfig, data: PendingWritesSaved): Promise<void> {
     const threadId = data.thread_id;
     // A retry of writes already stored would change nothing (the fold keeps the first regular
     // write per (task, idx)); skip the append. The fold stays the authority under races.
