@@ -19,6 +19,9 @@ t.test("plainJsonCopy: plain JSON is copied as the serializer would write it", a
     }),
     { numRuns: 200 },
   );
+  const withProtoKey = JSON.parse('{"__proto__": {"x": 1}, "a": 2}') as unknown;
+  t.same(Object.keys(plainJsonCopy(withProtoKey, 0) as object), ["__proto__", "a"], "an own __proto__ key stays a key");
+  t.same(plainJsonCopy(withProtoKey, 0), await serdeForm(withProtoKey));
 });
 
 t.test("plainJsonCopy: anything the serializer encodes its own way is left to it", async (t) => {

@@ -220,7 +220,9 @@ export function plainJsonCopy(value: unknown, depth: number): unknown {
       for (const key of Object.keys(value)) {
         const item = plainJsonCopy((value as Record<string, unknown>)[key], depth + 1);
         if (item === undefined) return undefined;
-        out[key] = item;
+        // An own `__proto__` key (JSON.parse makes one) stays a key, as in the serializer's output.
+        if (key === "__proto__") Object.defineProperty(out, key, { value: item, enumerable: true, writable: true, configurable: true });
+        else out[key] = item;
       }
       return out;
     }
