@@ -3,12 +3,21 @@ import path from "node:path";
 import { StoreUnavailableError } from "./types.js";
 
 /**
+ * fsyncs in flight at most. An fsync's completion reaches the event loop only when the loop comes
+ * round to it (after a graph's turn, say), long after the disk was done: a commit made meanwhile
+ * starts its own fsync instead of waiting for that callback. Each covers what was committed before
+ * it started, whichever finishes first.
+ */
+const MAX_FSYNCS_IN_FLIGHT = 3;
+
+/**
  * When committed events become durable (survive power loss) on the SQLite store.
  *
  * The connection runs with `synchronous = NORMAL`: a commit writes its WAL frames (so it survives a
  * process crash and is visible to every read at once) but does not fsync. Durability is this
- * class's job: after each commit it fsyncs the WAL file on libuv's thread pool, one fsync at a time,
- * each covering every commit made before it started (group commit for the disk, off the event loop).
+ * class's job: after each commit it fsyncs the WAL file on libuv's thread pool (up to
+ * MAX_FSYNCS_IN_FLIGHT at a time), each covering every commit made before it started (group commit
+ * for the disk, off the event loop).
  * fsync flushes a file's dirty pages whichever descriptor wrote them, and SQLite's WAL recovery keeps
  * the longest prefix of valid commits, so after a power loss the log is a prefix of what was committed
  * that holds at least everything made durable here.
@@ -17,14 +26,6 @@ import { StoreUnavailableError } from "./types.js";
  * up to `position`, and the HTTP edge awaits `whenDurable()` before each response. Appends inside a
  * run (claims, checkpoints, outputs) thus no longer wait for the disk one by one.
  */
-/**
- * fsyncs in flight at most. An fsync's completion reaches the event loop only when the loop comes
- * round to it (after a graph's turn, say), long after the disk was done: a commit made meanwhile
- * starts its own fsync instead of waiting for that callback. Each covers what was committed before
- * it started, whichever finishes first.
- */
-const MAX_FSYNCS_IN_FLIGHT = 3;
-
 export class WalDurability {
   private committed: bigint;
   private durable: bigint;

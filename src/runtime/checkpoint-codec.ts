@@ -45,8 +45,8 @@ export interface EncodedTuple {
  * A run's configurable key (set by the run executor unless the run's durability is "sync"): puts and
  * pending writes return once their append is issued, not committed. LangGraph chains a run's puts
  * one after the other; without waiting for each commit, a run's checkpoints go into the log in one
- * group commit instead of one commit each. The run's executor calls `flush(thread)` before it ends
- * the run, and every read of the thread waits for them first.
+ * group commit instead of one commit each. The run's end depends on them (the saver's
+ * `writesInFlight`) or waits for them (`flush`), and every read of the thread waits for them first.
  */
 export const DEFER_CHECKPOINT_WRITES = "__agent_server_defer_checkpoint_writes";
 

@@ -149,12 +149,6 @@ export class EventSourcedCheckpointSaver extends BaseCheckpointSaver {
   }
 
   async getTuple(config: RunnableConfig): Promise<CheckpointTuple | undefined> {
-    const encoded = await this.getEncodedTuple(config);
-    return encoded && this.decode(encoded);
-  }
-
-  /** What getTuple answers, its values still serialized (large ones read back). */
-  private async getEncodedTuple(config: RunnableConfig): Promise<EncodedTuple | undefined> {
     const threadId = config.configurable?.thread_id;
     if (threadId === undefined || threadId === null) return undefined;
     await this.deferred.drain(String(threadId));
@@ -166,15 +160,10 @@ export class EventSourcedCheckpointSaver extends BaseCheckpointSaver {
     const ns = thread && namespaceOf(thread, checkpointNs);
     if (!thread || !ns) return undefined;
     const entry = checkpointId ? checkpointOf(ns, checkpointId) : latestCheckpointOf(ns);
-    return entry && this.encodedTupleOf(thread.thread_id, checkpointNs, ns, entry);
+    return entry && this.decode(await this.encodedTupleOf(thread.thread_id, checkpointNs, ns, entry));
   }
 
   async *list(config: RunnableConfig, options?: CheckpointListOptions): AsyncGenerator<CheckpointTuple> {
-    for await (const encoded of this.listEncoded(config, options)) yield await this.decode(encoded);
-  }
-
-  /** What list yields, its values still serialized (large ones read back). */
-  private async *listEncoded(config: RunnableConfig, options?: CheckpointListOptions): AsyncGenerator<EncodedTuple> {
     const { before, filter } = options ?? {};
     let limit = options?.limit;
     const threadId = config.configurable?.thread_id;
@@ -197,7 +186,7 @@ export class EventSourcedCheckpointSaver extends BaseCheckpointSaver {
             if (limit <= 0) return;
             limit -= 1;
           }
-          yield await this.encodedTupleOf(thread.thread_id, nsName, ns, entry);
+          yield await this.decode(await this.encodedTupleOf(thread.thread_id, nsName, ns, entry));
         }
       }
     }
@@ -209,11 +198,7 @@ export class EventSourcedCheckpointSaver extends BaseCheckpointSaver {
     metadata: CheckpointMetadata,
     newVersions: ChannelVersions,
   ): Promise<RunnableConfig> {
-    return this.putEncoded(config, await this.codec.checkpointSaved(config, checkpoint, metadata, newVersions));
-  }
-
-  /** A put whose checkpoint the codec turned into its event. */
-  private async putEncoded(config: RunnableConfig, data: CheckpointSaved): Promise<RunnableConfig> {
+    const data = await this.codec.checkpointSaved(config, checkpoint, metadata, newVersions);
     const threadId = data.thread_id;
     await this.fit(data.blobs);
     await this.write(config, threadId, async (ticket) => {
@@ -228,11 +213,7 @@ export class EventSourcedCheckpointSaver extends BaseCheckpointSaver {
   }
 
   async putWrites(config: RunnableConfig, writes: PendingWrite[], taskId: string, taskPath?: string): Promise<void> {
-    await this.putWritesEncoded(config, await this.codec.pendingWritesSaved(config, writes, taskId, taskPath));
-  }
-
-  /** Pending writes the codec turned into their event. */
-  private async putWritesEncoded(config: RunnableConfig, data: PendingWritesSaved): Promise<void> {
+    const data = await this.codec.pendingWritesSaved(config, writes, taskId, taskPath);
     const threadId = data.thread_id;
     // A retry of writes already stored would change nothing (the fold keeps the first regular
     // write per (task, idx)); skip the append. The fold stays the authority under races.
