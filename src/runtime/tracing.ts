@@ -17,13 +17,8 @@
 import { CallbackManager } from "@langchain/core/callbacks/manager";
 import type { RunnableConfig } from "@langchain/core/runnables";
 import { AsyncLocalStorageProviderSingleton, _CONTEXT_VARIABLES_KEY } from "@langchain/core/singletons";
+import { tracingConfigured } from "../context/tracing-env.js";
 
-/** The variables @langchain/core reads to decide whether to trace (utils/callbacks.js, callbacks/manager.js). */
-const TRACING_V2_VARIABLES = ["LANGSMITH_TRACING_V2", "LANGCHAIN_TRACING_V2", "LANGSMITH_TRACING", "LANGCHAIN_TRACING"];
-
-export function tracingConfigured(env: NodeJS.ProcessEnv = process.env): boolean {
-  return TRACING_V2_VARIABLES.some((name) => env[name] === "true") || !!env.LANGCHAIN_TRACING;
-}
 
 const LC_CHILD_KEY = Symbol.for("lc:child_config");
 let installed = false;
