@@ -12,13 +12,12 @@
  * carrier object instead of that RunTree. The carrier holds what readers of the store use: the config (under
  * `extra[lc:child_config]`, read by LangGraph's `getConfig()`), the context variables, and
  * `tracingEnabled: false` (read by CallbackManager and by langsmith's `traceable`, which then trace nothing,
- * as with the RunTree). With LANGSMITH_TRACING=true (or any of the variables below) nothing is replaced.
+ * as with the RunTree). With LANGSMITH_TRACING=true (or any variable `tracingConfigured` reads) nothing is replaced.
  */
 import { CallbackManager } from "@langchain/core/callbacks/manager";
 import type { RunnableConfig } from "@langchain/core/runnables";
 import { AsyncLocalStorageProviderSingleton, _CONTEXT_VARIABLES_KEY } from "@langchain/core/singletons";
 import { tracingConfigured } from "../context/tracing-env.js";
-
 
 const LC_CHILD_KEY = Symbol.for("lc:child_config");
 let installed = false;
