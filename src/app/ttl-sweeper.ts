@@ -7,7 +7,18 @@ import type { Clock } from "../context/clock.js";
 import { WakeLoop } from "../context/wake-loop.js";
 import { isoOf } from "../util/time.js";
 
-const THREAD_EVENTS_WITH_TTL = new Set(["ThreadCreated", "ThreadUpdated", "ThreadDeleted", "ThreadPurged"]);
+/**
+ * Whether a thread event can move the next expiry: a create or update that sets `expires_at` (an
+ * update's null clears it), a delete or purge. A thread created without a TTL (most of them) does
+ * not cost the sweeper a pass. A removed thread's expiry is dropped the same way by the pass, but a
+ * missed removal would only make the timer fire early, find nothing and be set again.
+ */
+export function changesThreadExpiry(event: { streamId: string; type: string; data: unknown }): boolean {
+  if (!event.streamId.startsWith("thread-")) return false;
+  if (event.type === "ThreadDeleted" || event.type === "ThreadPurged") return true;
+  if (event.type !== "ThreadCreated" && event.type !== "ThreadUpdated") return false;
+  return (event.data as { expires_at?: unknown }).expires_at !== undefined;
+}
 
 export interface TtlSweeperOptions {
   ctx: AppContext;
@@ -36,7 +47,7 @@ export class TtlSweeper {
 
   start(): void {
     this.unsubscribe = this.o.ctx.readModels.runner.onApplied((event) => {
-      if (event.streamId.startsWith("thread-") && THREAD_EVENTS_WITH_TTL.has(event.type)) this.loop.wake();
+      if (changesThreadExpiry(event)) this.loop.wake();
     });
     void this.loop.run();
   }
