@@ -274,9 +274,9 @@ async function startParts(config: Config, deps: ServerDeps, parts: ResourceStack
     });
     await worker.start();
     const started = worker;
-    // A run enqueued at its thread's head is claimed as soon as it is committed (see RunsService.onHeadEnqueued).
+    // A run enqueued at its thread's head is claimed at once, in an append that depends on the enqueue (see RunsService.onHeadEnqueued).
     // (A stopped worker declines offers: nothing to undo at shutdown.)
-    runs.onHeadEnqueued((run) => started.offer(run));
+    runs.onHeadEnqueued((run, enqueued) => started.offer(run, enqueued));
     graphsReady = true;
     startup.mark("run worker");
   })();

@@ -1,5 +1,7 @@
 import t from "tap";
-import type { EventStore, SubscriptionItem } from "../src/eventstore/types.js";
+import type { EventData, EventStore, SubscriptionItem } from "../src/eventstore/types.js";
+import { threadStream } from "../src/domain/threads.js";
+import { withAppend } from "../src/eventstore/forwarding.js";
 import { createThread } from "../src/app/threads.js";
 import { RunWorker } from "../src/runtime/worker.js";
 import { runStream } from "../src/domain/runs.js";
@@ -9,9 +11,10 @@ import { SYSTEM_CALLER } from "../src/app/auth/caller.js";
 import { inProcessCore } from "./support/in-process-core.js";
 
 /**
- * A run enqueued at its thread's head is handed to the local worker once the log has committed it,
- * not once the read models show it (they fold only durable events): it is claimed and executed
- * while the read models are held back, exactly once.
+ * A run enqueued at its thread's head is handed to the local worker as soon as its enqueue is
+ * appended, not once the read models show it (they fold only durable events): it is claimed, in an
+ * append that depends on the enqueue (the same commit), and executed while the read models are
+ * held back, exactly once. A refused enqueue takes its claim with it.
  */
 
 /** The store as the read models see it: their subscription delivers nothing while `held` is set. */
@@ -108,4 +111,55 @@ t.test("a head run starts at its commit, before the read models show it", async 
     t.equal(runs.view(id)?.stream.ended?.status, "success");
   }
   t.same(worker.stats, { claimed: 2, lost: 0 }, "no claim was tried twice");
+});
+
+t.test("a head run's claim is committed with its enqueue, and a refused enqueue writes no claim", async (t) => {
+  /** The SQLite commit that wrote each append (by its first event's type), seen as the append resolves. */
+  const committedIn = new Map<string, number[]>();
+  /** Set by the test: the next RunEnqueued meets a concurrent write to its thread (its expected revision is stale). */
+  let interfere = false;
+  const core = await inProcessCore({
+    synchronous: "FULL",
+    wrap: (store, sqlite) =>
+      withAppend(store, (stream, events: EventData[], expected, options) => {
+        if (interfere && events.some((e) => e.type === "RunEnqueued")) {
+          interfere = false;
+          // Issued first, so the same commit writes it before the enqueue, which then fails.
+          void store.append(stream, [{ type: "ThreadUpdated", data: { metadata: { touched: true }, updated_at: new Date().toISOString() } }], "any");
+        }
+        return store.append(stream, events, expected, options).then((result) => {
+          const list = committedIn.get(events[0].type) ?? [];
+          list.push(sqlite.stats().transactions);
+          committedIn.set(events[0].type, list);
+          return result;
+        });
+      }),
+  });
+  const { ctx, runs, store: log } = core;
+  const worker = new RunWorker({ ...core.completion, graphs: core.graphs, checkpointer: core.checkpointer, maxConcurrentRuns: 4, exclusiveStore: true, owner: "local" });
+  await worker.start();
+  runs.onHeadEnqueued((run, enqueued) => worker.offer(run, enqueued));
+  t.teardown(async () => {
+    await worker.stop();
+    await core.close();
+  });
+  const request = (threadId: string) => runs.authorize(SYSTEM_CALLER, threadId, { assistant_id: "agent", input: { messages: [{ role: "user", content: "hello" }] } } as never);
+
+  const one = await createThread(ctx, { metadata: {}, if_exists: "raise" });
+  const first = await runs.create(await request(one.thread_id));
+  await runs.waitDone(first.run_id);
+  t.equal(committedIn.get("RunClaimed")?.length, 1);
+  t.same(committedIn.get("RunClaimed"), committedIn.get("RunEnqueued"), "the claim was written in the enqueue's commit");
+
+  const two = await createThread(ctx, { metadata: {}, if_exists: "raise" });
+  interfere = true;
+  const second = await runs.create(await request(two.thread_id));
+  t.equal(interfere, false, "the enqueue met a concurrent write");
+  await runs.waitDone(second.run_id);
+  const thread = await log.readStream(threadStream(two.thread_id));
+  t.same(thread.map((e) => e.type), ["ThreadCreated", "ThreadUpdated", "RunEnqueued", "RunFinished"], "the enqueue was decided again and written once");
+  const events = await log.readStream(runStream(second.run_id));
+  t.equal(events.filter((e) => e.type === "RunClaimed").length, 1, "one claim: the one made with the refused enqueue was not written");
+  t.equal(runs.view(second.run_id)?.stream.ended?.status, "success", "the run ran");
+  t.same(worker.stats, { claimed: 2, lost: 0 }, "the claim that went with the refused enqueue is not counted as lost");
 });

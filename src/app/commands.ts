@@ -1,4 +1,4 @@
-import { WrongExpectedVersionError, type EventStore } from "../eventstore/types.js";
+import { AppendTicket, WrongExpectedVersionError, type EventStore } from "../eventstore/types.js";
 import type { ReadModels } from "../read-models/all.js";
 import type { Decision } from "../domain/decision.js";
 import { DomainError } from "../domain/errors.js";
@@ -33,8 +33,12 @@ export async function execute<S extends { revision: bigint }, R extends Decision
   load: () => S | undefined,
   stream: string,
   decide: (state: S | undefined) => R,
-  /** Called once the decision's events are committed, before the read models show them: with the state they were decided on. */
-  committed?: (state: S | undefined, decision: R & { ok: true }) => void,
+  /**
+   * Called as soon as the decision's append is issued, with the state it was decided on and the
+   * append's ticket: an append that depends on the ticket (AppendOptions.after) is written only if
+   * this one is, in the same commit on the embedded store. Called again for each retry's append.
+   */
+  issued?: (state: S | undefined, decision: R & { ok: true }, ticket: AppendTicket) => void,
 ): Promise<{ state: S | undefined; decision: R & { ok: true } }> {
   for (let attempt = 1; ; attempt++) {
     const state = load();
@@ -42,13 +46,36 @@ export async function execute<S extends { revision: bigint }, R extends Decision
     if (!decision.ok) throw new DomainError(decision.kind, decision.detail);
     if (decision.events.length === 0) return { state, decision: decision as R & { ok: true } };
     try {
-      const result = await deps.store.append(stream, decision.events, state ? state.revision : "no_stream");
-      committed?.(state, decision as R & { ok: true });
+      const ticket = issued ? new AppendTicket() : undefined;
+      const appending = deps.store.append(stream, decision.events, state ? state.revision : "no_stream", ticket && { ticket });
+      if (ticket) issued!(state, decision as R & { ok: true }, ticket);
+      const result = await appending;
       await deps.readModels.runner.waitFor(result.position);
-      return { state: load(), decision: decision as R & { ok: true } };
+      return withStateLoadedOnce(load, decision as R & { ok: true });
     } catch (error) {
       if (!(error instanceof WrongExpectedVersionError) || attempt >= MAX_ATTEMPTS) throw error;
       await catchUpWithStream(deps, stream);
     }
   }
+}
+
+/**
+ * The command's outcome, its `state` read from the read model when first asked for, then kept: a
+ * caller that wants only the decision (a run's enqueue) does not pay a read-model load. Callers read
+ * it as they resume from the await, before a read-model batch can be applied (those run in a later
+ * turn of the event loop), so it is the state the append left.
+ */
+function withStateLoadedOnce<S, D>(load: () => S | undefined, decision: D): { readonly state: S | undefined; decision: D } {
+  let loaded = false;
+  let state: S | undefined;
+  return {
+    get state() {
+      if (!loaded) {
+        state = load();
+        loaded = true;
+      }
+      return state;
+    },
+    decision,
+  };
 }

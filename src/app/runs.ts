@@ -7,12 +7,12 @@ import { externalizeIfLarge, resolveLarge } from "../eventstore/large-values.js"
 import { findAssistantConsistent } from "./assistants.js";
 import { createThread, threadState, threadStateConsistent } from "./threads.js";
 import { defaultAssistantId } from "../runtime/graph-catalogue.js";
-import { decideEnqueueRun, threadStream, type ThreadState } from "../domain/threads.js";
+import { decideEnqueueRun, threadStream, type Thread, type ThreadState } from "../domain/threads.js";
 import { decideCancel, publicRun, runStream, type CancelAction, type RunEnded, type RunStreamState, type RunView } from "../domain/runs.js";
 import type { RunRecord, RunStatus } from "../domain/run-record.js";
 import type { RunRequest } from "../domain/run-request.js";
 import { isPlainObject, type JsonObject } from "../domain/json.js";
-import { WrongExpectedVersionError, type RecordedEvent } from "../eventstore/types.js";
+import { WrongExpectedVersionError, type AppendTicket, type RecordedEvent } from "../eventstore/types.js";
 import { conflict, isNotFound, notFound } from "../domain/errors.js";
 import { completeOnThread, loadRunStream, type CompletionDeps } from "../runtime/run-completion.js";
 import type { AuthContext } from "./auth/engine.js";
@@ -30,6 +30,9 @@ const AUTHORIZED = Symbol("authorized run");
  * the handler left: the only form `RunsService.create` accepts, so whatever edge creates a run
  * (REST, A2A, crons, ...), the same handler has run.
  */
+/** Told of a run enqueued at its thread's head, with the ticket of the enqueue's append (see RunsService.onHeadEnqueued). */
+export type HeadListener = (run: RunRecord, enqueued: AppendTicket) => void;
+
 export interface AuthorizedRun {
   readonly [AUTHORIZED]: true;
   readonly threadId: string | null;
@@ -70,8 +73,8 @@ export class RunsService {
   private readonly unsubscribe: () => void;
   /** `http.configurable_headers` of langgraph.json, compiled once. */
   private readonly headersToConfigurable: ReturnType<typeof configurableHeadersOf>;
-  /** Told of each run that became its thread's head when it was enqueued (see onHeadEnqueued). */
-  private readonly headListeners = new Set<(run: RunRecord) => void>();
+  /** Told of each run that becomes its thread's head when it is enqueued (see onHeadEnqueued). */
+  private readonly headListeners = new Set<HeadListener>();
 
   constructor(
     private readonly ctx: AppContext,
@@ -83,11 +86,12 @@ export class RunsService {
 
   /**
    * Calls `listener` with each run this process enqueues at the head of its thread (no run before
-   * it), as soon as the log has committed it: the local run worker can claim it at once instead of
-   * waiting for the read models to show it (they fold it only once it is durable). Returns the
-   * unsubscribe function.
+   * it), as soon as its append is issued, with that append's ticket: the local run worker claims it
+   * at once, in an append that depends on the enqueue (written in the same commit on the embedded
+   * store, never without it), instead of waiting for the read models to show it (they fold it only
+   * once it is durable). Returns the unsubscribe function.
    */
-  onHeadEnqueued(listener: (run: RunRecord) => void): () => void {
+  onHeadEnqueued(listener: HeadListener): () => void {
     this.headListeners.add(listener);
     return () => this.headListeners.delete(listener);
   }
@@ -220,18 +224,17 @@ export class RunsService {
     assertWebhookAllowed(ctx, req.webhook);
     const assistant = await this.assistantOf(req.assistant_id);
     const stateless = threadId === null;
-    let tid: string;
+    let thread: Thread;
     if (stateless) {
       // A thread made for a run carries the run's metadata (its owner, when auth added one), as the official server.
-      tid = (await createThread(ctx, { metadata: obj(req.metadata), if_exists: "raise" })).thread_id;
+      thread = await createThread(ctx, { metadata: obj(req.metadata), if_exists: "raise" });
     } else {
-      tid = threadId.toLowerCase();
-      if (!(await threadStateConsistent(ctx, tid))) {
-        if (req.if_not_exists !== "create") throw notFound(`Thread with ID ${threadId} not found`);
-        await createThread(ctx, { thread_id: tid, metadata: obj(req.metadata), if_exists: "do_nothing" });
-      }
+      const found = await threadStateConsistent(ctx, threadId);
+      if (found) thread = found.thread;
+      else if (req.if_not_exists !== "create") throw notFound(`Thread with ID ${threadId} not found`);
+      else thread = await createThread(ctx, { thread_id: threadId.toLowerCase(), metadata: obj(req.metadata), if_exists: "do_nothing" });
     }
-    const thread = threadState(ctx, tid)!.thread;
+    const tid = stateless ? thread.thread_id : threadId.toLowerCase();
     const runId = authorized.runId;
     const now = ctx.now();
     // Inputs too large for one event are written beside the run and referenced (resolved by the worker).
@@ -253,11 +256,11 @@ export class RunsService {
       stored,
     });
     const stamp = { graph_id: assistant.graph_id, assistant_id: assistant.assistant_id };
-    const atHead = (s: ThreadState | undefined) => {
+    const atHead = (s: ThreadState | undefined, _decision: unknown, enqueued: AppendTicket) => {
       if (!s || s.activeRuns.length > 0) return;
       for (const listener of this.headListeners) {
         try {
-          listener(run);
+          listener(run, enqueued);
         } catch (error) {
           // The run is in the log: it starts the usual way, once the read models show it.
           console.error(`run ${run.run_id}: early start failed: ${(error as Error).message}`);

@@ -147,14 +147,16 @@ export class RunWorker {
   }
 
   /**
-   * A run just enqueued at the head of its thread, committed but not yet shown by the read models:
-   * claimed and executed now if a slot is free (the claim's expected revision keeps it exactly
-   * once). Otherwise it starts the usual way, once the read models show it.
+   * A run just enqueued at the head of its thread, not yet shown by the read models: claimed and
+   * executed now if a slot is free (the claim's expected revision keeps it exactly once). With the
+   * enqueue's ticket (its append issued, maybe not committed) the claim depends on it: written only
+   * if the enqueue is, in the same commit on the embedded store. Otherwise it starts the usual way,
+   * once the read models show it.
    */
-  offer(run: RunRecord): void {
+  offer(run: RunRecord, enqueued?: AppendTicket): void {
     if (this.stopping || this.active.has(run.run_id) || this.active.size >= this.o.maxConcurrentRuns) return;
     if (startDelayMs(run, this.clock.now()) > 0) return;
-    this.launch(runViewOf(run), false);
+    this.launch(runViewOf(run), false, enqueued);
   }
 
   private onEvent(event: RecordedEvent): void {
@@ -172,6 +174,8 @@ export class RunWorker {
       return;
     }
     if (event.type === "RunEnqueued" || event.type === "RunFinished") {
+      // A run already launched at its enqueue (offer: the thread's head, early start) leaves its thread nothing to start now.
+      if (event.type === "RunEnqueued" && this.active.has((event.data as { run: RunRecord }).run.run_id)) return;
       this.ready.add(event.streamId.slice("thread-".length));
       this.pump();
     }
@@ -208,12 +212,12 @@ export class RunWorker {
   }
 
   /** Takes a slot, claims the run, executes it; frees the slot and looks for more work at the end. */
-  private launch(view: RunView, takeover: boolean): void {
+  private launch(view: RunView, takeover: boolean, enqueued?: AppendTicket): void {
     const runId = view.run.run_id;
     const controller = new AbortController();
     const entry: Active = { controller, done: Promise.resolve() };
     this.active.set(runId, entry);
-    entry.done = runInRequestContext(this.context(view.run), () => this.claimAndRun(view, takeover, entry))
+    entry.done = runInRequestContext(this.context(view.run), () => this.claimAndRun(view, takeover, entry, enqueued))
       .catch((error: unknown) => {
         if (!this.stopping) console.error(`run ${runId}: ${(error as Error).stack ?? String(error)}`);
       })
@@ -226,7 +230,7 @@ export class RunWorker {
       });
   }
 
-  private async claimAndRun(view: RunView, takeover: boolean, entry: Active): Promise<void> {
+  private async claimAndRun(view: RunView, takeover: boolean, entry: Active, enqueued?: AppendTicket): Promise<void> {
     const run = view.run;
     const stream = takeover ? await loadRunStream(this.o.store, run.run_id) : view.stream;
     const nowMs = this.clock.now();
@@ -238,8 +242,10 @@ export class RunWorker {
     let revision: bigint;
     try {
       // The claim and the stream's first event go in one append (one commit before the first byte).
-      revision = (await this.o.store.append(runStream(run.run_id), [...claim.events, ...plan.first], stream.revision)).nextExpectedRevision;
+      revision = (await this.o.store.append(runStream(run.run_id), [...claim.events, ...plan.first], stream.revision, enqueued && { after: [enqueued] })).nextExpectedRevision;
     } catch (error) {
+      // The enqueue itself was refused (its command retries it): nothing was claimed, and the thread is looked at again (finally).
+      if (enqueued?.state === "failed") return;
       if (error instanceof WrongExpectedVersionError) {
         this.stats.lost++;
         entry.lost = true;
