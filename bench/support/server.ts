@@ -40,11 +40,15 @@ export function startScriptNodeFlags(): string[] {
   return words.slice(1, -1);
 }
 
-/** Starts the built server as `npm start` does (its node flags, then `nodeArgs`, e.g. --cpu-prof) and resolves once it printed its listening line (rejects if it exits first). */
-export async function startBenchServer(dataDir: string, env: Record<string, string> = {}, nodeArgs: readonly string[] = []): Promise<BenchServer> {
-  buildServer();
+/**
+ * Starts the built server as `npm start` does (its node flags, then `nodeArgs`, e.g. --cpu-prof) and
+ * resolves once it printed its listening line (rejects if it exits first). `script`: another build's
+ * main.js instead of this checkout's dist/main.js (built here when it is the default).
+ */
+export async function startBenchServer(dataDir: string, env: Record<string, string> = {}, nodeArgs: readonly string[] = [], script?: string): Promise<BenchServer> {
+  if (!script) buildServer();
   const t0 = performance.now();
-  const child = spawn(process.execPath, [...startScriptNodeFlags(), ...nodeArgs, "dist/main.js"], {
+  const child = spawn(process.execPath, [...startScriptNodeFlags(), ...nodeArgs, script ?? "dist/main.js"], {
     cwd: repoRoot,
     env: {
       ...process.env,

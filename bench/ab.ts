@@ -1,0 +1,154 @@
+/**
+ * Two builds of the server side by side, in one run: this machine's speed drifts by up to 2× within
+ * an hour, so a change is judged by paired ratios of alternating runs, not by numbers from two runs.
+ * Each round starts build A and build B in turn (the order alternates), each with an empty data dir:
+ * a warm-up, `sequential` runs/wait one after another (p50), then `jobs` jobs (POST /threads +
+ * POST /threads/{id}/runs/wait) at `concurrency`; server CPU per job from /proc, RSS after the load.
+ * It prints each build's medians and, per metric, the ratios B/A of the rounds (median, min, max).
+ * A/A (the same build twice) shows how far identical builds drift apart here.
+ *
+ * Run: npm run bench -- ab
+ *   AB_A, AB_B    directories holding a built main.js (default: this checkout's dist/, built first).
+ *                 Another revision: `git worktree add /tmp/before <rev>`, link or install its
+ *                 node_modules, `npm run build` there, then AB_A=/tmp/before/dist. Both run this
+ *                 checkout's langgraph.json and graphs.
+ *   AB_ROUNDS     rounds (default 6); AB_JOBS jobs per build and round (default 2,000);
+ *   AB_CONCURRENCY (default 64); AB_SEQUENTIAL sequential waits per build and round (default 100).
+ */
+import { existsSync } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { pathToFileURL } from "node:url";
+import type { BenchOptions } from "./support/options.js";
+import { parseBenchOptions } from "./support/options.js";
+import { jsonClient, runPool } from "./support/http.js";
+import { buildServer, cpuMs, repoRoot, rssMiB, startBenchServer } from "./support/server.js";
+import { perSecond, round2 } from "./support/stats.js";
+
+const input = { messages: [{ role: "user", content: "hello" }] };
+
+interface Size {
+  rounds: number;
+  warmup: number;
+  jobs: number;
+  concurrency: number;
+  sequential: number;
+}
+
+interface Sample {
+  runs_per_s: number;
+  cpu_ms_per_job: number;
+  rss_mib: number;
+  sequential_p50_ms: number;
+}
+
+const METRICS = ["runs_per_s", "cpu_ms_per_job", "rss_mib", "sequential_p50_ms"] as const;
+
+function sizeOf(options: BenchOptions, env: NodeJS.ProcessEnv): Size {
+  const num = (name: string, fallback: number) => {
+    const v = env[name];
+    if (v === undefined || v === "") return fallback;
+    const n = Number(v);
+    if (!Number.isInteger(n) || n < 1) throw new Error(`${name} must be a positive integer, got "${v}"`);
+    return n;
+  };
+  if (options.tiny) return { rounds: 2, warmup: 10, jobs: 40, concurrency: 16, sequential: 5 };
+  return {
+    rounds: num("AB_ROUNDS", 6),
+    warmup: 600,
+    jobs: num("AB_JOBS", 2_000),
+    concurrency: num("AB_CONCURRENCY", 64),
+    sequential: num("AB_SEQUENTIAL", 100),
+  };
+}
+
+function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+}
+
+/** One build under one round's load, on its own empty data dir. */
+async function measure(script: string, size: Size): Promise<Sample> {
+  const dataDir = await mkdtemp(path.join(os.tmpdir(), "agent-server-bench-ab-"));
+  const server = await startBenchServer(dataDir, { N_JOBS_PER_WORKER: "64" }, [], script);
+  const client = jsonClient(server.url, Math.max(size.concurrency, 4));
+  try {
+    const newThread = async () => (await client.post<{ thread_id: string }>("/threads", {})).thread_id;
+    const wait = async (threadId: string) => {
+      const out = await client.post<{ messages?: { content?: unknown }[] }>(`/threads/${threadId}/runs/wait`, { assistant_id: "agent", input });
+      if (out.messages?.at(-1)?.content !== "You said: hello") throw new Error(`unexpected result ${JSON.stringify(out)}`);
+    };
+    const job = async () => wait(await newThread());
+    await runPool(size.warmup, Math.min(16, size.concurrency), job);
+    const sequential: number[] = [];
+    for (let i = 0; i < size.sequential; i++) {
+      const threadId = await newThread();
+      const t0 = performance.now();
+      await wait(threadId);
+      sequential.push(performance.now() - t0);
+    }
+    const cpu0 = await cpuMs(server.pid);
+    const ms = await runPool(size.jobs, size.concurrency, job);
+    const cpu = (await cpuMs(server.pid)) - cpu0;
+    return {
+      runs_per_s: perSecond(size.jobs, ms),
+      cpu_ms_per_job: round2(cpu / size.jobs),
+      rss_mib: await rssMiB(server.pid),
+      sequential_p50_ms: round2(median(sequential)),
+    };
+  } finally {
+    await server.stop();
+    await client.close();
+    await rm(dataDir, { recursive: true, force: true });
+  }
+}
+
+/** A build directory's main.js, checked before any server starts. */
+function scriptOf(dir: string | undefined): string {
+  if (!dir) {
+    buildServer();
+    return path.join(repoRoot, "dist", "main.js");
+  }
+  const script = path.join(path.resolve(dir), "main.js");
+  if (!existsSync(script)) throw new Error(`no built server at ${script} (AB_A / AB_B name a directory holding main.js, such as another checkout's dist/)`);
+  return script;
+}
+
+export async function benchAB(options: BenchOptions = { tiny: false, big: false }, env: NodeJS.ProcessEnv = process.env): Promise<Record<string, unknown>> {
+  const size = sizeOf(options, env);
+  const builds = { A: scriptOf(env.AB_A), B: scriptOf(env.AB_B) };
+  const samples: Record<"A" | "B", Sample[]> = { A: [], B: [] };
+  for (let round = 0; round < size.rounds; round++) {
+    // A first in even rounds, B first in odd ones: a drift within a round favours neither.
+    for (const name of round % 2 ? (["B", "A"] as const) : (["A", "B"] as const)) samples[name].push(await measure(builds[name], size));
+  }
+  const medians = (list: Sample[]) => Object.fromEntries(METRICS.map((m) => [m, round2(median(list.map((s) => s[m])))]));
+  const ratios = Object.fromEntries(
+    METRICS.map((m) => {
+      const r = samples.A.map((a, i) => samples.B[i][m] / a[m]);
+      return [m, { median: round2(median(r)), min: round2(Math.min(...r)), max: round2(Math.max(...r)), rounds: r.map(round2) }];
+    }),
+  );
+  return {
+    setup: {
+      mode: options.tiny ? "tiny" : "full",
+      A: builds.A,
+      B: builds.B,
+      rounds: size.rounds,
+      job: "POST /threads + POST /threads/{id}/runs/wait on the agent graph",
+      jobs_per_round: size.jobs,
+      concurrency: size.concurrency,
+      sequential_per_round: size.sequential,
+      order: "A then B in even rounds, B then A in odd ones; each server on an empty data dir",
+    },
+    A: medians(samples.A),
+    B: medians(samples.B),
+    ratio_b_over_a: ratios,
+  };
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(path.resolve(process.argv[1])).href) {
+  console.log(JSON.stringify(await benchAB(parseBenchOptions(process.argv.slice(2))), null, 2));
+}
