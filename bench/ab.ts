@@ -22,11 +22,9 @@ import path from "node:path";
 import { pathToFileURL } from "node:url";
 import type { BenchOptions } from "./support/options.js";
 import { parseBenchOptions } from "./support/options.js";
-import { jsonClient, runPool } from "./support/http.js";
+import { agentJobs, jsonClient, runPool } from "./support/http.js";
 import { buildServer, cpuMs, repoRoot, rssMiB, startBenchServer } from "./support/server.js";
-import { perSecond, round2 } from "./support/stats.js";
-
-const input = { messages: [{ role: "user", content: "hello" }] };
+import { perSecond, round2, summary } from "./support/stats.js";
 
 interface Size {
   rounds: number;
@@ -75,20 +73,9 @@ async function measure(script: string, size: Size): Promise<Sample> {
   const server = await startBenchServer(dataDir, { N_JOBS_PER_WORKER: "64" }, [], script);
   const client = jsonClient(server.url, Math.max(size.concurrency, 4));
   try {
-    const newThread = async () => (await client.post<{ thread_id: string }>("/threads", {})).thread_id;
-    const wait = async (threadId: string) => {
-      const out = await client.post<{ messages?: { content?: unknown }[] }>(`/threads/${threadId}/runs/wait`, { assistant_id: "agent", input });
-      if (out.messages?.at(-1)?.content !== "You said: hello") throw new Error(`unexpected result ${JSON.stringify(out)}`);
-    };
-    const job = async () => wait(await newThread());
+    const { job, sequential: waitInTurn } = agentJobs(client);
     await runPool(size.warmup, Math.min(16, size.concurrency), job);
-    const sequential: number[] = [];
-    for (let i = 0; i < size.sequential; i++) {
-      const threadId = await newThread();
-      const t0 = performance.now();
-      await wait(threadId);
-      sequential.push(performance.now() - t0);
-    }
+    const sequential = await waitInTurn(size.sequential);
     const cpu0 = await cpuMs(server.pid);
     const ms = await runPool(size.jobs, size.concurrency, job);
     const cpu = (await cpuMs(server.pid)) - cpu0;
@@ -96,7 +83,8 @@ async function measure(script: string, size: Size): Promise<Sample> {
       runs_per_s: perSecond(size.jobs, ms),
       cpu_ms_per_job: round2(cpu / size.jobs),
       rss_mib: await rssMiB(server.pid),
-      sequential_p50_ms: round2(median(sequential)),
+      // The p50 the other benchmarks report (summary's percentile).
+      sequential_p50_ms: summary(sequential).p50_ms,
     };
   } finally {
     await server.stop();

@@ -25,7 +25,7 @@ import os from "node:os";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 import { MemorySaver } from "@langchain/langgraph";
-import { jsonClient, runPool } from "./support/http.js";
+import { AGENT_INPUT, agentJobs, jsonClient, runPool } from "./support/http.js";
 import { attributeProfile, readProfile, RUN_PHASES } from "./support/cpu-profile.js";
 import { parseBenchOptions, type BenchOptions } from "./support/options.js";
 import { cpuMs, repoRoot, rssMiB, startBenchServer, startScriptNodeFlags, waitOk } from "./support/server.js";
@@ -34,7 +34,6 @@ import { perSecond, round2, summary } from "./support/stats.js";
 const FULL = { warmup: 300, invokes: 2_000, sequential: 200, perConcurrency: 2_000, idleMs: 20_000 };
 const TINY = { warmup: 20, invokes: 50, sequential: 10, perConcurrency: 64, idleMs: 3_000 };
 
-const input = { messages: [{ role: "user", content: "hello" }] };
 
 /** Invokes of the example graph in this process per second, and the mean ms per invoke. */
 async function engineRate(n: number): Promise<{ invokes_per_s: number; mean_ms: number }> {
@@ -42,7 +41,7 @@ async function engineRate(n: number): Promise<{ invokes_per_s: number; mean_ms: 
     builder: { compile(o: { checkpointer: MemorySaver }): { invoke(input: unknown, config: unknown): Promise<unknown> } };
   };
   const graph = builder.compile({ checkpointer: new MemorySaver() });
-  const invoke = () => graph.invoke(input, { configurable: { thread_id: randomUUID() } });
+  const invoke = () => graph.invoke(AGENT_INPUT, { configurable: { thread_id: randomUUID() } });
   for (let i = 0; i < Math.min(100, n); i++) await invoke();
   const t0 = performance.now();
   for (let i = 0; i < n; i++) await invoke();
@@ -72,20 +71,9 @@ async function loadServer(dir: string, size: { warmup: number; sequential: numbe
   const client = jsonClient(server.url, 128);
   try {
     const okMs = server.startMs + (await waitOk(server.url));
-    const newThread = async () => (await client.post<{ thread_id: string }>("/threads", {})).thread_id;
-    const wait = async (threadId: string) => {
-      const out = await client.post<{ messages?: { content?: unknown }[] }>(`/threads/${threadId}/runs/wait`, { assistant_id: "agent", input });
-      if (out.messages?.at(-1)?.content !== "You said: hello") throw new Error(`unexpected result ${JSON.stringify(out)}`);
-    };
-    const job = async () => wait(await newThread());
+    const { job, sequential: waitInTurn } = agentJobs(client);
     await runPool(size.warmup, 16, job); // JIT, graph, SQLite pages
-    const sequential: number[] = [];
-    for (let i = 0; i < size.sequential; i++) {
-      const tid = await newThread();
-      const t0 = performance.now();
-      await wait(tid);
-      sequential.push(performance.now() - t0);
-    }
+    const sequential = await waitInTurn(size.sequential);
     const windows: { fromUs: number; toUs: number }[] = [];
     const rate: Record<string, number> = {};
     let cpu = 0;

@@ -31,3 +31,41 @@ export async function runPool(n: number, concurrency: number, job: (i: number) =
   );
   return performance.now() - t0;
 }
+
+/** The input every benchmark gives the example graph `agent` (it answers "You said: hello"). */
+export const AGENT_INPUT = { messages: [{ role: "user", content: "hello" }] };
+
+export interface AgentJobs {
+  /** POST /threads: the new thread's id. */
+  newThread(): Promise<string>;
+  /** POST /threads/{id}/runs/wait on `agent`; throws unless the reply is the graph's answer. */
+  wait(threadId: string): Promise<void>;
+  /** One job: a new thread, then a wait on it. */
+  job(): Promise<void>;
+  /** `n` waits one after another, each on a thread made outside its timing: their latencies (ms). */
+  sequential(n: number): Promise<number[]>;
+}
+
+/** The job the server benchmarks measure, on the example graph `agent`, through `client`. */
+export function agentJobs(client: JsonClient): AgentJobs {
+  const newThread = async () => (await client.post<{ thread_id: string }>("/threads", {})).thread_id;
+  const wait = async (threadId: string) => {
+    const out = await client.post<{ messages?: { content?: unknown }[] }>(`/threads/${threadId}/runs/wait`, { assistant_id: "agent", input: AGENT_INPUT });
+    if (out.messages?.at(-1)?.content !== "You said: hello") throw new Error(`unexpected result ${JSON.stringify(out)}`);
+  };
+  return {
+    newThread,
+    wait,
+    job: async () => wait(await newThread()),
+    async sequential(n) {
+      const latencies: number[] = [];
+      for (let i = 0; i < n; i++) {
+        const threadId = await newThread();
+        const t0 = performance.now();
+        await wait(threadId);
+        latencies.push(performance.now() - t0);
+      }
+      return latencies;
+    },
+  };
+}
