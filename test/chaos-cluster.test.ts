@@ -31,6 +31,12 @@ import type { EventStore } from "../src/eventstore/types.js";
 t.setTimeout(120_000);
 
 const RUNS = 18;
+/**
+ * The survivors' worker slots: fewer than the runs sent through them, so the runs they cannot
+ * start themselves (a process starts the runs it enqueues when it has a free slot) wait in the
+ * log for the victim's worker, which has a slot for every run.
+ */
+const SURVIVOR_SLOTS = 3;
 const SCALE = 30;
 const TICK_MS = 60_000;
 const CUT_MS = 3_000;
@@ -63,7 +69,6 @@ t.test("three processes, one killed with SIGKILL and the log cut for 3 s: nothin
   const env = {
     EVENTSTORE_URL: esdb.connectionString,
     LANGGRAPH_JSON: config,
-    N_JOBS_PER_WORKER: String(RUNS),
     // A lease longer than the cut (the survivors' leases hold through it), short enough for a quick takeover.
     RUN_LEASE_SECS: "10",
     WEBHOOK_TIMEOUT_MS: "3000",
@@ -76,10 +81,11 @@ t.test("three processes, one killed with SIGKILL and the log cut for 3 s: nothin
     FAST_CLOCK_SCALE: String(SCALE),
   };
   const members = await allSettled(
-    [0, 1, 2].map(async (): Promise<Member> => {
+    [0, 1, 2].map(async (i): Promise<Member> => {
       const dataDir = await mkdtemp(path.join(os.tmpdir(), "chaos-cluster-"));
       t.teardown(() => rm(dataDir, { recursive: true, force: true }));
-      const proc = await spawnServer({ ...env, DATA_DIR: dataDir }, "test/support/fast-clock-server.ts");
+      const slots = i === 2 ? RUNS : SURVIVOR_SLOTS;
+      const proc = await spawnServer({ ...env, DATA_DIR: dataDir, N_JOBS_PER_WORKER: String(slots) }, "test/support/fast-clock-server.ts");
       t.teardown(async () => {
         if (proc.child.exitCode === null && proc.child.signalCode === null) proc.child.kill("SIGTERM");
         await proc.exited;
@@ -99,7 +105,8 @@ t.test("three processes, one killed with SIGKILL and the log cut for 3 s: nothin
   const victimOwner = { run: await claimOwner(victim.url, "run"), cron: await claimOwner(victim.url, "cron") };
   const gates = makeGates(t);
   const started = Date.now();
-  // Runs created through the survivors (a request to the victim would die with it), each with a webhook; every process's worker claims them.
+  // Runs created through the survivors (a request to the victim would die with it), each with a webhook; the survivors
+  // start SURVIVOR_SLOTS each at once, the victim's worker claims the others from the log.
   const creating = allSettled(
     Array.from({ length: RUNS }, async (_, i) => {
       const { client } = survivors[i % 2];
