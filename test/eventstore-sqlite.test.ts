@@ -7,7 +7,7 @@ import { createInterface } from "node:readline";
 import { pathToFileURL } from "node:url";
 import Database from "better-sqlite3";
 import t, { type Test } from "tap";
-import { openSqliteStore } from "../src/eventstore/sqlite.js";
+import { openSqliteStore, openSqliteStoreReadOnly } from "../src/eventstore/sqlite.js";
 import { CommittedEvent, RecentEvents } from "../src/eventstore/sqlite-recent.js";
 import {
   AppendTicket,
@@ -375,10 +375,11 @@ t.test("filtered reads over skewed types: one type fills pages while another wai
   }
 });
 
-t.test("a version 1 file is upgraded in place: type index added, events kept", async (t) => {
+/** A file as a version 1 or 2 server wrote it: AUTOINCREMENT positions and the streams table beside the events. */
+async function olderFile(t: Test, version: 1 | 2): Promise<string> {
   const file = path.join(await tempDir(t), "events.sqlite");
-  const v1 = new Database(file);
-  v1.exec(`
+  const old = new Database(file);
+  old.exec(`
     CREATE TABLE events (
       position INTEGER PRIMARY KEY AUTOINCREMENT, stream_id TEXT NOT NULL, revision INTEGER NOT NULL,
       event_id TEXT NOT NULL UNIQUE, type TEXT NOT NULL, data TEXT NOT NULL, metadata TEXT, created INTEGER NOT NULL,
@@ -387,24 +388,76 @@ t.test("a version 1 file is upgraded in place: type index added, events kept", a
     CREATE TABLE streams (stream_id TEXT PRIMARY KEY, revision INTEGER NOT NULL) WITHOUT ROWID;
     INSERT INTO events (stream_id, revision, event_id, type, data, metadata, created)
       VALUES ('order-1', 0, '${randomUUID()}', 'Placed', '{"total":3}', NULL, 1700000000000);
-    INSERT INTO streams VALUES ('order-1', 0);
-    PRAGMA user_version = 1;
+    INSERT INTO events (stream_id, revision, event_id, type, data, metadata, created)
+      VALUES ('order-1', 1, '${randomUUID()}', 'Packed', '{}', NULL, 1700000000001);
+    INSERT INTO streams VALUES ('order-1', 1);
+    ${version === 2 ? "CREATE INDEX events_type_position ON events (type, position);" : ""}
+    PRAGMA user_version = ${version};
   `);
-  v1.close();
+  old.close();
+  return file;
+}
 
+for (const version of [1, 2] as const) {
+  t.test(`a version ${version} file is upgraded in place: type index, no streams table, events and revisions kept`, async (t) => {
+    const file = await olderFile(t, version);
+    const store = await openSqliteStore({ path: file });
+    t.same((await store.readAll({ filter: { eventTypes: ["Placed"] } })).map((e) => e.data), [{ total: 3 }], "events kept, filtered read works");
+    await t.rejects(store.append("order-1", [{ type: "Paid", data: {} }], 0n), { name: "WrongExpectedVersionError" }, "the stream's revision is still 1");
+    const paid = await store.append("order-1", [{ type: "Paid", data: {} }], 1n);
+    t.equal(paid.nextExpectedRevision, 2n);
+    t.equal(paid.position, 3n, "positions go on after the file's last one");
+    t.same((await store.readStream("order-1", { fromRevision: "end", direction: "backwards", maxCount: 1 })).map((e) => e.type), ["Paid"], "read from the end finds the new last event");
+    await store.close();
+
+    const db = new Database(file, { readonly: true });
+    t.teardown(() => db.close());
+    t.equal(db.pragma("user_version", { simple: true }), 3, "schema version 3");
+    t.ok(db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = 'events_type_position'").get(), "type index exists");
+    t.notOk(db.prepare("SELECT 1 FROM sqlite_master WHERE name = 'streams'").get(), "the streams table is gone");
+    const plan = db
+      .prepare("EXPLAIN QUERY PLAN SELECT data FROM events WHERE type = ? AND position >= ? ORDER BY position LIMIT ?")
+      .all("Placed", 0, 10) as { detail: string }[];
+    t.match(plan.map((p) => p.detail).join("; "), /USING INDEX events_type_position/, "a type read is an index range scan");
+  });
+}
+
+t.test("a read-only open (npm run replay) reads a version 2 file as it is, and refuses a version 1 file", async (t) => {
+  const v2 = await olderFile(t, 2);
+  const reader = openSqliteStoreReadOnly(v2);
+  t.same((await reader.readStream("order-1", { fromRevision: "end", direction: "backwards" })).map((e) => e.type), ["Packed", "Placed"]);
+  await reader.close();
+  const db = new Database(v2, { readonly: true });
+  t.teardown(() => db.close());
+  t.equal(db.pragma("user_version", { simple: true }), 2, "not upgraded by a reader");
+  const v1 = await olderFile(t, 1);
+  t.throws(() => openSqliteStoreReadOnly(v1), /schema version 1, this tool reads 2 and 3/);
+});
+
+t.test("a new file: a stream's revision comes from the (stream_id, revision) index, positions from the rowid, never reused", async (t) => {
+  const file = path.join(await tempDir(t), "events.sqlite");
   const store = await openSqliteStore({ path: file });
-  t.same((await store.readAll({ filter: { eventTypes: ["Placed"] } })).map((e) => e.data), [{ total: 3 }], "events kept, filtered read works");
-  await store.append("order-1", [{ type: "Paid", data: {} }], 0n);
+  const first = await store.append("order-1", [{ type: "Placed", data: {} }, { type: "Packed", data: {} }], "no_stream");
+  // A refused append in the same group commit as a good one: its rows are undone, its positions not handed out.
+  const [refused, other] = await Promise.allSettled([
+    store.append("order-1", [{ type: "Paid", data: {} }], 0n),
+    store.append("order-2", [{ type: "Placed", data: {} }], "no_stream"),
+  ]);
+  t.equal(refused.status, "rejected", "a stale expected revision is refused");
+  t.equal(other.status, "fulfilled");
+  const next = await store.append("order-1", [{ type: "Paid", data: {} }], 1n);
+  t.equal(next.nextExpectedRevision, 2n);
   await store.close();
 
   const db = new Database(file, { readonly: true });
   t.teardown(() => db.close());
-  t.equal(db.pragma("user_version", { simple: true }), 2, "schema version 2");
-  t.ok(db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = 'events_type_position'").get(), "type index exists");
-  const plan = db
-    .prepare("EXPLAIN QUERY PLAN SELECT data FROM events WHERE type = ? AND position >= ? ORDER BY position LIMIT ?")
-    .all("Placed", 0, 10) as { detail: string }[];
-  t.match(plan.map((p) => p.detail).join("; "), /USING INDEX events_type_position/, "a type read is an index range scan");
+  db.defaultSafeIntegers(true);
+  t.notOk(db.prepare("SELECT 1 FROM sqlite_master WHERE name IN ('streams', 'sqlite_sequence')").get(), "no streams table, no AUTOINCREMENT counter");
+  const rows = db.prepare("SELECT position, stream_id, revision FROM events ORDER BY position").all() as { position: bigint; stream_id: string; revision: bigint }[];
+  t.same(rows.map((r) => [r.stream_id, Number(r.revision)]), [["order-1", 0], ["order-1", 1], ["order-2", 0], ["order-1", 2]]);
+  t.same(rows.map((r) => r.position), [first.position - 1n, first.position, first.position + 1n, next.position], "strictly increasing, in commit order");
+  const plan = db.prepare("EXPLAIN QUERY PLAN SELECT revision FROM events WHERE stream_id = ? ORDER BY revision DESC LIMIT 1").all("order-1") as { detail: string }[];
+  t.match(plan.map((p) => p.detail).join("; "), /COVERING INDEX/, "a stream's revision is one seek in the index");
 });
 
 t.test("committed events reach every reader parsed once, frozen, and recent reads need no query", async (t) => {

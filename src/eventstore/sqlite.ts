@@ -136,13 +136,11 @@ interface AppendJob {
 function prepareStatements(db: Database.Database) {
   const raw = (sql: string) => db.prepare(sql).raw();
   return {
-    streamRevision: db.prepare("SELECT revision FROM streams WHERE stream_id = ?").pluck(),
+    /** The stream's last revision, from the end of its range in the (stream_id, revision) index. */
+    streamRevision: db.prepare("SELECT revision FROM events WHERE stream_id = ? ORDER BY revision DESC LIMIT 1").pluck(),
     head: db.prepare("SELECT max(position) FROM events").pluck(),
     insert: db.prepare(
       "INSERT INTO events (stream_id, revision, event_id, type, data, metadata, created) VALUES (?, ?, ?, ?, ?, ?, ?)",
-    ),
-    upsertStream: db.prepare(
-      "INSERT INTO streams (stream_id, revision) VALUES (?, ?) ON CONFLICT (stream_id) DO UPDATE SET revision = excluded.revision",
     ),
     eventById: raw("SELECT stream_id, revision FROM events WHERE event_id = ?"),
     idsFrom: raw("SELECT event_id, position FROM events WHERE stream_id = ? AND revision >= ? ORDER BY revision"),
@@ -475,7 +473,6 @@ class SqliteStore implements SqliteEventStore {
       if (isDuplicateEventId(error)) throw conflict();
       throw error;
     }
-    this.sql.upsertStream.run(stream, revision);
     return { nextExpectedRevision: revision, position };
   }
 
