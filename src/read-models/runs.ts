@@ -2,6 +2,7 @@ import type Database from "better-sqlite3";
 import type { RecordedEvent } from "../eventstore/types.js";
 import type { TableProjection } from "./table.js";
 import { BatchedEntities } from "./batch.js";
+import { ChangedColumnsWriter, flag, json, type ColumnOf } from "./changed-columns.js";
 import { runsProjection } from "../../projections/runs.js";
 import { RUN_STREAM_PREFIX, publicRun, runEventSchemas, runStatusOf, type RunStreamState, type RunView } from "../domain/runs.js";
 import type { RunRecord, RunStatus } from "../domain/run-record.js";
@@ -11,6 +12,19 @@ import { StatementCache } from "./statements.js";
 const THREAD = "thread-";
 /** Run events the read model folds: not the output chunks (they stay in `run-{id}` for the streams). */
 const RUN_EVENT_TYPES = Object.keys(runEventSchemas).filter((t) => t !== "RunOutput");
+
+/** The row's columns after run_id. The record and the columns taken from it are written when the run is enqueued, never after. */
+const RUN_COLUMNS: readonly ColumnOf<RunView>[] = [
+  { name: "thread_id", get: (v) => v.run.thread_id, insertOnly: true },
+  { name: "assistant_id", get: (v) => v.run.assistant_id, insertOnly: true },
+  { name: "status", get: (v) => runStatusOf(v.stream) },
+  { name: "created_at", get: (v) => v.run.created_at, insertOnly: true },
+  { name: "record", get: (v) => v.run, store: json, insertOnly: true },
+  { name: "stream", get: (v) => v.stream, store: (s) => encodeStream(s as RunStreamState) },
+  { name: "thread_finished", get: (v) => v.threadFinished, store: flag },
+  { name: "claimed_open", get: (v) => (v.stream.owner && !v.stream.ended ? 1 : 0) },
+  { name: "ended_unmarked", get: (v) => (v.stream.ended && !v.threadFinished ? 1 : 0) },
+];
 
 /**
  * Runs: the record as created, the status the API shows, and the folded stream state (claim,
@@ -45,10 +59,7 @@ export const runsTable: TableProjection = {
   eventTypes: ["RunEnqueued", "RunFinished", "RunDeleted", "ThreadDeleted", ...RUN_EVENT_TYPES],
   prepare(db) {
     const load = loader(db);
-    const upsert = db.prepare(`INSERT INTO runs (run_id, thread_id, assistant_id, status, created_at, record, stream, thread_finished, claimed_open, ended_unmarked)
-      VALUES (@run_id, @thread_id, @assistant_id, @status, @created_at, @record, @stream, @thread_finished, @claimed_open, @ended_unmarked)
-      ON CONFLICT (run_id) DO UPDATE SET status = excluded.status, stream = excluded.stream, thread_finished = excluded.thread_finished,
-        claimed_open = excluded.claimed_open, ended_unmarked = excluded.ended_unmarked`);
+    const rows = new ChangedColumnsWriter<RunView>(db, "runs", "run_id", RUN_COLUMNS);
     const remove = db.prepare("DELETE FROM runs WHERE run_id = ?");
     const removeThreadRuns = db.prepare("DELETE FROM runs WHERE thread_id = ?");
     const write = (key: string, before: RunView | undefined, after: RunView | undefined) => {
@@ -56,12 +67,7 @@ export const runsTable: TableProjection = {
         if (before) remove.run(key);
         return;
       }
-      const s = after.stream;
-      upsert.run({
-        run_id: key, thread_id: after.run.thread_id, assistant_id: after.run.assistant_id, status: runStatusOf(s), created_at: after.run.created_at,
-        record: before ? "" : JSON.stringify(after.run), stream: encodeStream(s), thread_finished: after.threadFinished ? 1 : 0,
-        claimed_open: s.owner && !s.ended ? 1 : 0, ended_unmarked: s.ended && !after.threadFinished ? 1 : 0,
-      });
+      rows.write(key, before, after);
     };
     const entities = new BatchedEntities<RunView>(load, write);
     return {

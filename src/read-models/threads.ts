@@ -2,6 +2,7 @@ import type Database from "better-sqlite3";
 import type { RecordedEvent } from "../eventstore/types.js";
 import type { TableProjection } from "./table.js";
 import { BatchedEntities } from "./batch.js";
+import { ChangedColumnsWriter, flag, json, jsonOrNull, orNull, type ColumnOf } from "./changed-columns.js";
 import { threadsProjection } from "../../projections/threads.js";
 import { threadEventSchemas, type Thread, type ThreadState, type ThreadStatus } from "../domain/threads.js";
 import type { JsonObject } from "../domain/json.js";
@@ -10,6 +11,26 @@ import { containsSql, type SqlFragment } from "./json-filter.js";
 import { pageAndCount, countWhere, StatementCache, type SortOrder } from "./statements.js";
 
 const PREFIX = "thread-";
+
+/** The row's columns after thread_id, in COLUMN_NAMES order: what each holds of the state, and how. */
+const THREAD_COLUMNS: readonly ColumnOf<ThreadState>[] = [
+  { name: "revision", get: (s) => s.revision },
+  { name: "deleted", get: (s) => s.deleted, store: flag },
+  { name: "status", get: (s) => s.thread.status },
+  { name: "resting_status", get: (s) => s.restingStatus },
+  { name: "active_runs", get: (s) => s.activeRuns, store: json },
+  { name: "created_at", get: (s) => s.thread.created_at },
+  { name: "updated_at", get: (s) => s.thread.updated_at },
+  { name: "state_updated_at", get: (s) => s.thread.state_updated_at },
+  { name: "metadata", get: (s) => s.thread.metadata, store: json },
+  { name: "config", get: (s) => s.thread.config, store: json },
+  { name: "values", get: (s) => s.thread.values, store: jsonOrNull },
+  { name: "interrupts", get: (s) => s.thread.interrupts, store: json },
+  // An error of null is stored as JSON null (read back as error: null); only an absent one is NULL.
+  { name: "error", get: (s) => s.thread.error, store: (v) => (v === undefined ? null : JSON.stringify(v)) },
+  { name: "expires_at", get: (s) => s.expiresAt, store: orNull },
+  { name: "purged", get: (s) => s.purged, store: flag },
+];
 
 const COLUMN_NAMES = "thread_id, revision, deleted, status, resting_status, active_runs, created_at, updated_at, state_updated_at, metadata, config, \"values\", interrupts, error, expires_at, purged";
 const COLUMNS = COLUMN_NAMES;
@@ -57,26 +78,14 @@ export const threadsTable: TableProjection = {
   eventTypes: Object.keys(threadEventSchemas),
   prepare(db) {
     const load = loader(db);
-    // Positional parameters, in COLUMN_NAMES order: binding an object by names costs more per row (rebuilds feel it).
-    const upsert = db.prepare(`INSERT INTO threads (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-      ON CONFLICT (thread_id) DO UPDATE SET revision = excluded.revision, deleted = excluded.deleted, status = excluded.status,
-        resting_status = excluded.resting_status, active_runs = excluded.active_runs, created_at = excluded.created_at,
-        updated_at = excluded.updated_at, state_updated_at = excluded.state_updated_at, metadata = excluded.metadata,
-        config = excluded.config, "values" = excluded."values", interrupts = excluded.interrupts, error = excluded.error,
-        expires_at = excluded.expires_at, purged = excluded.purged`);
+    const rows = new ChangedColumnsWriter<ThreadState>(db, "threads", "thread_id", THREAD_COLUMNS);
     const index = prepareMetadataIndex(db, "threads");
     const write = (id: string, before: ThreadState | undefined, after: ThreadState | undefined) => {
       if (!after) return;
-      const t = after.thread;
-      const metadata = JSON.stringify(t.metadata);
-      upsert.run(
-        id, after.revision, after.deleted ? 1 : 0, t.status, after.restingStatus,
-        JSON.stringify(after.activeRuns), t.created_at, t.updated_at, t.state_updated_at,
-        metadata, JSON.stringify(t.config), t.values === undefined || t.values === null ? null : JSON.stringify(t.values),
-        JSON.stringify(t.interrupts), t.error === undefined ? null : JSON.stringify(t.error),
-        after.expiresAt ?? null, after.purged ? 1 : 0,
-      );
-      if (!before || before.deleted !== after.deleted || JSON.stringify(before.thread.metadata) !== metadata) index.replace(id, after.deleted ? undefined : t.metadata, !before);
+      rows.write(id, before, after);
+      const metadata = after.thread.metadata;
+      const metadataChanged = !before || (before.thread.metadata !== metadata && JSON.stringify(before.thread.metadata) !== JSON.stringify(metadata));
+      if (!before || before.deleted !== after.deleted || metadataChanged) index.replace(id, after.deleted ? undefined : metadata, !before);
     };
     const entities = new BatchedEntities<ThreadState>(load, write);
     return {
