@@ -140,7 +140,12 @@ export class RunsService {
    * /wait and /join return. Undefined while the run has not ended (or never existed).
    */
   async terminalEvent(runId: string): Promise<RunEnded | undefined> {
-    const tail = await this.ctx.store.readStream(runStream(runId.toLowerCase()), { direction: "backwards", fromRevision: "end", maxCount: TERMINAL_SEARCH });
+    const stream = runStream(runId.toLowerCase());
+    // Almost always the last event: one the store still holds in memory answers without a query, however
+    // long ago the run's first events left that memory (a read of several from the end needs them all held).
+    const [last] = await this.ctx.store.readStream(stream, { direction: "backwards", fromRevision: "end", maxCount: 1 });
+    if (!last || last.type === "RunEnded") return last?.data as RunEnded | undefined;
+    const tail = await this.ctx.store.readStream(stream, { direction: "backwards", fromRevision: "end", maxCount: TERMINAL_SEARCH });
     const ended = tail.find((e) => e.type === "RunEnded");
     return ended?.data as RunEnded | undefined;
   }
