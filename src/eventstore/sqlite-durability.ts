@@ -33,6 +33,8 @@ export class WalDurability {
   private inFlight = 0;
   private covered: bigint;
   private failure: Error | undefined;
+  /** closeSync ran: it made everything durable itself, so an fsync still queued then reports nothing. */
+  private closed = false;
   private waiters: { position: bigint; resolve: () => void; reject: (error: Error) => void }[] = [];
 
   private constructor(
@@ -101,6 +103,7 @@ export class WalDurability {
   closeSync(): void {
     const fd = this.fd;
     this.fd = undefined;
+    this.closed = true;
     if (fd === undefined) return;
     try {
       if (!this.failure && this.committed > this.durable) {
@@ -121,6 +124,8 @@ export class WalDurability {
     this.covered = target;
     fs.fsync(this.fd, (error) => {
       this.inFlight--;
+      // One that ran after the close found its descriptor gone (EBADF): not a failure of the log.
+      if (this.closed) return;
       if (error) return this.fail(error);
       this.advance(target);
       this.flush();
