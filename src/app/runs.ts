@@ -14,7 +14,7 @@ import type { RunRequest } from "../domain/run-request.js";
 import { isPlainObject, type JsonObject } from "../domain/json.js";
 import { WrongExpectedVersionError, type AppendTicket, type RecordedEvent } from "../eventstore/types.js";
 import { conflict, isNotFound, notFound } from "../domain/errors.js";
-import { completeOnThread, loadRunStream, type CompletionDeps } from "../runtime/run-completion.js";
+import { completeOnThread, loadRunStream, readRunEnd, type CompletionDeps } from "../runtime/run-completion.js";
 import type { AuthContext } from "./auth/engine.js";
 import { isRestricted, type Caller } from "./auth/caller.js";
 import { authorizeCreateRun } from "./auth/guards.js";
@@ -25,14 +25,14 @@ import { assembleRun } from "../domain/run-assembly.js";
 
 const AUTHORIZED = Symbol("authorized run");
 
+/** Told of a run enqueued at its thread's head, with the ticket of the enqueue's append (see RunsService.onHeadEnqueued). */
+export type HeadListener = (run: RunRecord, enqueued: AppendTicket) => void;
+
 /**
  * A run request that passed custom auth's `threads:create_run` for its caller, with the metadata
  * the handler left: the only form `RunsService.create` accepts, so whatever edge creates a run
  * (REST, A2A, crons, ...), the same handler has run.
  */
-/** Told of a run enqueued at its thread's head, with the ticket of the enqueue's append (see RunsService.onHeadEnqueued). */
-export type HeadListener = (run: RunRecord, enqueued: AppendTicket) => void;
-
 export interface AuthorizedRun {
   readonly [AUTHORIZED]: true;
   readonly threadId: string | null;
@@ -60,9 +60,6 @@ export function runResult(ended: RunEnded | undefined): unknown {
 export function threadsOfRuns(filters: AuthFilters | undefined): { sql: string; params: unknown[] }[] {
   return authConditions(filters, "threads.metadata").map((c) => ({ sql: `runs.thread_id IN (SELECT threads.thread_id FROM threads WHERE ${c.sql})`, params: c.params }));
 }
-
-/** How many events from its end a run stream is searched for its terminal event (a lease renewal may race past it). */
-const TERMINAL_SEARCH = 8;
 
 /** Application service of runs: create (with double-texting), read, cancel, delete, wait. */
 export class RunsService {
@@ -140,14 +137,7 @@ export class RunsService {
    * /wait and /join return. Undefined while the run has not ended (or never existed).
    */
   async terminalEvent(runId: string): Promise<RunEnded | undefined> {
-    const stream = runStream(runId.toLowerCase());
-    // Almost always the last event: one the store still holds in memory answers without a query, however
-    // long ago the run's first events left that memory (a read of several from the end needs them all held).
-    const [last] = await this.ctx.store.readStream(stream, { direction: "backwards", fromRevision: "end", maxCount: 1 });
-    if (!last || last.type === "RunEnded") return last?.data as RunEnded | undefined;
-    const tail = await this.ctx.store.readStream(stream, { direction: "backwards", fromRevision: "end", maxCount: TERMINAL_SEARCH });
-    const ended = tail.find((e) => e.type === "RunEnded");
-    return ended?.data as RunEnded | undefined;
+    return (await readRunEnd(this.ctx.store, runId.toLowerCase()))?.data as RunEnded | undefined;
   }
 
   /** Waits for the run's end (see waitDone), then returns what /wait and /join answer. */
@@ -239,7 +229,7 @@ export class RunsService {
       else if (req.if_not_exists !== "create") throw notFound(`Thread with ID ${threadId} not found`);
       else thread = await createThread(ctx, { thread_id: threadId.toLowerCase(), metadata: obj(req.metadata), if_exists: "do_nothing" });
     }
-    const tid = stateless ? thread.thread_id : threadId.toLowerCase();
+    const tid = thread.thread_id;
     const runId = authorized.runId;
     const now = ctx.now();
     // Inputs too large for one event are written beside the run and referenced (resolved by the worker).

@@ -12,6 +12,7 @@ import type { EventStore, RecordedEvent } from "../eventstore/types.js";
 import { isLargeValueMarker, resolveLarge } from "../eventstore/large-values.js";
 import { threadStream } from "../domain/threads.js";
 import { runStream } from "../domain/runs.js";
+import { readRunEnd } from "../runtime/run-completion.js";
 import type { RunRecord } from "../domain/run-record.js";
 import { EVENTS_PER_LOG_EVENT, newRunMapState, protocolEventsOf, seqOf, type ProtocolEvent } from "./log-events.js";
 
@@ -19,9 +20,6 @@ interface RunRef {
   runId: string;
   graphName: string;
 }
-
-/** How many events from its end a run stream is searched for its terminal event (a lease renewal may follow it). */
-const TERMINAL_SEARCH = 8;
 
 const graphNameOf = (run: RunRecord): string => {
   const graphId = (run.kwargs.config as { configurable?: { graph_id?: unknown } } | undefined)?.configurable?.graph_id;
@@ -81,22 +79,16 @@ class RunList {
 /** How many runs back from the latest a feed without `since` looks for one still going on. */
 const UNENDED_SEARCH = 16;
 
-/** A run's terminal event, if it has ended. */
-async function endOf(store: EventStore, runId: string): Promise<RecordedEvent | undefined> {
-  const tail = await store.readStream(runStream(runId), { direction: "backwards", fromRevision: "end", maxCount: TERMINAL_SEARCH });
-  return tail.find((e) => e.type === "RunEnded");
-}
-
 /** Whether every event of a run is at or before `since` (it ended before): then it need not be read. */
 async function endedBefore(store: EventStore, runId: string, since: number): Promise<boolean> {
-  const ended = await endOf(store, runId);
+  const ended = await readRunEnd(store, runId);
   return ended !== undefined && seqOf(ended.position, EVENTS_PER_LOG_EVENT - 1) <= since;
 }
 
 /** Where a feed without `since` starts: the latest run, or the first of the runs before it that have not ended (it is queued behind them). */
 async function liveStart(store: EventStore, runs: RunRef[]): Promise<number> {
   let index = Math.max(0, runs.length - 1);
-  while (index > 0 && runs.length - index < UNENDED_SEARCH && !(await endOf(store, runs[index - 1]!.runId))) index--;
+  while (index > 0 && runs.length - index < UNENDED_SEARCH && !(await readRunEnd(store, runs[index - 1]!.runId))) index--;
   return index;
 }
 

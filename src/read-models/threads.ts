@@ -84,7 +84,8 @@ export const threadsTable: TableProjection = {
       if (!after) return;
       rows.write(id, before, after);
       const metadata = after.thread.metadata;
-      const metadataChanged = !before || (before.thread.metadata !== metadata && JSON.stringify(before.thread.metadata) !== JSON.stringify(metadata));
+      // The same object unless a fold replaced it: only then is it compared as JSON.
+      const metadataChanged = before !== undefined && before.thread.metadata !== metadata && JSON.stringify(before.thread.metadata) !== JSON.stringify(metadata);
       if (!before || before.deleted !== after.deleted || metadataChanged) index.replace(id, after.deleted ? undefined : metadata, !before);
     };
     const entities = new BatchedEntities<ThreadState>(load, write);

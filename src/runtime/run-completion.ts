@@ -1,5 +1,5 @@
 import { v5 as uuidv5 } from "uuid";
-import type { EventStore } from "../eventstore/types.js";
+import type { EventStore, RecordedEvent } from "../eventstore/types.js";
 import { WrongExpectedVersionError, type AppendTicket } from "../eventstore/types.js";
 import type { ReadModels } from "../read-models/all.js";
 import { runStream, emptyRunStream, evolveRunStream, threadFinishOf, type RunEnded, type RunStreamEvent, type RunStreamState } from "../domain/runs.js";
@@ -25,6 +25,20 @@ export async function loadRunStream(store: EventStore, runId: string): Promise<R
   let state = emptyRunStream;
   for (const e of await store.readStream(runStream(runId))) state = evolveRunStream(state, { type: e.type, data: e.data } as RunStreamEvent, e.revision);
   return state;
+}
+
+/** How many events from its end a run stream is searched for its RunEnded (a lease renewal may race past it). */
+const TERMINAL_SEARCH = 8;
+
+/** A run's RunEnded, if it has ended: what /wait and /join answer, and where a thread feed moves on. */
+export async function readRunEnd(store: EventStore, runId: string): Promise<RecordedEvent | undefined> {
+  const stream = runStream(runId);
+  // Almost always the last event: one the store still holds in memory answers without a query, however
+  // long ago the run's first events left that memory (a read of several from the end needs them all held).
+  const [last] = await store.readStream(stream, { direction: "backwards", fromRevision: "end", maxCount: 1 });
+  if (!last || last.type === "RunEnded") return last;
+  const tail = await store.readStream(stream, { direction: "backwards", fromRevision: "end", maxCount: TERMINAL_SEARCH });
+  return tail.find((e) => e.type === "RunEnded");
 }
 
 /**
