@@ -24,7 +24,7 @@ import type { BenchOptions } from "./support/options.js";
 import { parseBenchOptions } from "./support/options.js";
 import { agentJobs, jsonClient, runPool } from "./support/http.js";
 import { buildServer, cpuMs, repoRoot, rssMiB, startBenchServer } from "./support/server.js";
-import { perSecond, round2, summary } from "./support/stats.js";
+import { median, perSecond, round2, summary } from "./support/stats.js";
 
 interface Size {
   rounds: number;
@@ -59,12 +59,6 @@ function sizeOf(options: BenchOptions, env: NodeJS.ProcessEnv): Size {
     concurrency: num("AB_CONCURRENCY", 64),
     sequential: num("AB_SEQUENTIAL", 100),
   };
-}
-
-function median(values: readonly number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = sorted.length >> 1;
-  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
 }
 
 /** One build under one round's load, on its own empty data dir. */

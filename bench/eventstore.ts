@@ -13,6 +13,7 @@ import { pathToFileURL } from "node:url";
 import { openSqliteStore, type SqliteEventStore } from "../src/eventstore/sqlite.js";
 import type { EventData } from "../src/eventstore/types.js";
 import { parseBenchOptions, type BenchOptions } from "./support/options.js";
+import { median } from "./support/stats.js";
 
 const RUNS = 3;
 const WRITERS = 16;
@@ -42,11 +43,6 @@ function event(n: number): EventData {
 
 function rate(events: number, ms: number): number {
   return Math.round((events / ms) * 1000);
-}
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)];
 }
 
 /** Runs a measurement RUNS times; reports the median rate and every run (the machine may be shared). */

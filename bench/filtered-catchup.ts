@@ -13,6 +13,7 @@ import path from "node:path";
 import { pathToFileURL } from "node:url";
 import { openSqliteStore } from "../src/eventstore/sqlite.js";
 import type { EventData } from "../src/eventstore/types.js";
+import { median } from "./support/stats.js";
 
 const ROUNDS = Number(process.env.ROUNDS ?? 3);
 const WANTED = ["ThreadCreated", "RunEnqueued", "RunClaimed", "RunEnded", "RunFinished"];
@@ -32,11 +33,6 @@ function oneRun(): [string, EventData[]][] {
     [`run-${runId}`, [small("RunEnded", { values: text(150) })]],
     [`thread-${threadId}`, [small("RunFinished", { values: text(150) })]],
   ];
-}
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)];
 }
 
 export async function benchFilteredCatchUp(runs = 10_000): Promise<Record<string, unknown>> {

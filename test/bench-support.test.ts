@@ -6,7 +6,7 @@ import { promisify } from "node:util";
 import { repoRoot } from "./support/server.js";
 import { parseBenchOptions } from "../bench/support/options.js";
 import { cpuMs, rssMiB } from "../bench/support/server.js";
-import { check, findEventsPerSecond, percentile, perSecond, summary, tally } from "../bench/support/stats.js";
+import { check, findEventsPerSecond, median, percentile, perSecond, summary, tally } from "../bench/support/stats.js";
 
 /** The benchmark helpers: options, statistics and target checks (pure), and the /proc readers. */
 
@@ -25,6 +25,13 @@ t.test("percentile and summary of latencies", async (t) => {
   t.same(summary([3.14159]), { n: 1, p50_ms: 3.14, p99_ms: 3.14, mean_ms: 3.14 });
   t.throws(() => percentile([], 50), /no samples/);
   t.equal(perSecond(500, 250), 2000);
+});
+
+t.test("median: the middle value, the mean of the middle two for an even count, none of nothing", async (t) => {
+  t.equal(median([3, 1, 2]), 2);
+  t.equal(median([4, 1, 3, 2]), 2.5);
+  t.equal(median([7]), 7);
+  t.throws(() => median([]), /median of no samples/);
 });
 
 t.test("check: upper and lower bounds, unmeasured values", async (t) => {

@@ -23,10 +23,14 @@ function table() {
     CREATE INDEX items_name ON items (name); CREATE INDEX items_done ON items (done, id);
     CREATE TABLE named (col TEXT);`);
   for (const c of ["name", "done", "tags", "owner"]) db.exec(`CREATE TRIGGER named_${c} AFTER UPDATE OF ${c} ON items BEGIN INSERT INTO named VALUES ('${c}'); END`);
-  const named = () => (db.prepare("SELECT col FROM named").pluck().all() as string[]).splice(0);
-  const clearNamed = () => db.exec("DELETE FROM named");
+  /** The columns named by the updates since the last call. */
+  const named = () => {
+    const columns = db.prepare("SELECT col FROM named").pluck().all() as string[];
+    db.exec("DELETE FROM named");
+    return columns;
+  };
   const row = (id: string) => db.prepare("SELECT name, done, tags, owner FROM items WHERE id = ?").get(id);
-  return { db, named: () => { const n = named(); clearNamed(); return n; }, row };
+  return { db, named, row };
 }
 
 t.test("an update names only the columns whose value changed; the row ends as the state says", async (t) => {
