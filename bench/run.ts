@@ -20,6 +20,8 @@ const benches: Record<string, (options: BenchOptions) => Promise<Record<string, 
   // Runs (after warm-up runs) of the built server; the tiny size only proves the benchmark still works.
   "cpu-per-run": async (o) => (await import("./cpu-per-run.js")).benchCpuPerRun(o.tiny ? 40 : o.big ? 10_000 : 2_000, o.tiny ? 20 : 500),
   // Two builds (AB_A, AB_B; default this dist/ twice) in alternating rounds: paired ratios of rate, CPU, RSS, latency.
+  // Sequential runs on a thread holding a long conversation, beside the graph invoked in-process on the same state.
+  "large-state": async (o) => (await import("./large-state.js")).benchLargeState(o),
   ab: async (o) => (await import("./ab.js")).benchAB(o),
   // Runs' worth of events in the log read back by a filtered subscription.
   "filtered-catchup": async (o) => (await import("./filtered-catchup.js")).benchFilteredCatchUp(o.tiny ? 500 : o.big ? 50_000 : 10_000),
