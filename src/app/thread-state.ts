@@ -8,7 +8,7 @@ import { decideUpdateThreadState, threadIsBusy, threadStream } from "../domain/t
 import { isPlainObject, type JsonObject } from "../domain/json.js";
 import { conflict, notFound, precondition } from "../domain/errors.js";
 import { execute } from "./commands.js";
-import { toWireJson } from "../runtime/serialize.js";
+import { toWire } from "../runtime/wire.js";
 import type { CompiledGraph } from "../runtime/graphs.js";
 import type { Caller } from "./auth/caller.js";
 import { authorizeThread } from "./auth/guards.js";
@@ -48,18 +48,18 @@ export function snapshotToWire(snapshot: StateSnapshot, nested = false): Record<
     name: task.name,
     path: task.path ?? [],
     error: task.error === undefined || task.error === null ? null : String((task.error as Error).message ?? task.error),
-    interrupts: toWireJson(task.interrupts ?? []),
+    interrupts: toWire(task.interrupts ?? []),
     // A subgraph task (without subgraphs=true): its namespace as LangGraph gives it, `{thread_id,
     // checkpoint_ns}` (the official shape; usable as `checkpoint` to read or update the subgraph).
-    checkpoint: task.state && !isSnapshot(task.state) ? (toWireJson((task.state as RunnableConfig).configurable ?? null) as JsonObject | null) : null,
+    checkpoint: task.state && !isSnapshot(task.state) ? (toWire((task.state as RunnableConfig).configurable ?? null) as JsonObject | null) : null,
     state: task.state && isSnapshot(task.state) ? snapshotToWire(task.state, true) : null,
-    result: task.result === undefined ? null : toWireJson(task.result),
+    result: task.result === undefined ? null : toWire(task.result),
   }));
   const wire: Record<string, unknown> = {
-    values: toWireJson(snapshot.values ?? {}),
+    values: toWire(snapshot.values ?? {}),
     next: snapshot.next,
     tasks,
-    metadata: toWireJson(snapshot.metadata ?? {}),
+    metadata: toWire(snapshot.metadata ?? {}),
     created_at: snapshot.createdAt ?? null,
     checkpoint: checkpointOf(snapshot.config),
     parent_checkpoint: checkpointOf(snapshot.parentConfig),
@@ -71,7 +71,7 @@ export function snapshotToWire(snapshot: StateSnapshot, nested = false): Record<
 /** `task_id → [{id, value}]` for the thread's `interrupts` field. */
 export function interruptsByTask(snapshot: StateSnapshot): JsonObject {
   const out: JsonObject = {};
-  for (const task of snapshot.tasks) if (task.interrupts?.length) out[task.id] = toWireJson(task.interrupts);
+  for (const task of snapshot.tasks) if (task.interrupts?.length) out[task.id] = toWire(task.interrupts);
   return out;
 }
 
@@ -142,7 +142,7 @@ export async function getThreadHistory(
 /** Folds the graph's latest state into the thread read model (values, interrupts, status). */
 async function recordThreadState(ctx: AppContext, threadId: string, graph: CompiledGraph, config: RunnableConfig): Promise<void> {
   const snapshot = await graph.getState({ configurable: { thread_id: config.configurable?.thread_id } });
-  const update = { values: await externalizeIfLarge(ctx.store, "thread-values-", threadId, toWireJson(snapshot.values ?? {})), interrupts: interruptsByTask(snapshot), next: [...snapshot.next] };
+  const update = { values: await externalizeIfLarge(ctx.store, "thread-values-", threadId, toWire(snapshot.values ?? {})), interrupts: interruptsByTask(snapshot), next: [...snapshot.next] };
   const now = ctx.now();
   await execute(ctx, () => ctx.readModels.threads.load(threadId), threadStream(threadId), (s) => decideUpdateThreadState(s, update, now));
 }
