@@ -111,6 +111,7 @@ export async function executeRun(x: RunExecution): Promise<ExecutionOutcome> {
       for (const task of state.tasks) interrupts[task.id] = toWire(task.interrupts ?? []);
       return { status: "interrupted", values: toWire(state.values), interrupts };
     }
+    if (mapper.lastValuesWire !== undefined) return { status: "success", values: mapper.lastValuesWire };
     let values = mapper.lastValues;
     if (values === undefined) values = (await graph.getState({ configurable: { thread_id: config.configurable?.thread_id } })).values;
     return { status: "success", values: toWire(values) };

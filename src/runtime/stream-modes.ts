@@ -77,6 +77,11 @@ export class StreamModeMapper {
   private readonly completed = new Set<string>();
   /** Last root `values` chunk without `__interrupt__`: the run's result. */
   lastValues: unknown = undefined;
+  /**
+   * `lastValues` as the wire shows it, when it was emitted as a `values` event: the run's result
+   * then needs no second conversion (on a long conversation, a copy of the whole state).
+   */
+  lastValuesWire: unknown = undefined;
   interrupted = false;
 
   constructor(modes: readonly string[], subgraphs: boolean) {
@@ -116,7 +121,10 @@ export class StreamModeMapper {
     }
     if (mode === "values" && root) {
       if (chunk && typeof chunk === "object" && "__interrupt__" in chunk) this.interrupted = true;
-      else this.lastValues = chunk;
+      else {
+        this.lastValues = chunk;
+        this.lastValuesWire = undefined;
+      }
     }
     if (mode === "updates" && root && chunk && typeof chunk === "object" && "__interrupt__" in chunk) this.interrupted = true;
     if (mode === "messages") {
@@ -130,7 +138,9 @@ export class StreamModeMapper {
         const d = chunk as { type?: string; payload?: Record<string, unknown> };
         if (d.type === "checkpoint" && d.payload) data = { ...d, payload: checkpointPayload(d.payload) };
       }
-      out.push({ event: this.name(mode, ns), data: toWire(data) });
+      const wire = toWire(data);
+      if (mode === "values" && root && chunk === this.lastValues) this.lastValuesWire = wire;
+      out.push({ event: this.name(mode, ns), data: wire });
     }
     if (mode === "values" && this.requested.has("messages") && (root || this.subgraphs)) out.push(...this.completeMessages(chunk));
     return out;
