@@ -145,6 +145,11 @@ function sliceText(text: string): string[] {
 export async function putLargeJson(store: EventStore, streamPrefix: string, id: string, value: unknown): Promise<LargeJsonRef> {
   const text = JSON.stringify(value);
   if (text === undefined) throw new TypeError("putLargeJson: the value is not JSON-serialisable");
+  return putLargeJsonText(store, streamPrefix, id, text);
+}
+
+/** putLargeJson for a value already serialised (`text` is its JSON): a caller that had to measure it does not serialise it twice. */
+export async function putLargeJsonText(store: EventStore, streamPrefix: string, id: string, text: string): Promise<LargeJsonRef> {
   const sha256 = createHash("sha256").update(text).digest("hex");
   const stream = `${streamPrefix}${id}`;
   const pieces = sliceText(text);

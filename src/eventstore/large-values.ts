@@ -1,4 +1,4 @@
-import { getLargeJson, isLargeJsonRef, putLargeJson } from "./chunked-append.js";
+import { getLargeJson, isLargeJsonRef, putLargeJsonText } from "./chunked-append.js";
 import type { EventStore } from "./types.js";
 import { isPlainObject } from "../util/json.js";
 
@@ -19,8 +19,9 @@ export function isLargeValueMarker(value: unknown): value is { [MARKER]: unknown
 export async function externalizeIfLarge(store: EventStore, prefix: string, id: string, value: unknown): Promise<unknown> {
   if (value === undefined || value === null || typeof value !== "object") return value;
   const text = JSON.stringify(value);
-  if (Buffer.byteLength(text) <= LARGE_RUN_VALUE_BYTES) return value;
-  return { [MARKER]: await putLargeJson(store, prefix, id, value) };
+  // A string has at least as many UTF-8 bytes as UTF-16 units: a long text is large without counting.
+  if (text.length <= LARGE_RUN_VALUE_BYTES && Buffer.byteLength(text) <= LARGE_RUN_VALUE_BYTES) return value;
+  return { [MARKER]: await putLargeJsonText(store, prefix, id, text) };
 }
 
 /** The value a reference points to (anything else as it is). */
