@@ -10,6 +10,7 @@ import type {
   ReadStreamOptions,
   StreamSubscriptionOptions,
 } from "./types.js";
+import { jsonTextOf } from "./json-text.js";
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -95,7 +96,7 @@ function checkEvent(event: EventData, index: number, policy: EventPolicy): Check
 function toJson(data: unknown, index: number, explain: boolean): string {
   let json: string | undefined;
   try {
-    json = JSON.stringify(data);
+    json = jsonTextOf(data);
   } catch (error) {
     if (!explain) throw error;
     throw new TypeError(`append: event #${index} data is not JSON-serialisable: ${error instanceof Error ? error.message : String(error)}`);

@@ -13,6 +13,7 @@ import { createHash } from "node:crypto";
 import { z } from "zod";
 import { v5 as uuidv5 } from "uuid";
 import { AppendTooLargeError, MAX_APPEND_SIZE, eventSize, type EventData, type EventStore } from "./types.js";
+import { frozenFlatData, jsonTextOf } from "./json-text.js";
 
 /** Namespace of the event ids derived here (a fixed random UUID). */
 const NAMESPACE = "2f4c7c55-6a0e-4d55-9a49-6c1f0e3b8d21";
@@ -31,7 +32,7 @@ export function operationEventId(operationId: string, index: number): string {
 /** Bytes an event counts against the append limit. */
 export function sizeOfEvent(event: EventData): number {
   const metadata = event.metadata && Object.keys(event.metadata).length > 0 ? JSON.stringify(event.metadata) : null;
-  return eventSize(event.type, JSON.stringify(event.data), metadata);
+  return eventSize(event.type, jsonTextOf(event.data) as string, metadata);
 }
 
 /**
@@ -148,9 +149,13 @@ export async function putLargeJson(store: EventStore, streamPrefix: string, id: 
   return putLargeJsonText(store, streamPrefix, id, text);
 }
 
-/** putLargeJson for a value already serialised (`text` is its JSON): a caller that had to measure it does not serialise it twice. */
-export async function putLargeJsonText(store: EventStore, streamPrefix: string, id: string, text: string): Promise<LargeJsonRef> {
-  const sha256 = createHash("sha256").update(text).digest("hex");
+/**
+ * putLargeJson for a value already serialised (`text` is its JSON): a caller that had to measure it
+ * does not serialise it twice. `textSha256`: the hex SHA-256 of `text`, when the caller needed it too
+ * (a content address), so that it is not computed twice.
+ */
+export async function putLargeJsonText(store: EventStore, streamPrefix: string, id: string, text: string, textSha256?: string): Promise<LargeJsonRef> {
+  const sha256 = textSha256 ?? sha256Hex(text);
   const stream = `${streamPrefix}${id}`;
   const pieces = sliceText(text);
   const ref: LargeJsonRef = { stream, sha256, chunks: pieces.length, bytes: Buffer.byteLength(text, "utf8") };
@@ -161,7 +166,8 @@ export async function putLargeJsonText(store: EventStore, streamPrefix: string, 
   await appendInBatches(
     store,
     stream,
-    pieces.map((piece, index) => ({ type: LARGE_JSON_CHUNK, data: { sha256, index, count: pieces.length, text: piece } })),
+    // Frozen, so that measuring a chunk for its batch and storing it serialise it once.
+    pieces.map((piece, index) => ({ type: LARGE_JSON_CHUNK, data: frozenFlatData({ sha256, index, count: pieces.length, text: piece }) })),
     { operationId: `${stream}:${sha256}`, skip: written },
   );
   return ref;
@@ -207,8 +213,13 @@ export async function getLargeJson(store: EventStore, ref: LargeJsonRef): Promis
   }
   if (found < ref.chunks) throw new LargeJsonMissingError(ref, `${ref.chunks - found} of ${ref.chunks} chunks missing`);
   const text = pieces.join("");
-  if (createHash("sha256").update(text).digest("hex") !== ref.sha256) throw new LargeJsonMissingError(ref, "content does not match its hash");
+  if (sha256Hex(text) !== ref.sha256) throw new LargeJsonMissingError(ref, "content does not match its hash");
   return JSON.parse(text);
+}
+
+/** Hex SHA-256 of a text's UTF-8 bytes: what a ref holds of its value's JSON. */
+export function sha256Hex(text: string): string {
+  return createHash("sha256").update(text).digest("hex");
 }
 
 export function isLargeJsonRef(value: unknown): value is LargeJsonRef {

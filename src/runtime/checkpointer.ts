@@ -11,7 +11,7 @@ import {
   type PendingWrite,
   type SerializerProtocol,
 } from "@langchain/langgraph-checkpoint";
-import { createHash, randomUUID } from "node:crypto";
+import { randomUUID } from "node:crypto";
 import {
   CHECKPOINT_SNAPSHOT_STREAM_PREFIX,
   CHECKPOINT_STREAM_PREFIX,
@@ -35,6 +35,8 @@ import {
   getLargeJson,
   operationEventId,
   putLargeJson,
+  putLargeJsonText,
+  sha256Hex,
   sizeOfEvent,
 } from "../eventstore/chunked-append.js";
 import {
@@ -69,7 +71,8 @@ export const DEFAULT_CHECKPOINT_CACHE_BYTES = 32 * 1024 * 1024;
 export const DEFAULT_SNAPSHOT_EVERY = 100;
 /**
  * A serialized value (base64) above this many bytes is kept in its own stream
- * (`checkpoint-value-{sha256}`) and the event holds its ref: events stay under EventStoreDB's
+ * (`checkpoint-value-{sha256}`, the hash of its JSON text, as its ref holds it; files written before
+ * 2026-11-26 name the hash of the base64 itself: either way the ref names the stream) and the event holds its ref: events stay under EventStoreDB's
  * append limit, and the cache holds refs, not megabytes.
  */
 export const LARGE_CHECKPOINT_VALUE_BYTES = 128 * 1024;
@@ -483,8 +486,10 @@ export class EventSourcedCheckpointSaver extends BaseCheckpointSaver {
     for (const slot of inline) {
       if (slot.value[1].length <= LARGE_CHECKPOINT_VALUE_BYTES && whole() <= APPEND_BUDGET) break;
       const [type, base64] = slot.value;
-      const sha256 = createHash("sha256").update(base64).digest("hex");
-      (slot as { value: SerializedValue }).value = [type, await putLargeJson(this.store, CHECKPOINT_VALUE_STREAM_PREFIX, sha256, base64)];
+      // Content-addressed by the hash of the JSON text it is stored as (which its ref holds): one hash per value.
+      const text = JSON.stringify(base64);
+      const sha256 = sha256Hex(text);
+      (slot as { value: SerializedValue }).value = [type, await putLargeJsonText(this.store, CHECKPOINT_VALUE_STREAM_PREFIX, sha256, text, sha256)];
     }
   }
 
