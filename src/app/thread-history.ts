@@ -10,7 +10,10 @@ import { correlationOf } from "../context/attribution.js";
 import { a2aPushStream, pushDeliveryKey } from "../domain/a2a-push.js";
 
 /** A run's side streams: its large input and command, its outputs, its webhook attempts (they name the URL). */
-const RUN_SIDE_PREFIXES = ["run-input-", "run-command-", "run-output-", WEBHOOK_STREAM_PREFIX];
+/** Streams written beside a run, named by its id: large inputs, commands, outputs and final values, webhook deliveries. */
+const RUN_SIDE_PREFIXES = ["run-input-", "run-command-", "run-output-", "run-values-", WEBHOOK_STREAM_PREFIX];
+/** Streams written beside a thread, named by its id: a state update too large for one event. */
+const THREAD_SIDE_PREFIXES = ["thread-values-"];
 
 /** Ids of the runs a thread's stream names, tombstones included (their metadata keeps the run id). */
 export function runIdsOf(threadEvents: readonly RecordedEvent[]): string[] {
@@ -89,7 +92,7 @@ export async function threadContent(store: EventStore, threadId: string): Promis
   const id = threadId.toLowerCase();
   const thread = await store.readStream(threadStream(id));
   const checkpoints = await store.readStream(`${CHECKPOINT_STREAM_PREFIX}${id}`);
-  const streams = new Set<string>([threadStream(id), `${CHECKPOINT_STREAM_PREFIX}${id}`]);
+  const streams = new Set<string>([threadStream(id), `${CHECKPOINT_STREAM_PREFIX}${id}`, ...THREAD_SIDE_PREFIXES.map((prefix) => `${prefix}${id}`)]);
   const runIds = runIdsOf(thread);
   // A2A push configs of the thread's tasks (a task's id is a run id of this thread), and the
   // deliveries they caused: one `webhook-a2a-{run}-{config}` stream per run end and config.

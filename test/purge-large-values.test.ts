@@ -1,0 +1,73 @@
+import t from "tap";
+import { mkdtemp, rm } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import Database from "better-sqlite3";
+import { spawnServer, type ServerProcess } from "./support/process.js";
+
+/**
+ * A purge removes the values written beside a thread and its runs because they were too large for
+ * one event (`run-input-`, `run-values-`, `thread-values-` streams): each of their events becomes a
+ * tombstone, like the thread's own streams.
+ */
+
+type Json = Record<string, unknown>;
+
+async function call<T = Json>(url: string, method: string, body?: unknown): Promise<{ status: number; body: T }> {
+  const res = await fetch(url, { method, headers: body === undefined ? {} : { "content-type": "application/json" }, body: body === undefined ? undefined : JSON.stringify(body) });
+  const text = await res.text();
+  return { status: res.status, body: (text ? JSON.parse(text) : undefined) as T };
+}
+
+async function stop(proc: ServerProcess): Promise<number | null> {
+  if (proc.child.exitCode !== null) return proc.child.exitCode;
+  proc.child.kill("SIGTERM");
+  return (await proc.exited).code;
+}
+
+/** Types of the events of each stream whose name starts with `prefix` and ends with `id`. */
+function streamTypes(file: string, prefix: string, id: string): Record<string, string[]> {
+  const db = new Database(file, { readonly: true });
+  try {
+    const rows = db.prepare("SELECT stream_id, type FROM events WHERE stream_id = ? ORDER BY position").all(`${prefix}${id}`) as { stream_id: string; type: string }[];
+    const out: Record<string, string[]> = {};
+    for (const r of rows) (out[r.stream_id] ??= []).push(r.type);
+    return out;
+  } finally {
+    db.close();
+  }
+}
+
+t.test("a purge removes the large values written beside the thread and its runs", async (t) => {
+  const dataDir = await mkdtemp(path.join(os.tmpdir(), "purge-large-"));
+  t.teardown(() => rm(dataDir, { recursive: true, force: true }));
+  const proc = await spawnServer({ DATA_DIR: dataDir });
+  t.teardown(() => stop(proc));
+  t.ok(proc.url, `the server started (stderr: ${proc.stderr})`);
+  const url = proc.url!;
+
+  const thread = await call<{ thread_id: string }>(`${url}/threads`, "POST", {});
+  const threadId = thread.body.thread_id;
+  // Over 256 KiB: the run's input and its final state are written beside it.
+  const big = "large ".repeat(50_000);
+  const run = await call<{ run_id: string }>(`${url}/threads/${threadId}/runs`, "POST", { assistant_id: "agent", input: { messages: [{ role: "user", content: big }] } });
+  t.equal(run.status, 200, JSON.stringify(run.body));
+  const runId = run.body.run_id;
+  const joined = await call<{ messages: { content: string }[] }>(`${url}/threads/${threadId}/runs/${runId}/join`, "GET");
+  t.equal(joined.body.messages[0].content, big, "the run saw the whole input");
+  const update = await call(`${url}/threads/${threadId}/state`, "POST", { values: { messages: [{ role: "user", content: `${big} again`, id: "again" }] } });
+  t.equal(update.status, 200, JSON.stringify(update.body));
+  t.equal((await call<{ values: { messages: unknown[] } }>(`${url}/threads/${threadId}/state`, "GET")).body.values.messages.length, 3);
+
+  const purge = await call(`${url}/threads/${threadId}?purge=true`, "DELETE");
+  t.equal(purge.status, 204, JSON.stringify(purge.body));
+  t.equal(await stop(proc), 0, "a clean stop");
+
+  const file = path.join(dataDir, "events.sqlite");
+  for (const [prefix, id] of [["run-input-", runId], ["run-values-", runId], ["thread-values-", threadId]] as const) {
+    const streams = streamTypes(file, prefix, id);
+    const types = Object.values(streams).flat();
+    t.ok(types.length > 0, `${prefix}: the value was written beside (${JSON.stringify(streams)})`);
+    t.same([...new Set(types)], ["EventPurged"], `${prefix}: every event of it is a tombstone`);
+  }
+});
