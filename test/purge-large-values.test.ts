@@ -55,12 +55,24 @@ t.test("a purge removes the large values written beside the thread and its runs"
   const runId = run.body.run_id;
   const joined = await call<{ messages: { content: string }[] }>(`${url}/threads/${threadId}/runs/${runId}/join`, "GET");
   t.equal(joined.body.messages[0].content, big, "the run saw the whole input");
+  // Copies share nothing the purge removes: their values are written again beside them.
+  const copyAfterRun = await call<{ thread_id: string }>(`${url}/threads/${threadId}/copy`, "POST", {});
+  t.equal(copyAfterRun.status, 200, JSON.stringify(copyAfterRun.body));
   const update = await call(`${url}/threads/${threadId}/state`, "POST", { values: { messages: [{ role: "user", content: `${big} again`, id: "again" }] } });
   t.equal(update.status, 200, JSON.stringify(update.body));
   t.equal((await call<{ values: { messages: unknown[] } }>(`${url}/threads/${threadId}/state`, "GET")).body.values.messages.length, 3);
 
+  const copyAfterUpdate = await call<{ thread_id: string }>(`${url}/threads/${threadId}/copy`, "POST", {});
+  t.equal(copyAfterUpdate.status, 200, JSON.stringify(copyAfterUpdate.body));
+
   const purge = await call(`${url}/threads/${threadId}?purge=true`, "DELETE");
   t.equal(purge.status, 204, JSON.stringify(purge.body));
+  for (const [name, copy, count] of [["the copy made after the run", copyAfterRun, 2], ["the copy made after the update", copyAfterUpdate, 3]] as const) {
+    const got = await call<{ values: { messages: { content: string }[] } }>(`${url}/threads/${copy.body.thread_id}`, "GET");
+    t.equal(got.status, 200, `${name}: ${JSON.stringify(got.body).slice(0, 300)}`);
+    t.equal(got.body.values?.messages?.length, count, `${name} keeps its values`);
+    t.equal(got.body.values?.messages?.[0]?.content, big, `${name} keeps the large message`);
+  }
   t.equal(await stop(proc), 0, "a clean stop");
 
   const file = path.join(dataDir, "events.sqlite");

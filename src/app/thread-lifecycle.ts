@@ -4,6 +4,8 @@ import { applySupersteps } from "./thread-state.js";
 import { conflict } from "../domain/errors.js";
 import type { Thread } from "../domain/threads.js";
 import type { JsonObject } from "../domain/json.js";
+import { externalizeIfLarge, isLargeValueMarker, resolveLarge } from "../eventstore/large-values.js";
+import { newEntityId } from "../util/new-id.js";
 
 /** What happens to a thread's checkpoints (and other streams) when the thread is copied or deleted. */
 export interface ThreadLifecycle {
@@ -19,15 +21,20 @@ export function threadLifecycle(ctx: AppContext): ThreadLifecycle {
   const deleteHooks: ((threadId: string) => Promise<void>)[] = [];
   return {
     async copy(threadId, as = {}) {
-      // The folded state as stored: values written beside the thread stay a reference in the copy too.
       const source = (await threadStateConsistent(ctx, threadId))?.thread;
       if (!source) throw conflict(`Thread ${threadId} not found`);
+      const copyId = as.threadId?.toLowerCase() ?? newEntityId();
+      // Values written beside the source (its runs' or its own) are written again beside the copy: a purge
+      // of the source removes those streams, and the copy must keep its values.
+      const values = isLargeValueMarker(source.values)
+        ? await externalizeIfLarge(ctx.store, "thread-values-", copyId, await resolveLarge(ctx.store, source.values))
+        : source.values;
       const copy = await createThread(ctx, {
-        thread_id: as.threadId,
+        thread_id: copyId,
         metadata: as.metadata ?? { ...source.metadata },
         if_exists: "raise",
         copied_from: source.thread_id,
-        values: (source.values as Record<string, unknown> | null) ?? null,
+        values: (values as Record<string, unknown> | null) ?? null,
       });
       await (await ctx.runtime()).checkpointer.copyThread(source.thread_id, copy.thread_id);
       return copy;
