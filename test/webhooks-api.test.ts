@@ -67,6 +67,18 @@ t.test("webhooks", async (t) => {
     t.equal((await fetch(`${server.url}/threads/${crypto.randomUUID()}/runs/${run.run_id}/webhooks`)).status, 404);
   });
 
+  t.test("final values too large for one event are sent as values, not as the log's reference", async (t) => {
+    const before = receiver.requests.length;
+    const thread = await client.threads.create();
+    const big = "large ".repeat(50_000);
+    const run = await client.runs.create(thread.thread_id, "agent", { input: { messages: [{ role: "user", content: big }] }, webhook: `${receiver.url}/large` });
+    const body = JSON.parse((await receiver.nth(before + 1)).body);
+    t.equal(body.run_id, run.run_id);
+    t.notOk("__large_json__" in (body.values ?? {}), "no reference");
+    t.equal(body.values?.messages?.[0]?.content, big, "the whole input message");
+    t.equal(body.values?.messages?.[1]?.type, "ai");
+  });
+
   t.test("a failed run: error {error, message}", async (t) => {
     const before = receiver.requests.length;
     const thread = await client.threads.create();
