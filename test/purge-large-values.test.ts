@@ -56,8 +56,11 @@ t.test("a purge removes the large values written beside the thread and its runs"
   const joined = await call<{ messages: { content: string }[] }>(`${url}/threads/${threadId}/runs/${runId}/join`, "GET");
   t.equal(joined.body.messages[0].content, big, "the run saw the whole input");
   // Copies share nothing the purge removes: their values are written again beside them.
-  const copyAfterRun = await call<{ thread_id: string }>(`${url}/threads/${threadId}/copy`, "POST", {});
-  t.equal(copyAfterRun.status, 200, JSON.stringify(copyAfterRun.body));
+  const copyAfterRun = await call<{ thread_id: string; values: { messages: { content: string }[] } }>(`${url}/threads/${threadId}/copy`, "POST", {});
+  t.equal(copyAfterRun.status, 200, JSON.stringify(copyAfterRun.body).slice(0, 300));
+  t.equal(copyAfterRun.body.values?.messages?.[0]?.content, big, "the copy's answer holds the values, not a reference");
+  const patched = await call<{ values: { messages: { content: string }[] } }>(`${url}/threads/${threadId}`, "PATCH", { metadata: { patched: true } });
+  t.equal(patched.body.values?.messages?.[0]?.content, big, "a PATCH answers with the values, not a reference");
   const update = await call(`${url}/threads/${threadId}/state`, "POST", { values: { messages: [{ role: "user", content: `${big} again`, id: "again" }] } });
   t.equal(update.status, 200, JSON.stringify(update.body));
   t.equal((await call<{ values: { messages: unknown[] } }>(`${url}/threads/${threadId}/state`, "GET")).body.values.messages.length, 3);

@@ -55,7 +55,7 @@ export async function createThread(
   const { state } = await execute(ctx, loadThread(ctx, threadId), threadStream(threadId), (s) =>
     decideCreateThread(s, { ...cmd, thread_id: threadId }, now),
   );
-  return state!.thread;
+  return withValues(ctx, state!.thread);
 }
 
 export async function patchThread(ctx: AppContext, threadId: string, metadata: JsonObject, expiresAt?: string): Promise<Thread> {
@@ -64,7 +64,7 @@ export async function patchThread(ctx: AppContext, threadId: string, metadata: J
   const { state } = await execute(ctx, loadThread(ctx, id), threadStream(id), (s) =>
     decidePatchThread(s && !s.deleted ? s : undefined, metadata, now, expiresAt),
   );
-  return state!.thread;
+  return withValues(ctx, state!.thread);
 }
 
 export async function deleteThread(ctx: AppContext, threadId: string): Promise<void> {
