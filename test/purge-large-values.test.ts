@@ -6,9 +6,10 @@ import Database from "better-sqlite3";
 import { spawnServer, type ServerProcess } from "./support/process.js";
 
 /**
- * A purge removes the values written beside a thread and its runs because they were too large for
- * one event (`run-input-`, `run-values-`, `thread-values-` streams): each of their events becomes a
- * tombstone, like the thread's own streams.
+ * Values too large for one event, written beside a thread and its runs (`run-input-`, `run-values-`,
+ * `thread-values-` streams) or referenced in its runs' outputs: answers hold the values, copies keep
+ * them after their source is purged, and a purge turns each of those events into a tombstone, like
+ * the thread's own streams.
  */
 
 type Json = Record<string, unknown>;
@@ -61,16 +62,21 @@ t.test("a purge removes the large values written beside the thread and its runs"
   t.equal(copyAfterRun.body.values?.messages?.[0]?.content, big, "the copy's answer holds the values, not a reference");
   const patched = await call<{ values: { messages: { content: string }[] } }>(`${url}/threads/${threadId}`, "PATCH", { metadata: { patched: true } });
   t.equal(patched.body.values?.messages?.[0]?.content, big, "a PATCH answers with the values, not a reference");
+  // Interrupted before its node, a run's result is the state read back: written beside the run (run-values-).
+  const paused = await call<{ run_id: string }>(`${url}/threads/${threadId}/runs`, "POST", { assistant_id: "agent", input: { messages: [{ role: "user", content: "pause" }] }, interrupt_before: ["agent"] });
+  t.equal(paused.status, 200, JSON.stringify(paused.body).slice(0, 300));
+  const pausedRunId = paused.body.run_id;
+  t.equal((await call<{ messages: unknown[] }>(`${url}/threads/${threadId}/runs/${pausedRunId}/join`, "GET")).body.messages.length, 3);
   const update = await call(`${url}/threads/${threadId}/state`, "POST", { values: { messages: [{ role: "user", content: `${big} again`, id: "again" }] } });
   t.equal(update.status, 200, JSON.stringify(update.body));
-  t.equal((await call<{ values: { messages: unknown[] } }>(`${url}/threads/${threadId}/state`, "GET")).body.values.messages.length, 3);
+  t.equal((await call<{ values: { messages: unknown[] } }>(`${url}/threads/${threadId}/state`, "GET")).body.values.messages.length, 4);
 
   const copyAfterUpdate = await call<{ thread_id: string }>(`${url}/threads/${threadId}/copy`, "POST", {});
   t.equal(copyAfterUpdate.status, 200, JSON.stringify(copyAfterUpdate.body));
 
   const purge = await call(`${url}/threads/${threadId}?purge=true`, "DELETE");
   t.equal(purge.status, 204, JSON.stringify(purge.body));
-  for (const [name, copy, count] of [["the copy made after the run", copyAfterRun, 2], ["the copy made after the update", copyAfterUpdate, 3]] as const) {
+  for (const [name, copy, count] of [["the copy made after the run", copyAfterRun, 2], ["the copy made after the update", copyAfterUpdate, 4]] as const) {
     const got = await call<{ values: { messages: { content: string }[] } }>(`${url}/threads/${copy.body.thread_id}`, "GET");
     t.equal(got.status, 200, `${name}: ${JSON.stringify(got.body).slice(0, 300)}`);
     t.equal(got.body.values?.messages?.length, count, `${name} keeps its values`);
@@ -79,7 +85,7 @@ t.test("a purge removes the large values written beside the thread and its runs"
   t.equal(await stop(proc), 0, "a clean stop");
 
   const file = path.join(dataDir, "events.sqlite");
-  for (const [prefix, id] of [["run-input-", runId], ["run-values-", runId], ["thread-values-", threadId]] as const) {
+  for (const [prefix, id] of [["run-input-", runId], ["run-values-", pausedRunId], ["thread-values-", threadId]] as const) {
     const streams = streamTypes(file, prefix, id);
     const types = Object.values(streams).flat();
     t.ok(types.length > 0, `${prefix}: the value was written beside (${JSON.stringify(streams)})`);

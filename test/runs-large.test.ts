@@ -43,3 +43,49 @@ t.test("a run with an input and a state over 1 MiB", async (t) => {
   const again = (await srv.client.runs.wait(thread.thread_id, "agent", { input: { messages: [{ role: "user", content: "short" }] } })) as { messages: unknown[] };
   t.equal(again.messages.length, 4);
 });
+
+t.test("a large result that is the run's last values output is referenced, not written again", async (t) => {
+  const srv = await startTestServer();
+  t.teardown(() => srv.close());
+  const store = srv.server.store;
+  const big = "large ".repeat(50_000); // 300 KB: over the limit of a value kept inside an event, under an append's
+  const thread = await srv.client.threads.create();
+  const result = (await srv.client.runs.wait(thread.thread_id, "agent", { input: { messages: [{ role: "user", content: big }] } })) as { messages: { content: string }[] };
+  t.equal(result.messages[0].content, big, "/wait answers with the values");
+  const [run] = await srv.client.runs.list(thread.thread_id);
+  const events = await store.readStream(runStream(run.run_id));
+  const ended = events.find((e) => e.type === "RunEnded")!.data as { values: { __large_json__: { stream: string; revision: string; output: string } } };
+  const ref = ended.values.__large_json__;
+  t.same(Object.keys(ref).sort(), ["output", "revision", "stream"], "the end refers to an output");
+  t.equal(ref.stream, runStream(run.run_id));
+  const output = events.find((e) => e.revision === BigInt(ref.revision))!;
+  t.equal(output.type, "RunOutput");
+  t.same((output.data as { event: string; data: unknown }).data, result, "the output it names holds the values");
+  t.same(await store.readStream(`run-values-${run.run_id}`), [], "nothing written beside the run");
+  t.ok(JSON.stringify(ended).length < 1000, "the end is small");
+
+  const joined = (await srv.client.runs.join(thread.thread_id, run.run_id)) as { messages: { content: string }[] };
+  t.equal(joined.messages[0].content, big, "/join resolves it");
+  const got = await srv.client.threads.get<{ messages: { content: string }[] }>(thread.thread_id);
+  t.equal(got.values.messages[0].content, big, "the thread's values resolve it");
+
+  // Interrupted before its node, the run's result is the state read back, not an output: written beside the run.
+  const paused = (await srv.client.runs.wait(thread.thread_id, "agent", { input: { messages: [{ role: "user", content: "pause" }] }, interruptBefore: ["agent"] })) as { messages: unknown[] };
+  t.equal(paused.messages.length, 3);
+  const [second] = (await srv.client.runs.list(thread.thread_id)).filter((r) => r.run_id !== run.run_id);
+  t.ok((await store.readStream(`run-values-${second.run_id}`)).length > 0, "the interrupted run's values were written beside it");
+  t.equal((await srv.client.threads.get<{ messages: unknown[] }>(thread.thread_id)).values.messages.length, 3);
+});
+
+t.test("a reference to an output that is not there is an error, not a wrong value", async (t) => {
+  const srv = await startTestServer();
+  t.teardown(() => srv.close());
+  const { resolveLarge, outputReference, LargeValueMissingError } = await import("../src/eventstore/large-values.js");
+  const store = srv.server.store;
+  await store.append("run-probe", [{ type: "RunOutput", data: { event: "updates", data: { a: 1 } } }, { type: "RunOutput", data: { event: "values", data: { b: 2 } } }]);
+  t.same(await resolveLarge(store, outputReference("run-probe", 1n, "values")), { b: 2 });
+  await t.rejects(resolveLarge(store, outputReference("run-probe", 0n, "values")), LargeValueMissingError, "another output");
+  await t.rejects(resolveLarge(store, outputReference("run-probe", 7n, "values")), LargeValueMissingError, "past the end");
+  await t.rejects(resolveLarge(store, outputReference("run-missing", 0n, "values")), LargeValueMissingError, "no such stream");
+  t.same(await resolveLarge(store, { __large_json__: { stream: "x", revision: "one", output: "values" } }), { __large_json__: { stream: "x", revision: "one", output: "values" } }, "a malformed reference is just a value");
+});

@@ -20,6 +20,8 @@ export class RunStreamWriter {
   private failure: unknown;
   /** Revision of the last event this writer appended (or learnt at claim time). */
   revision: bigint;
+  /** The revision each event pushed here was written at (see revisionOf). */
+  private readonly revisions = new WeakMap<EventData, bigint>();
 
   constructor(
     private readonly store: EventStore,
@@ -60,7 +62,7 @@ export class RunStreamWriter {
   private async append(batch: EventData[], checked: boolean, options?: AppendOptions): Promise<void> {
     try {
       const result = await this.store.append(this.stream, batch, checked ? this.revision : "any", options);
-      this.advance(result.nextExpectedRevision);
+      this.written(batch, result.nextExpectedRevision);
       return;
     } catch (error) {
       if (!(error instanceof AppendTooLargeError)) throw error;
@@ -69,10 +71,12 @@ export class RunStreamWriter {
     for (const event of batch) shrunk.push(sizeOfEvent(event) > APPEND_BUDGET / 4 ? await this.shrink(event) : event);
     // The parts are appends of their own (the ticket told of the refused whole).
     const parts: AppendOptions = { urgent: options?.urgent };
+    let done = 0;
     for (const group of planBatches(this.stream, shrunk)) {
       // Each part expects the revision the previous part left, so nothing interleaves unnoticed.
       const result = await this.store.append(this.stream, group, checked ? this.revision : "any", parts);
-      this.advance(result.nextExpectedRevision);
+      this.written(batch.slice(done, done + group.length), result.nextExpectedRevision);
+      done += group.length;
     }
   }
 
@@ -89,11 +93,12 @@ export class RunStreamWriter {
       // can, and only if it is (a run's outputs and its end in one commit).
       const rest = this.queue.splice(0);
       try {
-        const result = await this.store.append(this.stream, [...rest, ...last], inFlight.base + BigInt(inFlight.count), {
+        const events = [...rest, ...last];
+        const result = await this.store.append(this.stream, events, inFlight.base + BigInt(inFlight.count), {
           ...options,
           after: [...(options.after ?? []), inFlight.ticket],
         });
-        this.advance(result.nextExpectedRevision);
+        this.written(events, result.nextExpectedRevision);
         return this.revision;
       } catch (error) {
         // The outputs go out on their own (drain() waits for them), whatever becomes of the end.
@@ -115,6 +120,21 @@ export class RunStreamWriter {
       if (this.revision === before) this.queue = batch.slice(0, batch.length - last.length);
       throw error;
     }
+  }
+
+  /**
+   * The revision `event` (pushed here, the same object) was written at, once everything pushed so far
+   * is written; undefined if it never was. Rejects as drain() does.
+   */
+  async revisionOf(event: EventData): Promise<bigint | undefined> {
+    await this.drain();
+    return this.revisions.get(event);
+  }
+
+  /** One append wrote `events`, in order and together, the last at `last`. */
+  private written(events: readonly EventData[], last: bigint): void {
+    events.forEach((event, i) => this.revisions.set(event, last - BigInt(events.length - 1 - i)));
+    this.advance(last);
   }
 
   /** Revisions only move forward (an append in flight may report after the one that followed it). */

@@ -18,7 +18,7 @@ import type { RunRecord } from "../domain/run-record.js";
 import { executeRun, type GraphSource } from "./execute-run.js";
 import { serializeError } from "./stream-modes.js";
 import { RunStreamWriter } from "./run-stream-writer.js";
-import { externalizeIfLarge, resolveLarge } from "../eventstore/large-values.js";
+import { externalizeIfLarge, externalizeText, largeJsonText, outputReference, resolveLarge } from "../eventstore/large-values.js";
 import { completeOnThread, loadRunStream, type CompletionDeps } from "./run-completion.js";
 import {
   baseCheckpointOf,
@@ -275,7 +275,13 @@ export class RunWorker {
       return { ...e, data: { event: d.event, data: await externalizeIfLarge(this.o.store, "run-output-", run.run_id, d.data) } };
     };
     const writer = new RunStreamWriter(this.o.store, runStream(run.run_id), revision, shrink);
-    const output = (event: string, data: unknown) => writer.push({ type: "RunOutput", data: { event, data } });
+    // The `values` output event of each data object emitted: a large result that is one of them is referenced, not written again.
+    const valuesOutputs = new WeakMap<object, EventData>();
+    const output = (event: string, data: unknown) => {
+      const e: EventData = { type: "RunOutput", data: { event, data } };
+      if (event === "values" && typeof data === "object" && data !== null) valuesOutputs.set(data, e);
+      writer.push(e);
+    };
     // A large input was written beside the run: the graph gets the value itself.
     const kwargs = { ...run.kwargs, input: await resolveLarge(this.o.store, run.kwargs.input), command: await resolveLarge(this.o.store, run.kwargs.command) };
     let outcome = await executeRun({
@@ -306,7 +312,7 @@ export class RunWorker {
       recoveredFrom: takeover ? stream.owner : undefined,
     });
     // A final state too large for one event is written beside the run and referenced.
-    if (ended.values !== undefined) ended.values = await externalizeIfLarge(this.o.store, "run-values-", run.run_id, ended.values);
+    if (ended.values !== undefined) ended.values = await storedValues(this.o.store, run.run_id, writer, ended.values, valuesOutputs);
     if (ended.error) output("error", ended.error);
     // Urgent: `/wait`, `/join`, stream ends and webhooks wait for this commit. The thread's mark goes with
     // the end (one commit for the run's last checkpoints and outputs, its end and the mark) and only if
@@ -394,4 +400,18 @@ export class RunWorker {
       if (mayTakeOver(view.stream, { owner: this.owner, nowMs, exclusiveStore: this.o.exclusiveStore })) this.launch(view, true);
     }
   }
+}
+
+/**
+ * A run's final values as its RunEnded holds them: as they are when small; when too large for one
+ * event and the data of one of the run's own `values` outputs (a run that ended normally), a
+ * reference to that output once it is written; otherwise written beside the run (`run-values-{id}`).
+ */
+async function storedValues(store: EventStore, runId: string, writer: RunStreamWriter, values: unknown, outputs: WeakMap<object, EventData>): Promise<unknown> {
+  const text = largeJsonText(values);
+  if (text === undefined) return values;
+  const source = typeof values === "object" && values !== null ? outputs.get(values) : undefined;
+  const revision = source && (await writer.revisionOf(source).catch(() => undefined));
+  if (revision !== undefined) return outputReference(writer.stream, revision, "values");
+  return externalizeText(store, "run-values-", runId, text);
 }
