@@ -167,7 +167,13 @@ for (const kind of ["sqlite", "esdb"] as const) {
     const largest = Math.max(...events.map((e) => JSON.stringify(e.data).length));
     t.ok(largest < 64 * 1024, `the checkpoint events hold refs (largest ${largest} bytes)`);
     const fresh = new EventSourcedCheckpointSaver({ store });
+    const readBefore = store.eventsRead;
     t.same(comparable(await fresh.getTuple(thread("big"))), comparable(tuple), "a fresh saver reads the same from the log");
+    t.ok(store.eventsRead > readBefore, "the fresh saver read the value's chunks");
+    // The saver that wrote it reads it back without the log: the text is held by its hash.
+    const warmBefore = store.eventsRead;
+    t.equal((await saver.getTuple(thread("big")))?.checkpoint.channel_values.big, payload(2, 2 * 1024 * 1024));
+    t.equal(store.eventsRead, warmBefore, "read back from memory, not from the log");
 
     // A pending write over the limit too, with small ones beside it.
     const huge = payload(9, 1536 * 1024);

@@ -58,6 +58,7 @@ import {
 } from "../../projections/checkpoints.js";
 import { ThreadCheckpointsCache } from "./checkpoint-cache.js";
 import { DeferredAppends } from "./deferred-appends.js";
+import { ValueTexts } from "./value-texts.js";
 import { jsonContains } from "../domain/json.js";
 import { CheckpointCodec, defersWrites, type EncodedTuple, type InlineValue } from "./checkpoint-codec.js";
 
@@ -76,6 +77,8 @@ export const DEFAULT_SNAPSHOT_EVERY = 100;
  * append limit, and the cache holds refs, not megabytes.
  */
 export const LARGE_CHECKPOINT_VALUE_BYTES = 128 * 1024;
+/** Characters of large values' texts kept by hash (see ValueTexts): a few long conversations' latest state. */
+const VALUE_TEXTS_CHARS = 8 * 1024 * 1024;
 
 export interface EventSourcedCheckpointSaverOptions {
   store: EventStore;
@@ -122,6 +125,8 @@ export class EventSourcedCheckpointSaver extends BaseCheckpointSaver {
   private readonly codec: CheckpointCodec;
   /** Appends of runs that did not wait for them (see DEFER_CHECKPOINT_WRITES), by thread. */
   private readonly deferred = new DeferredAppends();
+  /** Large values written or read lately, by hash: the next run of the thread reads them back at once. */
+  private readonly valueTexts = new ValueTexts(VALUE_TEXTS_CHARS);
   /**
    * Whether appends commit in the order they are called (SQLite's single in-process queue). Over the
    * network (EventStoreDB) two appends in flight may commit in either order: a deferred write then
@@ -490,6 +495,7 @@ export class EventSourcedCheckpointSaver extends BaseCheckpointSaver {
       const text = JSON.stringify(base64);
       const sha256 = sha256Hex(text);
       (slot as { value: SerializedValue }).value = [type, await putLargeJsonText(this.store, CHECKPOINT_VALUE_STREAM_PREFIX, sha256, text, sha256)];
+      this.valueTexts.set(sha256, base64);
     }
   }
 
@@ -523,7 +529,13 @@ export class EventSourcedCheckpointSaver extends BaseCheckpointSaver {
 
   /** A serialized value with its bytes: a large one is read from its own stream. */
   private async inline([type, stored]: SerializedValue): Promise<InlineValue> {
-    return [type, typeof stored === "string" ? stored : ((await getLargeJson(this.store, stored)) as string)];
+    if (typeof stored === "string") return [type, stored];
+    let text = this.valueTexts.get(stored.sha256);
+    if (text === undefined) {
+      text = (await getLargeJson(this.store, stored)) as string;
+      this.valueTexts.set(stored.sha256, text);
+    }
+    return [type, text];
   }
 }
 
