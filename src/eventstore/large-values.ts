@@ -40,6 +40,29 @@ export function isLargeValueMarker(value: unknown): value is { [MARKER]: unknown
   return isPlainObject(value) && Object.keys(value).length === 1 && (isLargeJsonRef(value[MARKER]) || isOutputRef(value[MARKER]));
 }
 
+/**
+ * Whether `value`'s JSON is surely too large for one event, without making it: the characters of its
+ * strings and keys alone are over the limit (each takes at least one byte of its JSON). False means
+ * "not sure": ask largeJsonText.
+ */
+export function surelyLarge(value: unknown): boolean {
+  let chars = 0;
+  const stack: unknown[] = [value];
+  while (stack.length > 0) {
+    const v = stack.pop();
+    if (typeof v === "string") chars += v.length;
+    else if (Array.isArray(v)) for (const item of v) stack.push(item);
+    else if (typeof v === "object" && v !== null) {
+      for (const [key, item] of Object.entries(v)) {
+        chars += key.length;
+        stack.push(item);
+      }
+    }
+    if (chars > LARGE_RUN_VALUE_BYTES) return true;
+  }
+  return false;
+}
+
 /** The JSON text of `value` when it is an object too large for one event; undefined otherwise. */
 export function largeJsonText(value: unknown): string | undefined {
   if (value === undefined || value === null || typeof value !== "object") return undefined;

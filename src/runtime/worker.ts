@@ -18,7 +18,7 @@ import type { RunRecord } from "../domain/run-record.js";
 import { executeRun, type GraphSource } from "./execute-run.js";
 import { serializeError } from "./stream-modes.js";
 import { RunStreamWriter } from "./run-stream-writer.js";
-import { externalizeIfLarge, externalizeText, largeJsonText, outputReference, resolveLarge } from "../eventstore/large-values.js";
+import { externalizeIfLarge, externalizeText, largeJsonText, outputReference, resolveLarge, surelyLarge } from "../eventstore/large-values.js";
 import { completeOnThread, loadRunStream, type CompletionDeps } from "./run-completion.js";
 import {
   baseCheckpointOf,
@@ -408,10 +408,12 @@ export class RunWorker {
  * reference to that output once it is written; otherwise written beside the run (`run-values-{id}`).
  */
 async function storedValues(store: EventStore, runId: string, writer: RunStreamWriter, values: unknown, outputs: WeakMap<object, EventData>): Promise<unknown> {
-  const text = largeJsonText(values);
-  if (text === undefined) return values;
   const source = typeof values === "object" && values !== null ? outputs.get(values) : undefined;
+  // A reference needs no JSON text of the values, only to know that they are large: usually plain.
+  const sure = source !== undefined && surelyLarge(values);
+  const text = sure ? undefined : largeJsonText(values);
+  if (!sure && text === undefined) return values;
   const revision = source && (await writer.revisionOf(source).catch(() => undefined));
   if (revision !== undefined) return outputReference(writer.stream, revision, "values");
-  return externalizeText(store, "run-values-", runId, text);
+  return externalizeText(store, "run-values-", runId, text ?? (largeJsonText(values) as string));
 }
