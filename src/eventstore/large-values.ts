@@ -35,9 +35,14 @@ function isOutputRef(ref: unknown): ref is OutputRef {
   );
 }
 
+/** Whether `value` is a reference whose ref passes `check`. */
+function isMarker(value: unknown, check: (ref: unknown) => boolean): value is { [MARKER]: unknown } {
+  return isPlainObject(value) && Object.keys(value).length === 1 && check(value[MARKER]);
+}
+
 /** Whether `value` is such a reference. */
 export function isLargeValueMarker(value: unknown): value is { [MARKER]: unknown } {
-  return isPlainObject(value) && Object.keys(value).length === 1 && (isLargeJsonRef(value[MARKER]) || isOutputRef(value[MARKER]));
+  return isMarker(value, (ref) => isLargeJsonRef(ref) || isOutputRef(ref));
 }
 
 /**
@@ -115,5 +120,5 @@ async function resolveOutput(store: EventStore, ref: OutputRef): Promise<unknown
   }
   // An output too large for one event was itself written beside the run, in chunks.
   const inner = data.data;
-  return isPlainObject(inner) && Object.keys(inner).length === 1 && isLargeJsonRef(inner[MARKER]) ? getLargeJson(store, inner[MARKER]) : inner;
+  return isMarker(inner, isLargeJsonRef) ? getLargeJson(store, inner[MARKER] as Parameters<typeof getLargeJson>[1]) : inner;
 }
