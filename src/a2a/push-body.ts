@@ -4,7 +4,7 @@
  */
 import type { AppContext } from "../app/context.js";
 import type { RunsService } from "../app/runs.js";
-import { resolveLarge } from "../eventstore/large-values.js";
+import { withValuesResolved } from "../eventstore/large-values.js";
 import type { Delivery } from "../domain/webhooks.js";
 import { taskOf } from "./task-view.js";
 import { v03, v1 } from "./codec.js";
@@ -14,7 +14,7 @@ export function a2aPushBody(ctx: Pick<AppContext, "store">, runs: Pick<RunsServi
   return async (d) => {
     const view = runs.view(d.run_id);
     if (!view || !d.push) return undefined;
-    const ended = d.ended && { ...d.ended, values: await resolveLarge(ctx.store, d.ended.values) };
+    const ended = d.ended && (await withValuesResolved(ctx.store, d.ended));
     const task = taskOf(view, ended, { taskId: d.push.task_id });
     return JSON.stringify((d.push.protocol === "1.0" ? v1 : v03).encodePushBody(task));
   };

@@ -18,7 +18,7 @@ import type { SqlFragment } from "../read-models/json-filter.js";
 import { a2aPushStream, pushDeliveryKey, type StoredPushConfig } from "../domain/a2a-push.js";
 import { checkWebhookUrl } from "../webhooks/url-policy.js";
 import { webhookUrlPolicyFor } from "../webhooks/mode-policy.js";
-import { isLargeValueMarker, resolveLarge } from "../eventstore/large-values.js";
+import { isLargeValueMarker, resolveLarge, withValuesResolved } from "../eventstore/large-values.js";
 import { A2AError, ErrorCode, invalidParams, taskNotFound, toA2AError, unsupported } from "./errors.js";
 import { deltaOf, inputOfMessage, resumeOfMessage, type GraphInput } from "./parts.js";
 import { artifactsOf, stateNeedsTerminal, statusOf, taskOf, taskStateOf } from "./task-view.js";
@@ -101,7 +101,7 @@ export class A2AService {
     let ended: RunEnded | undefined;
     if (view.stream.ended) {
       const terminal = await this.runs.terminalEvent(view.run.run_id);
-      ended = terminal && { ...terminal, values: await resolveLarge(this.ctx.store, terminal.values) };
+      ended = terminal && (await withValuesResolved(this.ctx.store, terminal));
     }
     const input = view.run.kwargs.input;
     if (!ended && isLargeValueMarker(input)) {

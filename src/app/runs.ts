@@ -3,7 +3,7 @@ import type { AppContext } from "./context.js";
 import { assertWebhookAllowed } from "./webhooks.js";
 import { CATCH_UP_TIMEOUT_MS, catchUpWithStream, execute } from "./commands.js";
 import { createOnce, idempotencyKeyOf } from "./idempotent-create.js";
-import { externalizeIfLarge, resolveLarge } from "../eventstore/large-values.js";
+import { externalizeIfLarge, withValuesResolved } from "../eventstore/large-values.js";
 import { findAssistantConsistent } from "./assistants.js";
 import { createThread, threadState, threadStateConsistent } from "./threads.js";
 import { defaultAssistantId } from "../runtime/graph-catalogue.js";
@@ -144,7 +144,7 @@ export class RunsService {
   async waitResult(runId: string, signal?: AbortSignal): Promise<unknown> {
     await this.waitDone(runId, signal);
     const ended = await this.terminalEvent(runId);
-    return runResult(ended && { ...ended, values: await resolveLarge(this.ctx.store, ended.values) });
+    return runResult(ended && (await withValuesResolved(this.ctx.store, ended)));
   }
 
   /** Whether the run is over as far as its thread is concerned (or gone); a temporary thread is deleted by then. */

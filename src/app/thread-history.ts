@@ -9,8 +9,7 @@ import { correlationOf } from "../context/attribution.js";
 
 import { a2aPushStream, pushDeliveryKey } from "../domain/a2a-push.js";
 
-/** A run's side streams: its large input and command, its outputs, its webhook attempts (they name the URL). */
-/** Streams written beside a run, named by its id: large inputs, commands, outputs and final values, webhook deliveries. */
+/** A run's side streams, named by its id: its large input, command, outputs and final values, its webhook attempts (they name the URL). */
 const RUN_SIDE_PREFIXES = ["run-input-", "run-command-", "run-output-", "run-values-", WEBHOOK_STREAM_PREFIX];
 /** Streams written beside a thread, named by its id: a state update too large for one event. */
 const THREAD_SIDE_PREFIXES = ["thread-values-"];

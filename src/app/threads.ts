@@ -1,6 +1,6 @@
 import type { AppContext } from "./context.js";
 import { catchUpWithStream, execute } from "./commands.js";
-import { isLargeValueMarker, resolveLarge } from "../eventstore/large-values.js";
+import { withValuesResolved } from "../eventstore/large-values.js";
 import {
   decideCreateThread,
   decideDeleteThread,
@@ -41,7 +41,7 @@ export async function getThread(ctx: AppContext, threadId: string): Promise<Thre
 
 /** The thread with its values resolved when they were too large for one event (see large-values.ts). */
 async function withValues(ctx: AppContext, thread: Thread): Promise<Thread> {
-  return isLargeValueMarker(thread.values) ? { ...thread, values: await resolveLarge(ctx.store, thread.values) } : thread;
+  return withValuesResolved(ctx.store, thread);
 }
 
 const loadThread = (ctx: AppContext, id: string) => () => ctx.readModels.threads.load(id);

@@ -6,8 +6,6 @@
  * Only data made by `frozenFlatData` is remembered: frozen, and holding nothing but primitives, so
  * its text can never go stale. Any other data is serialised each time it is asked for.
  */
-export type FlatJson = Readonly<Record<string, string | number | boolean | null>>;
-
 const texts = new WeakMap<object, string | undefined>();
 
 /** Freezes `data` (flat: primitives only) and marks its JSON text as one to keep once made. */

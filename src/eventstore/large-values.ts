@@ -103,6 +103,11 @@ export class LargeValueMissingError extends Error {
   }
 }
 
+/** `holder` with its `values` read back when they are a reference (`holder` itself otherwise). */
+export async function withValuesResolved<T extends { values?: unknown }>(store: EventStore, holder: T): Promise<T> {
+  return isLargeValueMarker(holder.values) ? { ...holder, values: await resolveLarge(store, holder.values) } : holder;
+}
+
 /** The value a reference points to (anything else as it is). */
 export async function resolveLarge(store: EventStore, value: unknown): Promise<unknown> {
   if (!isLargeValueMarker(value)) return value;

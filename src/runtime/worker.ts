@@ -311,7 +311,7 @@ export class RunWorker {
       endedAt: this.o.now(),
       recoveredFrom: takeover ? stream.owner : undefined,
     });
-    // A final state too large for one event is written beside the run and referenced.
+    // A final state too large for one event is referenced where it already is (the last values output) or written beside the run.
     if (ended.values !== undefined) ended.values = await storedValues(this.o.store, run.run_id, writer, ended.values, valuesOutputs);
     if (ended.error) output("error", ended.error);
     // Urgent: `/wait`, `/join`, stream ends and webhooks wait for this commit. The thread's mark goes with

@@ -6,7 +6,7 @@ import { pushHeaders } from "../domain/a2a-push.js";
 import type { ReadModels } from "../read-models/all.js";
 import type { WebhookUrlPolicy } from "../langgraph-config.js";
 import { webhookBody } from "./body.js";
-import { isLargeValueMarker, resolveLarge } from "../eventstore/large-values.js";
+import { withValuesResolved } from "../eventstore/large-values.js";
 import { DELIVERY_ID_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER, signWebhook } from "./signing.js";
 import { checkWebhookUrlResolved, type Resolver } from "./url-policy.js";
 import { classifyAttempt, type AttemptResult, type RetryPolicy } from "./retry.js";
@@ -262,12 +262,10 @@ export class WebhookDispatcher {
     if (!d.push) {
       // Final values too large for one event are kept beside the run: the receiver gets the values themselves.
       let ended = d.ended;
-      if (ended && isLargeValueMarker(ended.values)) {
-        try {
-          ended = { ...ended, values: await resolveLarge(this.o.store, ended.values) };
-        } catch (error) {
-          return { error: `the run's values could not be read: ${(error as Error).message}` }; // retried with backoff
-        }
+      try {
+        ended = ended && (await withValuesResolved(this.o.store, ended));
+      } catch (error) {
+        return { error: `the run's values could not be read: ${(error as Error).message}` }; // retried with backoff
       }
       return JSON.stringify(webhookBody({ ...d, ended }, this.nowIso(), this.o.allowedFields));
     }
