@@ -3,7 +3,8 @@ import { randomUUID } from "node:crypto";
 import { mkdtemp, readdir, readFile, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { spawnServer, type ServerProcess } from "./support/process.js";
+import { spawnServer, stopServer } from "./support/process.js";
+import { callJson } from "./support/http.js";
 import { Receiver, writeWebhookConfig } from "./support/webhooks.js";
 
 /**
@@ -13,18 +14,6 @@ import { Receiver, writeWebhookConfig } from "./support/webhooks.js";
  * the scan does look where the content lives. The purged thread's run has a webhook: its delivery
  * (which holds the run) goes too.
  */
-
-type Json = Record<string, unknown>;
-
-async function call<T = Json>(url: string, method: string, body?: unknown): Promise<{ status: number; body: T }> {
-  const res = await fetch(url, {
-    method,
-    headers: body === undefined ? {} : { "content-type": "application/json" },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await res.text();
-  return { status: res.status, body: (text ? JSON.parse(text) : undefined) as T };
-}
 
 /** A marker no other content contains: letters only, so JSON escaping leaves it as it is. */
 function marker(name: string): string {
@@ -43,12 +32,6 @@ async function filesContaining(dir: string, needle: string): Promise<string[]> {
   return found.sort();
 }
 
-async function stop(proc: ServerProcess): Promise<number | null> {
-  if (proc.child.exitCode !== null) return proc.child.exitCode;
-  proc.child.kill("SIGTERM");
-  return (await proc.exited).code;
-}
-
 t.test("a purge leaves no byte of the thread's content in DATA_DIR, WALs included", async (t) => {
   const dataDir = await mkdtemp(path.join(os.tmpdir(), "purge-bytes-"));
   t.teardown(() => rm(dataDir, { recursive: true, force: true }));
@@ -57,7 +40,7 @@ t.test("a purge leaves no byte of the thread's content in DATA_DIR, WALs include
   const config = await writeWebhookConfig({ webhooks: { url: { disable_private_ips: false, disable_loopback: false } } });
   t.teardown(() => rm(path.dirname(config), { recursive: true, force: true }));
   const proc = await spawnServer({ DATA_DIR: dataDir, LANGGRAPH_JSON: config });
-  t.teardown(() => stop(proc));
+  t.teardown(() => stopServer(proc));
   t.ok(proc.url, `the server started (stderr: ${proc.stderr})`);
   const url = proc.url!;
 
@@ -65,12 +48,12 @@ t.test("a purge leaves no byte of the thread's content in DATA_DIR, WALs include
   const inInput = marker("purgedinput");
   const kept = marker("keptmetadata");
 
-  const purged = await call<{ thread_id: string }>(`${url}/threads`, "POST", { metadata: { secret: inMetadata } });
+  const purged = await callJson<{ thread_id: string }>(`${url}/threads`, "POST", { metadata: { secret: inMetadata } });
   t.equal(purged.status, 200);
   const threadId = purged.body.thread_id;
   // A run with the marker in its input: the graph echoes it into the thread's state and the run's output.
   // The message is larger than a page (4 KiB), so its rows spill to overflow pages, which a rewrite frees.
-  const run = await call(`${url}/threads/${threadId}/runs/wait`, "POST", {
+  const run = await callJson(`${url}/threads/${threadId}/runs/wait`, "POST", {
     assistant_id: "agent",
     input: { messages: [{ role: "user", content: `${inInput} ${"filler ".repeat(3000)}` }] },
     metadata: { note: inMetadata },
@@ -80,18 +63,18 @@ t.test("a purge leaves no byte of the thread's content in DATA_DIR, WALs include
   t.match((await receiver.nth(1)).body, inInput, "the webhook was delivered, with the run");
   t.match(JSON.stringify(run.body), inInput, "the run saw the input");
   // The metadata search index holds the marker too.
-  const found = await call<unknown[]>(`${url}/threads/search`, "POST", { metadata: { secret: inMetadata } });
+  const found = await callJson<unknown[]>(`${url}/threads/search`, "POST", { metadata: { secret: inMetadata } });
   t.equal(found.body.length, 1, "the thread is found by its metadata");
 
-  const other = await call<{ thread_id: string }>(`${url}/threads`, "POST", { metadata: { secret: kept } });
+  const other = await callJson<{ thread_id: string }>(`${url}/threads`, "POST", { metadata: { secret: kept } });
   t.equal(other.status, 200);
-  const otherRun = await call(`${url}/threads/${other.body.thread_id}/runs/wait`, "POST", {
+  const otherRun = await callJson(`${url}/threads/${other.body.thread_id}/runs/wait`, "POST", {
     assistant_id: "agent",
     input: { messages: [{ role: "user", content: kept }] },
   });
   t.equal(otherRun.status, 200);
 
-  const purge = await call(`${url}/threads/${threadId}?purge=true`, "DELETE");
+  const purge = await callJson(`${url}/threads/${threadId}?purge=true`, "DELETE");
   t.equal(purge.status, 204, JSON.stringify(purge.body));
 
   // While the server runs on: the purge has returned, so its bytes are gone already.
@@ -100,15 +83,15 @@ t.test("a purge leaves no byte of the thread's content in DATA_DIR, WALs include
   t.not((await filesContaining(dataDir, kept)).length, 0, "running: the kept thread's marker is found");
 
   // The server still works after the purge, and keeps the rest.
-  t.equal((await call(`${url}/threads/${threadId}`, "GET")).status, 404, "the purged thread is gone");
-  t.equal((await call(`${url}/threads/${other.body.thread_id}`, "GET")).status, 200, "the other thread is kept");
-  const events = await call<{ type: string }[]>(`${url}/threads/${threadId}/events?include_output=true&limit=1000`, "GET");
+  t.equal((await callJson(`${url}/threads/${threadId}`, "GET")).status, 404, "the purged thread is gone");
+  t.equal((await callJson(`${url}/threads/${other.body.thread_id}`, "GET")).status, 200, "the other thread is kept");
+  const events = await callJson<{ type: string }[]>(`${url}/threads/${threadId}/events?include_output=true&limit=1000`, "GET");
   t.equal(events.status, 200);
   t.ok(events.body.some((e) => e.type === "ThreadPurged"), "the record of the purge stays in the log");
-  const again = await call<unknown[]>(`${url}/threads/search`, "POST", { metadata: { secret: inMetadata } });
+  const again = await callJson<unknown[]>(`${url}/threads/search`, "POST", { metadata: { secret: inMetadata } });
   t.same(again.body, [], "the metadata search no longer finds it");
 
-  t.equal(await stop(proc), 0, "a clean stop");
+  t.equal(await stopServer(proc), 0, "a clean stop");
   const files = await filesContaining(dataDir, "");
   t.ok(files.includes("events.sqlite") && files.includes("read-models.sqlite"), `the databases are where the scan looks: ${files.join(", ")}`);
   t.same(await filesContaining(dataDir, inMetadata), [], "stopped: the metadata marker is in no file");

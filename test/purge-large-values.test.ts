@@ -3,7 +3,8 @@ import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import Database from "better-sqlite3";
-import { spawnServer, type ServerProcess } from "./support/process.js";
+import { spawnServer, stopServer } from "./support/process.js";
+import { callJson } from "./support/http.js";
 
 /**
  * Values too large for one event, written beside a thread and its runs (`run-input-`, `run-values-`,
@@ -11,20 +12,6 @@ import { spawnServer, type ServerProcess } from "./support/process.js";
  * them after their source is purged, and a purge turns each of those events into a tombstone, like
  * the thread's own streams.
  */
-
-type Json = Record<string, unknown>;
-
-async function call<T = Json>(url: string, method: string, body?: unknown): Promise<{ status: number; body: T }> {
-  const res = await fetch(url, { method, headers: body === undefined ? {} : { "content-type": "application/json" }, body: body === undefined ? undefined : JSON.stringify(body) });
-  const text = await res.text();
-  return { status: res.status, body: (text ? JSON.parse(text) : undefined) as T };
-}
-
-async function stop(proc: ServerProcess): Promise<number | null> {
-  if (proc.child.exitCode !== null) return proc.child.exitCode;
-  proc.child.kill("SIGTERM");
-  return (await proc.exited).code;
-}
 
 /** Types of the events of each stream whose name starts with `prefix` and ends with `id`. */
 function streamTypes(file: string, prefix: string, id: string): Record<string, string[]> {
@@ -43,46 +30,46 @@ t.test("a purge removes the large values written beside the thread and its runs"
   const dataDir = await mkdtemp(path.join(os.tmpdir(), "purge-large-"));
   t.teardown(() => rm(dataDir, { recursive: true, force: true }));
   const proc = await spawnServer({ DATA_DIR: dataDir });
-  t.teardown(() => stop(proc));
+  t.teardown(() => stopServer(proc));
   t.ok(proc.url, `the server started (stderr: ${proc.stderr})`);
   const url = proc.url!;
 
-  const thread = await call<{ thread_id: string }>(`${url}/threads`, "POST", {});
+  const thread = await callJson<{ thread_id: string }>(`${url}/threads`, "POST", {});
   const threadId = thread.body.thread_id;
   // Over 256 KiB: the run's input and its final state are written beside it.
   const big = "large ".repeat(50_000);
-  const run = await call<{ run_id: string }>(`${url}/threads/${threadId}/runs`, "POST", { assistant_id: "agent", input: { messages: [{ role: "user", content: big }] } });
+  const run = await callJson<{ run_id: string }>(`${url}/threads/${threadId}/runs`, "POST", { assistant_id: "agent", input: { messages: [{ role: "user", content: big }] } });
   t.equal(run.status, 200, JSON.stringify(run.body));
   const runId = run.body.run_id;
-  const joined = await call<{ messages: { content: string }[] }>(`${url}/threads/${threadId}/runs/${runId}/join`, "GET");
+  const joined = await callJson<{ messages: { content: string }[] }>(`${url}/threads/${threadId}/runs/${runId}/join`, "GET");
   t.equal(joined.body.messages[0].content, big, "the run saw the whole input");
   // Copies share nothing the purge removes: their values are written again beside them.
-  const copyAfterRun = await call<{ thread_id: string; values: { messages: { content: string }[] } }>(`${url}/threads/${threadId}/copy`, "POST", {});
+  const copyAfterRun = await callJson<{ thread_id: string; values: { messages: { content: string }[] } }>(`${url}/threads/${threadId}/copy`, "POST", {});
   t.equal(copyAfterRun.status, 200, JSON.stringify(copyAfterRun.body).slice(0, 300));
   t.equal(copyAfterRun.body.values?.messages?.[0]?.content, big, "the copy's answer holds the values, not a reference");
-  const patched = await call<{ values: { messages: { content: string }[] } }>(`${url}/threads/${threadId}`, "PATCH", { metadata: { patched: true } });
+  const patched = await callJson<{ values: { messages: { content: string }[] } }>(`${url}/threads/${threadId}`, "PATCH", { metadata: { patched: true } });
   t.equal(patched.body.values?.messages?.[0]?.content, big, "a PATCH answers with the values, not a reference");
   // Interrupted before its node, a run's result is the state read back: written beside the run (run-values-).
-  const paused = await call<{ run_id: string }>(`${url}/threads/${threadId}/runs`, "POST", { assistant_id: "agent", input: { messages: [{ role: "user", content: "pause" }] }, interrupt_before: ["agent"] });
+  const paused = await callJson<{ run_id: string }>(`${url}/threads/${threadId}/runs`, "POST", { assistant_id: "agent", input: { messages: [{ role: "user", content: "pause" }] }, interrupt_before: ["agent"] });
   t.equal(paused.status, 200, JSON.stringify(paused.body).slice(0, 300));
   const pausedRunId = paused.body.run_id;
-  t.equal((await call<{ messages: unknown[] }>(`${url}/threads/${threadId}/runs/${pausedRunId}/join`, "GET")).body.messages.length, 3);
-  const update = await call(`${url}/threads/${threadId}/state`, "POST", { values: { messages: [{ role: "user", content: `${big} again`, id: "again" }] } });
+  t.equal((await callJson<{ messages: unknown[] }>(`${url}/threads/${threadId}/runs/${pausedRunId}/join`, "GET")).body.messages.length, 3);
+  const update = await callJson(`${url}/threads/${threadId}/state`, "POST", { values: { messages: [{ role: "user", content: `${big} again`, id: "again" }] } });
   t.equal(update.status, 200, JSON.stringify(update.body));
-  t.equal((await call<{ values: { messages: unknown[] } }>(`${url}/threads/${threadId}/state`, "GET")).body.values.messages.length, 4);
+  t.equal((await callJson<{ values: { messages: unknown[] } }>(`${url}/threads/${threadId}/state`, "GET")).body.values.messages.length, 4);
 
-  const copyAfterUpdate = await call<{ thread_id: string }>(`${url}/threads/${threadId}/copy`, "POST", {});
+  const copyAfterUpdate = await callJson<{ thread_id: string }>(`${url}/threads/${threadId}/copy`, "POST", {});
   t.equal(copyAfterUpdate.status, 200, JSON.stringify(copyAfterUpdate.body));
 
-  const purge = await call(`${url}/threads/${threadId}?purge=true`, "DELETE");
+  const purge = await callJson(`${url}/threads/${threadId}?purge=true`, "DELETE");
   t.equal(purge.status, 204, JSON.stringify(purge.body));
   for (const [name, copy, count] of [["the copy made after the run", copyAfterRun, 2], ["the copy made after the update", copyAfterUpdate, 4]] as const) {
-    const got = await call<{ values: { messages: { content: string }[] } }>(`${url}/threads/${copy.body.thread_id}`, "GET");
+    const got = await callJson<{ values: { messages: { content: string }[] } }>(`${url}/threads/${copy.body.thread_id}`, "GET");
     t.equal(got.status, 200, `${name}: ${JSON.stringify(got.body).slice(0, 300)}`);
     t.equal(got.body.values?.messages?.length, count, `${name} keeps its values`);
     t.equal(got.body.values?.messages?.[0]?.content, big, `${name} keeps the large message`);
   }
-  t.equal(await stop(proc), 0, "a clean stop");
+  t.equal(await stopServer(proc), 0, "a clean stop");
 
   const file = path.join(dataDir, "events.sqlite");
   for (const [prefix, id] of [["run-input-", runId], ["run-values-", pausedRunId], ["thread-values-", threadId]] as const) {

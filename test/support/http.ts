@@ -16,3 +16,14 @@ export async function expectErrors(t: Test, baseUrl: string, cases: ErrorCase[])
     t.match(json.detail, detail);
   }
 }
+
+/** A request with an optional JSON body: the status and the parsed answer (undefined when empty). */
+export async function callJson<T = Record<string, unknown>>(url: string, method: string, body?: unknown): Promise<{ status: number; body: T }> {
+  const res = await fetch(url, {
+    method,
+    headers: body === undefined ? {} : { "content-type": "application/json" },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await res.text();
+  return { status: res.status, body: (text ? JSON.parse(text) : undefined) as T };
+}

@@ -39,3 +39,10 @@ export async function spawnServer(env: Record<string, string>, script = "src/mai
   await Promise.race([listening, proc.exited]);
   return proc;
 }
+
+/** SIGTERM unless it already exited; resolves with its exit code. */
+export async function stopServer(proc: ServerProcess): Promise<number | null> {
+  if (proc.child.exitCode !== null) return proc.child.exitCode;
+  proc.child.kill("SIGTERM");
+  return (await proc.exited).code;
+}
