@@ -14,7 +14,7 @@ const STORE_LAYOUT = 1;
 /** Events folded per transaction at most (bounds the time one batch holds the event loop). */
 const MAX_BATCH = 2000;
 /** SQLite page cache of the read-model database (KiB, negative = size): what reads may keep in memory. */
-const CACHE_KIB = 8192;
+const CACHE_KIB = 4096;
 /** Page cache while a rebuild writes the database (given back once it is done). */
 const REBUILD_CACHE_KIB = 65536;
 /** Pages the WAL may hold before a checkpoint (SQLite's default is 1,000), and the size it is cut back to. */
