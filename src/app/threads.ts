@@ -5,7 +5,9 @@ import {
   decideCreateThread,
   decideDeleteThread,
   decidePatchThread,
+  evolveThread,
   threadStream,
+  type ThreadEvent,
   type Thread,
   type ThreadState,
   type ThreadStatus,
@@ -52,10 +54,14 @@ export async function createThread(
 ): Promise<Thread> {
   const threadId = cmd.thread_id?.toLowerCase() ?? newEntityId();
   const now = ctx.now();
-  const { state } = await execute(ctx, loadThread(ctx, threadId), threadStream(threadId), (s) =>
-    decideCreateThread(s, { ...cmd, thread_id: threadId }, now),
-  );
-  return withValues(ctx, state!.thread);
+  // An id made here was never used: there is nothing to look up.
+  const load = cmd.thread_id === undefined ? () => undefined : loadThread(ctx, threadId);
+  const outcome = await execute(ctx, load, threadStream(threadId), (s) => decideCreateThread(s, { ...cmd, thread_id: threadId }, now));
+  const [created] = outcome.decision.events;
+  // The thread its ThreadCreated makes (the fold the read model applied to it) rather than a read back of the
+  // row; with if_exists "do_nothing" on an existing thread, that thread.
+  const thread = created ? evolveThread(undefined, created as ThreadEvent, 0n).thread : outcome.state!.thread;
+  return withValues(ctx, thread);
 }
 
 export async function patchThread(ctx: AppContext, threadId: string, metadata: JsonObject, expiresAt?: string): Promise<Thread> {
