@@ -52,6 +52,10 @@ t.test("threads", async (t) => {
     await t.rejects(client.threads.get(id), /404/);
     t.ok(await client.threads.get(copy.thread_id), "the copy is independent of the source");
     await t.rejects(client.threads.copy(id), /409/, "copy of a missing thread → 409");
+    // Created again over its tombstone: the answer is the new thread, as read back afterwards.
+    const again = await client.threads.create({ threadId: id, metadata: { c: 3 } });
+    t.same(again.metadata, { c: 3 });
+    t.same(await client.threads.get(id), again);
   });
 
   t.test("search and count: metadata, ids, status, values, paging, sort, select", async (t) => {
