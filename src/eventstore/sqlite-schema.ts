@@ -68,7 +68,7 @@ export function openDatabase(file: string, synchronous: Synchronous): Database.D
     if (mode !== "wal") throw new Error(`cannot switch to WAL journal mode (got ${String(mode)})`);
     db.pragma(`synchronous = ${synchronous}`);
     db.pragma("temp_store = MEMORY");
-    db.pragma("cache_size = -8192"); // 8 MiB: appends and tail reads touch the end of the log (recent events are also held parsed, sqlite-recent); memory stays bounded
+    db.pragma("cache_size = -4096"); // 4 MiB: appends and tail reads touch the end of the log (recent events are also held parsed, sqlite-recent); memory stays bounded
     db.pragma("wal_autocheckpoint = 4096"); // pages; fewer, larger checkpoints
     db.pragma("journal_size_limit = 67108864");
     zeroFreedContent(db, "FAST"); // a purge must find no stale copy of its rows in free space
