@@ -47,7 +47,7 @@ export class CatchUpRunner {
   private readonly filter: EventFilter;
   private readonly writePosition: Database.Statement;
   /** One batch folded into every table and the position stored, in one transaction (made once: better-sqlite3 builds a wrapper per call). */
-  private readonly foldBatch: (batch: readonly RecordedEvent[]) => void;
+  private readonly foldBatch: (batch: readonly RecordedEvent[], last: bigint) => void;
   private applied: bigint;
   private subscription: Subscription | undefined;
   private done: Promise<void> | undefined;
@@ -75,12 +75,12 @@ export class CatchUpRunner {
       eventTypes: [...new Set(tables.flatMap((t) => t.eventTypes))],
     };
     this.writePosition = db.prepare("INSERT INTO read_model_meta (key, value) VALUES ('position', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value");
-    this.foldBatch = db.transaction((batch: readonly RecordedEvent[]) => {
+    this.foldBatch = db.transaction((batch: readonly RecordedEvent[], last: bigint) => {
       for (const event of batch) {
         for (const { table, apply } of this.writers) if (concerns(table, event)) apply(event);
       }
       for (const { flush } of this.writers) flush?.();
-      this.writePosition.run(String(batch[batch.length - 1].position));
+      this.writePosition.run(String(last));
     });
     const stored = db.prepare("SELECT value FROM read_model_meta WHERE key = 'position'").pluck().get() as string | undefined;
     this.applied = stored === undefined ? -1n : BigInt(stored);
@@ -254,7 +254,7 @@ export class CatchUpRunner {
     // A rebuild is one transaction (each batch a savepoint in it): pages are written once, not once
     // per batch. Nothing is lost by it: a rebuild cut short starts over (the fingerprint comes last).
     if (this.pendingRebuild && !this.db.inTransaction) this.db.exec("BEGIN");
-    this.foldBatch(batch);
+    this.foldBatch(batch, last);
     this.applied = last;
   }
 
