@@ -11,6 +11,7 @@ import { allTables, openReadModels, READ_MODELS_FILE } from "../src/read-models/
 import { openSqliteStore } from "../src/eventstore/sqlite.js";
 import { threadStream } from "../src/domain/threads.js";
 import { repoRoot, startTestServer } from "./support/server.js";
+import { gates } from "./support/gates.js";
 
 /** Every row of every table of a read-model database, in primary-key order (positions and fingerprints excluded). */
 function dump(file: string): Record<string, unknown[]> {
@@ -191,4 +192,32 @@ t.test("npm run rebuild folds the log into a new database equal to the live one 
   t.ok(report.rebuild.events > 20, "folded the log's events");
   t.ok(report.rebuild.events_per_s > 0);
   t.same(dump(file), before, "same rows as the incrementally built database");
+});
+
+t.test("headRun names the first run of a live thread's queue, as the folded thread does", async (t) => {
+  const srv = await startTestServer();
+  t.teardown(() => srv.close());
+  const { client } = srv;
+  const threads = srv.server.readModels.threads;
+  const gate = gates(t);
+  const thread = await client.threads.create();
+  const id = thread.thread_id;
+  const agrees = (label: string) => t.equal(threads.headRun(id), threads.load(id)?.activeRuns[0], label);
+  t.equal(threads.headRun(id), undefined, "a new thread has no head run");
+  agrees("new thread");
+  const first = await client.runs.create(id, "delay", { input: { gate: gate.path("first") } });
+  const second = await client.runs.create(id, "agent", { input: { messages: [{ role: "user", content: "next" }] }, multitaskStrategy: "enqueue" });
+  t.equal(threads.headRun(id), first.run_id, "the first run heads the queue while the second waits");
+  t.same(threads.load(id)?.activeRuns, [first.run_id, second.run_id]);
+  agrees("two runs queued");
+  gate.open("first");
+  await client.runs.join(id, second.run_id);
+  t.equal(threads.headRun(id), undefined, "no head once both runs ended");
+  agrees("both ended");
+  t.equal(threads.headRun("00000000-0000-4000-8000-000000000000"), undefined, "an unknown thread has no head");
+  const doomed = await client.threads.create();
+  const held = await client.runs.create(doomed.thread_id, "delay", { input: { gate: gate.path("doomed") } });
+  t.equal(threads.headRun(doomed.thread_id), held.run_id);
+  await client.threads.delete(doomed.thread_id);
+  t.equal(threads.headRun(doomed.thread_id), undefined, "a deleted thread has no head run");
 });

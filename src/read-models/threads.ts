@@ -160,13 +160,23 @@ export class ThreadsReadModel {
   private readonly withActiveRuns: Database.Statement;
   private readonly firstExpiry: Database.Statement;
   private readonly expired: Database.Statement;
+  private readonly activeRunsOf: Database.Statement;
 
   constructor(db: Database.Database) {
     this.load = loader(db);
+    // Only the queue column, not the whole row: the run worker asks this on every wake-up of a thread, and
+    // parsing the row's metadata, config and values (a long conversation's state) was most of the cost.
+    this.activeRunsOf = db.prepare("SELECT active_runs FROM threads WHERE thread_id = ? AND deleted = 0").pluck();
     this.cache = new StatementCache(db);
     this.withActiveRuns = db.prepare("SELECT thread_id FROM threads WHERE active_runs <> '[]' AND deleted = 0").pluck();
     this.firstExpiry = db.prepare("SELECT min(expires_at) FROM threads WHERE deleted = 0 AND expires_at IS NOT NULL").pluck();
     this.expired = db.prepare("SELECT thread_id FROM threads WHERE deleted = 0 AND expires_at IS NOT NULL AND expires_at <= ? ORDER BY expires_at LIMIT 100").pluck();
+  }
+
+  /** The live thread's first pending or running run (the head of its queue); undefined for none, or no live thread. */
+  headRun(id: string): string | undefined {
+    const queue = this.activeRunsOf.get(id) as string | undefined;
+    return queue === undefined || queue === "[]" ? undefined : (JSON.parse(queue) as string[])[0];
   }
 
   /** When the next live thread expires (its TTL), if any: one step of the expiry index. */

@@ -191,8 +191,7 @@ export class RunWorker {
   }
 
   private startableHead(threadId: string): RunView | undefined {
-    const thread = this.o.readModels.threads.load(threadId);
-    const head = thread && !thread.deleted ? thread.activeRuns[0] : undefined;
+    const head = this.o.readModels.threads.headRun(threadId);
     if (!head || this.active.has(head)) return undefined;
     const view = this.o.readModels.runs.load(head);
     if (!view || !isUnclaimed(view.stream)) return undefined;
