@@ -185,8 +185,8 @@ for (const kind of ["sqlite", "esdb"] as const) {
   t.test(`${kind}: copyThread of a thread of several MiB, and a crash in the middle then a retry`, async (t) => {
     const store = await openStore(t, kind);
     const saver = new EventSourcedCheckpointSaver({ store, snapshotEvery: 1000 });
-    // 60 checkpoints with an 80 KiB value each (under LARGE_CHECKPOINT_VALUE_BYTES once serialized): inline in their events, ~6 MiB in all.
-    await longThread(saver, "src", 60, 80 * 1024);
+    // 60 checkpoints with a 100 KiB value each (under LARGE_CHECKPOINT_VALUE_BYTES once serialized): inline in their events, ~6 MiB in all.
+    await longThread(saver, "src", 60, 100 * 1024);
     const source = (await collect(saver.list(thread("src")))).map(comparable);
     t.equal(source.length, 60);
     const sourceBytes = (await store.readStream(checkpointStream("src"))).reduce((n, e) => n + JSON.stringify(e.data).length, 0);

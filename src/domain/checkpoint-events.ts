@@ -7,7 +7,8 @@ import { JsonObjectSchema } from "../util/json.js";
  * every checkpoint namespace of the thread (root "" and subgraphs) lives in that stream.
  *
  * Values that only LangGraph's serializer understands (channel values, pending-write values) are
- * stored as `[type, base64]` pairs produced by the saver's `serde.dumpsTyped`. Checkpoints (without
+ * stored as `[type, text, "utf8"]` (the bytes of `serde.dumpsTyped` are UTF-8, as its JSON always is:
+ * readable in the log) or else as `[type, base64]`. Checkpoints (without
  * their channel values) and metadata are stored as the JSON that `serde.dumpsTyped` produced, so
  * they stay readable to other projections and round-trip exactly through `serde.loadsTyped("json")`.
  */
@@ -24,13 +25,17 @@ export function threadIdOfCheckpointStream(streamId: string): string | undefined
 }
 
 /**
- * A value serialized with `serde.dumpsTyped`: `[type, base64 of the bytes]`, or, for a value too
- * large to sit in the event (see `putLargeJson`), `[type, ref]` where the ref names the stream
- * that holds the base64 text. The fold keeps both forms as they are; only reads resolve refs.
+ * A value serialized with `serde.dumpsTyped`: `[type, text, "utf8"]` when its bytes are UTF-8 (the
+ * text they decode to; since 2026-11-26), else `[type, base64 of the bytes]` (every value before).
+ * A value too large to sit in the event (see `putLargeJson`) has a ref in place of the text or
+ * base64: `[type, ref, "utf8"]` or `[type, ref]`, the ref naming the stream that holds that string.
+ * The fold keeps every form as it is; only reads resolve refs.
  */
 export const serializedValueSchema = z.union([
   z.tuple([z.string().min(1), z.string()]),
+  z.tuple([z.string().min(1), z.string(), z.literal("utf8")]),
   z.tuple([z.string().min(1), largeJsonRefSchema]),
+  z.tuple([z.string().min(1), largeJsonRefSchema, z.literal("utf8")]),
 ]);
 export type SerializedValue = z.infer<typeof serializedValueSchema>;
 

@@ -19,8 +19,14 @@ import {
 } from "@langchain/langgraph-checkpoint";
 import type { ChannelBlob, CheckpointSaved, PendingWritesSaved, StoredCheckpointJson } from "../domain/checkpoint-events.js";
 
-/** A serialized value with its bytes at hand: `[type, base64]` (large values already read back). */
-export type InlineValue = [type: string, base64: string];
+/**
+ * A serialized value with its bytes at hand (large values already read back): `[type, text, "utf8"]`
+ * (the bytes are the text's UTF-8) or `[type, base64]`.
+ */
+export type InlineValue = [type: string, base64: string] | [type: string, text: string, encoding: "utf8"];
+
+/** Fatal: bytes that are not UTF-8 stay base64. BOM kept: decoding must give back the very bytes. */
+const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 
 /**
  * A stored checkpoint as a read finds it, its values still serialized: what `CheckpointCodec.tuple`
@@ -159,13 +165,26 @@ export class CheckpointCodec {
     return tuple;
   }
 
+  /**
+   * The serializer's bytes as their UTF-8 text when they are UTF-8 (JSON always is): a quarter smaller
+   * in the log than base64, cheaper to make and to read back, and readable by an auditor.
+   */
   private async dump(value: unknown): Promise<InlineValue> {
     const [type, bytes] = await this.serde.dumpsTyped(value);
-    return [type, Buffer.from(bytes).toString("base64")];
+    let text: string;
+    try {
+      text = utf8.decode(bytes);
+    } catch {
+      return [type, Buffer.from(bytes).toString("base64")];
+    }
+    return [type, text, "utf8"];
   }
 
-  private load([type, base64]: InlineValue): Promise<unknown> {
-    return this.serde.loadsTyped(type, new Uint8Array(Buffer.from(base64, "base64")));
+  private load(value: InlineValue): Promise<unknown> {
+    const [type, payload] = value;
+    if (value[2] !== "utf8") return this.serde.loadsTyped(type, new Uint8Array(Buffer.from(payload, "base64")));
+    // JSON is handed over as text (the serializer would decode the bytes to text again); other types get their bytes.
+    return this.serde.loadsTyped(type, type === "json" ? payload : new Uint8Array(Buffer.from(payload, "utf8")));
   }
 
   /** The serializer's JSON form of a value, as a JSON value (readable in the log, exact round trip). */

@@ -71,7 +71,7 @@ export const DEFAULT_CHECKPOINT_CACHE_BYTES = 32 * 1024 * 1024;
 /** A snapshot is written after this many checkpoints of a thread (see ThreadCheckpointsCache). */
 export const DEFAULT_SNAPSHOT_EVERY = 100;
 /**
- * A serialized value (base64) above this many bytes is kept in its own stream
+ * A serialized value (its text or base64) above this many characters is kept in its own stream
  * (`checkpoint-value-{sha256}`, the hash of its JSON text, as its ref holds it; files written before
  * 2026-11-26 name the hash of the base64 itself: either way the ref names the stream) and the event holds its ref: events stay under EventStoreDB's
  * append limit, and the cache holds refs, not megabytes.
@@ -478,7 +478,7 @@ export class EventSourcedCheckpointSaver extends BaseCheckpointSaver {
    * or a copy shares them) and the event keeps their refs. Mutates the given slots.
    */
   private async fit(slots: { value: SerializedValue | null }[], event?: unknown): Promise<void> {
-    const inline = slots.filter((s): s is { value: [string, string] } => s.value !== null && typeof s.value[1] === "string");
+    const inline = slots.filter((s): s is { value: InlineValue } => s.value !== null && typeof s.value[1] === "string");
     // Small values (the usual case): the event fits without measuring it (what is not a value is small).
     let total = 0;
     for (const slot of inline) {
@@ -490,12 +490,13 @@ export class EventSourcedCheckpointSaver extends BaseCheckpointSaver {
     const whole = () => sizeOfEvent({ type: "CheckpointSaved", data: event ?? { blobs: slots } });
     for (const slot of inline) {
       if (slot.value[1].length <= LARGE_CHECKPOINT_VALUE_BYTES && whole() <= APPEND_BUDGET) break;
-      const [type, base64] = slot.value;
+      const [type, payload] = slot.value;
       // Content-addressed by the hash of the JSON text it is stored as (which its ref holds): one hash per value.
-      const text = JSON.stringify(base64);
+      const text = JSON.stringify(payload);
       const sha256 = sha256Hex(text);
-      (slot as { value: SerializedValue }).value = [type, await putLargeJsonText(this.store, CHECKPOINT_VALUE_STREAM_PREFIX, sha256, text, sha256)];
-      this.valueTexts.set(sha256, base64);
+      const ref = await putLargeJsonText(this.store, CHECKPOINT_VALUE_STREAM_PREFIX, sha256, text, sha256);
+      (slot as { value: SerializedValue }).value = slot.value[2] === "utf8" ? [type, ref, "utf8"] : [type, ref];
+      this.valueTexts.set(sha256, payload);
     }
   }
 
@@ -528,14 +529,16 @@ export class EventSourcedCheckpointSaver extends BaseCheckpointSaver {
   }
 
   /** A serialized value with its bytes: a large one is read from its own stream. */
-  private async inline([type, stored]: SerializedValue): Promise<InlineValue> {
-    if (typeof stored === "string") return [type, stored];
-    let text = this.valueTexts.get(stored.sha256);
-    if (text === undefined) {
-      text = (await getLargeJson(this.store, stored)) as string;
-      this.valueTexts.set(stored.sha256, text);
+  private async inline(value: SerializedValue): Promise<InlineValue> {
+    const [type, stored] = value;
+    let payload: string;
+    if (typeof stored === "string") payload = stored;
+    else {
+      const known = this.valueTexts.get(stored.sha256);
+      payload = known ?? ((await getLargeJson(this.store, stored)) as string);
+      if (known === undefined) this.valueTexts.set(stored.sha256, payload);
     }
-    return [type, text];
+    return value[2] === "utf8" ? [type, payload, "utf8"] : [type, payload];
   }
 }
 
