@@ -128,6 +128,9 @@ t.test("@langchain/react useStream in Chromium", { skip: skipWithoutBrowser() },
       await tab.locator("#interrupt button", { hasText: "Yes" }).click();
       await tab.locator('#messages li[data-type="ai"]', { hasText: "You answered: yes" }).waitFor();
       await tab.locator("#status", { hasText: "idle" }).waitFor();
+      // The client drops the question when the server has answered its respond command, which can reach
+      // the page after the resumed run's reply and end have come over the stream: wait for that answer.
+      await tab.locator("#interrupt").waitFor({ state: "detached" });
       t.equal(await tab.locator("#interrupt").count(), 0, "the question is gone");
       t.same(await texts(tab, "human"), ["go"]);
       t.same(await texts(tab, "ai"), ["You answered: yes"]);
