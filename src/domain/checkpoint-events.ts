@@ -39,6 +39,11 @@ export const serializedValueSchema = z.union([
 ]);
 export type SerializedValue = z.infer<typeof serializedValueSchema>;
 
+/** A value's form (UTF-8 text or base64) around another payload: the same value moved to, or read back from, its own stream. */
+export function inFormOf<P>(value: readonly [string, unknown, "utf8"?], payload: P): [string, P] | [string, P, "utf8"] {
+  return value[2] === "utf8" ? [value[0], payload, "utf8"] : [value[0], payload];
+}
+
 /** Streams of the checkpoint values kept apart: `checkpoint-value-{sha256}` (content-addressed). */
 export const CHECKPOINT_VALUE_STREAM_PREFIX = "checkpoint-value-";
 /** Streams of the snapshots' contents: `checkpoint-snapshot-{thread_id}`. */

@@ -18,6 +18,7 @@ import {
   CHECKPOINT_VALUE_STREAM_PREFIX,
   checkpointStream,
   threadIdOfCheckpointStream,
+  inFormOf,
   type ChannelBlob,
   type CheckpointSaved,
   type CheckpointsCopied,
@@ -490,12 +491,12 @@ export class EventSourcedCheckpointSaver extends BaseCheckpointSaver {
     const whole = () => sizeOfEvent({ type: "CheckpointSaved", data: event ?? { blobs: slots } });
     for (const slot of inline) {
       if (slot.value[1].length <= LARGE_CHECKPOINT_VALUE_BYTES && whole() <= APPEND_BUDGET) break;
-      const [type, payload] = slot.value;
+      const payload = slot.value[1];
       // Content-addressed by the hash of the JSON text it is stored as (which its ref holds): one hash per value.
       const text = JSON.stringify(payload);
       const sha256 = sha256Hex(text);
       const ref = await putLargeJsonText(this.store, CHECKPOINT_VALUE_STREAM_PREFIX, sha256, text, sha256);
-      (slot as { value: SerializedValue }).value = slot.value[2] === "utf8" ? [type, ref, "utf8"] : [type, ref];
+      (slot as { value: SerializedValue }).value = inFormOf(slot.value, ref);
       this.valueTexts.set(sha256, payload);
     }
   }
@@ -530,15 +531,14 @@ export class EventSourcedCheckpointSaver extends BaseCheckpointSaver {
 
   /** A serialized value with its bytes: a large one is read from its own stream. */
   private async inline(value: SerializedValue): Promise<InlineValue> {
-    const [type, stored] = value;
-    let payload: string;
-    if (typeof stored === "string") payload = stored;
-    else {
-      const known = this.valueTexts.get(stored.sha256);
-      payload = known ?? ((await getLargeJson(this.store, stored)) as string);
-      if (known === undefined) this.valueTexts.set(stored.sha256, payload);
+    const stored = value[1];
+    if (typeof stored === "string") return inFormOf(value, stored);
+    let text = this.valueTexts.get(stored.sha256);
+    if (text === undefined) {
+      text = (await getLargeJson(this.store, stored)) as string;
+      this.valueTexts.set(stored.sha256, text);
     }
-    return value[2] === "utf8" ? [type, payload, "utf8"] : [type, payload];
+    return inFormOf(value, text);
   }
 }
 
