@@ -26,6 +26,8 @@ const EnvSchema = z.object({
   RUN_LEASE_SECS: z.coerce.number().positive().default(30),
   /** SQLite durability: FULL (default) fsyncs the WAL before anything committed is reported outside the process; NORMAL never fsyncs. */
   SQLITE_SYNCHRONOUS: z.enum(["FULL", "NORMAL"]).default("FULL"),
+  /** `all`: every appended event is checked against its schema (the test suite runs so); `lifecycle`: all but the per-step events of runs (checkpoints, pending writes, output chunks). */
+  EVENT_SCHEMA_CHECKS: z.enum(["all", "lifecycle"]).default("lifecycle"),
   /** Threads whose folded checkpoints stay in memory; others are re-read from their stream when used. */
   CHECKPOINT_CACHE_THREADS: z.coerce.number().int().positive().default(1000),
   /** Bytes (serialized size) the cached threads' checkpoints may take together. */
@@ -77,6 +79,8 @@ export interface Config {
   runTimeoutSecs: number;
   runLeaseSecs: number;
   sqliteSynchronous: "FULL" | "NORMAL";
+  /** EVENT_SCHEMA_CHECKS: whether the per-step events of runs are schema-checked on append too. */
+  eventSchemaChecks: "all" | "lifecycle";
   checkpointCacheThreads: number;
   checkpointCacheBytes: number;
   /** HEAP_GROWING_PERCENT, applied by the entry point (main.ts) to the whole process. */
@@ -134,6 +138,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     runTimeoutSecs: e.BG_JOB_TIMEOUT_SECS,
     runLeaseSecs: e.RUN_LEASE_SECS,
     sqliteSynchronous: e.SQLITE_SYNCHRONOUS,
+    eventSchemaChecks: e.EVENT_SCHEMA_CHECKS,
     checkpointCacheThreads: e.CHECKPOINT_CACHE_THREADS,
     checkpointCacheBytes: e.CHECKPOINT_CACHE_BYTES,
     heapGrowingPercent: e.HEAP_GROWING_PERCENT,

@@ -11,7 +11,7 @@ import { logPositionHooks } from "./http/log-position.js";
 import { durableResponses } from "./http/durable-responses.js";
 import { rmSync } from "node:fs";
 import path from "node:path";
-import { schemaForEventType } from "./domain/events.js";
+import { STEP_EVENT_TYPES, schemaForEventType } from "./domain/events.js";
 import { buildHttpApp } from "./http/app.js";
 import { callerOf } from "./http/auth.js";
 import { metaRoutes } from "./http/routes/meta.js";
@@ -154,7 +154,7 @@ async function startParts(config: Config, deps: ServerDeps, parts: ResourceStack
   const clock = deps.clock ?? systemClock;
   const logClock = systemClock;
   const logHealth = new LogHealth();
-  const store = parts.use("event store", recordingPositions(withSchemas(await openStore({ ...config, health: logHealth }), schemaForEventType), metrics.onAppend), (s) => s.close());
+  const store = parts.use("event store", recordingPositions(withSchemas(await openStore({ ...config, health: logHealth }), schemaForEventType, config.eventSchemaChecks === "all" ? undefined : STEP_EVENT_TYPES), metrics.onAppend), (s) => s.close());
   startup.mark("event store");
   const readModels = parts.use("read models", await openReadModelsFor(store, config.dataDir), (m) => m.runner.close());
   await readModels.runner.start(store, { health: logHealth, waitDeadlineMs: config.eventstoreDeadlineMs });

@@ -136,3 +136,34 @@ t.test("data that is not JSON is an error naming its stream and revision", async
   await expectInvalid(t, () => it.next(), where, "then the subscription fails at the bad event");
   await sub.close();
 });
+
+t.test("unchecked types skip their schema but must be in the catalogue; the other events of the append are still checked", async (t) => {
+  const { raw } = await stores(t);
+  const checked = withSchemas(raw, (type) => catalogue[type], new Set(["Renamed"]));
+  await checked.append("user-1", [{ type: "Created", data: { name: "Ada" } }, { type: "Renamed", data: { name: "" } }]);
+  t.same((await raw.readStream("user-1")).map((e) => e.data), [{ name: "Ada" }, { name: "" }], "the unchecked event is written as given");
+  await expectInvalid(
+    t,
+    async () => checked.append("user-2", [{ type: "Renamed", data: { name: "x" } }, { type: "Created", data: { name: 1 } }]),
+    { stream: "user-2", revision: undefined, eventType: "Created", reason: /name/ },
+    "a checked type beside an unchecked one",
+  );
+  const unknown = withSchemas(raw, (type) => catalogue[type], new Set(["Archived"]));
+  await expectInvalid(
+    t,
+    async () => unknown.append("user-3", [{ type: "Archived", data: {} }]),
+    { stream: "user-3", revision: undefined, eventType: "Archived", reason: /unknown event type/ },
+    "an unchecked type not in the catalogue",
+  );
+  t.same((await raw.readAll()).map((e) => e.streamId), ["user-1", "user-1"], "nothing else was written");
+});
+
+t.test("EVENT_SCHEMA_CHECKS: lifecycle by default (the step events of runs unchecked), all on request, nothing else accepted", async (t) => {
+  const { loadConfig, ConfigError } = await import("../src/config.js");
+  const { STEP_EVENT_TYPES, schemaForEventType } = await import("../src/domain/events.js");
+  t.equal(loadConfig({}).eventSchemaChecks, "lifecycle");
+  t.equal(loadConfig({ EVENT_SCHEMA_CHECKS: "all" }).eventSchemaChecks, "all");
+  t.throws(() => loadConfig({ EVENT_SCHEMA_CHECKS: "none" }), ConfigError);
+  t.same([...STEP_EVENT_TYPES].sort(), ["CheckpointSaved", "PendingWritesSaved", "RunOutput"]);
+  for (const type of STEP_EVENT_TYPES) t.ok(schemaForEventType(type), `${type} is in the catalogue`);
+});

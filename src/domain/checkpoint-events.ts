@@ -32,8 +32,9 @@ export function threadIdOfCheckpointStream(streamId: string): string | undefined
  * The fold keeps every form as it is; only reads resolve refs.
  */
 export const serializedValueSchema = z.union([
-  z.tuple([z.string().min(1), z.string()]),
+  // The form written today first: a union tries its members in order.
   z.tuple([z.string().min(1), z.string(), z.literal("utf8")]),
+  z.tuple([z.string().min(1), z.string()]),
   z.tuple([z.string().min(1), largeJsonRefSchema]),
   z.tuple([z.string().min(1), largeJsonRefSchema, z.literal("utf8")]),
 ]);

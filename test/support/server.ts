@@ -40,6 +40,8 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
   const config: Config = loadConfig({
     LANGGRAPH_JSON: TEST_GRAPHS,
     LOG_LEVEL: "silent",
+    // Every event any test writes is checked against its schema, the per-step ones of runs included.
+    EVENT_SCHEMA_CHECKS: "all",
     ...options.env,
     HOST: "127.0.0.1",
     PORT: String(options.port ?? 0),
