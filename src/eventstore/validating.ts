@@ -21,7 +21,8 @@ function check(schemaFor: SchemaLookup, stream: string, type: string, data: unkn
 /**
  * Wraps a store so that every event is checked against its schema when it is written: the store boundary.
  * The types in `unchecked` are only checked to be in the catalogue (their producers are checked by tests).
- * Reads trust the log (nothing enters it through this server unchecked), so the read path pays no schema
+ * Reads trust the log (nothing enters it through this server unchecked, but for the unchecked types, whose
+ * producers the test suite checks), so the read path pays no schema
  * check per event and per reader; an event whose data cannot be parsed at all is still an InvalidEventError
  * naming its stream and revision, raised by the adapter that parses it.
  */
