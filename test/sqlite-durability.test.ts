@@ -126,12 +126,12 @@ t.test("an fsync still queued when the store closes is no failure: the close mad
   const durability = WalDurability.fsyncing(path.join(dir, "events.sqlite"), 0n, (p) => durable.push(p), (e) => failures.push(e));
   // The thread pool has not run the fsync yet when the close comes: hold its callback, as a busy pool would.
   const queued: ((error: NodeJS.ErrnoException | null) => void)[] = [];
-  const fsync = fs.fsync;
-  fs.fsync = ((_fd: number, callback: (error: NodeJS.ErrnoException | null) => void) => void queued.push(callback)) as typeof fs.fsync;
+  const fdatasync = fs.fdatasync;
+  fs.fdatasync = ((_fd: number, callback: (error: NodeJS.ErrnoException | null) => void) => void queued.push(callback)) as typeof fs.fdatasync;
   try {
     durability.committedUpTo(5n);
   } finally {
-    fs.fsync = fsync;
+    fs.fdatasync = fdatasync;
   }
   t.equal(queued.length, 1, "an fsync was started for the commit");
   durability.closeSync();

@@ -107,7 +107,7 @@ export class WalDurability {
     if (fd === undefined) return;
     try {
       if (!this.failure && this.committed > this.durable) {
-        fs.fsyncSync(fd);
+        fs.fdatasyncSync(fd);
         this.advance(this.committed);
       }
     } finally {
@@ -122,7 +122,9 @@ export class WalDurability {
     this.inFlight++;
     const target = this.committed;
     this.covered = target;
-    fs.fsync(this.fd, (error) => {
+    // fdatasync, as SQLite itself syncs on Linux: the WAL's data and its size, without the timestamps a plain fsync
+    // also writes (measured 7-10 % shorter per sync in the server, .scratch/probes/fdsync-tl3.cjs).
+    fs.fdatasync(this.fd, (error) => {
       this.inFlight--;
       // One that ran after the close found its descriptor gone (EBADF): not a failure of the log.
       if (this.closed) return;
