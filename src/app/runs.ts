@@ -19,6 +19,7 @@ import type { AuthContext } from "./auth/engine.js";
 import { isRestricted, type Caller } from "./auth/caller.js";
 import { authorizeCreateRun } from "./auth/guards.js";
 import { authConditions, type AuthFilters } from "../read-models/auth-filters.js";
+import type { RunDoneness } from "../read-models/runs.js";
 import { configurableHeadersOf, DEFAULT_CONFIGURABLE_HEADERS } from "./configurable-headers.js";
 import { currentRequestContext } from "../context/request-context.js";
 import { assembleRun } from "../domain/run-assembly.js";
@@ -149,24 +150,24 @@ export class RunsService {
 
   /** Whether the run is over as far as its thread is concerned (or gone); a temporary thread is deleted by then. */
   isDone(runId: string): boolean {
-    return this.doneAsViewed(this.view(runId));
+    return this.isDoneAs(this.ctx.readModels.runs.doneness(runId.toLowerCase()));
   }
 
-  private doneAsViewed(v: RunView | undefined): boolean {
-    if (!v) return true;
-    if (!v.threadFinished) return false;
-    return !v.run.kwargs.temporary || !threadState(this.ctx, v.run.thread_id);
+  private isDoneAs(d: RunDoneness | undefined): boolean {
+    if (!d) return true;
+    if (!d.threadFinished) return false;
+    return !d.temporary || !threadState(this.ctx, d.threadId);
   }
 
   /** Resolves once the run ended and its thread shows it (or the run is gone). */
   waitDone(runId: string, signal?: AbortSignal): Promise<void> {
     const id = runId.toLowerCase();
     if (this.closed || signal?.aborted) return Promise.resolve();
-    const view = this.view(id);
-    if (!view || this.doneAsViewed(view)) return Promise.resolve();
+    const doneness = this.ctx.readModels.runs.doneness(id);
+    if (!doneness || this.isDoneAs(doneness)) return Promise.resolve();
     return new Promise((resolve) => {
       const wake = () => resolve();
-      const waiting = this.waiters.get(id) ?? { threadId: view.run.thread_id, wakes: [] };
+      const waiting = this.waiters.get(id) ?? { threadId: doneness.threadId, wakes: [] };
       waiting.wakes.push(wake);
       this.waiters.set(id, waiting);
       signal?.addEventListener("abort", wake, { once: true });

@@ -121,14 +121,31 @@ function assistantWhere(assistantId: string, q: { threadId?: string; extra?: rea
   return where;
 }
 
+export interface RunDoneness {
+  threadId: string;
+  threadFinished: boolean;
+  temporary: boolean;
+}
+
 /** Queries of the runs read model. */
 export class RunsReadModel {
   readonly load: (id: string) => RunView | undefined;
   private readonly cache: StatementCache;
+  private readonly donenessRow: Database.Statement;
 
   constructor(private readonly db: Database.Database) {
     this.load = loader(db);
     this.cache = new StatementCache(db);
+    this.donenessRow = db.prepare("SELECT thread_id, thread_finished, json_extract(record, '$.kwargs.temporary') FROM runs WHERE run_id = ?").raw();
+  }
+
+  /**
+   * What a waiter asks of a run on every wake-up: its thread, whether the thread marked it finished, and whether that
+   * thread is temporary. Read without parsing the run's record (its input and config), which a wait did four times.
+   */
+  doneness(id: string): RunDoneness | undefined {
+    const row = this.donenessRow.get(id) as [string, number | bigint, number | bigint | null] | undefined;
+    return row && { threadId: row[0], threadFinished: Number(row[1]) === 1, temporary: Number(row[2]) === 1 };
   }
 
   /** A thread's runs, newest first, as the API shows them. */
