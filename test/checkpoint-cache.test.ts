@@ -237,3 +237,16 @@ t.test("CHECKPOINT_CACHE_THREADS configures the bound", async (t) => {
   t.throws(() => loadConfig({ CHECKPOINT_CACHE_THREADS: "0" }), ConfigError);
   t.throws(() => new ThreadCheckpointsCache({ store: {} as EventStore, maxThreads: 0 }), /positive integer/);
 });
+
+t.test("the cache accounts each event it folds by the length of the JSON text the store wrote for it", async (t) => {
+  const store = await openStore(t);
+  const saver = new EventSourcedCheckpointSaver({ store });
+  const threadId = "bytes-1";
+  await saver.cache.get(threadId); // held from the start, so our appends fold into it
+  let config = await saver.put(thread(threadId), checkpoint(1, { messages: 1 }), { source: "input", step: -1, parents: {} }, { messages: 1 });
+  config = await saver.put(config, checkpoint(2, { messages: 2 }), { source: "loop", step: 0, parents: {} }, { messages: 2 });
+  await saver.putWrites(config, [["messages", "x".repeat(3000)]], "task-1");
+  const logged = await store.readStream(checkpointStream(threadId));
+  t.ok(logged.length >= 3, "puts and writes are in the thread's stream");
+  t.equal(saver.cache.bytes, logged.reduce((sum, e) => sum + JSON.stringify(e.data).length, 0));
+});

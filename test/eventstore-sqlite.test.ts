@@ -542,3 +542,22 @@ t.test("purgeStreams removes the bytes: neither the database file nor its WAL ho
   t.same(await filesHolding(dir, secret), [], "closed: in no file");
   t.same(await filesHolding(dir, kept), ["events.sqlite"], "the kept payloads are in the database");
 });
+
+t.test("an append reports the length of each event's data as the JSON text it stored, a retried one too", async (t) => {
+  const file = path.join(await tempDir(t), "events.sqlite");
+  const store = await openSqliteStore({ path: file });
+  const events = [
+    { id: randomUUID(), type: "Noted", data: { text: "a short note" } },
+    { id: randomUUID(), type: "Noted", data: { text: "x".repeat(5000), nested: { list: [1, 2.5, null, true] } } },
+  ];
+  const first = await store.append("notes-1", events);
+  const retried = await store.append("notes-1", events);
+  t.equal(retried.position, first.position, "the retry wrote nothing");
+  await store.close();
+  const db = new Database(file, { readonly: true });
+  t.teardown(() => db.close());
+  const stored = db.prepare("SELECT length(data) FROM events WHERE stream_id = 'notes-1' ORDER BY revision").pluck().all() as number[];
+  t.same(first.dataLengths, stored, "the lengths of the stored texts");
+  t.same(retried.dataLengths, stored, "the same on the retry");
+  t.same(stored, events.map((e) => JSON.stringify(e.data).length));
+});

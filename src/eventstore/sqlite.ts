@@ -454,7 +454,7 @@ class SqliteStore implements SqliteEventStore {
     if (job.mayBeRetry) {
       const original = this.findOriginal(job);
       if (original === "partial") throw conflict();
-      if (original) return original;
+      if (original) return { ...original, dataLengths: events.map((e) => e.data.length) };
     }
     if (!satisfies(expected, current)) throw conflict();
     if (events.length === 0) return { nextExpectedRevision: current ?? -1n, position: this.head() };
@@ -473,7 +473,7 @@ class SqliteStore implements SqliteEventStore {
       if (isDuplicateEventId(error)) throw conflict();
       throw error;
     }
-    return { nextExpectedRevision: revision, position };
+    return { nextExpectedRevision: revision, position, dataLengths: events.map((e) => e.data.length) };
   }
 
   /**

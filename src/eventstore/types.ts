@@ -41,6 +41,11 @@ export interface AppendResult {
   nextExpectedRevision: bigint;
   /** Global position of the last event of this append. */
   position: bigint;
+  /**
+   * The length of each appended event's data as JSON text, in order, when the store made that text itself (the
+   * embedded store does): a caller that accounts for what it holds need not serialise the same data again.
+   */
+  dataLengths?: readonly number[];
 }
 
 export type Direction = "forwards" | "backwards";

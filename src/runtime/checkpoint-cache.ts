@@ -19,6 +19,8 @@ export interface RevisionedEvent {
   readonly revision: bigint;
   readonly type: string;
   readonly data: unknown;
+  /** The data's length as JSON text, when the store reported it (AppendResult.dataLengths). */
+  readonly dataLength?: number;
 }
 
 /** A live event of any stream, as the `$all` subscription delivers it. */
@@ -60,9 +62,9 @@ function isStale(state: ThreadCheckpoints | undefined): boolean {
   return !!state?.partial && pmapEntries(state.namespaces).some(([, ns]) => ns.stale === true);
 }
 
-/** The serialized size an event adds to a thread's fold (computed once, when it is folded). */
+/** The serialized size an event adds to a thread's fold (computed once, when it is folded; the store's count when it gave one). */
 function sizeOf(event: RevisionedEvent): number {
-  return JSON.stringify(event.data)?.length ?? 0;
+  return event.dataLength ?? JSON.stringify(event.data)?.length ?? 0;
 }
 
 /**

@@ -57,7 +57,7 @@ import {
   type ThreadCheckpoints,
   type WriteEntry,
 } from "../../projections/checkpoints.js";
-import { ThreadCheckpointsCache } from "./checkpoint-cache.js";
+import { ThreadCheckpointsCache, type RevisionedEvent } from "./checkpoint-cache.js";
 import { DeferredAppends } from "./deferred-appends.js";
 import { ValueTexts } from "./value-texts.js";
 import { jsonContains } from "../domain/json.js";
@@ -444,7 +444,7 @@ export class EventSourcedCheckpointSaver extends BaseCheckpointSaver {
       if (expected !== undefined && error instanceof WrongExpectedVersionError) return undefined;
       throw error;
     }
-    await this.cache.appended(threadId, revisioned(events, result.nextExpectedRevision));
+    await this.cache.appended(threadId, revisioned(events, result.nextExpectedRevision, result.dataLengths));
     return result.nextExpectedRevision;
   }
 
@@ -543,9 +543,10 @@ export class EventSourcedCheckpointSaver extends BaseCheckpointSaver {
 }
 
 /** Events of one acknowledged append with their revisions (the last one is `lastRevision`). */
-function revisioned(events: EventData[], lastRevision: bigint) {
+function revisioned(events: EventData[], lastRevision: bigint, dataLengths?: readonly number[]): RevisionedEvent[] {
   const first = lastRevision - BigInt(events.length) + 1n;
-  return events.map((e, i) => ({ revision: first + BigInt(i), type: e.type, data: e.data }));
+  const lengths = dataLengths?.length === events.length ? dataLengths : undefined;
+  return events.map((e, i) => ({ revision: first + BigInt(i), type: e.type, data: e.data, dataLength: lengths?.[i] }));
 }
 
 /** PostgreSQL `@>` containment of the filter in the metadata, as the official servers filter it. */
