@@ -16,7 +16,10 @@
  *     self-time of its samples inside the load windows is charged to a phase by source path (see
  *     bench/support/cpu-profile.ts). The profile counts wall-clock samples of the main thread; the
  *     shares are applied to the unprofiled server's CPU per run;
- *   - start to `/ok` of the unprofiled server (empty data dir; the `start` benchmark has the detailed numbers).
+ *   - start to `/ok` of the unprofiled server (empty data dir; the `start` benchmark has the detailed numbers);
+ *   - the store's work per job, from the server's /metrics before and after the sequential phase and the c64
+ *     load: WAL syncs and their mean time (start to report on the event loop), read-model fold transactions and
+ *     their mean time. A sequential job's thread creation counts in it (it happens outside the latency timing).
  * Run: npm run bench -- engine [--tiny]
  */
 import { randomUUID } from "node:crypto";
@@ -30,6 +33,7 @@ import { attributeProfile, readProfile, RUN_PHASES } from "./support/cpu-profile
 import { parseBenchOptions, type BenchOptions } from "./support/options.js";
 import { cpuMs, repoRoot, rssMiB, startBenchServer, startScriptNodeFlags, waitOk } from "./support/server.js";
 import { perSecond, round2, summary } from "./support/stats.js";
+import { scrapeTotals, storeWorkPerJob, type StoreWorkPerJob } from "./support/metrics.js";
 
 const FULL = { warmup: 300, invokes: 2_000, sequential: 200, perConcurrency: 2_000, idleMs: 20_000 };
 const TINY = { warmup: 20, invokes: 50, sequential: 10, perConcurrency: 64, idleMs: 3_000 };
@@ -53,6 +57,8 @@ interface LoadResult {
   rate: Record<string, number>;
   cpuPerRun: number;
   sequential: number[];
+  /** WAL syncs and read-model fold transactions per job of the sequential phase and of the c64 load (from /metrics). */
+  storeWork: { sequential?: StoreWorkPerJob; c64?: StoreWorkPerJob };
   windows: { fromUs: number; toUs: number }[];
   rssAfterLoad: number;
   rssAfterIdle: number;
@@ -73,22 +79,27 @@ async function loadServer(dir: string, size: { warmup: number; sequential: numbe
     const okMs = server.startMs + (await waitOk(server.url));
     const { job, sequential: waitInTurn } = agentJobs(client);
     await runPool(size.warmup, 16, job); // JIT, graph, SQLite pages
+    const storeWork: LoadResult["storeWork"] = {};
+    const beforeSequential = await scrapeTotals(server.url);
     const sequential = await waitInTurn(size.sequential);
+    if (size.sequential > 0) storeWork.sequential = storeWorkPerJob(beforeSequential, await scrapeTotals(server.url), size.sequential);
     const windows: { fromUs: number; toUs: number }[] = [];
     const rate: Record<string, number> = {};
     let cpu = 0;
     for (const c of size.jobs > 0 ? [16, 64] : []) {
+      const totals0 = await scrapeTotals(server.url);
       const cpu0 = await cpuMs(server.pid);
       const fromUs = nowUs();
       const ms = await runPool(size.jobs, c, job);
       windows.push({ fromUs, toUs: nowUs() });
       cpu += (await cpuMs(server.pid)) - cpu0;
+      if (c === 64) storeWork.c64 = storeWorkPerJob(totals0, await scrapeTotals(server.url), size.jobs);
       rate[`c${c}`] = perSecond(size.jobs, ms);
     }
     const rssAfterLoad = await rssMiB(server.pid);
     if (size.idleMs > 0) await new Promise((r) => setTimeout(r, size.idleMs));
     const rssAfterIdle = await rssMiB(server.pid);
-    return { rate, cpuPerRun: size.jobs > 0 ? cpu / (2 * size.jobs) : 0, sequential, windows, rssAfterLoad, rssAfterIdle, okMs };
+    return { rate, cpuPerRun: size.jobs > 0 ? cpu / (2 * size.jobs) : 0, sequential, storeWork, windows, rssAfterLoad, rssAfterIdle, okMs };
   } finally {
     await server.stop();
     await client.close();
@@ -138,7 +149,9 @@ export async function benchEngine(options: BenchOptions = { tiny: false, big: fa
         engine_invoke_mean_ms: engineMs,
         target_p50_ms: round2(1.5 * engineMs + 1),
         without_fsync_p50_ms: summary(noFsync.sequential).p50_ms,
+        per_job: measured.storeWork.sequential,
       },
+      c64_store_work_per_job: measured.storeWork.c64,
       server_rss_mib: { after_load: measured.rssAfterLoad, after_idle: measured.rssAfterIdle, idle_ms: size.idleMs, target_after_load: 200, target_after_idle: 150 },
       server_cpu_ms_per_run: round2(cpuPerRun),
       cpu_by_phase: byPhase,

@@ -3,6 +3,7 @@ import type { Config } from "./config.js";
 import { openStore } from "./eventstore/open.js";
 import { withSchemas } from "./eventstore/validating.js";
 import type { EventStore } from "./eventstore/types.js";
+import type { SqliteEventStore } from "./eventstore/sqlite.js";
 import { openReadModels, READ_MODELS_FILE, type ReadModels } from "./read-models/all.js";
 import { LiveFeed } from "./eventstore/live-feed.js";
 import { LogHealth } from "./eventstore/log-health.js";
@@ -154,7 +155,15 @@ async function startParts(config: Config, deps: ServerDeps, parts: ResourceStack
   const clock = deps.clock ?? systemClock;
   const logClock = systemClock;
   const logHealth = new LogHealth();
-  const store = parts.use("event store", recordingPositions(withSchemas(await openStore({ ...config, health: logHealth }), schemaForEventType, config.eventSchemaChecks === "all" ? undefined : STEP_EVENT_TYPES), metrics.onAppend), (s) => s.close());
+  const log = await openStore({ ...config, health: logHealth });
+  if (log.kind === "sqlite") {
+    const embedded = log as SqliteEventStore;
+    metrics.walSyncs = () => {
+      const stats = embedded.stats();
+      return { count: stats.walSyncs, seconds: stats.walSyncSeconds };
+    };
+  }
+  const store = parts.use("event store", recordingPositions(withSchemas(log, schemaForEventType, config.eventSchemaChecks === "all" ? undefined : STEP_EVENT_TYPES), metrics.onAppend), (s) => s.close());
   startup.mark("event store");
   const readModels = parts.use("read models", await openReadModelsFor(store, config.dataDir), (m) => m.runner.close());
   await readModels.runner.start(store, { health: logHealth, waitDeadlineMs: config.eventstoreDeadlineMs });

@@ -176,6 +176,11 @@ t.test("attribution, history, replay and purge", async (t) => {
         pending: value("agent_server_pending_runs"),
         appends: value("agent_server_append_seconds_count"),
         appendFailures: value("agent_server_append_failures_total"),
+        syncs: value("agent_server_wal_syncs_total"),
+        syncSeconds: value("agent_server_wal_sync_seconds_total"),
+        foldBatches: value("agent_server_projection_batches_total"),
+        foldEvents: value("agent_server_projection_events_total"),
+        foldSeconds: value("agent_server_projection_batch_seconds_total"),
       };
     };
     const zero = (n: number) => (Number.isNaN(n) ? 0 : n); // a status with no run has no sample
@@ -194,6 +199,12 @@ t.test("attribution, history, replay and purge", async (t) => {
     t.equal(ended.pending, before.pending, "nothing left pending");
     t.ok(ended.appends > before.appends, "the runs' appends were timed");
     t.equal(ended.appendFailures, before.appendFailures, "no append was refused");
+    // The embedded log (synchronous FULL) synced its WAL for the runs, and the read models folded their events.
+    t.ok(ended.syncs > before.syncs, "WAL syncs are counted");
+    t.ok(ended.syncSeconds > before.syncSeconds, "and timed");
+    t.ok(ended.foldBatches > before.foldBatches, "fold batches are counted");
+    t.ok(ended.foldEvents - before.foldEvents >= ended.foldBatches - before.foldBatches, "each batch folded at least one event");
+    t.ok(ended.foldSeconds > before.foldSeconds, "fold transactions are timed");
 
     // An append the log refuses (a stream that exists, appended as if new) is counted once.
     const [created] = await srv.server.store.readStream(`thread-${ok.thread_id}`, { maxCount: 1 });

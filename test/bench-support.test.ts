@@ -7,6 +7,7 @@ import { repoRoot } from "./support/server.js";
 import { parseBenchOptions } from "../bench/support/options.js";
 import { cpuMs, rssMiB } from "../bench/support/server.js";
 import { check, findEventsPerSecond, median, percentile, perSecond, summary, tally } from "../bench/support/stats.js";
+import { sampleOf, storeWorkPerJob } from "../bench/support/metrics.js";
 
 /** The benchmark helpers: options, statistics and target checks (pure), and the /proc readers. */
 
@@ -52,6 +53,16 @@ t.test("findEventsPerSecond: the rebuild script's number, wherever it sits", asy
   t.equal(findEventsPerSecond({ "events/s": 7 }), 7);
   t.equal(findEventsPerSecond({ events: 10, ms: 3 }), null);
   t.equal(findEventsPerSecond("not json"), null);
+});
+
+t.test("store work per job from two /metrics scrapes: unlabelled samples, means, no division by zero", async (t) => {
+  const text = ["# HELP agent_server_wal_syncs_total x", "# TYPE agent_server_wal_syncs_total counter", "agent_server_wal_syncs_total 12", 'agent_server_runs{status="success"} 3', "agent_server_wal_syncs_total_extra 9", ""].join("\n");
+  t.equal(sampleOf(text, "agent_server_wal_syncs_total"), 12);
+  t.ok(Number.isNaN(sampleOf(text, "agent_server_projection_batches_total")), "a missing sample is NaN");
+  const before = { syncs: 10, syncSeconds: 0.01, folds: 4, foldSeconds: 0.002 };
+  const after = { syncs: 30, syncSeconds: 0.03, folds: 14, foldSeconds: 0.004 };
+  t.same(storeWorkPerJob(before, after, 10), { wal_syncs: 2, wal_sync_mean_ms: 1, fold_transactions: 1, fold_mean_ms: 0.2 });
+  t.same(storeWorkPerJob(before, { ...before }, 10), { wal_syncs: 0, wal_sync_mean_ms: null, fold_transactions: 0, fold_mean_ms: null }, "no syncs (synchronous NORMAL): no mean");
 });
 
 t.test("rssMiB and cpuMs read this process's /proc entries", async (t) => {

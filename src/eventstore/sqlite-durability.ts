@@ -36,6 +36,8 @@ export class WalDurability {
   /** closeSync ran: it made everything durable itself, so an fsync still queued then reports nothing. */
   private closed = false;
   private waiters: { position: bigint; resolve: () => void; reject: (error: Error) => void }[] = [];
+  /** Syncs that completed, and the seconds from each one's start to its report on the event loop. */
+  private readonly done = { syncs: 0, seconds: 0 };
 
   private constructor(
     /** The WAL's descriptor; undefined when nothing needs an fsync (NORMAL, or read-only). */
@@ -68,6 +70,11 @@ export class WalDurability {
   /** Durable at commit: synchronous NORMAL (survives process crashes only), or a read-only store. */
   static atCommit(head: bigint, onDurable: (position: bigint) => void): WalDurability {
     return new WalDurability(undefined, head, onDurable, () => undefined);
+  }
+
+  /** Syncs completed so far, and their total seconds (start to the callback: what a waiting response waits). */
+  get syncs(): { count: number; seconds: number } {
+    return { count: this.done.syncs, seconds: this.done.seconds };
   }
 
   /** Everything at or before this position survives power loss. */
@@ -122,6 +129,7 @@ export class WalDurability {
     this.inFlight++;
     const target = this.committed;
     this.covered = target;
+    const started = process.hrtime.bigint();
     // fdatasync, as SQLite itself syncs on Linux: the WAL's data and its size, without the timestamps a plain fsync
     // also writes (measured 7-10 % shorter per sync in the server, .scratch/probes/fdsync-tl3.cjs).
     fs.fdatasync(this.fd, (error) => {
@@ -129,6 +137,8 @@ export class WalDurability {
       // One that ran after the close found its descriptor gone (EBADF): not a failure of the log.
       if (this.closed) return;
       if (error) return this.fail(error);
+      this.done.syncs++;
+      this.done.seconds += Number(process.hrtime.bigint() - started) / 1e9;
       this.advance(target);
       this.flush();
     });

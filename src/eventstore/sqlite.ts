@@ -65,6 +65,9 @@ export interface SqliteStoreStats {
   committedPosition: bigint;
   /** Last position that survives power loss: subscriptions deliver up to here. */
   durablePosition: bigint;
+  /** WAL syncs completed (none with synchronous NORMAL), and their total seconds from start to report. */
+  walSyncs: number;
+  walSyncSeconds: number;
 }
 
 export interface SqliteEventStore extends EventStore {
@@ -247,6 +250,8 @@ class SqliteStore implements SqliteEventStore {
       recentEvents: this.recent.size,
       committedPosition: this.durability.committedPosition,
       durablePosition: this.durability.position,
+      walSyncs: this.durability.syncs.count,
+      walSyncSeconds: this.durability.syncs.seconds,
     };
   }
 

@@ -33,6 +33,8 @@ export class ServerMetrics {
   claims: Partial<Record<ClaimKind, () => ClaimCounts>> = {};
   /** The owner id each claimer of this process writes into its claims (the audit trail names them). */
   claimOwners: Partial<Record<ClaimKind, string>> = {};
+  /** The embedded log's WAL syncs so far (set by the server; undefined for EventStoreDB, which syncs on its own). */
+  walSyncs: () => { count: number; seconds: number } | undefined = () => undefined;
 
   constructor(startup?: StartupTimeline) {
     const registers = [this.registry];
@@ -134,6 +136,22 @@ export class ServerMetrics {
         this.set(metrics.webhooksInFlight());
       },
     });
+    // Counters read from running totals at scrape time: rate(seconds) / rate(count) is the mean.
+    const total = (name: string, help: string, read: () => number | undefined) =>
+      new Counter({
+        name, help, registers,
+        collect() {
+          const value = read();
+          if (value === undefined) return;
+          this.reset();
+          this.inc(value);
+        },
+      });
+    total("agent_server_wal_syncs_total", "Syncs of the embedded log's WAL to disk (responses and subscribers wait for them)", () => metrics.walSyncs()?.count);
+    total("agent_server_wal_sync_seconds_total", "Seconds the WAL syncs took, from start to their report on the event loop", () => metrics.walSyncs()?.seconds);
+    total("agent_server_projection_batches_total", "Batches of events folded into the read models (one transaction each)", () => readModels.runner.foldStats.batches);
+    total("agent_server_projection_events_total", "Events folded into the read models", () => readModels.runner.foldStats.events);
+    total("agent_server_projection_batch_seconds_total", "Seconds the read models' fold transactions took", () => readModels.runner.foldStats.seconds);
     new Gauge({
       name: "agent_server_projection_lag_events", help: "Log head position minus the read models' position", registers,
       async collect() {
