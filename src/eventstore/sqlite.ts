@@ -244,14 +244,15 @@ class SqliteStore implements SqliteEventStore {
   }
 
   stats(): SqliteStoreStats {
+    const syncs = this.durability.syncs;
     return {
       ...this.counters,
       subscriptions: this.hub.size,
       recentEvents: this.recent.size,
       committedPosition: this.durability.committedPosition,
       durablePosition: this.durability.position,
-      walSyncs: this.durability.syncs.count,
-      walSyncSeconds: this.durability.syncs.seconds,
+      walSyncs: syncs.count,
+      walSyncSeconds: syncs.seconds,
     };
   }
 

@@ -22,9 +22,8 @@ function check(schemaFor: SchemaLookup, unchecked: ReadonlySet<string>, stream: 
 
 /**
  * Wraps a store so that every event is checked against its schema when it is written: the store boundary.
- * The types in `unchecked` are only checked to be in the catalogue (their producers are checked by tests).
- * Reads trust the log (nothing enters it through this server unchecked, but for the unchecked types, whose
- * producers the test suite checks), so the read path pays no schema
+ * The types in `unchecked` are only checked to be in the catalogue: the test suite checks their producers.
+ * Reads trust the log (nothing else enters it through this server unchecked), so the read path pays no schema
  * check per event and per reader; an event whose data cannot be parsed at all is still an InvalidEventError
  * naming its stream and revision, raised by the adapter that parses it.
  */

@@ -136,17 +136,8 @@ export class ServerMetrics {
         this.set(metrics.webhooksInFlight());
       },
     });
-    // Counters read from running totals at scrape time: rate(seconds) / rate(count) is the mean.
-    const total = (name: string, help: string, read: () => number | undefined) =>
-      new Counter({
-        name, help, registers,
-        collect() {
-          const value = read();
-          if (value === undefined) return;
-          this.reset();
-          this.inc(value);
-        },
-      });
+    // rate(seconds) / rate(count) of these totals is the mean.
+    const total = (name: string, help: string, read: () => number | undefined) => runningTotal(registers, name, help, read);
     total("agent_server_wal_syncs_total", "Syncs of the embedded log's WAL to disk (responses and subscribers wait for them)", () => metrics.walSyncs()?.count);
     total("agent_server_wal_sync_seconds_total", "Seconds the WAL syncs took, from start to their report on the event loop", () => metrics.walSyncs()?.seconds);
     total("agent_server_projection_batches_total", "Batches of events folded into the read models (one transaction each)", () => readModels.runner.foldStats.batches);
@@ -192,13 +183,7 @@ function observeLog(registers: Registry[], health: LogHealth, head: () => Promis
       this.set(health.state === "connected" ? 1 : 0);
     },
   });
-  new Counter({
-    name: "agent_server_log_reconnects_total", help: "Times the event log was reached again after being unreachable", registers,
-    collect() {
-      this.reset();
-      this.inc(health.reconnects);
-    },
-  });
+  runningTotal(registers, "agent_server_log_reconnects_total", "Times the event log was reached again after being unreachable", () => health.reconnects);
   new Gauge({
     name: "agent_server_subscription_live", help: "1 while a subscription to the log is live, 0 while it catches up, reconnects or stopped", labelNames: ["subscription"], registers,
     collect() {
@@ -232,4 +217,17 @@ export function metricsRoutes(metrics: ServerMetrics): FastifyPluginAsync {
       return metrics.registry.metrics();
     });
   };
+}
+
+/** An unlabelled counter read at scrape time from a running total the process keeps (undefined: no sample is set). */
+function runningTotal(registers: Registry[], name: string, help: string, read: () => number | undefined): Counter {
+  return new Counter({
+    name, help, registers,
+    collect() {
+      const value = read();
+      if (value === undefined) return;
+      this.reset();
+      this.inc(value);
+    },
+  });
 }
