@@ -1,6 +1,6 @@
 import t from "tap";
 import { RunWorker } from "../src/runtime/worker.js";
-import { runStream } from "../src/domain/runs.js";
+import { runStream, type RunView } from "../src/domain/runs.js";
 import { SYSTEM_CALLER } from "../src/app/auth/caller.js";
 import { inProcessCore } from "./support/in-process-core.js";
 
@@ -75,6 +75,47 @@ t.test("workers sharing a store", async (t) => {
     await runs.cancel(null, run.run_id, "interrupt");
     await runs.waitDone(run.run_id);
     t.equal((await runs.terminalEvent(run.run_id))?.status, "interrupted");
+  });
+
+  t.test("a takeover chosen from read models that are behind is not claimed once the log shows a live owner", async (t) => {
+    for (const w of workers) await w.stop();
+    workers.length = 0;
+    const keepAlive = setInterval(() => undefined, 1_000);
+    t.teardown(() => clearInterval(keepAlive));
+    const first = worker("first", 200);
+    await first.start();
+    const run = await runs.create(await runs.authorize(SYSTEM_CALLER, null, { assistant_id: "delay", input: { delay: 60_000 }, on_completion: "keep" }));
+    const sub = store.subscribeToStream(runStream(run.run_id));
+    let behind: RunView | undefined;
+    for await (const item of sub) {
+      if (item.kind !== "event" || item.event.type !== "RunClaimed") continue;
+      const claim = item.event.data as { owner: string; recovered_from?: string };
+      if (claim.owner === "first") {
+        await readModels.runner.waitFor(item.event.position);
+        behind = runs.view(run.run_id); // what a process whose read models stop here sees: first's claim
+        await first.stop(); // dies: its lease runs out
+        const heir = worker("heir", 600);
+        workers.push(heir);
+        await heir.start();
+      } else {
+        t.match(claim, { owner: "heir", recovered_from: "first" });
+        break;
+      }
+    }
+    await sub.close();
+    t.equal(behind?.stream.owner, "first");
+    // A process whose read models are behind the heir's claim: they still show first's lease, expired.
+    const staleRuns = Object.assign(Object.create(readModels.runs) as typeof readModels.runs, {
+      load: (id: string) => (id === run.run_id ? behind : readModels.runs.load(id)),
+      openClaims: () => [behind!],
+    });
+    const late = new RunWorker({ ...completion, readModels: { ...readModels, runs: staleRuns }, graphs, checkpointer, maxConcurrentRuns: 3, exclusiveStore: false, owner: "late", leaseMs: 200 });
+    await late.start(); // its recovery sees an expired lease in the stale view and tries the takeover
+    await late.stop(); // and is done trying
+    const claims = (await store.readStream(runStream(run.run_id))).filter((e) => e.type === "RunClaimed").map((e) => (e.data as { owner: string }).owner);
+    t.same(claims, ["first", "heir"], "the heir, whose lease the log shows live, keeps the run");
+    await runs.cancel(null, run.run_id, "interrupt");
+    await runs.waitDone(run.run_id);
   });
 
   t.test("a run longer than the timeout is aborted and ends with status timeout", async (t) => {

@@ -233,6 +233,9 @@ export class RunWorker {
     const run = view.run;
     const stream = takeover ? await loadRunStream(this.o.store, run.run_id) : view.stream;
     const nowMs = this.clock.now();
+    // The view that chose the takeover may be behind the log: another worker may have taken the run
+    // over since, and holds a live lease. The decision is taken again on the stream as it is now.
+    if (takeover && !mayTakeOver(stream, { owner: this.owner, nowMs, exclusiveStore: this.o.exclusiveStore })) return;
     const latest = await this.o.checkpointer.latestCheckpointId(run.thread_id);
     const claim = decideClaim(stream, { owner: this.owner, now: this.o.now(), nowMs, leaseMs: this.leaseMs, takeover, baseCheckpointId: latest });
     if (!claim.ok) return;
