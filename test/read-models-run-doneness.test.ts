@@ -25,6 +25,9 @@ t.test("a run's doneness agrees with its full view while it runs and once it end
   t.same(runs.doneness(held.run_id), asViewed(held.run_id));
   gate.open("threaded");
   await srv.client.runs.join(thread.thread_id, held.run_id);
+  // The join is answered from the log once the run's end is durable; the tables fold it by the end of that turn of
+  // the event loop, or when the next request comes in. Read directly, in this process, they are settled first.
+  srv.server.readModels.runner.settle();
   t.same(runs.doneness(held.run_id), { threadId: thread.thread_id, threadFinished: true, temporary: false }, "ended");
   t.same(runs.doneness(held.run_id), asViewed(held.run_id));
 
@@ -43,5 +46,6 @@ t.test("a run's doneness agrees with its full view while it runs and once it end
   t.same(runs.doneness(deleted.run_id), asViewed(deleted.run_id));
   gate.open("stateless");
   await srv.client.runs.join(kept.thread_id, kept.run_id);
+  srv.server.readModels.runner.settle();
   t.same(runs.doneness(kept.run_id), { threadId: kept.thread_id, threadFinished: true, temporary: false });
 });

@@ -64,11 +64,15 @@ export function threadsOfRuns(filters: AuthFilters | undefined): { sql: string; 
 
 /** Application service of runs: create (with double-texting), read, cancel, delete, wait. */
 export class RunsService {
-  /** Who waits for which run to be done, with the run's thread (a temporary thread's deletion ends its run). */
-  private readonly waiters = new Map<string, { threadId: string; wakes: (() => void)[] }>();
+  /**
+   * Who waits for which run, with the run's thread (a temporary thread's deletion ends its run):
+   * `wakes` once the read models show the run done, `resultWakes` as soon as the log has its end (see waitEnded).
+   */
+  private readonly waiters = new Map<string, { threadId: string; temporary: boolean; wakes: (() => void)[]; resultWakes: (() => void)[] }>();
   /** Open streams and waits, ended when the server shuts down. */
   private readonly open = new Set<() => void>();
   private readonly unsubscribe: () => void;
+  private readonly unsubscribeDelivered: () => void;
   /** `http.configurable_headers` of langgraph.json, compiled once. */
   private readonly headersToConfigurable: ReturnType<typeof configurableHeadersOf>;
   /** Told of each run that becomes its thread's head when it is enqueued (see onHeadEnqueued). */
@@ -80,6 +84,7 @@ export class RunsService {
   ) {
     this.headersToConfigurable = configurableHeadersOf(ctx.langgraph.config.http.configurable_headers ?? DEFAULT_CONFIGURABLE_HEADERS);
     this.unsubscribe = ctx.readModels.runner.onApplied((event) => this.onEvent(event));
+    this.unsubscribeDelivered = ctx.readModels.runner.onDelivered((event) => this.onDelivered(event));
   }
 
   /**
@@ -105,9 +110,10 @@ export class RunsService {
   close(): void {
     this.closed = true;
     this.unsubscribe();
+    this.unsubscribeDelivered();
     for (const end of [...this.open]) end();
     this.open.clear();
-    for (const waiting of this.waiters.values()) for (const wake of waiting.wakes) wake();
+    for (const waiting of this.waiters.values()) for (const wake of [...waiting.wakes, ...waiting.resultWakes]) wake();
     this.waiters.clear();
   }
 
@@ -122,11 +128,27 @@ export class RunsService {
     }
   }
 
+  /**
+   * A run's end reached the log (durable) before the read models fold it: who waits for its result
+   * is answered now. The thread's RunFinished mark is written only with the run's RunEnded, so the
+   * result is there to read. A temporary thread's run is done only once the thread is deleted: its
+   * waiters stay for the fold.
+   */
+  private onDelivered(event: RecordedEvent): void {
+    if (event.type !== "RunFinished" || this.waiters.size === 0 || !event.streamId.startsWith("thread-")) return;
+    const runId = (event.data as { run_id: string }).run_id;
+    const waiting = this.waiters.get(runId);
+    if (!waiting || waiting.temporary || waiting.resultWakes.length === 0) return;
+    const wakes = waiting.resultWakes.splice(0);
+    if (waiting.wakes.length === 0) this.waiters.delete(runId);
+    for (const wake of wakes) wake();
+  }
+
   private wakeIfDone(runId: string): void {
     const waiting = this.waiters.get(runId);
     if (!waiting || !this.isDone(runId)) return;
     this.waiters.delete(runId);
-    for (const wake of waiting.wakes) wake();
+    for (const wake of [...waiting.wakes, ...waiting.resultWakes]) wake();
   }
 
   view(runId: string): RunView | undefined {
@@ -141,9 +163,12 @@ export class RunsService {
     return (await readRunEnd(this.ctx.store, runId.toLowerCase()))?.data as RunEnded | undefined;
   }
 
-  /** Waits for the run's end (see waitDone), then returns what /wait and /join answer. */
+  /**
+   * Waits for the run's end, then returns what /wait and /join answer. The answer is read from the
+   * log, so it goes out as soon as the end is durable (waitEnded), before the read models fold it.
+   */
   async waitResult(runId: string, signal?: AbortSignal): Promise<unknown> {
-    await this.waitDone(runId, signal);
+    await this.waitEnded(runId, signal);
     const ended = await this.terminalEvent(runId);
     return runResult(ended && (await withValuesResolved(this.ctx.store, ended)));
   }
@@ -159,16 +184,30 @@ export class RunsService {
     return !d.temporary || !threadState(this.ctx, d.threadId);
   }
 
-  /** Resolves once the run ended and its thread shows it (or the run is gone). */
+  /** Resolves once the run ended and its thread shows it in the read models (or the run is gone). */
   waitDone(runId: string, signal?: AbortSignal): Promise<void> {
+    return this.waitFor(runId, "wakes", signal);
+  }
+
+  /**
+   * Resolves once the run's end is durable in the log (the thread's RunFinished mark delivered), or
+   * the run is done as waitDone sees it, whichever comes first: for answers read from the log only.
+   * A later request still sees the run done: the read models fold what was delivered before serving it
+   * (CatchUpRunner.settle).
+   */
+  waitEnded(runId: string, signal?: AbortSignal): Promise<void> {
+    return this.waitFor(runId, "resultWakes", signal);
+  }
+
+  private waitFor(runId: string, list: "wakes" | "resultWakes", signal?: AbortSignal): Promise<void> {
     const id = runId.toLowerCase();
     if (this.closed || signal?.aborted) return Promise.resolve();
     const doneness = this.ctx.readModels.runs.doneness(id);
     if (!doneness || this.isDoneAs(doneness)) return Promise.resolve();
     return new Promise((resolve) => {
       const wake = () => resolve();
-      const waiting = this.waiters.get(id) ?? { threadId: doneness.threadId, wakes: [] };
-      waiting.wakes.push(wake);
+      const waiting = this.waiters.get(id) ?? { threadId: doneness.threadId, temporary: doneness.temporary, wakes: [], resultWakes: [] };
+      waiting[list].push(wake);
       this.waiters.set(id, waiting);
       signal?.addEventListener("abort", wake, { once: true });
     });

@@ -6,14 +6,19 @@ import { CATCH_UP_TIMEOUT_MS } from "../app/commands.js";
 const HEADER = "x-log-position";
 
 /**
- * Read-your-writes across processes (behind a load balancer): every response to a write carries
- * `X-Log-Position`, the log position of its last append; a request that sends it back waits until
- * this process's read models reached it (at most CATCH_UP_TIMEOUT_MS) before it is served.
+ * Read-your-writes. In this process: what the log delivered is folded before a request is served (a
+ * run's result may have been answered from the log just before, see CatchUpRunner.settle). Across
+ * processes (behind a load balancer): every response to a write carries `X-Log-Position`, the log
+ * position of its last append; a request that sends it back waits until this process's read models
+ * reached it (at most CATCH_UP_TIMEOUT_MS) before it is served.
  */
 export function logPositionHooks(readModels: CatchUpRunner, contextOf: (request: FastifyRequest) => RequestContext = () => ({})): (app: FastifyInstance) => void {
   return (app) => {
     // The request's context (who acts, which request) for everything it calls; see request-context.ts.
-    app.addHook("onRequest", (request, _reply, done) => runInRequestContext(contextOf(request), done));
+    app.addHook("onRequest", (request, _reply, done) => {
+      readModels.settle();
+      runInRequestContext(contextOf(request), done);
+    });
     app.addHook("preHandler", async (request, reply) => {
       const given = request.headers[HEADER];
       if (given === undefined) return;

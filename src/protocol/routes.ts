@@ -99,6 +99,7 @@ export function protocolRoutes(ctx: AppContext, runs: RunsService, options: Prot
       // Commands run one after the other, in the order they came.
       let queue = Promise.resolve();
       socket.on("message", (data: Buffer | ArrayBuffer | Buffer[]) => {
+        ctx.readModels.runner.settle(); // read-your-writes, as for an HTTP request (see CatchUpRunner.settle)
         const text = Array.isArray(data) ? Buffer.concat(data).toString("utf8") : Buffer.isBuffer(data) ? data.toString("utf8") : Buffer.from(data).toString("utf8");
         queue = queue.then(() => session.onMessage(text)).catch((error) => req.log.warn({ err: error }, "protocol command failed"));
       });

@@ -54,6 +54,10 @@ export class CatchUpRunner {
   private waiters: Waiter[] = [];
   private failure: unknown;
   private readonly listeners = new Set<(event: RecordedEvent) => void>();
+  /** Told of each event as it is delivered (durable, not yet folded); see onDelivered. */
+  private readonly deliveredListeners = new Set<(event: RecordedEvent) => void>();
+  /** Folds what was delivered and is not folded yet, now (see settle); a no-op until started. */
+  private foldDelivered: () => void = () => undefined;
   /** Where a stop is reported, and how long a wait may outlast an unreachable log (see `start`). */
   private health: LogHealth | undefined;
   private waitDeadlineMs: number | undefined;
@@ -156,6 +160,15 @@ export class CatchUpRunner {
           this.release();
           for (const event of events) for (const listener of this.listeners) listener(event);
         };
+        this.foldDelivered = () => {
+          if (batch.length === 0 || this.failure) return;
+          try {
+            flush();
+          } catch (error) {
+            this.fail(error, rejectCaughtUp);
+            void subscription.close();
+          }
+        };
         try {
           for await (const item of subscription) {
             if (item.kind === "caughtUp") {
@@ -165,6 +178,7 @@ export class CatchUpRunner {
               continue;
             }
             batch.push(item.event);
+            for (const listener of this.deliveredListeners) listener(item.event);
             if (batch.length >= MAX_BATCH) flush();
             else if (!flushScheduled) {
               // Everything the subscription has at hand now goes into one transaction; the batch is
@@ -225,6 +239,25 @@ export class CatchUpRunner {
   onApplied(listener: (event: RecordedEvent) => void): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
+  }
+
+  /**
+   * Calls `listener` with each event as soon as it is delivered: durable in the log, but not yet in
+   * the tables (the batch it is in is folded at the end of this turn of the event loop, or by
+   * `settle`). For whoever answers from the log itself, e.g. a run's result once its end is durable,
+   * without waiting for the fold. Returns the unsubscribe function.
+   */
+  onDelivered(listener: (event: RecordedEvent) => void): () => void {
+    this.deliveredListeners.add(listener);
+    return () => this.deliveredListeners.delete(listener);
+  }
+
+  /**
+   * Folds the delivered events that are not folded yet, now: a request served after a response that
+   * was sent from the log (see onDelivered) then finds the tables showing everything that response said.
+   */
+  settle(): void {
+    this.foldDelivered();
   }
 
   async stop(): Promise<void> {

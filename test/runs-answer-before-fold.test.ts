@@ -1,0 +1,148 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import os from "node:os";
+import path from "node:path";
+import { randomUUID } from "node:crypto";
+import t from "tap";
+import { openSqliteStore } from "../src/eventstore/sqlite.js";
+import { withSchemas } from "../src/eventstore/validating.js";
+import { schemaForEventType } from "../src/domain/events.js";
+import { openReadModels } from "../src/read-models/all.js";
+import { threadStream } from "../src/domain/threads.js";
+import type { RecordedEvent } from "../src/eventstore/types.js";
+import { startTestServer, type TestServer } from "./support/server.js";
+import { gates } from "./support/gates.js";
+
+/**
+ * A run's result (/wait, /join) is read from the log, so it is answered as soon as the run's end is
+ * durable, before the read models fold it. A request served after that answer still finds the run
+ * done: what the log delivered is folded before any request is served (CatchUpRunner.settle).
+ */
+
+t.test("delivered events reach onDelivered before the tables show them; settle folds them at once", async (t) => {
+  const dir = await mkdtemp(path.join(os.tmpdir(), "answer-before-fold-"));
+  const store = withSchemas(await openSqliteStore({ path: path.join(dir, "events.sqlite"), synchronous: "NORMAL" }), schemaForEventType);
+  const models = openReadModels(dir);
+  await models.runner.start(store);
+  t.teardown(async () => {
+    await models.runner.close();
+    await store.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  const id = randomUUID();
+  const seen: { delivered: boolean; afterSettle: boolean; appliedBefore: boolean }[] = [];
+  let applied = false;
+  models.runner.onApplied((event) => {
+    if (event.streamId === threadStream(id)) applied = true;
+  });
+  const delivered = new Promise<RecordedEvent>((resolve) => {
+    models.runner.onDelivered((event) => {
+      if (event.streamId !== threadStream(id)) return;
+      const appliedBefore = applied;
+      const inTable = models.threads.load(id) !== undefined;
+      // Still in this turn of the event loop, before the fold that was scheduled for its end.
+      queueMicrotask(() => {
+        const before = models.threads.load(id) !== undefined;
+        models.runner.settle();
+        seen.push({ delivered: inTable || before, afterSettle: models.threads.load(id) !== undefined, appliedBefore });
+        resolve(event);
+      });
+    });
+  });
+  const { position } = await store.append(threadStream(id), [{ type: "ThreadCreated", data: { thread_id: id, metadata: {}, created_at: "2026-01-01T00:00:00+00:00" } }], "no_stream");
+  const event = await delivered;
+  t.equal(event.position, position, "the appended event is delivered");
+  t.same(seen, [{ delivered: false, afterSettle: true, appliedBefore: false }], "not in the tables when delivered; in them right after settle");
+  t.ok(applied, "onApplied listeners are told once settle folded it");
+  t.equal(models.runner.position, position, "the fold position moved with it");
+  models.runner.settle(); // nothing left: a no-op
+  t.equal(models.runner.position, position);
+});
+
+/** Where the read models' fold stood each time the server wrote the answer of a /wait or /join. */
+function foldPositionAtAnswers(srv: TestServer): bigint[] {
+  const positions: bigint[] = [];
+  srv.server.http.server.prependListener("request", (req: IncomingMessage, res: ServerResponse) => {
+    if (!/\/runs\/wait$|\/join$/.test((req.url ?? "").split("?")[0])) return;
+    const end = res.end.bind(res) as (...args: unknown[]) => ServerResponse;
+    res.end = ((...args: unknown[]) => {
+      positions.push(srv.server.readModels.runner.position);
+      return end(...args);
+    }) as typeof res.end;
+  });
+  return positions;
+}
+
+/** The log position of each run's RunFinished mark on its thread, as delivered. */
+function finishMarks(srv: TestServer): Map<string, bigint> {
+  const marks = new Map<string, bigint>();
+  srv.server.readModels.runner.onDelivered((event) => {
+    if (event.type === "RunFinished") marks.set((event.data as { run_id: string }).run_id, event.position);
+  });
+  return marks;
+}
+
+t.test("/wait and /join answer once the run's end is durable, before the fold; the next request sees the run done", async (t) => {
+  const srv = await startTestServer();
+  t.teardown(() => srv.close());
+  const answeredAt = foldPositionAtAnswers(srv);
+  const marks = finishMarks(srv);
+  const gate = gates(t);
+  const thread = await srv.client.threads.create();
+
+  // Held in its node by a gate. The answer's headers come first (the run is not done), so once they are
+  // here the server waits for the run's end; then the gate opens.
+  const waiting = await fetch(`${srv.url}/threads/${thread.thread_id}/runs/wait`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ assistant_id: "delay", input: { gate: gate.path("wait") } }),
+  });
+  t.equal(waiting.status, 200);
+  gate.open("wait");
+  t.match(await waiting.json(), { gate: gate.path("wait") }, "the run's result");
+  // A new request: the read models show what the answer said.
+  const [run] = await srv.client.runs.list(thread.thread_id);
+  t.equal(run.status, "success", "the next request sees the run done");
+  t.equal((await srv.client.threads.get(thread.thread_id)).status, "idle", "and its thread idle");
+  const mark = marks.get(run.run_id);
+  t.ok(mark !== undefined, "the thread's RunFinished mark was delivered");
+  t.equal(answeredAt.length, 1);
+  t.ok(answeredAt[0] < mark!, `answered before the fold reached the mark (fold at ${answeredAt[0]}, mark at ${mark})`);
+
+  // A join of a background run, the same way.
+  const held = await srv.client.runs.create(thread.thread_id, "delay", { input: { gate: gate.path("join") } });
+  const joining = await fetch(`${srv.url}/threads/${thread.thread_id}/runs/${held.run_id}/join`);
+  t.equal(joining.status, 200);
+  gate.open("join");
+  t.match(await joining.json(), { gate: gate.path("join") });
+  t.equal((await srv.client.runs.get(thread.thread_id, held.run_id)).status, "success", "the next request sees it done");
+  const heldMark = marks.get(held.run_id);
+  t.ok(heldMark !== undefined);
+  t.equal(answeredAt.length, 2);
+  t.ok(answeredAt[1] < heldMark!, "the join, too, was answered before the fold reached the mark");
+
+  // A run that is over by the time its join comes is answered at once, from the log, as before.
+  t.match(await srv.client.runs.join(thread.thread_id, held.run_id), { gate: gate.path("join") });
+  t.equal(answeredAt.length, 3);
+});
+
+t.test("a stateless run's /wait answers only once its temporary thread is deleted and folded", async (t) => {
+  const srv = await startTestServer();
+  t.teardown(() => srv.close());
+  const answeredAt = foldPositionAtAnswers(srv);
+  const marks = finishMarks(srv);
+  const deletions = new Map<string, bigint>();
+  srv.server.readModels.runner.onDelivered((event) => {
+    if (event.type === "ThreadDeleted") deletions.set(event.streamId.slice("thread-".length), event.position);
+  });
+
+  const result = (await srv.client.runs.wait(null, "agent", { input: { messages: [{ role: "user", content: "hi" }] } })) as { messages: unknown[] };
+  t.equal(result.messages.length, 2, "the run's result");
+  t.equal(marks.size, 1);
+  t.equal(deletions.size, 1, "its temporary thread was deleted");
+  const [threadId, deleted] = [...deletions][0];
+  t.equal(answeredAt.length, 1);
+  t.ok(answeredAt[0] >= deleted, "answered after the fold reached the thread's deletion");
+  await t.rejects(srv.client.threads.get(threadId), /404/, "the thread is gone");
+});
