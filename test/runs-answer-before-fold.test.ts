@@ -60,11 +60,11 @@ t.test("delivered events reach onDelivered before the tables show them; settle f
   t.equal(models.runner.position, position);
 });
 
-/** Where the read models' fold stood each time the server wrote the answer of a /wait or /join. */
+/** Where the read models' fold stood each time the server wrote the end of a /wait, /join or /runs/stream answer. */
 function foldPositionAtAnswers(srv: TestServer): bigint[] {
   const positions: bigint[] = [];
   srv.server.http.server.prependListener("request", (req: IncomingMessage, res: ServerResponse) => {
-    if (!/\/runs\/wait$|\/join$/.test((req.url ?? "").split("?")[0])) return;
+    if (!/\/runs\/wait$|\/join$|\/runs\/stream$/.test((req.url ?? "").split("?")[0])) return;
     const end = res.end.bind(res) as (...args: unknown[]) => ServerResponse;
     res.end = ((...args: unknown[]) => {
       positions.push(srv.server.readModels.runner.position);
@@ -125,6 +125,31 @@ t.test("/wait and /join answer once the run's end is durable, before the fold; t
   // A run that is over by the time its join comes is answered at once, from the log, as before.
   t.match(await srv.client.runs.join(thread.thread_id, held.run_id), { gate: gate.path("join") });
   t.equal(answeredAt.length, 3);
+});
+
+t.test("a run's SSE stream ends once the run's end is durable, before the fold; the next request sees the run done", async (t) => {
+  const srv = await startTestServer();
+  t.teardown(() => srv.close());
+  const endedAt = foldPositionAtAnswers(srv);
+  const marks = finishMarks(srv);
+  const gate = gates(t);
+  const thread = await srv.client.threads.create();
+  const streaming = await fetch(`${srv.url}/threads/${thread.thread_id}/runs/stream`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ assistant_id: "delay", input: { gate: gate.path("stream") }, stream_mode: ["values"] }),
+  });
+  t.equal(streaming.status, 200);
+  gate.open("stream");
+  const text = await streaming.text();
+  t.match(text, /event: values/, "the run's values were streamed");
+  const [run] = await srv.client.runs.list(thread.thread_id);
+  t.equal(run.status, "success", "the next request sees the run done");
+  t.equal((await srv.client.threads.get(thread.thread_id)).status, "idle", "and its thread idle");
+  const mark = marks.get(run.run_id);
+  t.ok(mark !== undefined);
+  t.equal(endedAt.length, 1);
+  t.ok(endedAt[0] < mark!, `the stream ended before the fold reached the mark (fold at ${endedAt[0]}, mark at ${mark})`);
 });
 
 t.test("a stateless run's /wait answers only once its temporary thread is deleted and folded", async (t) => {

@@ -73,6 +73,8 @@ export class RunsService {
   private readonly open = new Set<() => void>();
   private readonly unsubscribe: () => void;
   private readonly unsubscribeDelivered: () => void;
+  /** Runs whose RunFinished mark was delivered and is not folded yet: at most one batch of them (see waitEnded). */
+  private readonly endedUnfolded = new Set<string>();
   /** `http.configurable_headers` of langgraph.json, compiled once. */
   private readonly headersToConfigurable: ReturnType<typeof configurableHeadersOf>;
   /** Told of each run that becomes its thread's head when it is enqueued (see onHeadEnqueued). */
@@ -119,6 +121,7 @@ export class RunsService {
 
   /** Wakes the waiters of the runs this event may have ended: only those (a look at each costs a read-model load). */
   private onEvent(event: RecordedEvent): void {
+    if (event.type === "RunFinished" && this.endedUnfolded.size > 0) this.endedUnfolded.delete((event.data as { run_id: string }).run_id);
     if (this.waiters.size === 0 || !event.streamId.startsWith("thread-")) return;
     if (event.type === "RunFinished" || event.type === "RunDeleted") {
       this.wakeIfDone((event.data as { run_id: string }).run_id);
@@ -135,8 +138,9 @@ export class RunsService {
    * waiters stay for the fold.
    */
   private onDelivered(event: RecordedEvent): void {
-    if (event.type !== "RunFinished" || this.waiters.size === 0 || !event.streamId.startsWith("thread-")) return;
+    if (event.type !== "RunFinished" || !event.streamId.startsWith("thread-")) return;
     const runId = (event.data as { run_id: string }).run_id;
+    this.endedUnfolded.add(runId);
     const waiting = this.waiters.get(runId);
     if (!waiting || waiting.temporary || waiting.resultWakes.length === 0) return;
     const wakes = waiting.resultWakes.splice(0);
@@ -190,8 +194,9 @@ export class RunsService {
   }
 
   /**
-   * Resolves once the run's end is durable in the log (the thread's RunFinished mark delivered), or
-   * the run is done as waitDone sees it, whichever comes first: for answers read from the log only.
+   * Resolves once the run's end is durable in the log (the thread's RunFinished mark delivered, now or
+   * before this call), or the run is done as waitDone sees it, whichever comes first: for answers read
+   * from the log only (a /wait or /join result, the end of a run's SSE stream).
    * A later request still sees the run done: the read models fold what was delivered before serving it
    * (CatchUpRunner.settle).
    */
@@ -204,6 +209,7 @@ export class RunsService {
     if (this.closed || signal?.aborted) return Promise.resolve();
     const doneness = this.ctx.readModels.runs.doneness(id);
     if (!doneness || this.isDoneAs(doneness)) return Promise.resolve();
+    if (list === "resultWakes" && !doneness.temporary && this.endedUnfolded.has(id)) return Promise.resolve();
     return new Promise((resolve) => {
       const wake = () => resolve();
       const waiting = this.waiters.get(id) ?? { threadId: doneness.threadId, temporary: doneness.temporary, wakes: [], resultWakes: [] };

@@ -70,7 +70,7 @@ export function runRoutes(ctx: AppContext, runs: RunsService, streams: { openStr
     if (!(typeof from === "bigint" && typeof endedAt === "bigint" && from >= endedAt)) {
       const closed = new AbortController();
       sse.onClose(() => closed.abort());
-      await tailRunStream(ctx.store, run.run_id, from, sse, () => runs.waitDone(run.run_id, closed.signal), streamModeFilter(modes));
+      await tailRunStream(ctx.store, run.run_id, from, sse, () => runs.waitEnded(run.run_id, closed.signal), streamModeFilter(modes));
     }
     untrack();
     sse.end();
