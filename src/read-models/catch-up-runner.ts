@@ -160,14 +160,17 @@ export class CatchUpRunner {
           this.release();
           for (const event of events) for (const listener of this.listeners) listener(event);
         };
-        this.foldDelivered = () => {
-          if (batch.length === 0 || this.failure) return;
+        // Outside the loop below (a scheduled fold, settle): a failure stops the subscription here.
+        const flushOrStop = () => {
           try {
             flush();
           } catch (error) {
             this.fail(error, rejectCaughtUp);
             void subscription.close();
           }
+        };
+        this.foldDelivered = () => {
+          if (batch.length > 0 && !this.failure) flushOrStop();
         };
         try {
           for await (const item of subscription) {
@@ -184,14 +187,7 @@ export class CatchUpRunner {
               // Everything the subscription has at hand now goes into one transaction; the batch is
               // written as soon as it has to wait for more.
               flushScheduled = true;
-              setImmediate(() => {
-                try {
-                  flush();
-                } catch (error) {
-                  this.fail(error, rejectCaughtUp);
-                  void subscription.close();
-                }
-              });
+              setImmediate(flushOrStop);
             }
           }
           flush();
