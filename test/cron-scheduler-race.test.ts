@@ -1,16 +1,10 @@
 import { randomUUID } from "node:crypto";
-import { mkdtemp, rm } from "node:fs/promises";
-import os from "node:os";
-import path from "node:path";
 import t, { type Test } from "tap";
-import { openSqliteStore } from "../src/eventstore/sqlite.js";
-import { withSchemas } from "../src/eventstore/validating.js";
-import { schemaForEventType } from "../src/domain/events.js";
-import { openReadModels } from "../src/read-models/all.js";
 import { CronScheduler } from "../src/app/cron-scheduler.js";
 import { cronStream, isoOf, UNRECORDED_TICK_GRACE_MS } from "../src/domain/crons.js";
 import type { EventStore } from "../src/eventstore/types.js";
 import { FakeClock } from "./support/fake-clock.js";
+import { logWithReadModels } from "./support/log-with-read-models.js";
 
 /**
  * Two processes catching up on missed cron ticks at once (after a log outage, found by
@@ -23,15 +17,7 @@ const minute = (m: number) => Date.parse(`2026-06-01T00:0${m}:00Z`);
 
 /** A SQLite log with its read models in a temporary directory, holding one cron (created 00:00:30) the read models show. */
 async function logWithCron(t: Test, schedule: string) {
-  const dir = await mkdtemp(path.join(os.tmpdir(), "cron-race-"));
-  const store = withSchemas(await openSqliteStore({ path: path.join(dir, "events.sqlite"), synchronous: "NORMAL" }), schemaForEventType);
-  const readModels = openReadModels(dir);
-  await readModels.runner.start(store);
-  t.teardown(async () => {
-    await readModels.runner.close();
-    await store.close();
-    await rm(dir, { recursive: true, force: true });
-  });
+  const { store, readModels } = await logWithReadModels(t, "cron-race-", { synchronous: "NORMAL" });
   const cronId = randomUUID();
   const created = await store.append(cronStream(cronId), [{
     type: "CronCreated",

@@ -1,17 +1,12 @@
-import { mkdtemp, rm } from "node:fs/promises";
 import type { IncomingMessage, ServerResponse } from "node:http";
-import os from "node:os";
-import path from "node:path";
 import { randomUUID } from "node:crypto";
 import t from "tap";
-import { openSqliteStore } from "../src/eventstore/sqlite.js";
-import { withSchemas } from "../src/eventstore/validating.js";
-import { schemaForEventType } from "../src/domain/events.js";
-import { openReadModels } from "../src/read-models/all.js";
 import { threadStream } from "../src/domain/threads.js";
 import type { RecordedEvent } from "../src/eventstore/types.js";
 import { startTestServer, type TestServer } from "./support/server.js";
 import { gates } from "./support/gates.js";
+import { logWithReadModels } from "./support/log-with-read-models.js";
+import { fetchJson } from "./support/http.js";
 
 /**
  * A run's result (/wait, /join) is read from the log, so it is answered as soon as the run's end is
@@ -20,15 +15,7 @@ import { gates } from "./support/gates.js";
  */
 
 t.test("delivered events reach onDelivered before the tables show them; settle folds them at once", async (t) => {
-  const dir = await mkdtemp(path.join(os.tmpdir(), "answer-before-fold-"));
-  const store = withSchemas(await openSqliteStore({ path: path.join(dir, "events.sqlite"), synchronous: "NORMAL" }), schemaForEventType);
-  const models = openReadModels(dir);
-  await models.runner.start(store);
-  t.teardown(async () => {
-    await models.runner.close();
-    await store.close();
-    await rm(dir, { recursive: true, force: true });
-  });
+  const { store, readModels: models } = await logWithReadModels(t, "answer-before-fold-", { synchronous: "NORMAL" });
 
   const id = randomUUID();
   const seen: { delivered: boolean; afterSettle: boolean; appliedBefore: boolean }[] = [];
@@ -93,11 +80,7 @@ t.test("/wait and /join answer once the run's end is durable, before the fold; t
 
   // Held in its node by a gate. The answer's headers come first (the run is not done), so once they are
   // here the server waits for the run's end; then the gate opens.
-  const waiting = await fetch(`${srv.url}/threads/${thread.thread_id}/runs/wait`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ assistant_id: "delay", input: { gate: gate.path("wait") } }),
-  });
+  const waiting = await fetchJson(`${srv.url}/threads/${thread.thread_id}/runs/wait`, "POST", { assistant_id: "delay", input: { gate: gate.path("wait") } });
   t.equal(waiting.status, 200);
   gate.open("wait");
   t.match(await waiting.json(), { gate: gate.path("wait") }, "the run's result");
@@ -134,11 +117,7 @@ t.test("a run's SSE stream ends once the run's end is durable, before the fold; 
   const marks = finishMarks(srv);
   const gate = gates(t);
   const thread = await srv.client.threads.create();
-  const streaming = await fetch(`${srv.url}/threads/${thread.thread_id}/runs/stream`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ assistant_id: "delay", input: { gate: gate.path("stream") }, stream_mode: ["values"] }),
-  });
+  const streaming = await fetchJson(`${srv.url}/threads/${thread.thread_id}/runs/stream`, "POST", { assistant_id: "delay", input: { gate: gate.path("stream") }, stream_mode: ["values"] });
   t.equal(streaming.status, 200);
   gate.open("stream");
   const text = await streaming.text();

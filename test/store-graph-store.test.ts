@@ -3,14 +3,12 @@ import os from "node:os";
 import path from "node:path";
 import t from "tap";
 import { InvalidNamespaceError } from "@langchain/langgraph-checkpoint";
-import { openSqliteStore } from "../src/eventstore/sqlite.js";
-import { withSchemas } from "../src/eventstore/validating.js";
-import { schemaForEventType } from "../src/domain/events.js";
 import { openReadModels } from "../src/read-models/all.js";
 import { StoreService } from "../src/app/store.js";
 import { EventSourcedStore } from "../src/app/graph-store.js";
 import { storeItemStream } from "../src/domain/store.js";
 import { FakeClock } from "./support/fake-clock.js";
+import { logWithReadModels } from "./support/log-with-read-models.js";
 
 /**
  * The graphs' BaseStore on a real SQLite log and read-model database: every operation kind of
@@ -19,15 +17,7 @@ import { FakeClock } from "./support/fake-clock.js";
  */
 
 t.test("EventSourcedStore", async (t) => {
-  const dir = await mkdtemp(path.join(os.tmpdir(), "store-graph-"));
-  const log = withSchemas(await openSqliteStore({ path: path.join(dir, "events.sqlite") }), schemaForEventType);
-  const models = openReadModels(dir);
-  await models.runner.start(log);
-  t.teardown(async () => {
-    await models.runner.close();
-    await log.close();
-    await rm(dir, { recursive: true, force: true });
-  });
+  const { store: log, readModels: models } = await logWithReadModels(t, "store-graph-");
   const clock = new FakeClock();
   const service = new StoreService({ store: log, readModels: models, clock });
   const store = new EventSourcedStore(service, { run_id: "run-1", thread_id: "thread-1" });
