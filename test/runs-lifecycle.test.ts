@@ -2,6 +2,7 @@ import t from "tap";
 import { expectErrors } from "./support/http.js";
 import { startTestServer, type TestServer } from "./support/server.js";
 import { firstEventOf } from "./support/log.js";
+import { gates } from "./support/gates.js";
 import { runStream } from "../src/domain/runs.js";
 import { threadStream } from "../src/domain/threads.js";
 
@@ -204,9 +205,13 @@ t.test("runs lifecycle", async (t) => {
     t.ok(thread, "its thread exists");
     await client.runs.join(kept.thread_id, kept.run_id);
     t.same(contents((await client.threads.get(kept.thread_id)).values), ["k", "You said: k"], "kept with its state");
-    const temp = await client.runs.create(null, "agent", { input: { messages: [human("d")] } });
+    // Held at a gate until its stream is open: a run that ended (and took its temporary thread along)
+    // before the stream was asked for would be gone (404).
+    const gate = gates(t);
+    const temp = await client.runs.create(null, "delay", { input: { gate: gate.path("temp"), messages: [human("d")] } });
     const res = await fetch(`${srv.url}/runs/${temp.run_id}/stream`);
     t.equal(res.status, 200);
+    gate.open("temp");
     await res.text();
     await t.rejects(client.threads.get(temp.thread_id), /404/, "temporary thread deleted after the run");
     const batch = await client.runs.createBatch([
