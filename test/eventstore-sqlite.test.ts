@@ -460,6 +460,35 @@ t.test("a new file: a stream's revision comes from the (stream_id, revision) ind
   t.match(plan.map((p) => p.detail).join("; "), /COVERING INDEX/, "a stream's revision is one seek in the index");
 });
 
+t.test("a stream's head for an append: written earlier in the same batch, held in memory, or read from the index", async (t) => {
+  const file = path.join(await tempDir(t), "events.sqlite");
+  let store = await openSqliteStore({ path: file });
+  await store.append("cart-1", [{ type: "Opened", data: {} }], "no_stream");
+  const taken = randomUUID();
+  await store.append("other-1", [{ id: taken, type: "Taken", data: {} }]);
+  const before = store.stats();
+  // One group commit: an append whose second event id is taken is undone alone (its first row too); the
+  // appends after it in the batch see the head without it.
+  const outcomes = await Promise.allSettled([
+    store.append("cart-1", [{ type: "Added", data: { n: 1 } }], 0n),
+    store.append("cart-1", [{ id: randomUUID(), type: "Added", data: { n: 2 } }, { id: taken, type: "Added", data: { n: 3 } }], 1n),
+    store.append("cart-1", [{ type: "Added", data: { n: 4 } }], 1n),
+    store.append("cart-1", [{ type: "Added", data: { n: 5 } }], 1n), // stale: the previous one in this batch moved the head
+  ]);
+  t.equal(store.stats().transactions - before.transactions, 1, "one transaction");
+  t.same(outcomes.map((o) => o.status), ["fulfilled", "rejected", "fulfilled", "rejected"]);
+  t.equal(((outcomes[3] as PromiseRejectedResult).reason as WrongExpectedVersionError).actual, 2n, "the stale one saw the batch's head");
+  t.same((await store.readStream("cart-1")).map((e) => [e.revision, (e.data as { n?: number }).n]), [[0n, undefined], [1n, 1], [2n, 4]]);
+  t.equal((await store.append("cart-1", [{ type: "Added", data: { n: 6 } }], 2n)).nextExpectedRevision, 3n, "held in memory after the commit");
+  await store.close();
+
+  store = await openSqliteStore({ path: file });
+  t.teardown(() => store.close());
+  t.equal(store.stats().recentEvents, 0, "nothing held after a reopen");
+  await t.rejects(store.append("cart-1", [{ type: "Added", data: {} }], 2n), WrongExpectedVersionError, "the head from the index");
+  t.equal((await store.append("cart-1", [{ type: "Added", data: { n: 7 } }], 3n)).nextExpectedRevision, 4n);
+});
+
 t.test("committed events reach every reader parsed once, frozen, and recent reads need no query", async (t) => {
   const store = await openSqliteStore({ path: path.join(await tempDir(t), "events.sqlite") });
   t.teardown(() => store.close());
@@ -500,12 +529,15 @@ t.test("RecentEvents: holds the last events, answers only what it holds entirely
   t.equal(recent.streamBackwards("s", 3n, 1), undefined, "older than what is held");
   t.same(recent.streamBackwards("t", 100n, 5)?.map((x) => x.revision), [0n], "a whole stream, shorter than the limit");
   t.equal(recent.streamBackwards("u", 100n, 5), undefined, "a stream with nothing held: unknown");
+  t.equal(recent.lastRevision("s"), 5n, "a held stream's last revision");
+  t.equal(recent.lastRevision("u"), undefined, "a stream with nothing held: unknown");
   recent.add([e(14, "t", 1)]); // evicts position 11
   t.equal(recent.size, 3);
   t.equal(recent.after(10n, 100), undefined, "evicted: position 11 is no longer held");
   t.same(recent.after(11n, 100)?.map((x) => x.position), [12n, 13n, 14n]);
   t.equal(recent.streamFrom("s", 4n, 100), undefined, "s@4 evicted");
   t.same(recent.streamFrom("s", 5n, 100)?.map((x) => x.position), [13n]);
+  t.equal(recent.lastRevision("s"), 5n, "still its last revision after its oldest held event went");
   t.same(recent.after(11n, 100)?.[0].event.data, { p: 12 }, "parsed on demand");
   t.equal(recent.after(11n, 100)?.[0].event, recent.after(11n, 100)?.[0].event, "once");
 

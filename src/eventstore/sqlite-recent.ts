@@ -84,6 +84,15 @@ export class RecentEvents {
     return this.log.slice(lo, lo + limit);
   }
 
+  /**
+   * The stream's last revision when any of its events is held (what is held of a stream ends at its last
+   * event); undefined when none is, and only the database knows.
+   */
+  lastRevision(stream: string): bigint | undefined {
+    const held = this.streams.get(stream);
+    return held === undefined ? undefined : held[held.length - 1].revision;
+  }
+
   /** Events of `stream` from revision `from` (inclusive), at most `limit`; undefined when not all are held. */
   streamFrom(stream: string, from: bigint, limit: number): CommittedEvent[] | undefined {
     const held = this.streams.get(stream);

@@ -187,6 +187,8 @@ class SqliteStore implements SqliteEventStore {
   private readonly durability: WalDurability;
   /** Streams touched by commits not yet durable, by the commit's last position: subscribers hear of them once durable. */
   private undelivered: { position: bigint; touched: Set<string> }[] = [];
+  /** The last revision of each stream written in the batch transaction under way (not committed, so not in `recent` yet). */
+  private readonly batchHeads = new Map<string, bigint>();
   private failure: Error | undefined;
 
   constructor(
@@ -210,6 +212,7 @@ class SqliteStore implements SqliteEventStore {
     const appendOne = db.transaction((job: AppendJob, created: number) => this.write(job, created));
     const appendBatch = db.transaction((jobs: AppendJob[]): Outcome<AppendResult>[] => {
       const created = Date.now();
+      this.batchHeads.clear(); // a batch that failed as a whole left its heads here
       // The tickets of this batch's appends so far: written (committed with the batch, or not at all), or refused.
       const here = new Map<AppendTicket, { ok: true } | { ok: false; error: unknown }>();
       return jobs.map((job) => {
@@ -452,10 +455,18 @@ class SqliteStore implements SqliteEventStore {
     return (this.sql.head.get() as bigint | null) ?? -1n;
   }
 
+  /**
+   * A stream's last revision inside the batch transaction: written earlier in this batch, else held in
+   * memory (every committed event is, until evicted), else from the (stream_id, revision) index.
+   */
+  private streamHead(stream: string): bigint | undefined {
+    return this.batchHeads.get(stream) ?? this.recent.lastRevision(stream) ?? (this.sql.streamRevision.get(stream) as bigint | undefined);
+  }
+
   /** One append inside the batch transaction; throws to undo just this append. */
   private write(job: AppendJob, created: number): AppendResult {
     const { stream, expected, events } = job;
-    const current = this.sql.streamRevision.get(stream) as bigint | undefined;
+    const current = this.streamHead(stream);
     const conflict = () => new WrongExpectedVersionError(stream, expected, current ?? "no_stream");
     if (job.mayBeRetry) {
       const original = this.findOriginal(job);
@@ -479,6 +490,7 @@ class SqliteStore implements SqliteEventStore {
       if (isDuplicateEventId(error)) throw conflict();
       throw error;
     }
+    this.batchHeads.set(stream, revision);
     return { nextExpectedRevision: revision, position, dataLengths: events.map((e) => e.data.length) };
   }
 
