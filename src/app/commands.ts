@@ -39,9 +39,14 @@ export async function execute<S extends { revision: bigint }, R extends Decision
    * this one is, in the same commit on the embedded store. Called again for each retry's append.
    */
   issued?: (state: S | undefined, decision: R & { ok: true }, ticket: AppendTicket) => void,
+  /**
+   * The state the caller has just loaded, to decide the first attempt on instead of loading it again.
+   * Safe even if it went stale meanwhile: the append expects its revision, and a conflict reloads.
+   */
+  loaded?: { state: S | undefined },
 ): Promise<{ state: S | undefined; decision: R & { ok: true } }> {
   for (let attempt = 1; ; attempt++) {
-    const state = load();
+    const state = attempt === 1 && loaded ? loaded.state : load();
     const decision = decide(state);
     if (!decision.ok) throw new DomainError(decision.kind, decision.detail);
     if (decision.events.length === 0) return { state, decision: decision as R & { ok: true } };

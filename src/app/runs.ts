@@ -266,13 +266,17 @@ export class RunsService {
     const assistant = await this.assistantOf(req.assistant_id);
     const stateless = threadId === null;
     let thread: Thread;
+    // The thread's state as found here, for the enqueue's first decision (no second read of the row).
+    let loaded: { state: ThreadState | undefined } | undefined;
     if (stateless) {
       // A thread made for a run carries the run's metadata (its owner, when auth added one), as the official server.
       thread = await createThread(ctx, { metadata: obj(req.metadata), if_exists: "raise" });
     } else {
       const found = await threadStateConsistent(ctx, threadId);
-      if (found) thread = found.thread;
-      else if (req.if_not_exists !== "create") throw notFound(`Thread with ID ${threadId} not found`);
+      if (found) {
+        thread = found.thread;
+        loaded = { state: found };
+      } else if (req.if_not_exists !== "create") throw notFound(`Thread with ID ${threadId} not found`);
       else thread = await createThread(ctx, { thread_id: threadId.toLowerCase(), metadata: obj(req.metadata), if_exists: "do_nothing" });
     }
     const tid = thread.thread_id;
@@ -308,7 +312,7 @@ export class RunsService {
         }
       }
     };
-    const { decision } = await execute(ctx, () => ctx.readModels.threads.load(tid), threadStream(tid), (s) => decideEnqueueRun(s && !s.deleted ? s : undefined, run, stamp), atHead);
+    const { decision } = await execute(ctx, () => ctx.readModels.threads.load(tid), threadStream(tid), (s) => decideEnqueueRun(s && !s.deleted ? s : undefined, run, stamp), atHead, loaded);
     const action: CancelAction | undefined = decision.strategy === "rollback" ? "rollback" : decision.strategy === "interrupt" ? "interrupt" : undefined;
     if (action) {
       // A run that ended (or was removed) meanwhile needs no cancelling.
