@@ -1,6 +1,6 @@
 /**
  * The A2A application layer: tasks on top of the same run services the REST API uses
- * (RunsService.create / waitDone / cancel / view / terminalEvent, the runs read model, the run's
+ * (RunsService.create / waitShown / cancel / view / terminalEvent, the runs read model, the run's
  * log stream). Every application error goes through `toA2AError`.
  */
 import { v7 as uuidv7, validate as isUuid } from "uuid";
@@ -198,7 +198,7 @@ export class A2AService {
 
   /** The task once its run ended (or the client left / the server stops: as it is then). */
   async settled(runId: string, taskId: string, historyLength: number | undefined, signal?: AbortSignal): Promise<Task> {
-    await this.runs.waitDone(runId, signal);
+    await this.runs.waitShown(runId, signal);
     const view = this.runs.view(runId);
     if (!view) throw taskNotFound(taskId);
     const run = await this.load(view, taskId);
@@ -321,7 +321,7 @@ export class A2AService {
       await subscription.close();
     }
     if (signal.aborted) return;
-    await this.runs.waitDone(runId, signal);
+    await this.runs.waitShown(runId, signal);
     const view = this.runs.view(runId);
     if (!view || signal.aborted) return;
     yield* this.finalEvents(await this.load(view, taskId));

@@ -204,6 +204,16 @@ export class RunsService {
     return this.waitFor(runId, "resultWakes", signal);
   }
 
+  /**
+   * Resolves once the run's end is durable and the read models show it: waitEnded, then what the log
+   * delivered folded now (CatchUpRunner.settle), rather than in the fold's own turn of the event loop.
+   * For answers built from the read models (A2A tasks).
+   */
+  async waitShown(runId: string, signal?: AbortSignal): Promise<void> {
+    await this.waitEnded(runId, signal);
+    this.ctx.readModels.runner.settle();
+  }
+
   private waitFor(runId: string, list: "wakes" | "resultWakes", signal?: AbortSignal): Promise<void> {
     const id = runId.toLowerCase();
     if (this.closed || signal?.aborted) return Promise.resolve();
