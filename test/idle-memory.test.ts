@@ -5,7 +5,8 @@ import { IdleMemory, fullGc } from "../src/util/idle-memory.js";
 
 const MiB = 1024 * 1024;
 
-function scripted(utilizations: number[], rssValues: number[]) {
+/** `young`: what the young generation holds after each collection (default: shrunk, 1 MiB). */
+function scripted(utilizations: number[], rssValues: number[], young: number[] = []) {
   const calls = { gc: 0, released: 0, returned: [] as Array<[number, number]> };
   let rss = rssValues[0]!;
   const memory = new IdleMemory({
@@ -20,6 +21,7 @@ function scripted(utilizations: number[], rssValues: number[]) {
     },
     release: [() => void calls.released++],
     onReturn: (before, after) => calls.returned.push([before, after]),
+    youngBytes: () => young[Math.max(0, calls.gc / 2 - 1)] ?? 1 * MiB,
   });
   return { memory, calls, setRss: (bytes: number) => void (rss = bytes) };
 }
@@ -55,6 +57,36 @@ t.test("after a return the new RSS is the baseline: staying idle does not collec
   t.equal(calls.gc, 2);
   for (let i = 0; i < 4; i++) memory.sample();
   t.equal(calls.gc, 2, "no further collection while nothing grew");
+});
+
+t.test("a return that left the young generation large is tried again at the next idle samples, up to three times", async (t) => {
+  // V8 shrinks the young generation only when it sees a low allocation rate; the end of a load may still look busy.
+  let { memory, calls, setRss } = scripted(Array(8).fill(0.01), [100 * MiB, 150 * MiB], [32 * MiB, 32 * MiB, 2 * MiB]);
+  setRss(400 * MiB);
+  memory.sample();
+  memory.sample();
+  t.equal(calls.gc, 2, "the return: young generation still 32 MiB");
+  memory.sample();
+  t.equal(calls.gc, 4, "tried again at the next idle sample, without new growth (still 32 MiB)");
+  memory.sample();
+  t.equal(calls.gc, 6, "and again: now shrunk");
+  for (let i = 0; i < 4; i++) memory.sample();
+  t.equal(calls.gc, 6, "nothing more once it shrank");
+
+  ({ memory, calls, setRss } = scripted(Array(10).fill(0.01), [100 * MiB, 150 * MiB], Array(10).fill(32 * MiB)));
+  setRss(400 * MiB);
+  for (let i = 0; i < 10; i++) memory.sample();
+  t.equal(calls.gc, 2 + 3 * 2, "never shrinking: three retries, then it waits for growth again");
+
+  // A collection starts the next utilization window (it reads one value itself): idle, idle, (window), busy, idle, idle.
+  ({ memory, calls, setRss } = scripted([0.01, 0.01, 0.01, 0.9, 0.01, 0.01], [100 * MiB, 150 * MiB], Array(10).fill(32 * MiB)));
+  setRss(400 * MiB);
+  memory.sample();
+  memory.sample();
+  memory.sample(); // busy: the retries are dropped
+  memory.sample();
+  memory.sample();
+  t.equal(calls.gc, 2, "a busy sample cancels them (the next return needs idleness and growth)");
 });
 
 t.test("a failing release hook is reported, the others still run", async (t) => {

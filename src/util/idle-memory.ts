@@ -6,7 +6,8 @@
  * event loop's utilization every `sampleMs`; once it stayed under `idleBelow` for `idleSamples`
  * samples in a row, and RSS grew by `minGrowthBytes` since the last collection, it runs two full
  * collections (the second frees what the first's finalizers released) and then calls the
- * `release` hooks (e.g. SQLite's shrink_memory). A busy process is never interrupted by it.
+ * `release` hooks (e.g. SQLite's shrink_memory); while the young generation stays at its loaded
+ * size, the next idle samples do it again (a few times). A busy process is never interrupted by it.
  */
 import { performance, type EventLoopUtilization } from "node:perf_hooks";
 import { createRequire } from "node:module";
@@ -35,7 +36,18 @@ export interface IdleMemoryOptions {
   rss?: () => number;
   /** The full collection (tests replace it; default: V8's). */
   gc?: () => void;
+  /** Bytes the young generation holds (tests replace it; default: V8's new space). */
+  youngBytes?: () => number;
 }
+
+/**
+ * Young generation above this after a return was not shrunk: V8 shrinks it in a collection only when
+ * it sees a low allocation rate, and the end of a load can still count as busy. Its floor is 1 to 2 MiB;
+ * after a load it is twice the semi-space (32 MiB with `--max-semi-space-size=16`).
+ */
+const YOUNG_SHRUNK_BYTES = 8 * 1024 * 1024;
+/** Returns tried again, at the next idle samples, while the young generation stays large. */
+const MAX_RETRIES = 3;
 
 /** Called without options: on Node 20, `{ type: "major" }` did not collect what a bare call did. */
 type FullGc = () => void;
@@ -66,6 +78,9 @@ export class IdleMemory {
   private readonly utilization: () => number;
   private readonly rss: () => number;
   private readonly gc: () => void;
+  private readonly youngBytes: () => number;
+  /** Returns still to try because the last one left the young generation large. */
+  private retries = 0;
   private timer: NodeJS.Timeout | undefined;
   private idleRun = 0;
   private rssAfterLastReturn: number;
@@ -73,8 +88,10 @@ export class IdleMemory {
   returns = 0;
 
   constructor(options: IdleMemoryOptions = {}) {
-    this.sampleMs = options.sampleMs ?? 5_000;
-    this.idleSamples = options.idleSamples ?? 2;
+    // Idle for 6 to 8 s. With 5 s samples (10 to 15 s) a load's memory was sometimes still held 20 s after
+    // it ended on a slow machine: the load's last busy sample pushed the collection past that.
+    this.sampleMs = options.sampleMs ?? 2_000;
+    this.idleSamples = options.idleSamples ?? 3;
     this.idleBelow = options.idleBelow ?? 0.05;
     this.minGrowthBytes = options.minGrowthBytes ?? 32 * 1024 * 1024;
     this.release = options.release ?? [];
@@ -83,6 +100,7 @@ export class IdleMemory {
     this.utilization = options.utilization ?? eventLoopUtilization();
     this.rss = options.rss ?? (() => process.memoryUsage.rss());
     this.gc = options.gc ?? (() => fullGc()());
+    this.youngBytes = options.youngBytes ?? newSpaceBytes;
     this.rssAfterLastReturn = this.rss();
   }
 
@@ -102,16 +120,34 @@ export class IdleMemory {
   sample(): void {
     if (this.utilization() >= this.idleBelow) {
       this.idleRun = 0;
+      this.retries = 0; // busy again: the next return waits for idleness and growth
       return;
     }
     this.idleRun++;
+    if (this.retries > 0) {
+      this.collect();
+      this.retries = this.youngShrunk() ? 0 : this.retries - 1;
+      return;
+    }
     if (this.idleRun < this.idleSamples) return;
     if (this.rss() - this.rssAfterLastReturn < this.minGrowthBytes) return;
     this.returnMemory();
   }
 
-  /** Two full collections, then the release hooks; RSS afterwards is the new baseline. */
+  /**
+   * Two full collections, then the release hooks; RSS afterwards is the new baseline. When the young
+   * generation was not shrunk, the next idle samples (up to MAX_RETRIES) collect again.
+   */
   returnMemory(): void {
+    this.collect();
+    this.retries = this.youngShrunk() ? 0 : MAX_RETRIES;
+  }
+
+  private youngShrunk(): boolean {
+    return this.youngBytes() <= YOUNG_SHRUNK_BYTES;
+  }
+
+  private collect(): void {
     const before = this.rss();
     this.gc();
     this.gc();
@@ -129,6 +165,12 @@ export class IdleMemory {
     this.utilization();
     this.onReturn(before, this.rssAfterLastReturn);
   }
+}
+
+/** The size of V8's new space (both semi-spaces). */
+function newSpaceBytes(): number {
+  const space = (builtin("node:v8") as typeof import("node:v8")).getHeapSpaceStatistics().find((s) => s.space_name === "new_space");
+  return space?.space_size ?? 0;
 }
 
 /** A reader of the event loop's utilization since its previous call. */
