@@ -7,7 +7,7 @@
  * samples in a row, and RSS grew by `minGrowthBytes` since the last collection, it runs two full
  * collections (the second frees what the first's finalizers released) and then calls the
  * `release` hooks (e.g. SQLite's shrink_memory); while the young generation stays at its loaded
- * size, the next idle samples do it again (a few times). A busy process is never interrupted by it.
+ * size, the next idle samples do it again (up to five times). A busy process is never interrupted by it.
  */
 import { performance, type EventLoopUtilization } from "node:perf_hooks";
 import { createRequire } from "node:module";
@@ -47,7 +47,7 @@ export interface IdleMemoryOptions {
  */
 const YOUNG_SHRUNK_BYTES = 8 * 1024 * 1024;
 /** Returns tried again, at the next idle samples, while the young generation stays large. */
-const MAX_RETRIES = 3;
+const MAX_RETRIES = 5;
 
 /** Called without options: on Node 20, `{ type: "major" }` did not collect what a bare call did. */
 type FullGc = () => void;
