@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { randomUUID } from "node:crypto";
-import t from "tap";
+import t, { type Test } from "tap";
 import { threadStream } from "../src/domain/threads.js";
 import type { RecordedEvent } from "../src/eventstore/types.js";
 import { startTestServer, type TestServer } from "./support/server.js";
@@ -70,13 +70,32 @@ function finishMarks(srv: TestServer): Map<string, bigint> {
   return marks;
 }
 
-t.test("/wait and /join answer once the run's end is durable, before the fold; the next request sees the run done", async (t) => {
+/** A server that records where the fold stood at each answer and each run's RunFinished mark, and a thread on it. */
+async function recordingServer(t: Test) {
   const srv = await startTestServer();
   t.teardown(() => srv.close());
   const answeredAt = foldPositionAtAnswers(srv);
   const marks = finishMarks(srv);
-  const gate = gates(t);
   const thread = await srv.client.threads.create();
+  return { srv, answeredAt, marks, thread, gate: gates(t) };
+}
+
+/**
+ * The thread's only run, as the next request sees it: done, its thread idle; and the server's one
+ * answer so far (`what` names it) was written before the fold reached the run's mark.
+ */
+async function answeredBeforeFold(t: Test, o: { srv: TestServer; answeredAt: bigint[]; marks: Map<string, bigint>; threadId: string }, what: string): Promise<void> {
+  const [run] = await o.srv.client.runs.list(o.threadId);
+  t.equal(run.status, "success", "the next request sees the run done");
+  t.equal((await o.srv.client.threads.get(o.threadId)).status, "idle", "and its thread idle");
+  const mark = o.marks.get(run.run_id);
+  t.ok(mark !== undefined, "the thread's RunFinished mark was delivered");
+  t.equal(o.answeredAt.length, 1);
+  t.ok(o.answeredAt[0] < mark!, `${what} before the fold reached the mark (fold at ${o.answeredAt[0]}, mark at ${mark})`);
+}
+
+t.test("/wait and /join answer once the run's end is durable, before the fold; the next request sees the run done", async (t) => {
+  const { srv, answeredAt, marks, thread, gate } = await recordingServer(t);
 
   // Held in its node by a gate. The answer's headers come first (the run is not done), so once they are
   // here the server waits for the run's end; then the gate opens.
@@ -85,13 +104,7 @@ t.test("/wait and /join answer once the run's end is durable, before the fold; t
   gate.open("wait");
   t.match(await waiting.json(), { gate: gate.path("wait") }, "the run's result");
   // A new request: the read models show what the answer said.
-  const [run] = await srv.client.runs.list(thread.thread_id);
-  t.equal(run.status, "success", "the next request sees the run done");
-  t.equal((await srv.client.threads.get(thread.thread_id)).status, "idle", "and its thread idle");
-  const mark = marks.get(run.run_id);
-  t.ok(mark !== undefined, "the thread's RunFinished mark was delivered");
-  t.equal(answeredAt.length, 1);
-  t.ok(answeredAt[0] < mark!, `answered before the fold reached the mark (fold at ${answeredAt[0]}, mark at ${mark})`);
+  await answeredBeforeFold(t, { srv, answeredAt, marks, threadId: thread.thread_id }, "answered");
 
   // A join of a background run, the same way.
   const held = await srv.client.runs.create(thread.thread_id, "delay", { input: { gate: gate.path("join") } });
@@ -111,24 +124,13 @@ t.test("/wait and /join answer once the run's end is durable, before the fold; t
 });
 
 t.test("a run's SSE stream ends once the run's end is durable, before the fold; the next request sees the run done", async (t) => {
-  const srv = await startTestServer();
-  t.teardown(() => srv.close());
-  const endedAt = foldPositionAtAnswers(srv);
-  const marks = finishMarks(srv);
-  const gate = gates(t);
-  const thread = await srv.client.threads.create();
+  const { srv, answeredAt: endedAt, marks, thread, gate } = await recordingServer(t);
   const streaming = await fetchJson(`${srv.url}/threads/${thread.thread_id}/runs/stream`, "POST", { assistant_id: "delay", input: { gate: gate.path("stream") }, stream_mode: ["values"] });
   t.equal(streaming.status, 200);
   gate.open("stream");
   const text = await streaming.text();
   t.match(text, /event: values/, "the run's values were streamed");
-  const [run] = await srv.client.runs.list(thread.thread_id);
-  t.equal(run.status, "success", "the next request sees the run done");
-  t.equal((await srv.client.threads.get(thread.thread_id)).status, "idle", "and its thread idle");
-  const mark = marks.get(run.run_id);
-  t.ok(mark !== undefined);
-  t.equal(endedAt.length, 1);
-  t.ok(endedAt[0] < mark!, `the stream ended before the fold reached the mark (fold at ${endedAt[0]}, mark at ${mark})`);
+  await answeredBeforeFold(t, { srv, answeredAt: endedAt, marks, threadId: thread.thread_id }, "the stream ended");
 });
 
 t.test("a stateless run's /wait answers only once its temporary thread is deleted and folded", async (t) => {
