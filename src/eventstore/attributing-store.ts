@@ -14,18 +14,34 @@ export interface AppendObserver {
  * in the request's context.
  */
 export function recordingPositions(store: EventStore, observe?: AppendObserver): EventStore {
-  return withAppend(store, async (stream, events, expected, options) => {
+  // Not an async function: one promise per append (the store's own, then one `then`), not three.
+  return withAppend(store, (stream, events, expected, options) => {
     const context = currentRequestContext();
-    const stamped: EventData[] = events.map((e) => attributed(stream, e, context));
-    const started = observe ? process.hrtime.bigint() : 0n;
-    let ok = false;
+    let stamped: EventData[];
     try {
-      const result = await store.append(stream, stamped, expected, options);
-      ok = true;
-      if (context && (context.lastPosition === undefined || result.position > context.lastPosition)) context.lastPosition = result.position;
-      return result;
-    } finally {
-      observe?.(Number(process.hrtime.bigint() - started) / 1e9, ok);
+      stamped = events.map((e) => attributed(stream, e, context));
+    } catch (error) {
+      return Promise.reject(error);
     }
+    const started = observe ? process.hrtime.bigint() : 0n;
+    const seconds = () => Number(process.hrtime.bigint() - started) / 1e9;
+    let appended: ReturnType<EventStore["append"]>;
+    try {
+      appended = store.append(stream, stamped, expected, options);
+    } catch (error) {
+      observe?.(seconds(), false);
+      return Promise.reject(error);
+    }
+    return appended.then(
+      (result) => {
+        if (context && (context.lastPosition === undefined || result.position > context.lastPosition)) context.lastPosition = result.position;
+        observe?.(seconds(), true);
+        return result;
+      },
+      (error: unknown) => {
+        observe?.(seconds(), false);
+        throw error;
+      },
+    );
   });
 }

@@ -188,13 +188,28 @@ export class ThreadCheckpointsCache {
    * been acknowledged; returns once a cached entry includes them. No entry: nothing to do, the
    * next read folds the stream, which now holds them.
    */
-  async appended(threadId: string, events: readonly RevisionedEvent[]): Promise<void> {
+  appended(threadId: string, events: readonly RevisionedEvent[]): Promise<void> | undefined {
     // A load that read the stream before our append landed must not hide it.
-    await this.loading.get(threadId)?.catch(() => undefined);
+    const loading = this.loading.get(threadId);
+    if (loading) {
+      const next = () => this.apply(threadId, events);
+      return loading.then(next, next);
+    }
+    // The usual case (nothing loading, the entry one revision behind) takes no promise.
+    return this.apply(threadId, events);
+  }
+
+  private apply(threadId: string, events: readonly RevisionedEvent[]): Promise<void> | undefined {
     const entry = this.entries.get(threadId);
-    if (!entry) return;
-    if (!this.advance(threadId, entry, events) && !(await this.catchUp(threadId, entry))) this.drop(threadId, entry);
-    this.enforceBounds();
+    if (!entry) return undefined;
+    if (this.advance(threadId, entry, events)) {
+      this.enforceBounds();
+      return undefined;
+    }
+    return this.catchUp(threadId, entry).then((caughtUp) => {
+      if (!caughtUp) this.drop(threadId, entry);
+      this.enforceBounds();
+    });
   }
 
   /**
@@ -332,3 +347,4 @@ export class ThreadCheckpointsCache {
     return true;
   }
 }
+

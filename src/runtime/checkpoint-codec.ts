@@ -97,6 +97,7 @@ export class CheckpointCodec {
     const threadId = requireThreadId(config, "put checkpoint");
     const parentId: string | undefined = config.configurable?.checkpoint_id;
     const { channel_values: values, ...withoutValues } = copyCheckpoint(checkpoint);
+    const storedMetadata = this.metadataFromConfig ? checkpointMetadata(config, metadata) : metadata;
     const blobs: ChannelBlob[] = [];
     for (const [channel, version] of Object.entries(newVersions)) {
       const present = Object.prototype.hasOwnProperty.call(values, channel) && values[channel] !== undefined;
@@ -107,8 +108,8 @@ export class CheckpointCodec {
       checkpoint_ns: config.configurable?.checkpoint_ns ?? "",
       checkpoint_id: checkpoint.id,
       parent_checkpoint_id: parentId ? parentId : null,
-      checkpoint: (await this.dumpJson(withoutValues)) as StoredCheckpointJson,
-      metadata: (await this.dumpJson(this.metadataFromConfig ? checkpointMetadata(config, metadata) : metadata)) as Record<string, unknown>,
+      checkpoint: (plainJsonCopy(withoutValues, 0) ?? (await this.dumpJson(withoutValues))) as StoredCheckpointJson,
+      metadata: (plainJsonCopy(storedMetadata, 0) ?? (await this.dumpJson(storedMetadata))) as Record<string, unknown>,
       blobs,
     };
   }
@@ -128,14 +129,18 @@ export class CheckpointCodec {
       checkpoint_id: checkpointId,
       task_id: taskId,
       task_path: taskPath ?? "",
-      writes: await Promise.all(
-        writes.map(async ([channel, value], idx) => ({
-          idx: Object.hasOwn(WRITES_IDX_MAP, channel) ? WRITES_IDX_MAP[channel] : idx,
-          channel,
-          value: await this.dump(value),
-        })),
-      ),
+      writes: await this.dumpWrites(writes),
     };
+  }
+
+  /** The writes in order, each serialized (one after the other: no promise per write beyond the serializer's). */
+  private async dumpWrites(writes: PendingWrite[]): Promise<PendingWritesSaved["writes"]> {
+    const out: PendingWritesSaved["writes"] = [];
+    for (let idx = 0; idx < writes.length; idx++) {
+      const [channel, value] = writes[idx];
+      out.push({ idx: Object.hasOwn(WRITES_IDX_MAP, channel) ? WRITES_IDX_MAP[channel] : idx, channel, value: await this.dump(value) });
+    }
+    return out;
   }
 
   /** The tuple LangGraph reads; `nextVersion` names a first channel version (the saver's getNextVersion). */
@@ -187,12 +192,12 @@ export class CheckpointCodec {
     return this.serde.loadsTyped(type, type === "json" ? payload : new Uint8Array(Buffer.from(payload, "utf8")));
   }
 
-  /** The serializer's JSON form of a value, as a JSON value (readable in the log, exact round trip). */
+  /**
+   * The serializer's JSON form of a value, as a JSON value (readable in the log, exact round trip).
+   * Callers first try plainJsonCopy: plain JSON is its own JSON form, a copy without the serializer's
+   * text round trip or a promise (a checkpoint's versions and most metadata are plain).
+   */
   private async dumpJson(value: unknown): Promise<unknown> {
-    // Plain JSON is its own JSON form: a copy, without the serializer's text round trip (a checkpoint's
-    // versions and most metadata are plain).
-    const plain = plainJsonCopy(value, 0);
-    if (plain !== undefined) return plain;
     const [type, bytes] = await this.serde.dumpsTyped(value);
     if (type !== "json") {
       throw new Error(`EventSourcedCheckpointSaver needs a serializer that writes checkpoints and metadata as "json" (got "${type}")`);

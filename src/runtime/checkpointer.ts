@@ -209,15 +209,19 @@ export class EventSourcedCheckpointSaver extends BaseCheckpointSaver {
   ): Promise<RunnableConfig> {
     const data = await this.codec.checkpointSaved(config, checkpoint, metadata, newVersions);
     const threadId = data.thread_id;
-    await this.fit(data.blobs);
-    await this.write(config, threadId, async (ticket) => {
-      await this.append(threadId, [{ type: "CheckpointSaved", data }], undefined, ticket);
-      // A snapshot only shortens later reads: one the log refuses leaves the checkpoint, written, as it is
-      // (and must not fail a run that ended meanwhile, nor the thread's next one).
-      await this.maybeSnapshot(threadId).catch((error: unknown) =>
-        console.error(`checkpoints of thread ${threadId}: snapshot not written: ${(error as Error).message}`),
-      );
-    });
+    const fitting = this.fit(data.blobs);
+    if (fitting) await fitting;
+    const writing = this.write(config, threadId, (ticket) =>
+      this.append(threadId, [{ type: "CheckpointSaved", data }], undefined, ticket).then(() => {
+        if (!this.snapshotDue(threadId)) return;
+        // A snapshot only shortens later reads: one the log refuses leaves the checkpoint, written, as it is
+        // (and must not fail a run that ended meanwhile, nor the thread's next one).
+        return this.maybeSnapshot(threadId).catch((error: unknown) =>
+          console.error(`checkpoints of thread ${threadId}: snapshot not written: ${(error as Error).message}`),
+        );
+      }),
+    );
+    if (writing) await writing;
     return { configurable: { thread_id: threadId, checkpoint_ns: data.checkpoint_ns, checkpoint_id: data.checkpoint_id } };
   }
 
@@ -226,26 +230,26 @@ export class EventSourcedCheckpointSaver extends BaseCheckpointSaver {
     const threadId = data.thread_id;
     // A retry of writes already stored would change nothing (the fold keeps the first regular
     // write per (task, idx)); skip the append. The fold stays the authority under races.
-    const thread = await this.cache.get(threadId);
+    const thread = this.cache.held(threadId)?.state ?? (await this.cache.get(threadId));
     const ns = thread && namespaceOf(thread, data.checkpoint_ns);
     if (ns && data.writes.length > 0) {
       const stored = new Set(pendingWritesOf(ns, data.checkpoint_id).map((w) => `${w.task_id}\u0000${w.idx}`));
       if (data.writes.every((w) => w.idx >= 0 && stored.has(`${data.task_id}\u0000${w.idx}`))) return;
     }
-    await this.fit(data.writes, data);
-    await this.write(config, threadId, (ticket) => this.append(threadId, [{ type: "PendingWritesSaved", data }], undefined, ticket));
+    const fitting = this.fit(data.writes, data);
+    if (fitting) await fitting;
+    const writing = this.write(config, threadId, (ticket) => this.append(threadId, [{ type: "PendingWritesSaved", data }], undefined, ticket));
+    if (writing) await writing;
   }
 
   /**
    * Runs `append` (whose first step must call the store's append, synchronously, with the ticket)
-   * and waits for it, or, for a run that defers its writes, tracks it and returns at once.
+   * and returns its promise, or, for a run that defers its writes, tracks it and returns nothing.
    */
-  private async write(config: RunnableConfig, threadId: string, append: (ticket: AppendTicket | undefined) => Promise<unknown>): Promise<void> {
-    if (!defersWrites(config)) {
-      await append(undefined);
-      return;
-    }
+  private write(config: RunnableConfig, threadId: string, append: (ticket: AppendTicket | undefined) => Promise<unknown>): Promise<unknown> | undefined {
+    if (!defersWrites(config)) return append(undefined);
     this.deferred.add(threadId, append, !this.appendsCommitInCallOrder);
+    return undefined;
   }
 
   /**
@@ -444,8 +448,15 @@ export class EventSourcedCheckpointSaver extends BaseCheckpointSaver {
       if (expected !== undefined && error instanceof WrongExpectedVersionError) return undefined;
       throw error;
     }
-    await this.cache.appended(threadId, revisioned(events, result.nextExpectedRevision, result.dataLengths));
+    const caching = this.cache.appended(threadId, revisioned(events, result.nextExpectedRevision, result.dataLengths));
+    if (caching) await caching;
     return result.nextExpectedRevision;
+  }
+
+  /** Whether enough checkpoints were folded since the thread's last snapshot for another. */
+  private snapshotDue(threadId: string): boolean {
+    const held = this.cache.held(threadId);
+    return held !== undefined && held.sinceSnapshot >= this.snapshotEvery;
   }
 
   /** Snapshots the thread once enough checkpoints were folded since the last snapshot. */
@@ -478,15 +489,21 @@ export class EventSourcedCheckpointSaver extends BaseCheckpointSaver {
    * others until the event fits, move to their own streams (content-addressed, so a retried put
    * or a copy shares them) and the event keeps their refs. Mutates the given slots.
    */
-  private async fit(slots: { value: SerializedValue | null }[], event?: unknown): Promise<void> {
+  private fit(slots: { value: SerializedValue | null }[], event?: unknown): Promise<void> | undefined {
     const inline = slots.filter((s): s is { value: InlineValue } => s.value !== null && typeof s.value[1] === "string");
-    // Small values (the usual case): the event fits without measuring it (what is not a value is small).
+    // Small values (the usual case): the event fits without measuring it (what is not a value is small),
+    // and nothing is awaited.
     let total = 0;
     for (const slot of inline) {
       if (slot.value[1].length > LARGE_CHECKPOINT_VALUE_BYTES) total = Infinity;
       total += slot.value[1].length;
     }
-    if (total <= APPEND_BUDGET / 2) return;
+    if (total <= APPEND_BUDGET / 2) return undefined;
+    return this.moveLargeValues(slots, inline, event);
+  }
+
+  /** fit's slow path: moves values to their own streams, largest first, until the event fits. */
+  private async moveLargeValues(slots: { value: SerializedValue | null }[], inline: { value: InlineValue }[], event?: unknown): Promise<void> {
     inline.sort((a, b) => b.value[1].length - a.value[1].length);
     const whole = () => sizeOfEvent({ type: "CheckpointSaved", data: event ?? { blobs: slots } });
     for (const slot of inline) {

@@ -27,19 +27,18 @@ export class DeferredAppends {
     // A set iterates in insertion order: its last member is the key's latest write still in flight.
     const previous = afterPrevious ? [...set].at(-1) : undefined;
     const work = previous ? previous.then(() => write(ticket)) : write(ticket);
-    const tracked: Promise<void> = work.then(
-      () => undefined,
-      (error: unknown) => {
-        if (!this.#failures.has(key)) this.#failures.set(key, error);
-      },
-    );
-    set.add(tracked);
-    void tracked.finally(() => {
+    // Its handlers run after `set.add` below (never synchronously), so each can untrack it: one promise per write, not three.
+    const untrack = () => {
       set.delete(tracked);
       tickets.delete(ticket);
       if (set.size === 0 && this.#inFlight.get(key) === set) this.#inFlight.delete(key);
       if (tickets.size === 0 && this.#tickets.get(key) === tickets) this.#tickets.delete(key);
+    };
+    const tracked: Promise<void> = work.then(untrack, (error: unknown) => {
+      if (!this.#failures.has(key)) this.#failures.set(key, error);
+      untrack();
     });
+    set.add(tracked);
   }
 
   /** Resolves once every write under `key` issued so far has settled (successfully or not). */
