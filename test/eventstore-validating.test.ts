@@ -167,3 +167,16 @@ t.test("EVENT_SCHEMA_CHECKS: lifecycle by default (the step events of runs unche
   t.same([...STEP_EVENT_TYPES].sort(), ["CheckpointSaved", "PendingWritesSaved", "RunOutput"]);
   for (const type of STEP_EVENT_TYPES) t.ok(schemaForEventType(type), `${type} is in the catalogue`);
 });
+
+t.test("an append the schema check refuses fails its ticket: an append that depends on it is refused too, and neither is written", async (t) => {
+  const { checked } = await stores(t);
+  const { AppendTicket } = await import("../src/eventstore/types.js");
+  const bad = new AppendTicket();
+  const refusal = checked.append("checkpoints-1", [{ type: "Renamed", data: { name: "" } }], "any", { ticket: bad });
+  const dependent = checked.append("end-1", [{ type: "Created", data: { name: "end" } }], "any", { ticket: new AppendTicket(), after: [bad] });
+  await t.rejects(refusal, InvalidEventError);
+  t.equal(bad.state, "failed", "the refused append's ticket failed");
+  await t.rejects(dependent, InvalidEventError, "the dependent append fails with the refusal");
+  t.same(await checked.readStream("checkpoints-1"), [], "nothing of the refused append");
+  t.same(await checked.readStream("end-1"), [], "nothing of the dependent append");
+});

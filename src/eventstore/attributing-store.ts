@@ -1,7 +1,7 @@
 import { currentRequestContext } from "../context/request-context.js";
 import { attributed } from "../context/attribution.js";
 import type { EventData, EventStore } from "./types.js";
-import { withAppend } from "./forwarding.js";
+import { refused, withAppend } from "./forwarding.js";
 
 export interface AppendObserver {
   /** Called after every append with its duration in seconds and whether it succeeded (metrics). */
@@ -21,7 +21,7 @@ export function recordingPositions(store: EventStore, observe?: AppendObserver):
     try {
       stamped = events.map((e) => attributed(stream, e, context));
     } catch (error) {
-      return Promise.reject(error);
+      return refused(options, error);
     }
     const started = observe ? process.hrtime.bigint() : 0n;
     const seconds = () => Number(process.hrtime.bigint() - started) / 1e9;
@@ -30,7 +30,7 @@ export function recordingPositions(store: EventStore, observe?: AppendObserver):
       appended = store.append(stream, stamped, expected, options);
     } catch (error) {
       observe?.(seconds(), false);
-      return Promise.reject(error);
+      return refused(options, error);
     }
     return appended.then(
       (result) => {

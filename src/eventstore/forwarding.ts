@@ -1,22 +1,15 @@
-import type { EventStore } from "./types.js";
+import type { AppendOptions, EventStore } from "./types.js";
 
 /**
  * A store that forwards every call to `store` but its appends, which `append` decorates (schema
- * checks, attribution): the one shape of every store wrapper.
+ * checks, attribution): the one shape of every store wrapper. A decorator that refuses an append
+ * itself, before the store saw it, answers with `refused` (the store fails the ticket of every
+ * append it is given).
  */
 export function withAppend(store: EventStore, append: EventStore["append"]): EventStore {
   return {
     kind: store.kind,
-    append(stream, events, expected, options) {
-      const appended = append(stream, events, expected, options);
-      const ticket = options?.ticket;
-      if (!ticket) return appended;
-      // Refused before it reached the store (a schema check): appends that depend on it fail too.
-      return appended.catch((error: unknown) => {
-        ticket.failed(error);
-        throw error;
-      });
-    },
+    append,
     readStream: (stream, options) => store.readStream(stream, options),
     readAll: (options) => store.readAll(options),
     whenDurable: () => store.whenDurable(),
@@ -26,4 +19,13 @@ export function withAppend(store: EventStore, append: EventStore["append"]): Eve
     purgeStreams: (streams) => store.purgeStreams(streams),
     close: () => store.close(),
   };
+}
+
+/**
+ * A wrapper's refusal of an append the store never saw: its ticket fails as the store's would, so
+ * that appends depending on it fail too.
+ */
+export function refused(options: AppendOptions | undefined, error: unknown): Promise<never> {
+  options?.ticket?.failed(error);
+  return Promise.reject(error);
 }

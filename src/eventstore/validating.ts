@@ -1,6 +1,6 @@
 import type { ZodType } from "zod";
 import { InvalidEventError, type EventData, type EventStore } from "./types.js";
-import { withAppend } from "./forwarding.js";
+import { refused, withAppend } from "./forwarding.js";
 
 /** Finds the schema of an event type; undefined means the type is not in the catalogue. */
 export type SchemaLookup = (type: string) => ZodType | undefined;
@@ -33,7 +33,7 @@ export function withSchemas(store: EventStore, schemaFor: SchemaLookup, unchecke
     try {
       for (const e of events) check(schemaFor, unchecked, stream, e.type, e.data);
     } catch (error) {
-      return Promise.reject(error);
+      return refused(options, error);
     }
     return store.append(stream, events, expected, options);
   });
