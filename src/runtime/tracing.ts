@@ -20,6 +20,8 @@ import { AsyncLocalStorageProviderSingleton, _CONTEXT_VARIABLES_KEY } from "@lan
 import { tracingConfigured } from "../context/tracing-env.js";
 
 const LC_CHILD_KEY = Symbol.for("lc:child_config");
+/** The name of LangChain's LangSmith tracer handler. */
+const TRACER = "langchain_tracer";
 let installed = false;
 
 type Provider = typeof AsyncLocalStorageProviderSingleton;
@@ -39,17 +41,25 @@ export function skipRunTreesUnlessTracing(env: NodeJS.ProcessEnv = process.env):
     callback: () => T,
     avoidCreatingRootRunTree?: boolean,
   ): T {
-    const manager = CallbackManager._configureSync(config?.callbacks, undefined, config?.tags, undefined, config?.metadata);
     const storage = this.getInstance();
     const previous = storage.getStore() as Store | undefined;
-    const parentRunId = manager?.getParentRunId();
-    // A tracer passed explicitly in the config's callbacks still gets its RunTree, as before.
-    const tracer = manager?.handlers?.find((handler) => handler?.name === "langchain_tracer") as
-      | { getRunTreeWithTracingConfig(id: string): Store | undefined }
-      | undefined;
     let store: Store | undefined;
-    if (tracer && parentRunId) store = tracer.getRunTreeWithTracingConfig(parentRunId);
-    else if (!avoidCreatingRootRunTree) store = { name: "<runnable_lambda>", tracingEnabled: false, extra: {} };
+    let traced = false;
+    // A tracer passed explicitly in the config's callbacks still gets its RunTree, as before. Tracing is not
+    // configured, so a tracer can come from nowhere else: without one, the callback manager (which reads
+    // the environment at each call) is not even configured.
+    if (passesTracer(config?.callbacks)) {
+      const manager = CallbackManager._configureSync(config?.callbacks, undefined, config?.tags, undefined, config?.metadata);
+      const parentRunId = manager?.getParentRunId();
+      const tracer = manager?.handlers?.find((handler) => handler?.name === TRACER) as
+        | { getRunTreeWithTracingConfig(id: string): Store | undefined }
+        | undefined;
+      if (tracer && parentRunId) {
+        traced = true;
+        store = tracer.getRunTreeWithTracingConfig(parentRunId);
+      }
+    }
+    if (!traced && !avoidCreatingRootRunTree) store = { name: "<runnable_lambda>", tracingEnabled: false, extra: {} };
     if (store) store.extra = { ...(store.extra as object | undefined), [LC_CHILD_KEY]: config };
     if (previous !== undefined && previous[_CONTEXT_VARIABLES_KEY] !== undefined) {
       store ??= {};
@@ -59,4 +69,11 @@ export function skipRunTreesUnlessTracing(env: NodeJS.ProcessEnv = process.env):
   } as Provider["runWithConfig"];
   installed = true;
   return true;
+}
+
+/** Whether a config's callbacks (a handler list or a callback manager) include LangChain's tracer. */
+function passesTracer(callbacks: RunnableConfig["callbacks"]): boolean {
+  if (!callbacks) return false;
+  const handlers = Array.isArray(callbacks) ? callbacks : (callbacks as { handlers?: unknown[] }).handlers;
+  return handlers?.some((handler) => (handler as { name?: string } | undefined)?.name === TRACER) ?? false;
 }
