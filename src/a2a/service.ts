@@ -3,7 +3,7 @@
  * (RunsService.create / waitShown / cancel / view / terminalEvent, the runs read model, the run's
  * log stream). Every application error goes through `toA2AError`.
  */
-import { v7 as uuidv7, validate as isUuid } from "uuid";
+import { validate as isUuid } from "uuid";
 import type { AppContext } from "../app/context.js";
 import type { AuthorizedRun, RunsService } from "../app/runs.js";
 import type { Caller } from "../app/auth/caller.js";

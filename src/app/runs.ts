@@ -1,4 +1,5 @@
-import { v7 as uuidv7, validate as isUuid } from "uuid";
+import { validate as isUuid } from "uuid";
+import { newTimeOrderedId } from "../util/new-id.js";
 import type { AppContext } from "./context.js";
 import { assertWebhookAllowed } from "./webhooks.js";
 import { CATCH_UP_TIMEOUT_MS, catchUpWithStream, execute } from "./commands.js";
@@ -242,7 +243,7 @@ export class RunsService {
    * Runs `threads:create_run` for the caller (stateless runs too, as the official server): the
    * handler may add metadata (the run's, and a thread made for it) or hide the thread (404).
    */
-  async authorize(caller: Caller, threadId: string | null, request: RunRequest, runId: string = uuidv7()): Promise<AuthorizedRun> {
+  async authorize(caller: Caller, threadId: string | null, request: RunRequest, runId: string = newTimeOrderedId()): Promise<AuthorizedRun> {
     const metadata = isRestricted(caller) ? await authorizeCreateRun(this.ctx, caller, threadId, request, runId) : request.metadata;
     return {
       [AUTHORIZED]: true, threadId, runId,

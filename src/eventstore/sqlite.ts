@@ -1,6 +1,6 @@
 import path from "node:path";
 import type Database from "better-sqlite3";
-import { v7 as uuidv7 } from "uuid";
+import { newTimeOrderedId } from "../util/new-id.js";
 import {
   allSubscriptionStart,
   checkAppend,
@@ -269,7 +269,7 @@ class SqliteStore implements SqliteEventStore {
     try {
       // Generated ids are time-ordered (UUIDv7): the unique index on event_id then grows at its right edge. Random (v4)
       // ids scatter each commit over many index pages, which halves the throughput of large batches with synchronous=FULL.
-      prepared = checkAppend(stream, events, expected, { newId: uuidv7 }, toStored);
+      prepared = checkAppend(stream, events, expected, { newId: newTimeOrderedId }, toStored);
       // EventStoreDB's limit, so that both stores accept the same appends.
       const size = prepared.reduce((sum, e) => sum + eventSize(e.type, e.data, e.metadata), 0);
       if (size > MAX_APPEND_SIZE) throw new AppendTooLargeError(stream, MAX_APPEND_SIZE, size);
