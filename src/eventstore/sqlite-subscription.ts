@@ -47,19 +47,33 @@ export class CommitHub {
   }
 }
 
+/** What `step` answers when nothing can be delivered until the next relevant commit (or close). */
+const WAIT = Symbol("wait");
+const DONE: IteratorReturnResult<undefined> = Object.freeze({ done: true, value: undefined });
+
 /**
  * Catch-up subscription over a cursor (a stream revision or a global position; the start is exclusive):
  * replays history page by page, yields `caughtUp` once when a read reaches the head, then waits for
  * commits and reads on from its cursor. Reading by cursor from a log whose positions become visible
  * in order makes gaps and duplicates impossible, whatever the interleaving with appends.
+ *
+ * Its own async iterator, a small state machine rather than an async generator: an item already read
+ * costs the consumer one promise, where a generator's yield costs three (every event of the read models,
+ * the webhooks and each SSE tail goes through here). Like a generator's, `next` calls are answered in
+ * order, an error ends the iteration (after it is thrown to the consumer), and `return` closes.
  */
-export class CatchUpSubscription implements Subscription {
+export class CatchUpSubscription implements Subscription, AsyncIterator<SubscriptionItem> {
   private closed = false;
   /** A relevant commit happened since the last read. */
   private dirty = false;
-  private wake: (() => void) | undefined;
-  private iterator: AsyncGenerator<SubscriptionItem> | undefined;
   private caughtUp = false;
+  /** read: the next step reads a page; events: delivering `page`; idle: at the head, waiting unless dirty. */
+  private state: "read" | "events" | "idle" = "read";
+  private page: Page | undefined;
+  private events: Iterator<RecordedEvent> | undefined;
+  /** `next` calls waiting for a commit, answered in order. */
+  private readonly waiting: { resolve: (result: IteratorResult<SubscriptionItem>) => void; reject: (error: unknown) => void }[] = [];
+  private pumpQueued = false;
 
   constructor(
     private readonly source: CatchUpSource,
@@ -86,34 +100,81 @@ export class CatchUpSubscription implements Subscription {
   }
 
   [Symbol.asyncIterator](): AsyncIterator<SubscriptionItem> {
-    return (this.iterator ??= this.run());
+    return this;
   }
 
-  private release(): void {
-    const wake = this.wake;
-    this.wake = undefined;
-    wake?.();
-  }
-
-  private async *run(): AsyncGenerator<SubscriptionItem> {
-    try {
-      while (!this.closed) {
-        this.dirty = false;
-        const page = this.source.readAfter(this.cursor);
-        for (const event of page.events) {
-          yield { kind: "event", event };
-          if (this.closed) return;
-        }
-        if (page.cursor !== undefined) this.cursor = page.cursor;
-        if (!page.atHead) continue;
-        if (!this.caughtUp && (this.source.historyReadable?.() ?? true)) {
-          this.caughtUp = true;
-          yield { kind: "caughtUp" };
-        }
-        if (!this.dirty && !this.closed) await new Promise<void>((resolve) => (this.wake = resolve));
+  next(): Promise<IteratorResult<SubscriptionItem>> {
+    if (this.waiting.length === 0) {
+      let result: IteratorResult<SubscriptionItem> | typeof WAIT;
+      try {
+        result = this.step();
+      } catch (error) {
+        return Promise.reject(error);
       }
-    } finally {
-      await this.close();
+      if (result !== WAIT) return Promise.resolve(result);
+    }
+    return new Promise((resolve, reject) => this.waiting.push({ resolve, reject }));
+  }
+
+  return(): Promise<IteratorResult<SubscriptionItem>> {
+    void this.close();
+    return Promise.resolve(DONE);
+  }
+
+  /** Answers the waiting `next` calls, in a later microtask (as a generator resumes): never inside a commit's notify. */
+  private release(): void {
+    if (this.waiting.length === 0 || this.pumpQueued) return;
+    this.pumpQueued = true;
+    queueMicrotask(() => {
+      this.pumpQueued = false;
+      while (this.waiting.length > 0) {
+        let result: IteratorResult<SubscriptionItem> | typeof WAIT;
+        try {
+          result = this.step();
+        } catch (error) {
+          this.waiting.shift()!.reject(error);
+          continue;
+        }
+        if (result === WAIT) return;
+        this.waiting.shift()!.resolve(result);
+      }
+    });
+  }
+
+  /** The next item, DONE once closed, or WAIT. A read or a row that fails throws, once: the subscription is then closed. */
+  private step(): IteratorResult<SubscriptionItem> | typeof WAIT {
+    try {
+      for (;;) {
+        if (this.closed) return DONE;
+        if (this.state === "read") {
+          this.dirty = false;
+          this.page = this.source.readAfter(this.cursor);
+          this.events = this.page.events[Symbol.iterator]();
+          this.state = "events";
+        }
+        if (this.state === "events") {
+          const next = this.events!.next();
+          if (!next.done) return { done: false, value: { kind: "event", event: next.value } };
+          const page = this.page!;
+          this.page = undefined;
+          this.events = undefined;
+          if (page.cursor !== undefined) this.cursor = page.cursor;
+          if (!page.atHead) {
+            this.state = "read";
+            continue;
+          }
+          this.state = "idle";
+          if (!this.caughtUp && (this.source.historyReadable?.() ?? true)) {
+            this.caughtUp = true;
+            return { done: false, value: { kind: "caughtUp" } };
+          }
+        }
+        if (!this.dirty) return WAIT;
+        this.state = "read";
+      }
+    } catch (error) {
+      void this.close();
+      throw error;
     }
   }
 }
