@@ -174,15 +174,17 @@ export class CheckpointCodec {
    * The serializer's bytes as their UTF-8 text when they are UTF-8 (JSON always is): a quarter smaller
    * in the log than base64, cheaper to make and to read back, and readable by an auditor.
    */
-  private async dump(value: unknown): Promise<InlineValue> {
-    const [type, bytes] = await this.serde.dumpsTyped(value);
-    let text: string;
-    try {
-      text = utf8.decode(bytes);
-    } catch {
-      return [type, Buffer.from(bytes).toString("base64")];
-    }
-    return [type, text, "utf8"];
+  private dump(value: unknown): Promise<InlineValue> {
+    // A then on the serializer's promise, not an async function awaiting it: one promise fewer per value.
+    return this.serde.dumpsTyped(value).then(([type, bytes]): InlineValue => {
+      let text: string;
+      try {
+        text = utf8.decode(bytes);
+      } catch {
+        return [type, Buffer.from(bytes).toString("base64")];
+      }
+      return [type, text, "utf8"];
+    });
   }
 
   private load(value: InlineValue): Promise<unknown> {
