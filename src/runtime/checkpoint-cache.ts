@@ -347,4 +347,3 @@ export class ThreadCheckpointsCache {
     return true;
   }
 }
-

@@ -461,8 +461,8 @@ export class EventSourcedCheckpointSaver extends BaseCheckpointSaver {
 
   /** Snapshots the thread once enough checkpoints were folded since the last snapshot. */
   private async maybeSnapshot(threadId: string): Promise<void> {
-    const held = this.cache.held(threadId);
-    if (!held || held.sinceSnapshot < this.snapshotEvery) return;
+    if (!this.snapshotDue(threadId)) return;
+    const held = this.cache.held(threadId)!;
     await this.writeSnapshot(threadId, held.state, held.revision);
   }
 
