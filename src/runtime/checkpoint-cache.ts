@@ -146,12 +146,15 @@ export class ThreadCheckpointsCache {
    * delivers them (`observed`), as with any projection.
    */
   async get(threadId: string): Promise<ThreadCheckpoints | undefined> {
+    const hit = this.cached(threadId);
+    return hit ? hit.state : (await this.load(threadId)).state;
+  }
+
+  /** get's hit, without a promise: the held entry (now the most recently used), or undefined on a miss. */
+  cached(threadId: string): FoldedThread | undefined {
     const hit = this.entries.get(threadId);
-    if (hit) {
-      this.touch(threadId, hit);
-      return hit.state;
-    }
-    return (await this.load(threadId)).state;
+    if (hit) this.touch(threadId, hit);
+    return hit;
   }
 
   /**

@@ -230,7 +230,8 @@ export class EventSourcedCheckpointSaver extends BaseCheckpointSaver {
     const threadId = data.thread_id;
     // A retry of writes already stored would change nothing (the fold keeps the first regular
     // write per (task, idx)); skip the append. The fold stays the authority under races.
-    const thread = this.cache.held(threadId)?.state ?? (await this.cache.get(threadId));
+    const hit = this.cache.cached(threadId);
+    const thread = hit ? hit.state : await this.cache.get(threadId);
     const ns = thread && namespaceOf(thread, data.checkpoint_ns);
     if (ns && data.writes.length > 0) {
       const stored = new Set(pendingWritesOf(ns, data.checkpoint_id).map((w) => `${w.task_id}\u0000${w.idx}`));
