@@ -11,7 +11,7 @@ import Database from "better-sqlite3";
 import t, { type Test } from "tap";
 import { z } from "zod";
 import { openSqliteStore } from "../src/eventstore/sqlite.js";
-import { InvalidEventError, type EventStore, type SubscriptionItem } from "../src/eventstore/types.js";
+import { AppendTicket, InvalidEventError, type EventStore, type SubscriptionItem } from "../src/eventstore/types.js";
 import { withSchemas } from "../src/eventstore/validating.js";
 
 const catalogue: Record<string, z.ZodType> = {
@@ -170,7 +170,6 @@ t.test("EVENT_SCHEMA_CHECKS: lifecycle by default (the step events of runs unche
 
 t.test("an append the schema check refuses fails its ticket: an append that depends on it is refused too, and neither is written", async (t) => {
   const { checked } = await stores(t);
-  const { AppendTicket } = await import("../src/eventstore/types.js");
   const bad = new AppendTicket();
   const refusal = checked.append("checkpoints-1", [{ type: "Renamed", data: { name: "" } }], "any", { ticket: bad });
   const dependent = checked.append("end-1", [{ type: "Created", data: { name: "end" } }], "any", { ticket: new AppendTicket(), after: [bad] });

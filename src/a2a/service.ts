@@ -26,7 +26,7 @@ import { TASK_ID_KEY, type TaskIndex } from "./task-index.js";
 import type { GraphInputShape } from "./card.js";
 import { TERMINAL_STATES, type ListParams, type PushConfigInput, type SendParams, type StreamEvent, type Task, type TaskPage, type TaskState } from "./types.js";
 import type { ProtocolVersion } from "./jsonrpc.js";
-import { newEntityId } from "../util/new-id.js";
+import { newTimeOrderedId } from "../util/new-id.js";
 
 /** Most tasks a ListTasks filtered by state or time looks at (it reads each one's state). */
 const MAX_SCAN = 10_000;
@@ -159,7 +159,7 @@ export class A2AService {
     } else {
       const contextId = message.contextId ?? p.threadId;
       if (contextId !== undefined && !isUuid(contextId)) throw invalidParams(`contextId must be a UUID (it names a thread), got '${contextId}'`);
-      threadId = contextId?.toLowerCase() ?? newEntityId();
+      threadId = contextId?.toLowerCase() ?? newTimeOrderedId();
       const shape = await this.graphShape(assistant.graph_id);
       plan = p.command?.resume !== undefined ? resumeOfMessage(message, p.command) : inputOfMessage(message, shape.acceptsMessages, assistant.assistant_id);
     }

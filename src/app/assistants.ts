@@ -21,7 +21,7 @@ import type { SortOrder } from "../read-models/statements.js";
 import { invalid, notFound } from "../domain/errors.js";
 import { defaultAssistantId as defaultAssistantIdFor } from "../runtime/graph-catalogue.js";
 import { WrongExpectedVersionError } from "../eventstore/types.js";
-import { newEntityId } from "../util/new-id.js";
+import { newTimeOrderedId } from "../util/new-id.js";
 
 /** Application service of assistants: commands through the deciders, queries on the read model. */
 
@@ -71,7 +71,7 @@ export function assertKnownGraph(ctx: AppContext, graphId: string): void {
 
 export async function createAssistant(ctx: AppContext, cmd: Omit<CreateAssistant, "assistant_id"> & { assistant_id?: string }): Promise<Assistant> {
   assertKnownGraph(ctx, cmd.graph_id);
-  const assistantId = cmd.assistant_id?.toLowerCase() ?? newEntityId();
+  const assistantId = cmd.assistant_id?.toLowerCase() ?? newTimeOrderedId();
   const now = ctx.now();
   const { state } = await execute(ctx, loadAssistant(ctx, assistantId), assistantStream(assistantId), (s) =>
     decideCreateAssistant(s, { ...cmd, assistant_id: assistantId }, now),

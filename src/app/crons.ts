@@ -14,7 +14,7 @@ import type { CronFilter, CronSortField } from "../read-models/crons.js";
 import type { SortOrder } from "../read-models/statements.js";
 import type { JsonObject } from "../domain/json.js";
 import { filterMatches, type AuthFilters } from "../read-models/auth-filters.js";
-import { newEntityId } from "../util/new-id.js";
+import { newTimeOrderedId } from "../util/new-id.js";
 
 export interface CronCreateRequest extends CronPayload {
   assistant_id: string;
@@ -83,7 +83,7 @@ export class CronsService {
     const assistantId = resolveAssistantId(ctx, req.assistant_id);
     if (!(await findAssistantConsistent(ctx, assistantId))) throw notFound(`No assistant found for "${req.assistant_id}".`);
     if (threadId !== null && !(await threadStateConsistent(ctx, threadId))) throw notFound(`Thread with ID ${threadId} not found`);
-    const cronId = newEntityId();
+    const cronId = newTimeOrderedId();
     const fields: CronFields = {
       assistant_id: assistantId,
       thread_id: threadId === null ? null : threadId.toLowerCase(),

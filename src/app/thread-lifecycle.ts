@@ -5,7 +5,7 @@ import { conflict } from "../domain/errors.js";
 import type { Thread } from "../domain/threads.js";
 import type { JsonObject } from "../domain/json.js";
 import { externalizeIfLarge, isLargeValueMarker, resolveLarge } from "../eventstore/large-values.js";
-import { newEntityId } from "../util/new-id.js";
+import { newTimeOrderedId } from "../util/new-id.js";
 
 /** What happens to a thread's checkpoints (and other streams) when the thread is copied or deleted. */
 export interface ThreadLifecycle {
@@ -23,7 +23,7 @@ export function threadLifecycle(ctx: AppContext): ThreadLifecycle {
     async copy(threadId, as = {}) {
       const source = (await threadStateConsistent(ctx, threadId))?.thread;
       if (!source) throw conflict(`Thread ${threadId} not found`);
-      const copyId = as.threadId?.toLowerCase() ?? newEntityId();
+      const copyId = as.threadId?.toLowerCase() ?? newTimeOrderedId();
       // Values written beside the source (its runs' or its own) are written again beside the copy: a purge
       // of the source removes those streams, and the copy must keep its values.
       const values = isLargeValueMarker(source.values)

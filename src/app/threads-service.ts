@@ -16,7 +16,7 @@ import type { JsonObject, SortOrder } from "../domain/json.js";
 import type { applySupersteps } from "./thread-state.js";
 import { followThread, presentOf, type ThreadStreamEvent } from "./thread-stream.js";
 import type { ThreadStreamMode, ThreadStreamStart } from "../domain/thread-stream.js";
-import { newEntityId } from "../util/new-id.js";
+import { newTimeOrderedId } from "../util/new-id.js";
 
 export interface ThreadCreateRequest {
   thread_id?: string;
@@ -117,7 +117,7 @@ export class ThreadsService {
     await authorizeThread(this.ctx, caller, "read", threadId, { thread_id: threadId });
     const source = (await threadStateConsistent(this.ctx, threadId))?.thread;
     if (!source) return this.lifecycle.copy(threadId); // its own "not found" answer
-    const { value } = await authorize(caller, "threads", "create", { thread_id: newEntityId(), metadata: { ...source.metadata }, if_exists: "raise" as const });
+    const { value } = await authorize(caller, "threads", "create", { thread_id: newTimeOrderedId(), metadata: { ...source.metadata }, if_exists: "raise" as const });
     return this.lifecycle.copy(threadId, { threadId: value.thread_id, metadata: value.metadata ?? {} });
   }
 }

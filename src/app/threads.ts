@@ -17,7 +17,7 @@ import type { ThreadFilter, ThreadSortField } from "../read-models/threads.js";
 import type { SortOrder } from "../read-models/statements.js";
 import { notFound } from "../domain/errors.js";
 import { authConditions, type AuthFilters } from "../read-models/auth-filters.js";
-import { newEntityId } from "../util/new-id.js";
+import { newTimeOrderedId } from "../util/new-id.js";
 
 /** Application service of threads: commands through the deciders, queries on the read model. */
 
@@ -52,7 +52,7 @@ export async function createThread(
   ctx: AppContext,
   cmd: { thread_id?: string; metadata: JsonObject; if_exists: "raise" | "do_nothing"; copied_from?: string; values?: JsonObject | null; expires_at?: string },
 ): Promise<Thread> {
-  const threadId = cmd.thread_id?.toLowerCase() ?? newEntityId();
+  const threadId = cmd.thread_id?.toLowerCase() ?? newTimeOrderedId();
   const now = ctx.now();
   // An id made here was never used: there is nothing to look up.
   const load = cmd.thread_id === undefined ? () => undefined : loadThread(ctx, threadId);

@@ -38,6 +38,3 @@ export function newTimeOrderedId(): string {
   }
   return uuidv7({ random, msecs: lastMs, seq });
 }
-
-/** A new id for a thread, assistant or cron (see newTimeOrderedId). */
-export const newEntityId = (): string => newTimeOrderedId();
