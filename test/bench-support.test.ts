@@ -2,6 +2,7 @@ import t from "tap";
 import { execFile } from "node:child_process";
 import { readdir } from "node:fs/promises";
 import path from "node:path";
+import { createRequire } from "node:module";
 import { promisify } from "node:util";
 import { repoRoot } from "./support/server.js";
 import { parseBenchOptions } from "../bench/support/options.js";
@@ -85,4 +86,26 @@ t.test("bench/run.ts --list names every benchmark file, so CI runs each one in t
   t.ok(files.length >= 7, `benchmark files found: ${files.join(", ")}`);
   const { stdout } = await promisify(execFile)(path.join(repoRoot, "node_modules", ".bin", "tsx"), ["bench/run.ts", "--list"], { cwd: repoRoot });
   t.same(stdout.split("\n").filter(Boolean).sort(), files, "one name per file under bench/ (bench/support/ holds helpers)");
+});
+
+t.test("the cost probe counts the promises and heap bytes of its window, and its GCs", async (t) => {
+  const probe = createRequire(import.meta.url)("../bench/support/cost-probe.cjs") as {
+    open(): void;
+    close(): { promises: number; allocated_bytes: number; minor_gcs: number; major_gcs: number };
+  };
+  t.throws(() => probe.close(), /no window/);
+  probe.open();
+  t.throws(() => probe.open(), /open already/);
+  const made = Array.from({ length: 1000 }, (_, i) => Promise.resolve(i)); // nothing else runs meanwhile
+  const counts = probe.close();
+  t.equal(counts.promises, made.length, "each promise made inside the window, and only those");
+  probe.open();
+  let kept: { i: number; tag: string }[] = [];
+  for (let i = 0; i < 1_000_000; i++) kept.push({ i, tag: `n${i}` }); // ~50 MB of young objects, most surviving a while
+  kept = kept.slice(-10);
+  const heavy = probe.close();
+  t.ok(heavy.allocated_bytes > 32 * 1024 * 1024, `allocated ${heavy.allocated_bytes} bytes`);
+  t.ok(heavy.minor_gcs >= 1, `${heavy.minor_gcs} scavenges`);
+  t.equal(kept.length, 10);
+  t.equal(heavy.promises, 0, "no promise made in the second window");
 });

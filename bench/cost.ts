@@ -1,0 +1,132 @@
+/**
+ * Cost benchmark: what a run costs, in counts that do not drift with this machine's speed (which varies up
+ * to 2× from hour to hour, and blurs any timing comparison of a few percent). Two runs made hours apart, or
+ * on two builds, can be compared directly.
+ *   - the anchor: the example graph `agent` with a `MemorySaver`, invoked in this process (a new thread
+ *     per invoke): promises created, bytes allocated on the V8 heap, scavenges and full GCs per invoke;
+ *   - the server (built `dist/main.js`, or another build's main.js in COST_MAIN), preloaded with
+ *     bench/support/cost-probe.cjs: the same counts per job (`POST /threads` + `runs/wait`) at
+ *     concurrency 64 and one after another, and the store's work per job from /metrics (WAL syncs,
+ *     read-model fold transactions);
+ *   - the server's counts over the engine's, per job.
+ * The counts move a little with batching (how many appends share a commit) and with when V8 collects;
+ * runs/s is printed for orientation only.
+ * Run: npm run bench -- cost [--tiny]
+ */
+import { randomUUID } from "node:crypto";
+import { mkdtemp, rm } from "node:fs/promises";
+import { createRequire } from "node:module";
+import os from "node:os";
+import path from "node:path";
+import { pathToFileURL } from "node:url";
+import { MemorySaver } from "@langchain/langgraph";
+import { AGENT_INPUT, agentJobs, jsonClient, runPool } from "./support/http.js";
+import type { BenchOptions } from "./support/options.js";
+import { repoRoot, startBenchServer, type BenchServer } from "./support/server.js";
+import { scrapeTotals, storeWorkPerJob } from "./support/metrics.js";
+import { perSecond, round2 } from "./support/stats.js";
+
+const FULL = { warmup: 600, engineInvokes: 1_000, c64Jobs: 2_000, sequentialJobs: 200 };
+const TINY = { warmup: 20, engineInvokes: 30, c64Jobs: 64, sequentialJobs: 10 };
+const PROBE = path.join(repoRoot, "bench", "support", "cost-probe.cjs");
+
+interface Counts {
+  promises: number;
+  allocated_bytes: number;
+  minor_gcs: number;
+  major_gcs: number;
+}
+interface Probe {
+  open(): void;
+  close(): Counts;
+}
+
+/** Counts per unit: promises and KB allocated per job, GCs per 1,000 jobs. */
+function perJob(counts: Counts, jobs: number) {
+  return {
+    promises: round2(counts.promises / jobs),
+    allocated_kb: round2(counts.allocated_bytes / 1024 / jobs),
+    minor_gcs_per_1000: round2((counts.minor_gcs * 1000) / jobs),
+    major_gcs_per_1000: round2((counts.major_gcs * 1000) / jobs),
+  };
+}
+
+/** The example graph invoked in this process, as the engine benchmark does, inside a probe window. */
+async function engineCounts(invokes: number, warmup: number) {
+  const probe = createRequire(import.meta.url)(PROBE) as Probe;
+  const { builder } = (await import(pathToFileURL(path.join(repoRoot, "src", "graphs", "agent.ts")).href)) as {
+    builder: { compile(o: { checkpointer: MemorySaver }): { invoke(input: unknown, config: unknown): Promise<unknown> } };
+  };
+  const graph = builder.compile({ checkpointer: new MemorySaver() });
+  const invoke = () => graph.invoke(AGENT_INPUT, { configurable: { thread_id: randomUUID() } });
+  for (let i = 0; i < warmup; i++) await invoke();
+  probe.open();
+  for (let i = 0; i < invokes; i++) await invoke();
+  return perJob(probe.close(), invokes);
+}
+
+/** The probe's lines from the server's stdout, one at a time, in order. */
+function probeLines(server: BenchServer): () => Promise<string> {
+  const lines: string[] = [];
+  const waiting: ((line: string) => void)[] = [];
+  let partial = "";
+  server.child.stdout!.on("data", (chunk: string) => {
+    const parts = (partial + chunk).split("\n");
+    partial = parts.pop()!;
+    for (const line of parts) {
+      if (!line.startsWith("cost-probe ")) continue;
+      const take = waiting.shift();
+      if (take) take(line.slice("cost-probe ".length));
+      else lines.push(line.slice("cost-probe ".length));
+    }
+  });
+  return () => (lines.length ? Promise.resolve(lines.shift()!) : new Promise((resolve) => waiting.push(resolve)));
+}
+
+export async function benchCost(o: BenchOptions): Promise<Record<string, unknown>> {
+  const size = o.tiny ? TINY : FULL;
+  const engine = await engineCounts(size.engineInvokes, size.warmup);
+  const dataDir = await mkdtemp(path.join(os.tmpdir(), "agent-server-bench-cost-"));
+  const server = await startBenchServer(dataDir, { COST_PROBE_SIGNALS: "1", N_JOBS_PER_WORKER: "64" }, ["--require", PROBE], process.env.COST_MAIN);
+  const nextLine = probeLines(server);
+  const client = jsonClient(server.url, 64);
+  const jobs = agentJobs(client);
+  /** Runs `work` (`n` jobs) inside a probe window of the server. */
+  const measured = async (n: number, work: () => Promise<unknown>) => {
+    server.child.kill("SIGUSR2");
+    const started = await nextLine();
+    if (started !== "started") throw new Error(`cost probe: expected "started", got ${started}`);
+    const before = await scrapeTotals(server.url);
+    const t0 = performance.now();
+    await work();
+    const ms = performance.now() - t0;
+    const after = await scrapeTotals(server.url);
+    server.child.kill("SIGUSR2");
+    const counts = JSON.parse(await nextLine()) as Counts;
+    return { ...perJob(counts, n), store_work: storeWorkPerJob(before, after, n), runs_per_s: perSecond(n, ms) };
+  };
+  try {
+    await runPool(size.warmup, 64, () => jobs.job());
+    const c64 = await measured(size.c64Jobs, () => runPool(size.c64Jobs, 64, () => jobs.job()));
+    const sequential = await measured(size.sequentialJobs, () => jobs.sequential(size.sequentialJobs));
+    const ratio = (server: { promises: number; allocated_kb: number }) => ({
+      promises: round2(server.promises / engine.promises),
+      allocated: round2(server.allocated_kb / engine.allocated_kb),
+    });
+    return {
+      setup: {
+        engine: "builder.compile({ checkpointer: new MemorySaver() }).invoke in this process, a new thread_id per invoke, sequential",
+        server: `${process.env.COST_MAIN ?? "dist/main.js"} with --require bench/support/cost-probe.cjs, SQLite synchronous=FULL, N_JOBS_PER_WORKER=64; a job = POST /threads + POST /threads/{id}/runs/wait`,
+        counts: "promises created (async_hooks), KB allocated on the V8 heap (v8.GCProfiler), scavenges and full GCs per 1,000 jobs",
+        sizes: size,
+      },
+      engine_per_invoke: engine,
+      server_per_job: { c64, sequential },
+      server_over_engine: { c64: ratio(c64), sequential: ratio(sequential) },
+    };
+  } finally {
+    await client.close();
+    await server.stop();
+    await rm(dataDir, { recursive: true, force: true });
+  }
+}
