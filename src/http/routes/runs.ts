@@ -16,6 +16,9 @@ import { RunsAccess } from "../../app/runs-access.js";
 import { idempotencyKeyOf } from "../../app/idempotent-create.js";
 import { batchItemKey } from "../../domain/idempotency.js";
 
+/** How long a /wait may hold its headers back hoping to send them with the result (see waitRun). */
+const WAIT_HEADERS_DELAY_MS = 50;
+
 const ThreadParams = z.object({ thread_id: Uuid });
 const RunParams = z.object({ thread_id: Uuid, run_id: Uuid });
 const StatelessRunParams = z.object({ run_id: Uuid });
@@ -88,12 +91,20 @@ export function runRoutes(ctx: AppContext, runs: RunsService, streams: { openStr
       controller.abort();
       if (cancelOnDisconnect && !runs.isDone(run.run_id)) void runs.cancel(null, run.run_id, "interrupt").catch(() => undefined);
     });
+    let headersDue: NodeJS.Timeout | undefined;
     let keepAlive: NodeJS.Timeout | undefined;
     if (!runs.isDone(run.run_id)) {
-      raw.flushHeaders();
-      keepAlive = setInterval(() => raw.write("\n"), 5_000);
+      // A run that ends within WAIT_HEADERS_DELAY_MS is answered in one write, headers and result (a
+      // write to the socket is a system call, about a tenth of a millisecond here); a longer one gets its
+      // headers then, and a newline every 5 s so that no client or proxy times out.
+      headersDue = setTimeout(() => {
+        if (raw.destroyed) return;
+        raw.flushHeaders();
+        keepAlive = setInterval(() => raw.write("\n"), 5_000);
+      }, WAIT_HEADERS_DELAY_MS);
     }
     const result = await runs.waitResult(run.run_id, controller.signal);
+    clearTimeout(headersDue);
     clearInterval(keepAlive);
     if (!controller.signal.aborted) raw.end(JSON.stringify(result));
   }
