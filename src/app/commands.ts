@@ -44,6 +44,12 @@ export async function execute<S extends { revision: bigint }, R extends Decision
    * Safe even if it went stale meanwhile: the append expects its revision, and a conflict reloads.
    */
   loaded?: { state: S | undefined },
+  /**
+   * false: return once the append is committed, without waiting for the read models to show it. Only for a
+   * caller whose answer comes from the log later (a /wait's result), never for one that answers with what
+   * the read models show.
+   */
+  awaitShown = true,
 ): Promise<{ state: S | undefined; decision: R & { ok: true } }> {
   for (let attempt = 1; ; attempt++) {
     const state = attempt === 1 && loaded ? loaded.state : load();
@@ -55,7 +61,7 @@ export async function execute<S extends { revision: bigint }, R extends Decision
       const appending = deps.store.append(stream, decision.events, state ? state.revision : "no_stream", ticket && { ticket });
       if (ticket) issued!(state, decision as R & { ok: true }, ticket);
       const result = await appending;
-      await deps.readModels.runner.waitFor(result.position);
+      if (awaitShown) await deps.readModels.runner.waitFor(result.position);
       return withStateLoadedOnce(load, decision as R & { ok: true });
     } catch (error) {
       if (!(error instanceof WrongExpectedVersionError) || attempt >= MAX_ATTEMPTS) throw error;

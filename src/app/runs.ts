@@ -76,6 +76,11 @@ export class RunsService {
   private readonly unsubscribeDelivered: () => void;
   /** Runs whose RunFinished mark was delivered and is not folded yet: at most one batch of them (see waitEnded). */
   private readonly endedUnfolded = new Set<string>();
+  /**
+   * Runs created for their result (a /wait) whose RunEnqueued the read models have not folded yet: their
+   * creation did not wait for it (see create's `forResult`). Each leaves at that fold.
+   */
+  private readonly enqueuedUnfolded = new Set<string>();
   /** `http.configurable_headers` of langgraph.json, compiled once. */
   private readonly headersToConfigurable: ReturnType<typeof configurableHeadersOf>;
   /** Told of each run that becomes its thread's head when it is enqueued (see onHeadEnqueued). */
@@ -123,6 +128,7 @@ export class RunsService {
   /** Wakes the waiters of the runs this event may have ended: only those (a look at each costs a read-model load). */
   private onEvent(event: RecordedEvent): void {
     if (event.type === "RunFinished" && this.endedUnfolded.size > 0) this.endedUnfolded.delete((event.data as { run_id: string }).run_id);
+    if (event.type === "RunEnqueued" && this.enqueuedUnfolded.size > 0) this.enqueuedUnfolded.delete((event.data as { run: RunRecord }).run.run_id);
     if (this.waiters.size === 0 || !event.streamId.startsWith("thread-")) return;
     if (event.type === "RunFinished" || event.type === "RunDeleted") {
       this.wakeIfDone((event.data as { run_id: string }).run_id);
@@ -172,15 +178,22 @@ export class RunsService {
    * Waits for the run's end, then returns what /wait and /join answer. The answer is read from the
    * log, so it goes out as soon as the end is durable (waitEnded), before the read models fold it.
    */
-  async waitResult(runId: string, signal?: AbortSignal): Promise<unknown> {
-    await this.waitEnded(runId, signal);
+  async waitResult(runId: string, signal?: AbortSignal, created?: RunRecord): Promise<unknown> {
+    await this.waitFor(runId, "resultWakes", signal, created);
     const ended = await this.terminalEvent(runId);
     return runResult(ended && (await withValuesResolved(this.ctx.store, ended)));
   }
 
   /** Whether the run is over as far as its thread is concerned (or gone); a temporary thread is deleted by then. */
-  isDone(runId: string): boolean {
-    return this.isDoneAs(this.ctx.readModels.runs.doneness(runId.toLowerCase()));
+  isDone(runId: string, created?: RunRecord): boolean {
+    return this.isDoneAs(this.donenessOf(runId.toLowerCase(), created));
+  }
+
+  /** The read models' doneness of a run, or, for a run created for its result and not folded yet, what its record says. */
+  private donenessOf(id: string, created?: RunRecord): RunDoneness | undefined {
+    const shown = this.ctx.readModels.runs.doneness(id);
+    if (shown || !created || !this.enqueuedUnfolded.has(id)) return shown;
+    return { threadId: created.thread_id, threadFinished: this.endedUnfolded.has(id), temporary: created.kwargs.temporary === true };
   }
 
   private isDoneAs(d: RunDoneness | undefined): boolean {
@@ -215,10 +228,10 @@ export class RunsService {
     this.ctx.readModels.runner.settle();
   }
 
-  private waitFor(runId: string, list: "wakes" | "resultWakes", signal?: AbortSignal): Promise<void> {
+  private waitFor(runId: string, list: "wakes" | "resultWakes", signal?: AbortSignal, created?: RunRecord): Promise<void> {
     const id = runId.toLowerCase();
     if (this.closed || signal?.aborted) return Promise.resolve();
-    const doneness = this.ctx.readModels.runs.doneness(id);
+    const doneness = this.donenessOf(id, created);
     if (!doneness || this.isDoneAs(doneness)) return Promise.resolve();
     if (list === "resultWakes" && !doneness.temporary && this.endedUnfolded.has(id)) return Promise.resolve();
     return new Promise((resolve) => {
@@ -261,16 +274,25 @@ export class RunsService {
   async create(
     authorized: AuthorizedRun,
     headers: Record<string, string | string[] | undefined> = {},
-    options: { idempotencyKey?: string } = {},
+    options: { idempotencyKey?: string; forResult?: boolean } = {},
   ): Promise<RunRecord> {
     const key = options.idempotencyKey ?? idempotencyKeyOf(headers);
-    if (key === undefined) return this.createNow(authorized, headers);
+    const forResult = options.forResult === true;
+    if (key === undefined) return this.createNow(authorized, headers, forResult);
     const deps = { store: this.ctx.store, now: () => this.ctx.now(), ttlMs: this.ctx.config.idempotencyKeyTtlSecs * 1000, inProgressWaitMs: CATCH_UP_TIMEOUT_MS };
     const request = { key, identity: authorized.auth?.user.identity ?? "", threadId: authorized.threadId, body: authorized.request, runId: authorized.runId };
-    return createOnce(deps, request, () => this.createNow(authorized, headers));
+    return createOnce(deps, request, () => this.createNow(authorized, headers, forResult));
   }
 
-  private async createNow(authorized: AuthorizedRun, headers: Record<string, string | string[] | undefined>): Promise<RunRecord> {
+  /**
+   * `forResult`: the caller answers with the run's result only (a /wait), read from the log once the run's
+   * end is durable; the run is returned once its enqueue is committed instead of once the read models show
+   * it. Nobody then waits for the fold of the enqueue, which is put off until the run's end is durable too
+   * (CatchUpRunner.start) and done in one transaction with it, after the answer: in a sequential wait the
+   * enqueue's sync is reported only once the graph has run, and that fold came between the graph and the
+   * answer. The caller passes the run to isDone and waitResult.
+   */
+  private async createNow(authorized: AuthorizedRun, headers: Record<string, string | string[] | undefined>, forResult = false): Promise<RunRecord> {
     const { threadId, request: req, auth } = authorized;
     const ctx = this.ctx;
     assertWebhookAllowed(ctx, req.webhook);
@@ -323,7 +345,9 @@ export class RunsService {
         }
       }
     };
-    const { decision } = await execute(ctx, () => ctx.readModels.threads.load(tid), threadStream(tid), (s) => decideEnqueueRun(s && !s.deleted ? s : undefined, run, stamp), atHead, loaded);
+    const { decision } = await execute(ctx, () => ctx.readModels.threads.load(tid), threadStream(tid), (s) => decideEnqueueRun(s && !s.deleted ? s : undefined, run, stamp), atHead, loaded, !forResult);
+    // Before any fold can come: the fold of the enqueue needs its sync, reported in a later turn of the event loop.
+    if (forResult) this.enqueuedUnfolded.add(run.run_id);
     const action: CancelAction | undefined = decision.strategy === "rollback" ? "rollback" : decision.strategy === "interrupt" ? "interrupt" : undefined;
     if (action) {
       // A run that ended (or was removed) meanwhile needs no cancelling.

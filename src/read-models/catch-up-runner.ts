@@ -13,6 +13,8 @@ import { positionWaitDeadline, READ_MODELS_SUBSCRIPTION, stoppedError } from "./
 const STORE_LAYOUT = 1;
 /** Events folded per transaction at most (bounds the time one batch holds the event loop). */
 const MAX_BATCH = 2000;
+/** How long a batch nobody waits for may wait for the log's sync in flight before it is folded anyway (see start). */
+const FOLD_DEFER_MS = 2;
 /** SQLite page cache of the read-model database (KiB, negative = size): what reads may keep in memory. */
 const CACHE_KIB = 4096;
 /** Page cache while a rebuild writes the database (given back once it is done). */
@@ -49,6 +51,8 @@ export class CatchUpRunner {
   /** One batch folded into every table and the position stored, in one transaction (made once: better-sqlite3 builds a wrapper per call). */
   private readonly foldBatch: (batch: readonly RecordedEvent[], last: bigint) => void;
   private applied: bigint;
+  /** Position of the last event delivered (durable, maybe not folded yet). */
+  private delivered = -1n;
   private subscription: Subscription | undefined;
   private done: Promise<void> | undefined;
   private waiters: Waiter[] = [];
@@ -141,7 +145,8 @@ export class CatchUpRunner {
    * Subscribes after the stored position; resolves once the log's history is applied. Then follows
    * the log live until `stop`.
    */
-  start(store: EventStore, options: { health?: LogHealth; waitDeadlineMs?: number } = {}): Promise<void> {
+  start(store: EventStore, options: { health?: LogHealth; waitDeadlineMs?: number; foldDeferMs?: number } = {}): Promise<void> {
+    const foldDeferMs = options.foldDeferMs ?? FOLD_DEFER_MS;
     this.health = options.health;
     this.waitDeadlineMs = options.waitDeadlineMs;
     const from = this.applied < 0n ? "start" : this.applied;
@@ -181,13 +186,20 @@ export class CatchUpRunner {
               continue;
             }
             batch.push(item.event);
+            this.delivered = item.event.position;
             for (const listener of this.deliveredListeners) listener(item.event);
             if (batch.length >= MAX_BATCH) flush();
             else if (!flushScheduled) {
-              // Everything the subscription has at hand now goes into one transaction; the batch is
-              // written as soon as it has to wait for more.
+              // Everything the subscription has at hand now goes into one transaction. When someone waits
+              // for it (a command's read-your-writes), it is written as soon as it has to wait for more.
+              // Otherwise it first waits for the sync the log has in flight (at most FOLD_DEFER_MS): the
+              // answers waiting for that sync go out before the fold takes the event loop, and the events
+              // the sync brings join the same transaction. Requests never see the difference: each one
+              // folds what was delivered before it is served (settle).
               flushScheduled = true;
-              setImmediate(flushOrStop);
+              const pending = this.waitedFor(item.event.position) ? undefined : store.whenDurable();
+              if (pending) afterAtMost(pending, foldDeferMs, () => setImmediate(flushOrStop));
+              else setImmediate(flushOrStop);
             }
           }
           flush();
@@ -205,6 +217,8 @@ export class CatchUpRunner {
     if (this.failure) return Promise.reject(stoppedError(this.failure));
     if (position <= this.applied) return Promise.resolve();
     const waiting = new Promise<void>((resolve, reject) => this.waiters.push({ position, resolve, reject }));
+    // Delivered already, in a batch that is waiting for the log's sync (see start): folded now.
+    if (position <= this.delivered) setImmediate(() => this.foldDelivered());
     // While the log is unreachable a wait would last as long as the outage: bounded by the deadline.
     return this.health && this.waitDeadlineMs !== undefined ? positionWaitDeadline(waiting, position, this.health, this.waitDeadlineMs) : waiting;
   }
@@ -306,12 +320,30 @@ export class CatchUpRunner {
     for (const w of this.waiters.splice(0)) w.reject(stoppedError(error));
   }
 
+  /** Whether a waitFor is waiting for an event at or before `position`. */
+  private waitedFor(position: bigint): boolean {
+    return this.waiters.some((w) => w.position <= position);
+  }
+
   private release(): void {
     if (this.waiters.length === 0) return;
     const still: Waiter[] = [];
     for (const w of this.waiters) (w.position <= this.applied ? w.resolve() : still.push(w));
     this.waiters = still;
   }
+}
+
+/** Calls `then` once `promise` settles or `ms` have passed, whichever comes first. */
+function afterAtMost(promise: Promise<unknown>, ms: number, then: () => void): void {
+  let called = false;
+  const once = () => {
+    if (called) return;
+    called = true;
+    clearTimeout(timer);
+    then();
+  };
+  const timer = setTimeout(once, ms);
+  promise.then(once, once);
 }
 
 function concerns(table: TableProjection, event: RecordedEvent): boolean {

@@ -12,11 +12,15 @@ import { openReadModels, type ReadModels } from "../../src/read-models/all.js";
  * A schema-checked SQLite log and its read models, following it, in a temporary directory: closed and
  * removed when the test ends.
  */
-export async function logWithReadModels(t: Test, prefix: string, options: { synchronous?: "FULL" | "NORMAL" } = {}): Promise<{ dir: string; store: EventStore; readModels: ReadModels }> {
+export async function logWithReadModels(
+  t: Test,
+  prefix: string,
+  options: { synchronous?: "FULL" | "NORMAL"; foldDeferMs?: number } = {},
+): Promise<{ dir: string; store: EventStore; readModels: ReadModels }> {
   const dir = await mkdtemp(path.join(os.tmpdir(), prefix));
   const store = withSchemas(await openSqliteStore({ path: path.join(dir, "events.sqlite"), synchronous: options.synchronous }), schemaForEventType);
   const readModels = openReadModels(dir);
-  await readModels.runner.start(store);
+  await readModels.runner.start(store, { foldDeferMs: options.foldDeferMs });
   t.teardown(async () => {
     await readModels.runner.close();
     await store.close();

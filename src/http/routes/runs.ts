@@ -80,30 +80,39 @@ export function runRoutes(ctx: AppContext, runs: RunsService, streams: { openStr
   }
 
   /** Waits for the run's end writing keep-alive newlines (PY), then its result as JSON. */
-  async function waitRun(reply: FastifyReply, run: RunRecord, headers: Record<string, string>, cancelOnDisconnect: boolean, status = 200) {
+  /** `created`: the run was created for this wait (runs.create's `forResult`), and may not be in the read models yet. */
+  async function waitRun(reply: FastifyReply, run: RunRecord, headers: Record<string, string>, cancelOnDisconnect: boolean, created?: RunRecord) {
     reply.hijack();
     const raw = reply.raw;
     // Headers hooks already set (CORS) would be lost on a hijacked reply otherwise.
-    raw.writeHead(status, { ...(reply.getHeaders() as OutgoingHttpHeaders), "Content-Type": "application/json", ...headers, ...logPositionHeaders() });
+    raw.writeHead(200, { ...(reply.getHeaders() as OutgoingHttpHeaders), "Content-Type": "application/json", ...headers, ...logPositionHeaders() });
     const controller = new AbortController();
     raw.on("close", () => {
       if (raw.writableEnded) return;
       controller.abort();
-      if (cancelOnDisconnect && !runs.isDone(run.run_id)) void runs.cancel(null, run.run_id, "interrupt").catch(() => undefined);
+      if (cancelOnDisconnect && !runs.isDone(run.run_id, created)) void runs.cancel(null, run.run_id, "interrupt").catch(() => undefined);
     });
     let headersDue: NodeJS.Timeout | undefined;
+    let answered = false;
     let keepAlive: NodeJS.Timeout | undefined;
-    if (!runs.isDone(run.run_id)) {
+    if (!runs.isDone(run.run_id, created)) {
       // A run that ends within WAIT_HEADERS_DELAY_MS is answered in one write, headers and result (a
       // write to the socket is a system call, about a tenth of a millisecond here); a longer one gets its
       // headers then, and a newline every 5 s so that no client or proxy times out.
-      headersDue = setTimeout(() => {
-        if (raw.destroyed) return;
+      // The headers name the run: they leave only once its enqueue is durable, as every response waits for.
+      const sendHeaders = () => {
+        if (answered || raw.destroyed) return;
         raw.flushHeaders();
         keepAlive = setInterval(() => raw.write("\n"), 5_000);
+      };
+      headersDue = setTimeout(() => {
+        const durable = ctx.store.whenDurable();
+        if (durable) durable.then(sendHeaders, () => undefined);
+        else sendHeaders();
       }, WAIT_HEADERS_DELAY_MS);
     }
-    const result = await runs.waitResult(run.run_id, controller.signal);
+    const result = await runs.waitResult(run.run_id, controller.signal, created);
+    answered = true;
     clearTimeout(headersDue);
     clearInterval(keepAlive);
     if (!controller.signal.aborted) raw.end(JSON.stringify(result));
@@ -112,8 +121,8 @@ export function runRoutes(ctx: AppContext, runs: RunsService, streams: { openStr
   const headersOf = (req: FastifyRequest) => req.headers as Record<string, string | string[] | undefined>;
 
   /** `threads:create_run`, then the run with the metadata the handler left. */
-  async function createRun(req: FastifyRequest, threadId: string | null, body: RunRequest): Promise<RunRecord> {
-    return runs.create(await runs.authorize(callerOf(req), threadId, body), headersOf(req));
+  async function createRun(req: FastifyRequest, threadId: string | null, body: RunRequest, forResult = false): Promise<RunRecord> {
+    return runs.create(await runs.authorize(callerOf(req), threadId, body), headersOf(req), { forResult });
   }
 
 
@@ -139,9 +148,9 @@ export function runRoutes(ctx: AppContext, runs: RunsService, streams: { openStr
       });
 
       r.post(`${prefix}/:thread_id/runs/wait`, { schema: { tags, hide, params: ThreadParams, body: RunRequestSchema } }, async (req, reply) => {
-        const run = await createRun(req, req.params.thread_id, req.body);
+        const run = await createRun(req, req.params.thread_id, req.body, true);
         const path = runPath(run, false);
-        await waitRun(reply, run, { "Content-Location": path, Location: `${path}/join` }, run.kwargs.on_disconnect === "cancel");
+        await waitRun(reply, run, { "Content-Location": path, Location: `${path}/join` }, run.kwargs.on_disconnect === "cancel", run);
       });
 
       r.get(`${prefix}/:thread_id/runs`, { schema: { tags, hide, params: ThreadParams, querystring: ListQuery } }, async (req) => {
@@ -200,9 +209,9 @@ export function runRoutes(ctx: AppContext, runs: RunsService, streams: { openStr
     });
 
     r.post("/runs/wait", { schema: { tags, body: StatelessRunRequestSchema } }, async (req, reply) => {
-      const run = await createRun(req, null, req.body);
+      const run = await createRun(req, null, req.body, true);
       const path = runPath(run, true);
-      await waitRun(reply, run, { "Content-Location": path }, run.kwargs.on_disconnect === "cancel");
+      await waitRun(reply, run, { "Content-Location": path }, run.kwargs.on_disconnect === "cancel", run);
     });
 
     r.post("/runs/batch", { schema: { tags, body: z.array(StatelessRunRequestSchema).min(1) } }, async (req) => {
