@@ -114,3 +114,22 @@ t.test("the wait for the sync in flight is bounded", async (t) => {
   t.ok(models.threads.load(first.id), "folded once the bound passed");
   t.equal(models.threads.load(second.id), undefined, "while the second sync is still held");
 });
+
+t.test("a wait for an event that joins a batch put off folds that batch when the event arrives", async (t) => {
+  const { store, readModels: models } = await logWithReadModels(t, "fold-timing-", { synchronous: "FULL", foldDeferMs: 60_000 });
+  const syncs = holdSyncs(t);
+  const first = await createThread(store);
+  const second = await createThread(store);
+  const third = await createThread(store);
+  await syncs.count(3);
+  const before = models.runner.foldStats;
+  const delivered = deliveredAt(models, first.position);
+  syncs.release(); // the first is durable; its batch is put off, the second's and third's syncs in flight
+  await delivered;
+  const waited = models.runner.waitFor(second.position);
+  syncs.release(); // the second joins that batch; the third's sync stays held
+  await waited;
+  t.ok(models.threads.load(first.id) && models.threads.load(second.id), "the put-off batch and the awaited event, folded");
+  t.equal(models.threads.load(third.id), undefined, "the third is not durable yet");
+  t.equal(models.runner.foldStats.batches - before.batches, 1, "in one transaction");
+});

@@ -157,8 +157,11 @@ export class CatchUpRunner {
       this.done = (async () => {
         const batch: RecordedEvent[] = [];
         let flushScheduled = false;
+        /** The scheduled fold waits for the log's sync in flight (see below). */
+        let deferred = false;
         const flush = () => {
           flushScheduled = false;
+          deferred = false;
           if (batch.length === 0) return;
           this.commit(batch);
           const events = batch.splice(0);
@@ -189,7 +192,11 @@ export class CatchUpRunner {
             this.delivered = item.event.position;
             for (const listener of this.deliveredListeners) listener(item.event);
             if (batch.length >= MAX_BATCH) flush();
-            else if (!flushScheduled) {
+            else if (deferred && this.waitedFor(item.event.position)) {
+              // Someone waits for an event that joined a batch put off: folded now after all.
+              deferred = false;
+              setImmediate(flushOrStop);
+            } else if (!flushScheduled) {
               // Everything the subscription has at hand now goes into one transaction. When someone waits
               // for it (a command's read-your-writes), it is written as soon as it has to wait for more.
               // Otherwise it first waits for the sync the log has in flight (at most FOLD_DEFER_MS): the
@@ -198,6 +205,7 @@ export class CatchUpRunner {
               // folds what was delivered before it is served (settle).
               flushScheduled = true;
               const pending = this.waitedFor(item.event.position) ? undefined : store.whenDurable();
+              deferred = pending !== undefined;
               if (pending) afterAtMost(pending, foldDeferMs, () => setImmediate(flushOrStop));
               else setImmediate(flushOrStop);
             }

@@ -79,8 +79,10 @@ export function runRoutes(ctx: AppContext, runs: RunsService, streams: { openStr
     sse.end();
   }
 
-  /** Waits for the run's end writing keep-alive newlines (PY), then its result as JSON. */
-  /** `created`: the run was created for this wait (runs.create's `forResult`), and may not be in the read models yet. */
+  /**
+   * Waits for the run's end writing keep-alive newlines (PY), then its result as JSON. `created`: the run
+   * was created for this wait (runs.create's `forResult`), and may not be in the read models yet.
+   */
   async function waitRun(reply: FastifyReply, run: RunRecord, headers: Record<string, string>, cancelOnDisconnect: boolean, created?: RunRecord) {
     reply.hijack();
     const raw = reply.raw;
