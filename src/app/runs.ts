@@ -179,7 +179,7 @@ export class RunsService {
    * log, so it goes out as soon as the end is durable (waitEnded), before the read models fold it.
    */
   async waitResult(runId: string, signal?: AbortSignal, created?: RunRecord): Promise<unknown> {
-    await this.waitFor(runId, "resultWakes", signal, created);
+    await this.waitEnded(runId, signal, created);
     const ended = await this.terminalEvent(runId);
     return runResult(ended && (await withValuesResolved(this.ctx.store, ended)));
   }
@@ -212,10 +212,11 @@ export class RunsService {
    * before this call), or the run is done as waitDone sees it, whichever comes first: for answers read
    * from the log only (a /wait or /join result, the end of a run's SSE stream).
    * A later request still sees the run done: the read models fold what was delivered before serving it
-   * (CatchUpRunner.settle).
+   * (CatchUpRunner.settle). `created`: the run, when the caller created it for its result (see create's
+   * `forResult`): the read models may not show it yet.
    */
-  waitEnded(runId: string, signal?: AbortSignal): Promise<void> {
-    return this.waitFor(runId, "resultWakes", signal);
+  waitEnded(runId: string, signal?: AbortSignal, created?: RunRecord): Promise<void> {
+    return this.waitFor(runId, "resultWakes", signal, created);
   }
 
   /**

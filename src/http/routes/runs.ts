@@ -80,10 +80,11 @@ export function runRoutes(ctx: AppContext, runs: RunsService, streams: { openStr
   }
 
   /**
-   * Waits for the run's end writing keep-alive newlines (PY), then its result as JSON. `created`: the run
-   * was created for this wait (runs.create's `forResult`), and may not be in the read models yet.
+   * Waits for the run's end writing keep-alive newlines (PY), then its result as JSON. `createdHere`: the
+   * run was created for this wait (runs.create's `forResult`), and may not be in the read models yet.
    */
-  async function waitRun(reply: FastifyReply, run: RunRecord, headers: Record<string, string>, cancelOnDisconnect: boolean, created?: RunRecord) {
+  async function waitRun(reply: FastifyReply, run: RunRecord, headers: Record<string, string>, cancelOnDisconnect: boolean, createdHere = false) {
+    const created = createdHere ? run : undefined;
     reply.hijack();
     const raw = reply.raw;
     // Headers hooks already set (CORS) would be lost on a hijacked reply otherwise.
@@ -152,7 +153,7 @@ export function runRoutes(ctx: AppContext, runs: RunsService, streams: { openStr
       r.post(`${prefix}/:thread_id/runs/wait`, { schema: { tags, hide, params: ThreadParams, body: RunRequestSchema } }, async (req, reply) => {
         const run = await createRun(req, req.params.thread_id, req.body, true);
         const path = runPath(run, false);
-        await waitRun(reply, run, { "Content-Location": path, Location: `${path}/join` }, run.kwargs.on_disconnect === "cancel", run);
+        await waitRun(reply, run, { "Content-Location": path, Location: `${path}/join` }, run.kwargs.on_disconnect === "cancel", true);
       });
 
       r.get(`${prefix}/:thread_id/runs`, { schema: { tags, hide, params: ThreadParams, querystring: ListQuery } }, async (req) => {
@@ -213,7 +214,7 @@ export function runRoutes(ctx: AppContext, runs: RunsService, streams: { openStr
     r.post("/runs/wait", { schema: { tags, body: StatelessRunRequestSchema } }, async (req, reply) => {
       const run = await createRun(req, null, req.body, true);
       const path = runPath(run, true);
-      await waitRun(reply, run, { "Content-Location": path }, run.kwargs.on_disconnect === "cancel", run);
+      await waitRun(reply, run, { "Content-Location": path }, run.kwargs.on_disconnect === "cancel", true);
     });
 
     r.post("/runs/batch", { schema: { tags, body: z.array(StatelessRunRequestSchema).min(1) } }, async (req) => {
