@@ -14,26 +14,34 @@ import { logWithReadModels } from "./support/log-with-read-models.js";
  * append becomes durable (and is delivered).
  */
 
-/** Holds each completed WAL sync's report until released, in order. */
+/**
+ * Holds each WAL sync's report until released, in the order the syncs started (which is the order of what
+ * they cover: each covers what was committed before it started). The disk may finish them in another order.
+ */
 function holdSyncs(t: Test) {
   const original = fs.fdatasync;
-  const held: (() => void)[] = [];
-  let arrived: (() => void) | undefined;
-  fs.fdatasync = ((fd: number, callback: (error: NodeJS.ErrnoException | null) => void) =>
+  const started: { report?: () => void }[] = [];
+  let completed: (() => void) | undefined;
+  fs.fdatasync = ((fd: number, callback: (error: NodeJS.ErrnoException | null) => void) => {
+    const sync: { report?: () => void } = {};
+    started.push(sync);
     original(fd, (error) => {
-      held.push(() => callback(error));
-      arrived?.();
-    })) as typeof fs.fdatasync;
+      sync.report = () => callback(error);
+      completed?.();
+    });
+  }) as typeof fs.fdatasync;
   t.teardown(() => {
     fs.fdatasync = original;
-    for (const report of held.splice(0)) report();
+    for (const sync of started.splice(0)) sync.report?.();
   });
   return {
+    /** Resolves once the first `n` syncs not yet released have completed on disk. */
     async count(n: number): Promise<void> {
-      while (held.length < n) await new Promise<void>((resolve) => (arrived = resolve));
+      while (started.length < n || started.slice(0, n).some((sync) => !sync.report)) await new Promise<void>((resolve) => (completed = resolve));
     },
+    /** Reports the earliest sync not yet released (it must have completed: see count). */
     release(): void {
-      held.shift()?.();
+      started.shift()!.report!();
     },
   };
 }
