@@ -17,6 +17,8 @@ const benches: Record<string, (options: BenchOptions) => Promise<Record<string, 
   engine: async (o) => (await import("./engine.js")).benchEngine(o),
   // Promises, heap bytes and GCs per job (server) and per invoke (engine): counts that do not drift with the machine's speed.
   cost: async (o) => (await import("./cost.js")).benchCost(o),
+  // Where one sequential runs/wait's time goes, point by point (the server's trace points), beside the graph invoked in-process.
+  "critical-path": async (o) => (await import("./critical-path.js")).benchCriticalPath(o),
   // Spawn to /ok of `node dist/main.js`, empty data dir and restart, and the server's start-up phases.
   start: async (o) => (await import("./start.js")).benchStart(o),
   // Runs (after warm-up runs) of the built server; the tiny size only proves the benchmark still works.

@@ -109,3 +109,37 @@ t.test("the cost probe counts the promises and heap bytes of its window, and its
   t.equal(kept.length, 10);
   t.equal(heavy.promises, 0, "no promise made in the second window");
 });
+
+t.test("trace points reach a subscriber of the critical-path channel, and nothing is published without one", async (t) => {
+  const { subscribe, unsubscribe, channel } = await import("node:diagnostics_channel");
+  const { tracePoint, CRITICAL_PATH_CHANNEL } = await import("../src/util/trace-points.js");
+  const seen: unknown[] = [];
+  const listener = (message: unknown) => seen.push(message);
+  t.notOk(channel(CRITICAL_PATH_CHANNEL).hasSubscribers, "nobody listens at first");
+  tracePoint("before");
+  subscribe(CRITICAL_PATH_CHANNEL, listener);
+  tracePoint("graph.start");
+  tracePoint("graph.end");
+  unsubscribe(CRITICAL_PATH_CHANNEL, listener);
+  tracePoint("after");
+  t.same(seen, ["graph.start", "graph.end"]);
+});
+
+t.test("the critical-path probe's timeline: the median of each point over the records, a name's k-th occurrence its own point", async (t) => {
+  const probe = createRequire(import.meta.url)("../bench/support/critical-path-probe.cjs") as {
+    medianTimeline(records: [string, number][][]): { point: string; median_ms: number; n: number }[];
+  };
+  const timeline = probe.medianTimeline([
+    [["request", 0], ["log.commit.start", 1], ["graph.start", 2], ["log.commit.start", 5], ["response.finish", 9]],
+    [["request", 0], ["log.commit.start", 3], ["graph.start", 4], ["log.commit.start", 7], ["response.finish", 11]],
+    [["request", 0], ["graph.start", 3.5], ["log.commit.start", 6], ["response.finish", 10]],
+  ]);
+  t.same(timeline, [
+    { point: "request", median_ms: 0, n: 3 },
+    { point: "log.commit.start", median_ms: 3, n: 3 }, // first occurrences 1, 3, 6
+    { point: "graph.start", median_ms: 3.5, n: 3 },
+    { point: "log.commit.start#2", median_ms: 6, n: 2 }, // second ones 5, 7: the mean of the middle two
+    { point: "response.finish", median_ms: 10, n: 3 },
+  ]);
+  t.same(probe.medianTimeline([]), []);
+});

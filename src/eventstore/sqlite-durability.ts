@@ -1,6 +1,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { StoreUnavailableError } from "./types.js";
+import { tracePoint } from "../util/trace-points.js";
 
 /**
  * fsyncs in flight at most. An fsync's completion reaches the event loop only when the loop comes
@@ -132,7 +133,9 @@ export class WalDurability {
     const started = process.hrtime.bigint();
     // fdatasync, as SQLite itself syncs on Linux: the WAL's data and its size, without the timestamps a plain fsync
     // also writes (measured 7-10 % shorter per sync in the server, .scratch/probes/fdsync-tl3.cjs).
+    tracePoint("log.sync.start");
     fs.fdatasync(this.fd, (error) => {
+      tracePoint("log.sync.end");
       this.inFlight--;
       // One that ran after the close found its descriptor gone (EBADF): not a failure of the log.
       if (this.closed) return;

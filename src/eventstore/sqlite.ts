@@ -38,6 +38,7 @@ import {
   type Subscription,
   PURGED_EVENT_TYPE,
 } from "./types.js";
+import { tracePoint } from "../util/trace-points.js";
 
 export interface SqliteStoreOptions {
   /** The database file; its directory is created when missing. */
@@ -233,7 +234,9 @@ class SqliteStore implements SqliteEventStore {
       (jobs) => {
         let outcomes: Outcome<AppendResult>[];
         try {
+          tracePoint("log.commit.start");
           outcomes = appendBatch.immediate(jobs); // BEGIN IMMEDIATE … COMMIT: visible (and crash-safe) once it returns
+          tracePoint("log.commit.end");
         } catch (error) {
           for (const job of jobs) job.ticket?.failed(error);
           throw error;

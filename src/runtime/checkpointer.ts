@@ -62,6 +62,7 @@ import { DeferredAppends } from "./deferred-appends.js";
 import { ValueTexts } from "./value-texts.js";
 import { jsonContains } from "../domain/json.js";
 import { CheckpointCodec, defersWrites, type EncodedTuple, type InlineValue } from "./checkpoint-codec.js";
+import { tracePoint } from "../util/trace-points.js";
 
 export { DEFER_CHECKPOINT_WRITES, checkpointMetadata } from "./checkpoint-codec.js";
 
@@ -207,6 +208,7 @@ export class EventSourcedCheckpointSaver extends BaseCheckpointSaver {
     metadata: CheckpointMetadata,
     newVersions: ChannelVersions,
   ): Promise<RunnableConfig> {
+    tracePoint("checkpoint.put");
     const data = await this.codec.checkpointSaved(config, checkpoint, metadata, newVersions);
     const threadId = data.thread_id;
     const fitting = this.fit(data.blobs);
@@ -226,6 +228,7 @@ export class EventSourcedCheckpointSaver extends BaseCheckpointSaver {
   }
 
   async putWrites(config: RunnableConfig, writes: PendingWrite[], taskId: string, taskPath?: string): Promise<void> {
+    tracePoint("checkpoint.putWrites");
     const data = await this.codec.pendingWritesSaved(config, writes, taskId, taskPath);
     const threadId = data.thread_id;
     // A retry of writes already stored would change nothing (the fold keeps the first regular

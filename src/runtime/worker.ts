@@ -31,6 +31,7 @@ import {
   resumesFromCheckpoint,
   startDelayMs,
 } from "../domain/run-rules.js";
+import { tracePoint } from "../util/trace-points.js";
 
 export interface WorkerOptions extends CompletionDeps {
   store: EventStore;
@@ -230,6 +231,7 @@ export class RunWorker {
   }
 
   private async claimAndRun(view: RunView, takeover: boolean, entry: Active, enqueued?: AppendTicket): Promise<void> {
+    tracePoint("run.claim");
     const run = view.run;
     const stream = takeover ? await loadRunStream(this.o.store, run.run_id) : view.stream;
     const nowMs = this.clock.now();
@@ -255,6 +257,7 @@ export class RunWorker {
       }
       throw error;
     }
+    tracePoint("run.claimed");
     this.stats.claimed++;
     entry.claimed = true;
     const base = baseCheckpointOf(stream, latest);
@@ -286,6 +289,7 @@ export class RunWorker {
     };
     // A large input was written beside the run: the graph gets the value itself.
     const kwargs = { ...run.kwargs, input: await resolveLarge(this.o.store, run.kwargs.input), command: await resolveLarge(this.o.store, run.kwargs.command) };
+    tracePoint("graph.start");
     let outcome = await executeRun({
       run: { ...run, kwargs },
       graphs: this.o.graphs,
@@ -295,6 +299,7 @@ export class RunWorker {
       resume,
       emit: (e) => output(e.event, e.data),
     });
+    tracePoint("graph.end");
     clearTimeout(timer);
     if (this.stopping) {
       await Promise.all([writer.drain(), this.o.checkpointer.flush?.(run.thread_id)]).catch(() => undefined);
@@ -326,6 +331,7 @@ export class RunWorker {
     marking?.catch(() => undefined); // its failure is the end's, handled below
     try {
       await finishing;
+      tracePoint("run.end.committed");
     } catch (error) {
       // A failed write of the run's is reported here: not kept for the thread's next run.
       await this.o.checkpointer.flush?.(run.thread_id).catch(() => undefined);

@@ -15,6 +15,7 @@ import { callerOf } from "../auth.js";
 import { RunsAccess } from "../../app/runs-access.js";
 import { idempotencyKeyOf } from "../../app/idempotent-create.js";
 import { batchItemKey } from "../../domain/idempotency.js";
+import { tracePoint } from "../../util/trace-points.js";
 
 /** How long a /wait may hold its headers back hoping to send them with the result (see waitRun). */
 const WAIT_HEADERS_DELAY_MS = 50;
@@ -115,10 +116,12 @@ export function runRoutes(ctx: AppContext, runs: RunsService, streams: { openStr
       }, WAIT_HEADERS_DELAY_MS);
     }
     const result = await runs.waitResult(run.run_id, controller.signal, created);
+    tracePoint("wait.result");
     answered = true;
     clearTimeout(headersDue);
     clearInterval(keepAlive);
     if (!controller.signal.aborted) raw.end(JSON.stringify(result));
+    tracePoint("wait.answered");
   }
 
   const headersOf = (req: FastifyRequest) => req.headers as Record<string, string | string[] | undefined>;
@@ -151,7 +154,9 @@ export function runRoutes(ctx: AppContext, runs: RunsService, streams: { openStr
       });
 
       r.post(`${prefix}/:thread_id/runs/wait`, { schema: { tags, hide, params: ThreadParams, body: RunRequestSchema } }, async (req, reply) => {
+        tracePoint("wait.route");
         const run = await createRun(req, req.params.thread_id, req.body, true);
+        tracePoint("wait.created");
         const path = runPath(run, false);
         await waitRun(reply, run, { "Content-Location": path, Location: `${path}/join` }, run.kwargs.on_disconnect === "cancel", true);
       });
