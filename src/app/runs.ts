@@ -1,4 +1,5 @@
 import { validate as isUuid } from "uuid";
+import { setImmediate as afterThisTurn } from "node:timers/promises";
 import { newTimeOrderedId } from "../util/new-id.js";
 import type { AppContext } from "./context.js";
 import { assertWebhookAllowed } from "./webhooks.js";
@@ -349,6 +350,10 @@ export class RunsService {
     const { decision } = await execute(ctx, () => ctx.readModels.threads.load(tid), threadStream(tid), (s) => decideEnqueueRun(s && !s.deleted ? s : undefined, run, stamp), atHead, loaded, !forResult);
     // Before any fold can come: the fold of the enqueue needs its sync, reported in a later turn of the event loop.
     if (forResult) this.enqueuedUnfolded.add(run.run_id);
+    // A /wait answers only at the run's end: the rest of its handling (the route's, up to registering its wait)
+    // yields to the run's graph, started by the head listener when the thread is free, and comes once the
+    // event loop turns, typically while the run's last commit is being synced, where the main thread waits anyway.
+    if (forResult) await afterThisTurn();
     const action: CancelAction | undefined = decision.strategy === "rollback" ? "rollback" : decision.strategy === "interrupt" ? "interrupt" : undefined;
     if (action) {
       // A run that ended (or was removed) meanwhile needs no cancelling.
