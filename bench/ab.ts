@@ -5,7 +5,11 @@
  * a warm-up, `sequential` runs/wait one after another (p50), then `jobs` jobs (POST /threads +
  * POST /threads/{id}/runs/wait) at `concurrency`; server CPU per job from /proc, RSS after the load.
  * It prints each build's medians and, per metric, the ratios B/A of the rounds (median, min, max).
- * A/A (the same build twice) shows how far identical builds drift apart here.
+ * Then, for sequential latency (a few percent of which drown in the drift between rounds), both builds
+ * run at once, each on its own server and data dir, and sequential waits alternate between them wait by
+ * wait (A then B, then B then A): `interleaved_sequential` gives each build's p50 and the median of the
+ * per-pair ratios B/A. A/A (the same build twice) shows how far identical builds drift apart here
+ * (interleaved: within about 0.5 % of 1 over 1,000 pairs).
  *
  * Run: npm run bench -- ab
  *   AB_A, AB_B    directories holding a built main.js (default: this checkout's dist/, built first).
@@ -13,7 +17,8 @@
  *                 node_modules, `npm run build` there, then AB_A=/tmp/before/dist. Both run this
  *                 checkout's langgraph.json and graphs.
  *   AB_ROUNDS     rounds (default 6); AB_JOBS jobs per build and round (default 2,000);
- *   AB_CONCURRENCY (default 64); AB_SEQUENTIAL sequential waits per build and round (default 100).
+ *   AB_CONCURRENCY (default 64); AB_SEQUENTIAL sequential waits per build and round (default 100);
+ *   AB_INTERLEAVED pairs of interleaved sequential waits (default 1,000).
  */
 import { existsSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
@@ -32,6 +37,7 @@ interface Size {
   jobs: number;
   concurrency: number;
   sequential: number;
+  interleaved: number;
 }
 
 interface Sample {
@@ -51,13 +57,14 @@ function sizeOf(options: BenchOptions, env: NodeJS.ProcessEnv): Size {
     if (!Number.isInteger(n) || n < 1) throw new Error(`${name} must be a positive integer, got "${v}"`);
     return n;
   };
-  if (options.tiny) return { rounds: 2, warmup: 10, jobs: 40, concurrency: 16, sequential: 5 };
+  if (options.tiny) return { rounds: 2, warmup: 10, jobs: 40, concurrency: 16, sequential: 5, interleaved: 5 };
   return {
     rounds: num("AB_ROUNDS", 6),
     warmup: 600,
     jobs: num("AB_JOBS", 2_000),
     concurrency: num("AB_CONCURRENCY", 64),
     sequential: num("AB_SEQUENTIAL", 100),
+    interleaved: num("AB_INTERLEAVED", 1_000),
   };
 }
 
@@ -84,6 +91,44 @@ async function measure(script: string, size: Size): Promise<Sample> {
     await server.stop();
     await client.close();
     await rm(dataDir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * Both builds at once, each on its own server: sequential waits alternate between them wait by wait (A then B,
+ * then B then A), each on a thread made outside its timing, so a drift of the machine's speed touches both alike.
+ */
+async function interleavedSequential(builds: Record<"A" | "B", string>, size: Size): Promise<Record<string, unknown>> {
+  const sides = await Promise.all(
+    (["A", "B"] as const).map(async (name) => {
+      const dataDir = await mkdtemp(path.join(os.tmpdir(), `agent-server-bench-ab-${name}-`));
+      const server = await startBenchServer(dataDir, { N_JOBS_PER_WORKER: "64" }, [], builds[name]);
+      const client = jsonClient(server.url, 4);
+      return { name, dataDir, server, client, jobs: agentJobs(client), latencies: [] as number[] };
+    }),
+  );
+  try {
+    for (const side of sides) {
+      await runPool(size.warmup, 16, side.jobs.job);
+      await side.jobs.sequential(Math.min(size.warmup, 100));
+    }
+    for (let i = 0; i < size.interleaved; i++) {
+      for (const side of i % 2 ? [sides[1], sides[0]] : sides) side.latencies.push(...(await side.jobs.sequential(1)));
+    }
+    const [a, b] = sides.map((side) => side.latencies);
+    return {
+      pairs: size.interleaved,
+      A_p50_ms: summary(a).p50_ms,
+      B_p50_ms: summary(b).p50_ms,
+      p50_ratio_b_over_a: round2(summary(b).p50_ms / summary(a).p50_ms),
+      median_pair_ratio_b_over_a: Math.round(median(a.map((ms, i) => b[i] / ms)) * 1000) / 1000,
+    };
+  } finally {
+    for (const side of sides) {
+      await side.server.stop();
+      await side.client.close();
+      await rm(side.dataDir, { recursive: true, force: true });
+    }
   }
 }
 
@@ -124,10 +169,12 @@ export async function benchAB(options: BenchOptions = { tiny: false, big: false 
       concurrency: size.concurrency,
       sequential_per_round: size.sequential,
       order: "A then B in even rounds, B then A in odd ones; each server on an empty data dir",
+      interleaved: "then both builds at once, sequential waits alternating between them wait by wait",
     },
     A: medians(samples.A),
     B: medians(samples.B),
     ratio_b_over_a: ratios,
+    interleaved_sequential: await interleavedSequential(builds, size),
   };
 }
 
