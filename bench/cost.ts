@@ -18,11 +18,10 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { createRequire } from "node:module";
 import os from "node:os";
 import path from "node:path";
-import { pathToFileURL } from "node:url";
-import { MemorySaver } from "@langchain/langgraph";
+import { compileAgentGraph } from "./support/engine-graph.js";
 import { AGENT_INPUT, agentJobs, jsonClient, runPool } from "./support/http.js";
 import type { BenchOptions } from "./support/options.js";
-import { repoRoot, startBenchServer, type BenchServer } from "./support/server.js";
+import { repoRoot, startBenchServer, probeLines } from "./support/server.js";
 import { scrapeTotals, storeWorkPerJob } from "./support/metrics.js";
 import { perSecond, round2 } from "./support/stats.js";
 
@@ -54,10 +53,7 @@ function perJob(counts: Counts, jobs: number) {
 /** The example graph invoked in this process, as the engine benchmark does, inside a probe window. */
 async function engineCounts(invokes: number, warmup: number) {
   const probe = createRequire(import.meta.url)(PROBE) as Probe;
-  const { builder } = (await import(pathToFileURL(path.join(repoRoot, "src", "graphs", "agent.ts")).href)) as {
-    builder: { compile(o: { checkpointer: MemorySaver }): { invoke(input: unknown, config: unknown): Promise<unknown> } };
-  };
-  const graph = builder.compile({ checkpointer: new MemorySaver() });
+  const graph = await compileAgentGraph();
   const invoke = () => graph.invoke(AGENT_INPUT, { configurable: { thread_id: randomUUID() } });
   for (let i = 0; i < warmup; i++) await invoke();
   probe.open();
@@ -65,30 +61,12 @@ async function engineCounts(invokes: number, warmup: number) {
   return perJob(probe.close(), invokes);
 }
 
-/** The probe's lines from the server's stdout, one at a time, in order. */
-function probeLines(server: BenchServer): () => Promise<string> {
-  const lines: string[] = [];
-  const waiting: ((line: string) => void)[] = [];
-  let partial = "";
-  server.child.stdout!.on("data", (chunk: string) => {
-    const parts = (partial + chunk).split("\n");
-    partial = parts.pop()!;
-    for (const line of parts) {
-      if (!line.startsWith("cost-probe ")) continue;
-      const take = waiting.shift();
-      if (take) take(line.slice("cost-probe ".length));
-      else lines.push(line.slice("cost-probe ".length));
-    }
-  });
-  return () => (lines.length ? Promise.resolve(lines.shift()!) : new Promise((resolve) => waiting.push(resolve)));
-}
-
 export async function benchCost(o: BenchOptions): Promise<Record<string, unknown>> {
   const size = o.tiny ? TINY : FULL;
   const engine = await engineCounts(size.engineInvokes, size.warmup);
   const dataDir = await mkdtemp(path.join(os.tmpdir(), "agent-server-bench-cost-"));
   const server = await startBenchServer(dataDir, { COST_PROBE_SIGNALS: "1", N_JOBS_PER_WORKER: "64" }, ["--require", PROBE], process.env.COST_MAIN);
-  const nextLine = probeLines(server);
+  const nextLine = probeLines(server, "cost-probe ");
   const client = jsonClient(server.url, 64);
   const jobs = agentJobs(client);
   /** Runs `work` (`n` jobs) inside a probe window of the server. */

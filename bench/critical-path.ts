@@ -21,9 +21,10 @@ import os from "node:os";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 import { MemorySaver } from "@langchain/langgraph";
+import { compileAgentGraph } from "./support/engine-graph.js";
 import { AGENT_INPUT, agentJobs, jsonClient, runPool } from "./support/http.js";
 import type { BenchOptions } from "./support/options.js";
-import { repoRoot, startBenchServer, type BenchServer } from "./support/server.js";
+import { repoRoot, startBenchServer, probeLines } from "./support/server.js";
 import { round2, summary } from "./support/stats.js";
 
 const FULL = { warmup: 300, waits: 600, engineInvokes: 1_000 };
@@ -42,9 +43,6 @@ const probe = createRequire(import.meta.url)(PROBE) as Probe;
 
 /** The example graph invoked in this process, its MemorySaver's calls timed from each invoke's start. */
 async function engineTimeline(invokes: number, warmup: number): Promise<TimelineRow[]> {
-  const { builder } = (await import(pathToFileURL(path.join(repoRoot, "src", "graphs", "agent.ts")).href)) as {
-    builder: { compile(o: { checkpointer: MemorySaver }): { invoke(input: unknown, config: unknown): Promise<unknown> } };
-  };
   const saver = new MemorySaver();
   let record: [string, number][] | undefined;
   let t0 = 0;
@@ -56,7 +54,7 @@ async function engineTimeline(invokes: number, warmup: number): Promise<Timeline
       return original(...args);
     };
   }
-  const graph = builder.compile({ checkpointer: saver });
+  const graph = await compileAgentGraph(saver);
   const records: [string, number][][] = [];
   for (let i = 0; i < warmup + invokes; i++) {
     record = [["invoke.start", 0]];
@@ -66,25 +64,6 @@ async function engineTimeline(invokes: number, warmup: number): Promise<Timeline
     if (i >= warmup) records.push(record);
   }
   return probe.medianTimeline(records);
-}
-
-/** The probe's `critical-path {json}` lines from the server's stdout, one at a time. */
-function probeLines(server: BenchServer): () => Promise<string> {
-  const lines: string[] = [];
-  const waiting: ((line: string) => void)[] = [];
-  let partial = "";
-  server.child.stdout!.on("data", (chunk: string) => {
-    const parts = (partial + chunk).split("\n");
-    partial = parts.pop()!;
-    for (const line of parts) {
-      if (!line.startsWith("critical-path ")) continue;
-      const body = line.slice("critical-path ".length);
-      const take = waiting.shift();
-      if (take) take(body);
-      else lines.push(body);
-    }
-  });
-  return () => (lines.length ? Promise.resolve(lines.shift()!) : new Promise((resolve) => waiting.push(resolve)));
 }
 
 const at = (timeline: TimelineRow[], point: string): number | undefined => timeline.find((r) => r.point === point)?.median_ms;
@@ -99,7 +78,7 @@ export async function benchCriticalPath(o: BenchOptions): Promise<Record<string,
   const engine = await engineTimeline(size.engineInvokes, Math.min(size.warmup, 100));
   const dataDir = await mkdtemp(path.join(os.tmpdir(), "agent-server-bench-critical-path-"));
   const server = await startBenchServer(dataDir, { CRITICAL_PATH_PROBE: "1" }, ["--require", PROBE], process.env.CRITICAL_PATH_MAIN);
-  const nextLine = probeLines(server);
+  const nextLine = probeLines(server, "critical-path ");
   const client = jsonClient(server.url, 8);
   const jobs = agentJobs(client);
   try {

@@ -32,11 +32,11 @@ import { mkdtemp, readdir, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
-import { MemorySaver } from "@langchain/langgraph";
+import { compileAgentGraph } from "./support/engine-graph.js";
 import { AGENT_INPUT, agentJobs, jsonClient, runPool } from "./support/http.js";
 import { attributeProfile, readProfile, RUN_PHASES } from "./support/cpu-profile.js";
 import { parseBenchOptions, type BenchOptions } from "./support/options.js";
-import { cpuMs, repoRoot, rssMiB, startBenchServer, startScriptNodeFlags, waitOk } from "./support/server.js";
+import { cpuMs, rssMiB, startBenchServer, startScriptNodeFlags, waitOk } from "./support/server.js";
 import { median, perSecond, round2, summary } from "./support/stats.js";
 import { scrapeTotals, storeWorkPerJob, type StoreWorkPerJob } from "./support/metrics.js";
 
@@ -55,10 +55,7 @@ type PairedSize = (typeof FULL)["paired"];
 
 /** Invokes of the example graph in this process per second, and the mean ms per invoke. */
 async function engineRate(n: number): Promise<{ invokes_per_s: number; mean_ms: number }> {
-  const { builder } = (await import(pathToFileURL(path.join(repoRoot, "src", "graphs", "agent.ts")).href)) as {
-    builder: { compile(o: { checkpointer: MemorySaver }): { invoke(input: unknown, config: unknown): Promise<unknown> } };
-  };
-  const graph = builder.compile({ checkpointer: new MemorySaver() });
+  const graph = await compileAgentGraph();
   const invoke = () => graph.invoke(AGENT_INPUT, { configurable: { thread_id: randomUUID() } });
   for (let i = 0; i < Math.min(100, n); i++) await invoke();
   const t0 = performance.now();

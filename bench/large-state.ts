@@ -20,10 +20,10 @@ import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
-import { MemorySaver } from "@langchain/langgraph";
+import { compileAgentGraph } from "./support/engine-graph.js";
 import { AGENT_INPUT, jsonClient, type JsonClient } from "./support/http.js";
 import { parseBenchOptions, type BenchOptions } from "./support/options.js";
-import { cpuMs, repoRoot, startBenchServer, waitOk } from "./support/server.js";
+import { cpuMs, startBenchServer, waitOk } from "./support/server.js";
 import { round2, summary } from "./support/stats.js";
 
 const FULL = { messages: 500, messageBytes: 1_000, runs: 60, warmup: 10 };
@@ -52,10 +52,7 @@ async function timed(n: number, run: () => Promise<void>): Promise<number[]> {
 
 /** The graph invoked in this process: p50 per invoke on the large thread, and on a fresh thread each. */
 async function engine(size: Size): Promise<{ large_p50_ms: number; small_p50_ms: number }> {
-  const { builder } = (await import(pathToFileURL(path.join(repoRoot, "src", "graphs", "agent.ts")).href)) as {
-    builder: { compile(o: { checkpointer: MemorySaver }): { invoke(input: unknown, config: unknown): Promise<unknown> } };
-  };
-  const graph = builder.compile({ checkpointer: new MemorySaver() });
+  const graph = await compileAgentGraph();
   const large = { configurable: { thread_id: randomUUID() } };
   await graph.invoke({ messages: seedMessages(size) }, large);
   const invokeLarge = async () => {

@@ -85,6 +85,28 @@ export async function startBenchServer(dataDir: string, env: Record<string, stri
   };
 }
 
+/**
+ * The lines a preloaded probe prints on the server's stdout after `prefix` (prefix stripped), one at a
+ * time, in order: each call resolves with the next one.
+ */
+export function probeLines(server: BenchServer, prefix: string): () => Promise<string> {
+  const lines: string[] = [];
+  const waiting: ((line: string) => void)[] = [];
+  let partial = "";
+  server.child.stdout!.on("data", (chunk: string) => {
+    const parts = (partial + chunk).split("\n");
+    partial = parts.pop()!;
+    for (const line of parts) {
+      if (!line.startsWith(prefix)) continue;
+      const body = line.slice(prefix.length);
+      const take = waiting.shift();
+      if (take) take(body);
+      else lines.push(body);
+    }
+  });
+  return () => (lines.length ? Promise.resolve(lines.shift()!) : new Promise((resolve) => waiting.push(resolve)));
+}
+
 /** GET /ok until it answers 200; resolves with the milliseconds that took. */
 export async function waitOk(url: string, timeoutMs = 30_000): Promise<number> {
   const t0 = performance.now();
