@@ -128,7 +128,10 @@ t.test("trace points reach a subscriber of the critical-path channel, and nothin
 t.test("the critical-path probe's timeline: the median of each point over the records, a name's k-th occurrence its own point", async (t) => {
   const probe = createRequire(import.meta.url)("../bench/support/critical-path-probe.cjs") as {
     medianTimeline(records: [string, number][][]): { point: string; median_ms: number; n: number }[];
+    CHANNEL: string;
   };
+  const { CRITICAL_PATH_CHANNEL } = await import("../src/util/trace-points.js");
+  t.equal(probe.CHANNEL, CRITICAL_PATH_CHANNEL, "the probe listens where the server's trace points are published");
   const timeline = probe.medianTimeline([
     [["request", 0], ["log.commit.start", 1], ["graph.start", 2], ["log.commit.start", 5], ["response.finish", 9]],
     [["request", 0], ["log.commit.start", 3], ["graph.start", 4], ["log.commit.start", 7], ["response.finish", 11]],
