@@ -729,12 +729,19 @@ export async function startEsdbTestDouble(options: EsdbTestDoubleOptions = {}): 
     if (delayMs <= 0) return "serve";
     stats.delayedCalls++;
     const until = Date.now() + delayMs;
-    const wait = deadline === undefined ? delayMs : Math.max(0, Math.min(delayMs, deadline - Date.now()));
+    // The request's deadline comes before the delay ends: the wait ends at it.
+    const deadlineFirst = deadline !== undefined && deadline < until;
+    const wait = deadlineFirst ? Math.max(0, deadline - Date.now()) : delayMs;
     let timer: NodeJS.Timeout | undefined;
-    await Promise.race([new Promise<void>((resolve) => (timer = setTimeout(resolve, wait))), released.promise]);
+    // Which ended the wait, the timer or heal(): a timer may fire a millisecond before Date.now() reaches the
+    // deadline it was set for, so the clock is not asked again.
+    const ended = await Promise.race([
+      new Promise<"timer">((resolve) => (timer = setTimeout(() => resolve("timer"), wait))),
+      released.promise.then(() => "healed" as const),
+    ]);
     clearTimeout(timer);
     if (call.cancelled || closing) return "gone";
-    return deadline !== undefined && delayMs > 0 && Date.now() >= deadline && deadline < until ? "deadline" : "serve";
+    return ended === "timer" && deadlineFirst ? "deadline" : "serve";
   };
 
   /** Whether this applied append is to be answered as a failure (an ambiguous write); counts it down. */
