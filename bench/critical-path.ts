@@ -10,7 +10,10 @@
  *     invoke), with the same kind of timeline (the saver's getTuple, put and putWrites);
  *   - a summary: before the graph (request → graph.start), the graph in the server (graph.start →
  *     graph.end) beside the engine's whole invoke, after the graph (graph.end → response.finish), and
- *     what the client saw (its p50, which adds the client and the loopback).
+ *     what the client saw (its p50, which adds the client and the loopback); and the sequential target
+ *     (client p50 ≤ 1.5 × invoke + 1 ms) taken apart: the time outside the graph against what the target leaves
+ *     for it, and how much of it is the disk's sync after the run's end, the client with the loopback, and the
+ *     server's own work (bench/support/sequential-budget.ts).
  * Medians of one run on a machine whose speed drifts: compare the parts of one run with each other.
  * Run: npm run bench -- critical-path [--tiny]
  */
@@ -25,17 +28,13 @@ import { compileAgentGraph } from "./support/engine-graph.js";
 import { AGENT_INPUT, agentJobs, jsonClient, runPool } from "./support/http.js";
 import type { BenchOptions } from "./support/options.js";
 import { repoRoot, startBenchServer, probeLines } from "./support/server.js";
+import { sequentialBudget, type TimelineRow } from "./support/sequential-budget.js";
 import { round2, summary } from "./support/stats.js";
 
 const FULL = { warmup: 300, waits: 600, engineInvokes: 1_000 };
 const TINY = { warmup: 20, waits: 10, engineInvokes: 30 };
 const PROBE = path.join(repoRoot, "bench", "support", "critical-path-probe.cjs");
 
-interface TimelineRow {
-  point: string;
-  median_ms: number;
-  n: number;
-}
 interface Probe {
   medianTimeline(records: [string, number][][]): TimelineRow[];
 }
@@ -107,6 +106,7 @@ export async function benchCriticalPath(o: BenchOptions): Promise<Record<string,
         engine_invoke_ms: engineMs,
         graph_over_engine: graphMs !== null && engineMs ? round2(graphMs / engineMs) : null,
         after_graph_ms: between(timeline, "graph.end", "response.finish"),
+        sequential_budget: sequentialBudget(timeline, client_p50_ms, engineMs),
       },
       server_timeline: timeline,
       engine_timeline: engine,

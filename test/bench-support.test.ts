@@ -9,6 +9,7 @@ import { parseBenchOptions } from "../bench/support/options.js";
 import { cpuMs, rssMiB } from "../bench/support/server.js";
 import { check, findEventsPerSecond, median, percentile, perSecond, summary, tally } from "../bench/support/stats.js";
 import { sampleOf, storeWorkPerJob } from "../bench/support/metrics.js";
+import { sequentialBudget } from "../bench/support/sequential-budget.js";
 
 /** The benchmark helpers: options, statistics and target checks (pure), and the /proc readers. */
 
@@ -145,4 +146,34 @@ t.test("the critical-path probe's timeline: the median of each point over the re
     { point: "response.finish", median_ms: 10, n: 3 },
   ]);
   t.same(probe.medianTimeline([]), []);
+});
+
+t.test("the sequential budget: the time outside the graph, what the target leaves for it, the disk's and the client's parts", async (t) => {
+  const row = (point: string, median_ms: number) => ({ point, median_ms, n: 10 });
+  const timeline = [
+    row("request", 0),
+    row("log.commit.end", 1),
+    row("graph.start", 1.5),
+    row("log.sync.end", 2), // the enqueue's sync, during the graph
+    row("graph.end", 5.5),
+    row("log.commit.end#2", 6),
+    row("log.sync.end#2", 7),
+    row("wait.result", 7.25),
+    row("response.finish", 7.5),
+    row("log.sync.end#3", 8), // after the answer: not the answer's
+  ];
+  t.same(sequentialBudget(timeline, 8.5, 4), {
+    target_p50_ms: 7, // 1.5 × 4 + 1
+    p50_over_target: 1.21,
+    outside_graph_ms: 4.5, // 8.5 − (5.5 − 1.5)
+    outside_graph_budget_ms: 3, // 7 − 4
+    disk_sync_after_end_ms: 1, // the last commit (6) to the last sync before the result (7)
+    client_and_loopback_ms: 1, // 8.5 − 7.5
+    server_work_outside_graph_ms: 2.5,
+  });
+  t.equal(sequentialBudget(timeline, 8.5, null), null, "no engine time, no target");
+  t.equal(sequentialBudget(timeline.filter((r) => r.point !== "wait.result"), 8.5, 4), null, "a missing point");
+  const noSync = sequentialBudget(timeline.filter((r) => !r.point.startsWith("log.sync")), 8.5, 4);
+  t.equal(noSync?.disk_sync_after_end_ms, null, "without WAL syncs (synchronous NORMAL) the disk's part is unknown");
+  t.equal(noSync?.server_work_outside_graph_ms, null);
 });
