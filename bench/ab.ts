@@ -134,7 +134,7 @@ function pairRatio(a: number[], b: number[]): number {
   return Math.round(median(a.map((ms, i) => b[i] / ms)) * 1000) / 1000;
 }
 
-/** One session of interleaved waits: both servers started (in `startOrder`), warmed up, `pairs` pairs, stopped. */
+/** One session of interleaved waits: both servers started and warmed up (in `startOrder`), `pairs` pairs counted, stopped. */
 async function interleavedSession(builds: Record<"A" | "B", string>, size: Size, pairs: number, startOrder: ("A" | "B")[]): Promise<InterleavedSession> {
   const started: Record<string, { dataDir: string; server: BenchServer; client: ReturnType<typeof jsonClient> }> = {};
   try {
@@ -143,13 +143,20 @@ async function interleavedSession(builds: Record<"A" | "B", string>, size: Size,
       const server = await startBenchServer(dataDir, { N_JOBS_PER_WORKER: "64" }, [], builds[name]);
       started[name] = { dataDir, server, client: jsonClient(server.url, 4) };
     }
-    const sides = (["A", "B"] as const).map((name) => ({ jobs: agentJobs(started[name].client), latencies: [] as number[] }));
-    for (const side of sides) {
+    const sides = (["A", "B"] as const).map((name) => ({ name, jobs: agentJobs(started[name].client), latencies: [] as number[] }));
+    // Warmed up in the session's start order, so that neither build is always the one that waited idle while the
+    // other warmed up; then a few pairs not counted, so that both are in the rhythm of the measured ones.
+    for (const name of startOrder) {
+      const side = sides.find((s) => s.name === name)!;
       await runPool(size.warmup, 16, side.jobs.job);
       await side.jobs.sequential(Math.min(size.warmup, 100));
     }
-    for (let i = 0; i < pairs; i++) {
-      for (const side of i % 2 ? [sides[1], sides[0]] : sides) side.latencies.push(...(await side.jobs.sequential(1)));
+    const uncounted = Math.min(20, pairs);
+    for (let i = 0; i < uncounted + pairs; i++) {
+      for (const side of i % 2 ? [sides[1], sides[0]] : sides) {
+        const latencies = await side.jobs.sequential(1);
+        if (i >= uncounted) side.latencies.push(...latencies);
+      }
     }
     return { a: sides[0].latencies, b: sides[1].latencies };
   } finally {
