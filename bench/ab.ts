@@ -27,7 +27,7 @@ import path from "node:path";
 import { pathToFileURL } from "node:url";
 import type { BenchOptions } from "./support/options.js";
 import { parseBenchOptions } from "./support/options.js";
-import { agentJobs, jsonClient, runPool } from "./support/http.js";
+import { agentJobs, jsonClient, runPool, type JsonClient } from "./support/http.js";
 import { buildServer, cpuMs, repoRoot, rssMiB, startBenchServer, type BenchServer } from "./support/server.js";
 import { median, perSecond, round2, summary } from "./support/stats.js";
 
@@ -70,11 +70,32 @@ function sizeOf(options: BenchOptions, env: NodeJS.ProcessEnv): Size {
   };
 }
 
+interface StartedBuild {
+  server: BenchServer;
+  client: JsonClient;
+  /** Stops the server and the client, and removes the data dir. */
+  stop(): Promise<void>;
+}
+
+/** A build's server on its own empty data dir, with a client of `connections` connections. */
+async function startBuild(script: string, connections: number, label = ""): Promise<StartedBuild> {
+  const dataDir = await mkdtemp(path.join(os.tmpdir(), `agent-server-bench-ab-${label}`));
+  const server = await startBenchServer(dataDir, { N_JOBS_PER_WORKER: "64" }, [], script);
+  const client = jsonClient(server.url, connections);
+  return {
+    server,
+    client,
+    async stop() {
+      await server.stop();
+      await client.close();
+      await rm(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
 /** One build under one round's load, on its own empty data dir. */
 async function measure(script: string, size: Size): Promise<Sample> {
-  const dataDir = await mkdtemp(path.join(os.tmpdir(), "agent-server-bench-ab-"));
-  const server = await startBenchServer(dataDir, { N_JOBS_PER_WORKER: "64" }, [], script);
-  const client = jsonClient(server.url, Math.max(size.concurrency, 4));
+  const { server, client, stop } = await startBuild(script, Math.max(size.concurrency, 4));
   try {
     const { job, sequential: waitInTurn } = agentJobs(client);
     await runPool(size.warmup, Math.min(16, size.concurrency), job);
@@ -90,9 +111,7 @@ async function measure(script: string, size: Size): Promise<Sample> {
       sequential_p50_ms: summary(sequential).p50_ms,
     };
   } finally {
-    await server.stop();
-    await client.close();
-    await rm(dataDir, { recursive: true, force: true });
+    await stop();
   }
 }
 
@@ -120,7 +139,7 @@ async function interleavedSequential(builds: Record<"A" | "B", string>, size: Si
     B_p50_ms: summary(b).p50_ms,
     p50_ratio_b_over_a: round2(summary(b).p50_ms / summary(a).p50_ms),
     median_pair_ratio_b_over_a: pairRatio(a, b),
-    session_pair_ratios: { median: Math.round(median(sessionRatios) * 1000) / 1000, min: Math.min(...sessionRatios), max: Math.max(...sessionRatios), sessions: sessionRatios },
+    session_pair_ratios: { median: round3(median(sessionRatios)), min: Math.min(...sessionRatios), max: Math.max(...sessionRatios), sessions: sessionRatios },
   };
 }
 
@@ -129,42 +148,36 @@ interface InterleavedSession {
   b: number[];
 }
 
+const round3 = (n: number) => Math.round(n * 1000) / 1000;
+
 /** The median of the per-pair ratios b[i] / a[i], to three decimals. */
 function pairRatio(a: number[], b: number[]): number {
-  return Math.round(median(a.map((ms, i) => b[i] / ms)) * 1000) / 1000;
+  return round3(median(a.map((ms, i) => b[i] / ms)));
 }
 
 /** One session of interleaved waits: both servers started and warmed up (in `startOrder`), `pairs` pairs counted, stopped. */
 async function interleavedSession(builds: Record<"A" | "B", string>, size: Size, pairs: number, startOrder: ("A" | "B")[]): Promise<InterleavedSession> {
-  const started: Record<string, { dataDir: string; server: BenchServer; client: ReturnType<typeof jsonClient> }> = {};
+  const started: Partial<Record<"A" | "B", StartedBuild>> = {};
   try {
-    for (const name of startOrder) {
-      const dataDir = await mkdtemp(path.join(os.tmpdir(), `agent-server-bench-ab-${name}-`));
-      const server = await startBenchServer(dataDir, { N_JOBS_PER_WORKER: "64" }, [], builds[name]);
-      started[name] = { dataDir, server, client: jsonClient(server.url, 4) };
-    }
-    const sides = (["A", "B"] as const).map((name) => ({ name, jobs: agentJobs(started[name].client), latencies: [] as number[] }));
+    for (const name of startOrder) started[name] = await startBuild(builds[name], 4, `${name}-`);
+    const side = (build: StartedBuild | undefined) => ({ jobs: agentJobs(build!.client), latencies: [] as number[] });
+    const sides = { A: side(started.A), B: side(started.B) };
     // Warmed up in the session's start order, so that neither build is always the one that waited idle while the
     // other warmed up; then a few pairs not counted, so that both are in the rhythm of the measured ones.
     for (const name of startOrder) {
-      const side = sides.find((s) => s.name === name)!;
-      await runPool(size.warmup, 16, side.jobs.job);
-      await side.jobs.sequential(Math.min(size.warmup, 100));
+      await runPool(size.warmup, 16, sides[name].jobs.job);
+      await sides[name].jobs.sequential(Math.min(size.warmup, 100));
     }
     const uncounted = Math.min(20, pairs);
     for (let i = 0; i < uncounted + pairs; i++) {
-      for (const side of i % 2 ? [sides[1], sides[0]] : sides) {
-        const latencies = await side.jobs.sequential(1);
-        if (i >= uncounted) side.latencies.push(...latencies);
+      for (const s of i % 2 ? [sides.B, sides.A] : [sides.A, sides.B]) {
+        const latencies = await s.jobs.sequential(1);
+        if (i >= uncounted) s.latencies.push(...latencies);
       }
     }
-    return { a: sides[0].latencies, b: sides[1].latencies };
+    return { a: sides.A.latencies, b: sides.B.latencies };
   } finally {
-    for (const side of Object.values(started)) {
-      await side.server.stop();
-      await side.client.close();
-      await rm(side.dataDir, { recursive: true, force: true });
-    }
+    for (const build of Object.values(started)) await build.stop();
   }
 }
 

@@ -28,7 +28,7 @@ import { compileAgentGraph } from "./support/engine-graph.js";
 import { AGENT_INPUT, agentJobs, jsonClient, runPool } from "./support/http.js";
 import type { BenchOptions } from "./support/options.js";
 import { repoRoot, startBenchServer, probeLines } from "./support/server.js";
-import { sequentialBudget, type TimelineRow } from "./support/sequential-budget.js";
+import { medianAt, sequentialBudget, type TimelineRow } from "./support/sequential-budget.js";
 import { round2, summary } from "./support/stats.js";
 
 const FULL = { warmup: 300, waits: 600, engineInvokes: 1_000 };
@@ -65,10 +65,9 @@ async function engineTimeline(invokes: number, warmup: number): Promise<Timeline
   return probe.medianTimeline(records);
 }
 
-const at = (timeline: TimelineRow[], point: string): number | undefined => timeline.find((r) => r.point === point)?.median_ms;
 const between = (timeline: TimelineRow[], from: string, to: string): number | null => {
-  const a = at(timeline, from);
-  const b = at(timeline, to);
+  const a = medianAt(timeline, from);
+  const b = medianAt(timeline, to);
   return a === undefined || b === undefined ? null : round2(b - a);
 };
 
@@ -89,7 +88,7 @@ export async function benchCriticalPath(o: BenchOptions): Promise<Record<string,
     server.child.kill("SIGUSR2");
     const { waits, timeline } = JSON.parse(await nextLine()) as { waits: number; timeline: TimelineRow[] };
     if (waits !== size.waits) throw new Error(`critical-path probe: ${waits} waits recorded, ${size.waits} made`);
-    const engineMs = at(engine, "invoke.end") ?? null;
+    const engineMs = medianAt(engine, "invoke.end") ?? null;
     const graphMs = between(timeline, "graph.start", "graph.end");
     const client_p50_ms = summary(latencies).p50_ms;
     return {
@@ -100,7 +99,7 @@ export async function benchCriticalPath(o: BenchOptions): Promise<Record<string,
       },
       summary: {
         client_p50_ms,
-        server_request_to_finish_ms: at(timeline, "response.finish") ?? null,
+        server_request_to_finish_ms: medianAt(timeline, "response.finish") ?? null,
         before_graph_ms: between(timeline, "request", "graph.start"),
         graph_in_server_ms: graphMs,
         engine_invoke_ms: engineMs,

@@ -1,8 +1,15 @@
+import { round2 } from "./stats.js";
+
 /** One point of a median timeline: its name (a k-th occurrence in one wait is `name#k`) and its median ms. */
 export interface TimelineRow {
   point: string;
   median_ms: number;
   n: number;
+}
+
+/** The median ms of `point` in the timeline, if it has that point. */
+export function medianAt(timeline: TimelineRow[], point: string): number | undefined {
+  return timeline.find((r) => r.point === point)?.median_ms;
 }
 
 /**
@@ -13,7 +20,7 @@ export interface TimelineRow {
  * server's own work around the graph. Null where the timeline lacks a point.
  */
 export function sequentialBudget(timeline: TimelineRow[], clientP50Ms: number, engineInvokeMs: number | null): Record<string, number | null> | null {
-  const at = (point: string) => timeline.find((r) => r.point === point)?.median_ms;
+  const at = (point: string) => medianAt(timeline, point);
   const graphStart = at("graph.start");
   const graphEnd = at("graph.end");
   const result = at("wait.result");
@@ -27,7 +34,7 @@ export function sequentialBudget(timeline: TimelineRow[], clientP50Ms: number, e
   const outside = clientP50Ms - (graphEnd - graphStart);
   const disk = Number.isFinite(lastSync) && Number.isFinite(lastCommit) ? lastSync - lastCommit : null;
   const client = clientP50Ms - finish;
-  const r = (ms: number | null) => (ms === null ? null : Math.round(ms * 100) / 100);
+  const r = (ms: number | null) => (ms === null ? null : round2(ms));
   return {
     target_p50_ms: r(target),
     p50_over_target: r(clientP50Ms / target),
