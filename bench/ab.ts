@@ -80,7 +80,11 @@ interface StartedBuild {
 /** A build's server on its own empty data dir, with a client of `connections` connections. */
 async function startBuild(script: string, connections: number, label = ""): Promise<StartedBuild> {
   const dataDir = await mkdtemp(path.join(os.tmpdir(), `agent-server-bench-ab-${label}`));
-  const server = await startBenchServer(dataDir, { N_JOBS_PER_WORKER: "64" }, [], script);
+  // A server that fails to start leaves no empty data dir behind (as bench/runs.ts).
+  const server = await startBenchServer(dataDir, { N_JOBS_PER_WORKER: "64" }, [], script).catch(async (error: unknown) => {
+    await rm(dataDir, { recursive: true, force: true });
+    throw error;
+  });
   const client = jsonClient(server.url, connections);
   return {
     server,
