@@ -7,7 +7,7 @@
  *   - the server (built `dist/main.js`, or another build's main.js in COST_MAIN), preloaded with
  *     bench/support/cost-probe.cjs: the same counts per job (`POST /threads` + `runs/wait`) at
  *     concurrency 64 and one after another, and the store's work per job from /metrics (WAL syncs,
- *     read-model fold transactions);
+ *     read-model fold transactions), and its read and write system calls per job from /proc/<pid>/io;
  *   - the server's counts over the engine's, per job.
  * The counts move a little with batching (how many appends share a commit) and with when V8 collects;
  * runs/s is printed for orientation only.
@@ -23,6 +23,7 @@ import { AGENT_INPUT, agentJobs, jsonClient, runPool } from "./support/http.js";
 import type { BenchOptions } from "./support/options.js";
 import { repoRoot, startBenchServer, probeLines } from "./support/server.js";
 import { scrapeTotals, storeWorkPerJob } from "./support/metrics.js";
+import { ioPerJob, readProcIo } from "./support/proc-io.js";
 import { perSecond, round2 } from "./support/stats.js";
 
 const FULL = { warmup: 600, engineInvokes: 1_000, c64Jobs: 2_000, sequentialJobs: 200 };
@@ -75,13 +76,16 @@ export async function benchCost(o: BenchOptions): Promise<Record<string, unknown
     const started = await nextLine();
     if (started !== "started") throw new Error(`cost probe: expected "started", got ${started}`);
     const before = await scrapeTotals(server.url);
+    // Read inside the scrapes, so that their own socket I/O is not counted.
+    const ioBefore = await readProcIo(server.pid);
     const t0 = performance.now();
     await work();
     const ms = performance.now() - t0;
+    const ioAfter = await readProcIo(server.pid);
     const after = await scrapeTotals(server.url);
     server.child.kill("SIGUSR2");
     const counts = JSON.parse(await nextLine()) as Counts;
-    return { ...perJob(counts, n), store_work: storeWorkPerJob(before, after, n), runs_per_s: perSecond(n, ms) };
+    return { ...perJob(counts, n), store_work: storeWorkPerJob(before, after, n), io: ioPerJob(ioBefore, ioAfter, n), runs_per_s: perSecond(n, ms) };
   };
   try {
     await runPool(size.warmup, 64, () => jobs.job());
@@ -95,7 +99,7 @@ export async function benchCost(o: BenchOptions): Promise<Record<string, unknown
       setup: {
         engine: "builder.compile({ checkpointer: new MemorySaver() }).invoke in this process, a new thread_id per invoke, sequential",
         server: `${process.env.COST_MAIN ?? "dist/main.js"} with --require bench/support/cost-probe.cjs, SQLite synchronous=FULL, N_JOBS_PER_WORKER=64; a job = POST /threads + POST /threads/{id}/runs/wait`,
-        counts: "promises created (async_hooks), KB allocated on the V8 heap (v8.GCProfiler), scavenges and full GCs per 1,000 jobs",
+        counts: "promises created (async_hooks), KB allocated on the V8 heap (v8.GCProfiler), scavenges and full GCs per 1,000 jobs; io: the server's read and write system calls and their KB per job from /proc/<pid>/io (files and sockets; null off Linux)",
         sizes: size,
       },
       engine_per_invoke: engine,

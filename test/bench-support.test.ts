@@ -10,6 +10,9 @@ import { cpuMs, rssMiB } from "../bench/support/server.js";
 import { check, findEventsPerSecond, median, percentile, perSecond, summary, tally } from "../bench/support/stats.js";
 import { sampleOf, storeWorkPerJob } from "../bench/support/metrics.js";
 import { sequentialBudget } from "../bench/support/sequential-budget.js";
+import { ioPerJob, parseProcIo, readProcIo } from "../bench/support/proc-io.js";
+import { openSync, writeSync, closeSync, mkdtempSync, rmSync } from "node:fs";
+import os from "node:os";
 
 /** The benchmark helpers: options, statistics and target checks (pure), and the /proc readers. */
 
@@ -65,6 +68,31 @@ t.test("store work per job from two /metrics scrapes: unlabelled samples, means,
   const after = { syncs: 30, syncSeconds: 0.03, folds: 14, foldSeconds: 0.004 };
   t.same(storeWorkPerJob(before, after, 10), { wal_syncs: 2, wal_sync_mean_ms: 1, fold_transactions: 1, fold_mean_ms: 0.2 });
   t.same(storeWorkPerJob(before, { ...before }, 10), { wal_syncs: 0, wal_sync_mean_ms: null, fold_transactions: 0, fold_mean_ms: null }, "no syncs (synchronous NORMAL): no mean");
+});
+
+t.test("I/O calls per job from two /proc/<pid>/io readings", async (t) => {
+  const text = "rchar: 2048\nwchar: 10240\nsyscr: 7\nsyscw: 40\nread_bytes: 0\nwrite_bytes: 4096\ncancelled_write_bytes: 0\n";
+  const before = parseProcIo(text)!;
+  t.same(before, { syscr: 7, syscw: 40, rchar: 2048, wchar: 10240 });
+  t.equal(parseProcIo("rchar: 1\nwchar: 2\n"), undefined, "a reading without the call counts is none");
+  const after = { syscr: 17, syscw: 100, rchar: 2048 + 10 * 1024, wchar: 10240 + 5 * 1024 };
+  t.same(ioPerJob(before, after, 10), { read_calls: 1, write_calls: 6, read_kb: 1, written_kb: 0.5 });
+  t.equal(ioPerJob(undefined, after, 10), null, "no reading (not Linux): null, not zeros");
+  t.equal(ioPerJob(before, after, 0), null);
+});
+
+t.test("readProcIo counts this process's own writes to a file", { skip: process.platform !== "linux" && "Linux only" }, async (t) => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), "proc-io-"));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const before = await readProcIo(process.pid);
+  t.ok(before, "readable");
+  const fd = openSync(path.join(dir, "f"), "w");
+  for (let i = 0; i < 50; i++) writeSync(fd, Buffer.alloc(1024, 1));
+  closeSync(fd);
+  const after = await readProcIo(process.pid);
+  t.ok(after!.syscw - before!.syscw >= 50, `${after!.syscw - before!.syscw} write calls for 50 writes`);
+  t.ok(after!.wchar - before!.wchar >= 50 * 1024, "their bytes");
+  t.equal(await readProcIo(2 ** 30), undefined, "no such process: undefined");
 });
 
 t.test("rssMiB and cpuMs read this process's /proc entries", async (t) => {
