@@ -12,23 +12,15 @@
  */
 import { execFileSync, spawn } from "node:child_process";
 import { createWriteStream } from "node:fs";
-import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { Agent, request } from "undici";
-import { startScriptNodeFlags } from "./support/server.js";
+import { cpuMs, startScriptNodeFlags } from "./support/server.js";
 
 const root = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
 const CONCURRENCY = 16;
-const TICKS_PER_S = Number(execFileSync("getconf", ["CLK_TCK"]).toString().trim()) || 100;
-
-/** utime + stime of a process, in ms. */
-async function cpuMs(pid: number): Promise<number> {
-  const stat = await readFile(`/proc/${pid}/stat`, "utf8");
-  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" "); // fields from #3 (state) on
-  return ((Number(fields[11]) + Number(fields[12])) * 1000) / TICKS_PER_S;
-}
 
 export async function benchCpuPerRun(runs = 2_000, warmupRuns = 500): Promise<Record<string, unknown>> {
   // The build's messages go to stderr: stdout carries only the JSON result.
