@@ -1,6 +1,8 @@
 import t from "tap";
 import { execFile } from "node:child_process";
+import { closeSync, mkdtempSync, openSync, rmSync, writeSync } from "node:fs";
 import { readdir } from "node:fs/promises";
+import os from "node:os";
 import path from "node:path";
 import { createRequire } from "node:module";
 import { promisify } from "node:util";
@@ -11,8 +13,6 @@ import { check, findEventsPerSecond, median, percentile, perSecond, summary, tal
 import { sampleOf, storeWorkPerJob } from "../bench/support/metrics.js";
 import { sequentialBudget } from "../bench/support/sequential-budget.js";
 import { ioPerJob, parseProcIo, readProcIo } from "../bench/support/proc-io.js";
-import { openSync, writeSync, closeSync, mkdtempSync, rmSync } from "node:fs";
-import os from "node:os";
 
 /** The benchmark helpers: options, statistics and target checks (pure), and the /proc readers. */
 
