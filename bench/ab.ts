@@ -10,6 +10,8 @@
  * wait (A then B, then B then A), in several sessions of freshly started servers: `interleaved_sequential`
  * gives each build's p50, the median of the per-pair ratios B/A, and that median per session (the verdict:
  * the median of the sessions'). A/A (the same build twice) shows how far identical builds drift apart here.
+ * Last, `start_instructions`: each build's start to its listening line on an empty data dir counted in
+ * instructions (valgrind's callgrind; counts repeat within 1 %, see support/instructions.ts), and B/A.
  *
  * Run: npm run bench -- ab
  *   AB_A, AB_B    directories holding a built main.js (default: this checkout's dist/, built first).
@@ -29,6 +31,7 @@ import type { BenchOptions } from "./support/options.js";
 import { parseBenchOptions } from "./support/options.js";
 import { agentJobs, jsonClient, runPool, type JsonClient } from "./support/http.js";
 import { buildServer, cpuMs, repoRoot, rssMiB, startBenchServer, type BenchServer } from "./support/server.js";
+import { instructionsUnavailable, startInstructions } from "./support/instructions.js";
 import { median, perSecond, round2, summary } from "./support/stats.js";
 
 interface Size {
@@ -185,6 +188,17 @@ async function interleavedSession(builds: Record<"A" | "B", string>, size: Size,
   }
 }
 
+/** Each build's start in instructions (one count each: they repeat within 1 %), and B/A. */
+async function startInstructionsOf(builds: Record<"A" | "B", string>, tiny: boolean): Promise<Record<string, unknown>> {
+  // A minute under callgrind; the tiny run (npm test's) leaves it to `start --tiny`, which counts through the same code.
+  if (tiny) return { skipped: "tiny mode: bench start --tiny counts a start the same way" };
+  const unavailable = instructionsUnavailable();
+  if (unavailable) return { unavailable };
+  const A = await startInstructions(builds.A);
+  const B = await startInstructions(builds.B);
+  return { A, B, ratio_b_over_a: Math.round((B / A) * 10_000) / 10_000 };
+}
+
 /** A build directory's main.js, checked before any server starts. */
 function scriptOf(dir: string | undefined): string {
   if (!dir) {
@@ -228,6 +242,7 @@ export async function benchAB(options: BenchOptions = { tiny: false, big: false 
     B: medians(samples.B),
     ratio_b_over_a: ratios,
     interleaved_sequential: await interleavedSequential(builds, size),
+    start_instructions: await startInstructionsOf(builds, options.tiny),
   };
 }
 

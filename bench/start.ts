@@ -13,6 +13,9 @@
  *     (what a client waits for its first run: the graph runtime loads after the server listens).
  * Spawn to `/ok` is timed from this process (spawn, then /ok polled every 5 ms). The target (issue
  * 23) is 500 ms on an empty data dir; the scale benchmark measures it at 100,000 threads.
+ *   - `instructions`: what a start costs in instructions (valgrind's callgrind, every thread), from the
+ *     spawn on an empty data dir to the listening line, beside `node -e 0`'s: counts that repeat within
+ *     1 % whatever the machine's speed, so a change of a few percent can be judged (null without valgrind).
  * Run: npm run bench -- start [--tiny]
  */
 import { spawnSync } from "node:child_process";
@@ -22,7 +25,8 @@ import path from "node:path";
 import { pathToFileURL } from "node:url";
 import { request } from "undici";
 import { parseBenchOptions, type BenchOptions } from "./support/options.js";
-import { buildServer, startBenchServer, waitOk } from "./support/server.js";
+import { buildServer, repoRoot, startBenchServer, waitOk } from "./support/server.js";
+import { instructionsUnavailable, nodeFloorInstructions, startInstructions } from "./support/instructions.js";
 import { round2, summary } from "./support/stats.js";
 
 const median = (values: number[]) => summary(values).p50_ms;
@@ -35,8 +39,8 @@ interface OneStart {
 }
 
 /** Starts the built server as `npm start` does, times it to its listening line and to `/ok` 200, reads its phases, stops it. */
-async function startOnce(dataDir: string): Promise<OneStart> {
-  const server = await startBenchServer(dataDir);
+async function startOnce(dataDir: string, env: Record<string, string> = {}): Promise<OneStart> {
+  const server = await startBenchServer(dataDir, env);
   try {
     const toOk = server.startMs + (await waitOk(server.url));
     const t0 = performance.now();
@@ -57,14 +61,40 @@ async function startOnce(dataDir: string): Promise<OneStart> {
   }
 }
 
-function nodeFloorMs(n: number): number {
+/**
+ * NODE_EXTRA_CA_CERTS (this sandbox sets it to Debian's CA bundle) makes every node process read and parse those
+ * certificates before any JavaScript runs: a cost of the environment, not of the server, measured beside it.
+ */
+const EXTRA_CA_CERTS = process.env.NODE_EXTRA_CA_CERTS ? { NODE_EXTRA_CA_CERTS: "" } : undefined;
+
+function nodeFloorMs(n: number, env: NodeJS.ProcessEnv = process.env): number {
   const times: number[] = [];
   for (let i = 0; i < n; i++) {
     const t0 = performance.now();
-    spawnSync(process.execPath, ["-e", "0"]);
+    spawnSync(process.execPath, ["-e", "0"], { env });
     times.push(performance.now() - t0);
   }
   return median(times);
+}
+
+/** Start-up in instructions (see instructions.ts): a few counts of a start, and the node floor once. */
+async function instructions(counts: number): Promise<Record<string, unknown>> {
+  const unavailable = instructionsUnavailable();
+  if (unavailable) return { unavailable };
+  const starts: number[] = [];
+  for (let i = 0; i < counts; i++) {
+    process.stderr.write(`[start] instructions ${i + 1}/${counts}\n`);
+    starts.push(await startInstructions(path.join(repoRoot, "dist", "main.js")));
+  }
+  const floor = await nodeFloorInstructions();
+  const toListening = median(starts);
+  return {
+    to_listening: toListening,
+    to_listening_spread: round2((Math.max(...starts) - Math.min(...starts)) / toListening),
+    node_floor: floor,
+    above_floor: toListening - floor,
+    counts,
+  };
 }
 
 export async function benchStart(options: BenchOptions): Promise<Record<string, unknown>> {
@@ -72,6 +102,7 @@ export async function benchStart(options: BenchOptions): Promise<Record<string, 
   const starts = options.tiny ? 2 : 7;
   const empty: OneStart[] = [];
   const restart: OneStart[] = [];
+  const emptyWithoutExtraCa: OneStart[] = [];
   const root = await mkdtemp(path.join(os.tmpdir(), "bench-start-"));
   try {
     for (let i = 0; i < starts; i++) {
@@ -79,6 +110,7 @@ export async function benchStart(options: BenchOptions): Promise<Record<string, 
       process.stderr.write(`[start] ${i + 1}/${starts}\n`);
       empty.push(await startOnce(dir));
       restart.push(await startOnce(dir));
+      if (EXTRA_CA_CERTS) emptyWithoutExtraCa.push(await startOnce(path.join(root, `n${i}`), EXTRA_CA_CERTS));
     }
   } finally {
     await rm(root, { recursive: true, force: true });
@@ -97,6 +129,17 @@ export async function benchStart(options: BenchOptions): Promise<Record<string, 
     empty: emptySummary,
     restart: summarize(restart),
     node_floor_ms: nodeFloorMs(starts),
+    // Only where NODE_EXTRA_CA_CERTS is set: the same empty starts and floor with it emptied.
+    ...(EXTRA_CA_CERTS
+      ? {
+          extra_ca_certs: {
+            note: "NODE_EXTRA_CA_CERTS is set: every node process parses those certificates before any JavaScript runs",
+            empty_without: summarize(emptyWithoutExtraCa),
+            node_floor_ms_without: nodeFloorMs(starts, { ...process.env, ...EXTRA_CA_CERTS }),
+          },
+        }
+      : {}),
+    instructions: await instructions(options.tiny ? 1 : 3),
     target: { empty_to_ok_ms: 500, pass: emptySummary.to_ok_ms_p50 <= 500 },
   };
 }

@@ -13,6 +13,7 @@ import { check, findEventsPerSecond, median, percentile, perSecond, summary, tal
 import { sampleOf, storeWorkPerJob } from "../bench/support/metrics.js";
 import { sequentialBudget } from "../bench/support/sequential-budget.js";
 import { ioPerJob, parseProcIo, readProcIo } from "../bench/support/proc-io.js";
+import { parseCallgrindTotal } from "../bench/support/instructions.js";
 
 /** The benchmark helpers: options, statistics and target checks (pure), and the /proc readers. */
 
@@ -205,3 +206,10 @@ t.test("the sequential budget: the time outside the graph, what the target leave
   t.equal(noSync?.disk_sync_after_end_ms, null, "without WAL syncs (synchronous NORMAL) the disk's part is unknown");
   t.equal(noSync?.server_work_outside_graph_ms, null);
 });
+
+t.test("parseCallgrindTotal: the total callgrind prints at the end, in either form", async (t) => {
+  t.equal(parseCallgrindTotal("==10601== Events    : Ir\n==10601== Collected : 1723858766\n"), 1723858766);
+  t.equal(parseCallgrindTotal("==10601== \n==10601== I   refs:      1,723,858,766\n"), 1723858766);
+  t.equal(parseCallgrindTotal("node: bad option\n"), undefined, "no total: undefined");
+});
+

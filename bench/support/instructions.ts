@@ -1,0 +1,70 @@
+/**
+ * Instructions a command executes, counted by valgrind's callgrind: the same count for the same binary, inputs
+ * and environment however busy the machine is (seen here: repeat counts of a server's start within 1 %), where
+ * its wall time drifts by up to 2× from hour to hour. So a start-up change of a few percent, invisible in
+ * the spread of timed starts, can be judged by one count before and one after. Every thread of the process
+ * is counted (callgrind runs them one at a time), about 30× slower than native.
+ */
+import { spawn, spawnSync } from "node:child_process";
+import { mkdtemp, rm } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { repoRoot, startScriptNodeFlags } from "./server.js";
+
+/** Where each script preloads the probe that exits the server as it prints its listening line. */
+const EXIT_AT_LISTENING = path.join(repoRoot, "bench", "support", "exit-at-listening.cjs");
+
+/** The total of a callgrind run's stderr ("==pid== Collected : N" or "==pid== I   refs:  1,234,567"), or undefined. */
+export function parseCallgrindTotal(stderr: string): number | undefined {
+  const m = /==\d+== (?:Collected :|I\s+refs:)\s+([\d,]+)/.exec(stderr);
+  return m ? Number(m[1].replaceAll(",", "")) : undefined;
+}
+
+/** Why counting cannot run here (valgrind missing), or undefined when it can. */
+export function instructionsUnavailable(): string | undefined {
+  const probe = spawnSync("valgrind", ["--version"], { encoding: "utf8" });
+  if (probe.error || probe.status !== 0) return "valgrind not found (Debian: apt-get install valgrind)";
+  return undefined;
+}
+
+/**
+ * Counts the instructions of `node <args>` to its exit. Rejects when the command fails or no total is printed.
+ * Left out of its environment: NODE_OPTIONS and NODE_V8_COVERAGE (a test runner's loader hooks and coverage would be
+ * counted as the command's own work), and NODE_EXTRA_CA_CERTS (this sandbox's CA bundle, parsed by every node
+ * process before any JavaScript runs: 420 M of `node -e 0`'s 505 M instructions here, the same for any build).
+ */
+export function countNodeInstructions(args: readonly string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
+  // --smc-check: V8 writes and rewrites machine code on the heap; without it callgrind may run stale code.
+  const valgrindArgs = ["--tool=callgrind", "--callgrind-out-file=/dev/null", "--smc-check=all-non-file", process.execPath, ...args];
+  return new Promise((resolve, reject) => {
+    const { NODE_OPTIONS: _options, NODE_V8_COVERAGE: _coverage, NODE_EXTRA_CA_CERTS: _certs, ...clean } = env;
+    const child = spawn("valgrind", valgrindArgs, { cwd: repoRoot, env: clean, stdio: ["ignore", "ignore", "pipe"] });
+    let stderr = "";
+    child.stderr!.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
+    child.on("error", reject);
+    child.on("close", (code, signal) => {
+      const total = parseCallgrindTotal(stderr);
+      if (code === 0 && total !== undefined) resolve(total);
+      else reject(new Error(`callgrind of node ${args.join(" ")} ended ${code ?? signal} without a total: ${stderr.slice(-800)}`));
+    });
+  });
+}
+
+/**
+ * Instructions from the start of `node <npm start's flags> <script>` on an empty data dir to its listening line
+ * (the server then exits): the CPU work of a start, without the poll of /ok. `script`: a build's main.js.
+ */
+export async function startInstructions(script: string): Promise<number> {
+  const dataDir = await mkdtemp(path.join(os.tmpdir(), "bench-start-insn-"));
+  try {
+    const env = { ...process.env, LANGGRAPH_JSON: path.join(repoRoot, "langgraph.json"), LOG_LEVEL: "silent", HOST: "127.0.0.1", PORT: "0", DATA_DIR: dataDir };
+    return await countNodeInstructions([...startScriptNodeFlags(), "--require", EXIT_AT_LISTENING, script], env);
+  } finally {
+    await rm(dataDir, { recursive: true, force: true });
+  }
+}
+
+/** Instructions of `node -e 0`: the part of every start no server code can cut. */
+export function nodeFloorInstructions(): Promise<number> {
+  return countNodeInstructions(["-e", "0"]);
+}
