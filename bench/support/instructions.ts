@@ -37,8 +37,10 @@ export function countNodeInstructions(args: readonly string[], env: NodeJS.Proce
   // --smc-check: V8 writes and rewrites machine code on the heap; without it callgrind may run stale code.
   const valgrindArgs = ["--tool=callgrind", "--callgrind-out-file=/dev/null", "--smc-check=all-non-file", process.execPath, ...args];
   return new Promise((resolve, reject) => {
-    const { NODE_OPTIONS: _options, NODE_V8_COVERAGE: _coverage, NODE_EXTRA_CA_CERTS: _certs, ...clean } = env;
-    const child = spawn("valgrind", valgrindArgs, { cwd: repoRoot, env: clean, stdio: ["ignore", "ignore", "pipe"] });
+    // Unset by env(1) in the child itself: a test runner that wraps spawn (tap's processinfo) puts its NODE_OPTIONS
+    // back into whatever environment is passed here, and its coverage work made two counts of `node -e 0` 2.4 % apart.
+    const unset = ["NODE_OPTIONS", "NODE_V8_COVERAGE", "NODE_EXTRA_CA_CERTS"].flatMap((name) => ["-u", name]);
+    const child = spawn("env", [...unset, "valgrind", ...valgrindArgs], { cwd: repoRoot, env, stdio: ["ignore", "ignore", "pipe"] });
     let stderr = "";
     child.stderr!.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
     child.on("error", reject);
