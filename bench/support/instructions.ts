@@ -9,7 +9,7 @@ import { spawn, spawnSync } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { repoRoot, startScriptNodeFlags } from "./server.js";
+import { benchServerEnv, repoRoot, startScriptNodeFlags } from "./server.js";
 
 /** Where each script preloads the probe that exits the server as it prints its listening line. */
 const EXIT_AT_LISTENING = path.join(repoRoot, "bench", "support", "exit-at-listening.cjs");
@@ -59,8 +59,7 @@ export function countNodeInstructions(args: readonly string[], env: NodeJS.Proce
 export async function startInstructions(script: string): Promise<number> {
   const dataDir = await mkdtemp(path.join(os.tmpdir(), "bench-start-insn-"));
   try {
-    const env = { ...process.env, LANGGRAPH_JSON: path.join(repoRoot, "langgraph.json"), LOG_LEVEL: "silent", HOST: "127.0.0.1", PORT: "0", DATA_DIR: dataDir };
-    return await countNodeInstructions([...startScriptNodeFlags(), "--require", EXIT_AT_LISTENING, script], env);
+    return await countNodeInstructions([...startScriptNodeFlags(), "--require", EXIT_AT_LISTENING, script], benchServerEnv(dataDir));
   } finally {
     await rm(dataDir, { recursive: true, force: true });
   }

@@ -40,6 +40,11 @@ export function startScriptNodeFlags(): string[] {
   return words.slice(1, -1);
 }
 
+/** A benchmark server's environment: this checkout's langgraph.json, no logs, `env`, then loopback on a free port and `dataDir`. */
+export function benchServerEnv(dataDir: string, env: Record<string, string> = {}): NodeJS.ProcessEnv {
+  return { ...process.env, LANGGRAPH_JSON: path.join(repoRoot, "langgraph.json"), LOG_LEVEL: "silent", ...env, HOST: "127.0.0.1", PORT: "0", DATA_DIR: dataDir };
+}
+
 /**
  * Starts the built server as `npm start` does (its node flags, then `nodeArgs`, e.g. --cpu-prof) and
  * resolves once it printed its listening line (rejects if it exits first). `script`: another build's
@@ -50,15 +55,7 @@ export async function startBenchServer(dataDir: string, env: Record<string, stri
   const t0 = performance.now();
   const child = spawn(process.execPath, [...startScriptNodeFlags(), ...nodeArgs, script ?? "dist/main.js"], {
     cwd: repoRoot,
-    env: {
-      ...process.env,
-      LANGGRAPH_JSON: path.join(repoRoot, "langgraph.json"),
-      LOG_LEVEL: "silent",
-      ...env,
-      HOST: "127.0.0.1",
-      PORT: "0",
-      DATA_DIR: dataDir,
-    },
+    env: benchServerEnv(dataDir, env),
     stdio: ["ignore", "pipe", "inherit"],
   });
   const exited = once(child, "exit");
