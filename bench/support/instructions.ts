@@ -1,9 +1,13 @@
 /**
  * Instructions a command executes, counted by valgrind's callgrind: the same count for the same binary, inputs
- * and environment however busy the machine is (seen here: repeat counts of a server's start within 1 %), where
+ * and environment however busy the machine is (seen here: repeat counts of a server's start within 0.01 %, under load), where
  * its wall time drifts by up to 2× from hour to hour. So a start-up change of a few percent, invisible in
  * the spread of timed starts, can be judged by one count before and one after. Every thread of the process
- * is counted (callgrind runs them one at a time), about 30× slower than native.
+ * is counted (callgrind runs them one at a time), about 30× slower than native. Node runs with V8's
+ * `--predictable`: V8's background threads (concurrent compilation and garbage collection) then do their work on
+ * the main thread, at fixed points. Without it how much of a loop runs before its optimised code is ready
+ * depends on when callgrind switches threads, which depends on the machine's load: counts of one command drifted
+ * by 2-4 % while other processes ran (660.4 and 632.9 M), with it they repeat within 0.01 %.
  */
 import { spawn, spawnSync } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
@@ -27,15 +31,18 @@ export function instructionsUnavailable(): string | undefined {
   return undefined;
 }
 
+/** V8's predictable mode: all of V8's work on the main thread, so that a count does not depend on thread timing. */
+const PREDICTABLE = "--predictable";
+
 /**
- * Counts the instructions of `node <args>` to its exit. Rejects when the command fails or no total is printed.
+ * Counts the instructions of `node --predictable <args>` to its exit. Rejects when the command fails or no total is printed.
  * Left out of its environment: NODE_OPTIONS and NODE_V8_COVERAGE (a test runner's loader hooks and coverage would be
  * counted as the command's own work), and NODE_EXTRA_CA_CERTS (this sandbox's CA bundle, parsed by every node
  * process before any JavaScript runs: 420 M of `node -e 0`'s 505 M instructions here, the same for any build).
  */
 export function countNodeInstructions(args: readonly string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
   // --smc-check: V8 writes and rewrites machine code on the heap; without it callgrind may run stale code.
-  const valgrindArgs = ["--tool=callgrind", "--callgrind-out-file=/dev/null", "--smc-check=all-non-file", process.execPath, ...args];
+  const valgrindArgs = ["--tool=callgrind", "--callgrind-out-file=/dev/null", "--smc-check=all-non-file", process.execPath, PREDICTABLE, ...args];
   return new Promise((resolve, reject) => {
     // Unset by env(1) in the child itself: a test runner that wraps spawn (tap's processinfo) puts its NODE_OPTIONS
     // back into whatever environment is passed here, and its coverage work made two counts of `node -e 0` 2.4 % apart.
