@@ -11,7 +11,7 @@
  * gives each build's p50, the median of the per-pair ratios B/A, and that median per session (the verdict:
  * the median of the sessions'). A/A (the same build twice) shows how far identical builds drift apart here.
  * Last, `start_instructions`: each build's start to its listening line on an empty data dir counted in
- * instructions (valgrind's callgrind, V8 in predictable mode; counts repeat within 0.01 %, see support/instructions.ts), and B/A.
+ * instructions (valgrind's callgrind, V8 in predictable mode; counts of a start repeat within 0.5 %, see support/instructions.ts), and B/A.
  *
  * Run: npm run bench -- ab
  *   AB_A, AB_B    directories holding a built main.js (default: this checkout's dist/, built first).
@@ -188,7 +188,7 @@ async function interleavedSession(builds: Record<"A" | "B", string>, size: Size,
   }
 }
 
-/** Each build's start in instructions (one count each: they repeat within 0.01 %), and B/A. */
+/** Each build's start in instructions (one count each: they repeat within 0.5 %), and B/A. */
 async function startInstructionsOf(builds: Record<"A" | "B", string>, tiny: boolean): Promise<Record<string, unknown>> {
   // A minute under callgrind; the tiny run (npm test's) leaves it to `start --tiny`, which counts through the same code.
   if (tiny) return { skipped: "tiny mode: bench start --tiny counts a start the same way" };

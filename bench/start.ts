@@ -15,7 +15,7 @@
  * 23) is 500 ms on an empty data dir; the scale benchmark measures it at 100,000 threads.
  *   - `instructions`: what a start costs in instructions (valgrind's callgrind, every thread, V8 in predictable
  *     mode), from the spawn on an empty data dir to the listening line, beside `node -e 0`'s: counts that repeat
- *     within 0.01 % whatever the machine's speed, so a change of a few percent can be judged (`unavailable`, with the reason, without valgrind).
+ *     within 0.5 % whatever the machine's speed, so a change of a few percent can be judged (`unavailable`, with the reason, without valgrind).
  * Run: npm run bench -- start [--tiny]
  */
 import { spawnSync } from "node:child_process";

@@ -1,5 +1,5 @@
 import path from "node:path";
-import { z } from "zod";
+import * as z from "zod";
 
 /** Environment variables every part shares; each has a default that works on a fresh machine. */
 const EnvSchema = z.object({

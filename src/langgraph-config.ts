@@ -9,7 +9,7 @@
 import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { parseEnv } from "node:util";
-import { z } from "zod";
+import * as z from "zod";
 import { isPlainObject, type JsonObject } from "./util/json.js";
 import { parseModuleSpec } from "./module-loader.js";
 

@@ -1,13 +1,14 @@
 /**
  * Instructions a command executes, counted by valgrind's callgrind: the same count for the same binary, inputs
- * and environment however busy the machine is (seen here: repeat counts of a server's start within 0.01 %, under load), where
+ * and environment however busy the machine is (seen here: repeat counts of a server's start within 0.5 %, under load), where
  * its wall time drifts by up to 2× from hour to hour. So a start-up change of a few percent, invisible in
  * the spread of timed starts, can be judged by one count before and one after. Every thread of the process
  * is counted (callgrind runs them one at a time), about 30× slower than native. Node runs with V8's
  * `--predictable`: V8's background threads (concurrent compilation and garbage collection) then do their work on
  * the main thread, at fixed points. Without it how much of a loop runs before its optimised code is ready
  * depends on when callgrind switches threads, which depends on the machine's load: counts of one command drifted
- * by 2-4 % while other processes ran (660.4 and 632.9 M), with it they repeat within 0.01 %.
+ * by 2-4 % while other processes ran (660.4 and 632.9 M), with it they repeat within 0.01 % (a loop) and
+ * 0.5 % (a server's start: a few million of its instructions vary from run to run, not yet traced).
  */
 import { spawn, spawnSync } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";

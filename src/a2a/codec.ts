@@ -7,7 +7,7 @@
  *         `error.data` as `google.rpc.ErrorInfo` objects.
  */
 import { randomUUID } from "node:crypto";
-import { z } from "zod";
+import * as z from "zod";
 import { A2AError, ERROR_REASONS, ErrorCode, invalidParams } from "./errors.js";
 import type { ProtocolVersion } from "./jsonrpc.js";
 import type { StoredPushConfig } from "../domain/a2a-push.js";

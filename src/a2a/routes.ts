@@ -6,7 +6,7 @@
  */
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
-import { z } from "zod";
+import * as z from "zod";
 import type { AppContext } from "../app/context.js";
 import type { RunsService } from "../app/runs.js";
 import type { RunRequest } from "../domain/run-request.js";

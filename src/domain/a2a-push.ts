@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import type { EventsOf } from "./event-types.js";
 import { runEventSchemas } from "./runs.js";
 

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import type { EventsOf } from "./event-types.js";
 import type { Decision } from "./decision.js";
 import type { JsonObject } from "./json.js";

@@ -8,7 +8,7 @@
  * revision: an append retried after an ambiguous failure is not duplicated. Pure: no I/O.
  */
 import { createHash } from "node:crypto";
-import { z } from "zod";
+import * as z from "zod";
 import { v5 as uuidv5 } from "uuid";
 import stringify from "safe-stable-stringify";
 import type { EventsOf } from "./event-types.js";

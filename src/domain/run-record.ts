@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { JsonObjectSchema } from "../util/json.js";
 
 export const MultitaskStrategySchema = z.enum(["reject", "interrupt", "rollback", "enqueue"]);

@@ -3,7 +3,7 @@
  * the cron payload, A2A), and the type the application's RunsService takes, inferred from it.
  * Snake_case, as on the wire.
  */
-import { z } from "zod";
+import * as z from "zod";
 import { JsonObjectSchema } from "../util/json.js";
 import { DurabilitySchema, MultitaskStrategySchema, type Durability } from "./run-record.js";
 

@@ -8,7 +8,7 @@
  * event itself and n = k + 1 the event at revision k of the run that thread event enqueued.
  * Revisions are the log's, so a resume works after a restart, in any process.
  */
-import { z } from "zod";
+import * as z from "zod";
 import type { RunRecord } from "./run-record.js";
 
 export const THREAD_STREAM_MODES = ["run_modes", "lifecycle", "state_update"] as const;

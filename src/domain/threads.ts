@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import type { EventsOf } from "./event-types.js";
 import type { EventData } from "../eventstore/types.js";
 import type { JsonObject } from "./json.js";

@@ -10,7 +10,7 @@
  *   the content, so a retried put is a no-op and a reader checks the reassembled text by its hash.
  */
 import { createHash } from "node:crypto";
-import { z } from "zod";
+import * as z from "zod";
 import { v5 as uuidv5 } from "uuid";
 import { AppendTooLargeError, MAX_APPEND_SIZE, eventSize, type EventData, type EventStore } from "./types.js";
 import { frozenFlatData, jsonTextOf } from "./json-text.js";

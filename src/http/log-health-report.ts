@@ -1,5 +1,5 @@
 /** The wire forms of LogHealth: the `/ok` answer and the `log` part of `/info`. */
-import { z } from "zod";
+import * as z from "zod";
 import { subscriptionLag, type LogHealth } from "../eventstore/log-health.js";
 
 export const LogReportSchema = z.object({

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { JsonObjectSchema } from "../util/json.js";
 import { RunnableConfigSchema } from "../domain/run-request.js";
 

@@ -3,7 +3,7 @@
  * `initialize`, `ping`, `tools/list`, `tools/call`. Anything else is -32601; params that do not
  * fit are -32602.
  */
-import { z } from "zod";
+import * as z from "zod";
 import type { Caller } from "../app/auth/caller.js";
 import { failure, RpcErrorCode, success, type RpcResponse } from "../util/jsonrpc.js";
 import { VERSION } from "../version.js";

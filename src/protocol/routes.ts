@@ -9,7 +9,7 @@
 import type { FastifyPluginAsync, FastifyRequest } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import websocket from "@fastify/websocket";
-import { z } from "zod";
+import * as z from "zod";
 import type { AppContext } from "../app/context.js";
 import type { RunsService } from "../app/runs.js";
 import type { Caller } from "../app/auth/caller.js";

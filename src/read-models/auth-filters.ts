@@ -7,7 +7,7 @@
  *   `{team: {$contains: ["x", "y"]}}`     metadata.team is an array holding both
  * Values are JSON scalars (string, number, boolean, null). Pure: no I/O.
  */
-import { z } from "zod";
+import * as z from "zod";
 import { isPlainObject } from "../util/json.js";
 
 export type FilterScalar = string | number | boolean | null;

@@ -1,5 +1,5 @@
 /** JSON value helpers every layer shares (ground floor: imports nothing of the server). */
-import { z } from "zod";
+import * as z from "zod";
 
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 export type JsonObject = Record<string, unknown>;

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsync, FastifyRequest } from "fastify";
 import { callerOf } from "../auth.js";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
-import { z } from "zod";
+import * as z from "zod";
 import type { AppContext } from "../../app/context.js";
 import { AssistantsService } from "../../app/assistants-service.js";
 import { pick } from "../../domain/json.js";

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsync } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
-import { z } from "zod";
+import * as z from "zod";
 import { readFileSync } from "node:fs";
 import type { AppContext } from "../../app/context.js";
 import { eventJson, filterHistory } from "../../app/thread-history.js";

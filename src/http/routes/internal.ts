@@ -1,6 +1,6 @@
 import type { FastifyPluginAsync } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
-import { z } from "zod";
+import * as z from "zod";
 import { truncate, type TruncateDeps } from "../../app/truncate.js";
 
 const TruncateBody = z.strictObject({

@@ -1,5 +1,5 @@
 import type { FastifyPluginAsync } from "fastify";
-import { z } from "zod";
+import * as z from "zod";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { VERSION } from "../../version.js";
 import type { LogHealth } from "../../eventstore/log-health.js";

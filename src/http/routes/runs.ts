@@ -1,7 +1,7 @@
 import type { OutgoingHttpHeaders } from "node:http";
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
-import { z } from "zod";
+import * as z from "zod";
 import type { AppContext } from "../../app/context.js";
 import type { RunsService } from "../../app/runs.js";
 import { RunRequestSchema, StatelessRunRequestSchema, StreamModeSchema, type RunRequest } from "../../domain/run-request.js";

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsync } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
-import { z } from "zod";
+import * as z from "zod";
 import { itemToWire, type StoreService } from "../../app/store.js";
 import { StoreAccess } from "../../app/store-access.js";
 import { callerOf } from "../auth.js";

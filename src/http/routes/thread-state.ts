@@ -1,6 +1,6 @@
 import type { FastifyPluginAsync } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
-import { z } from "zod";
+import * as z from "zod";
 import type { AppContext } from "../../app/context.js";
 import { getThreadHistory, getThreadState, updateThreadState } from "../../app/thread-state.js";
 import { JsonObject, ThreadIdParams } from "../schemas.js";

@@ -1,7 +1,7 @@
 import path from "node:path";
 import type { FastifyPluginAsync } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
-import { z } from "zod";
+import * as z from "zod";
 import { uiGlobalName, type UiBundles } from "../../runtime/ui-bundles.js";
 import { HttpError } from "../errors.js";
 
