@@ -193,8 +193,20 @@ t.test("three processes, one killed with SIGKILL and the log cut for 3 s: nothin
   const all = [...runs.map((r) => r.run_id), ...cronRuns];
   const deliveries = await allSettled(all.map((id) => deliveryEnd(log, id)));
   t.same(deliveries.map((d) => d.type), all.map(() => "WebhookDelivered"), `every webhook delivered (${all.length})`);
-  const hookIds = new Set(receiver.requests.map((r) => r.headers["x-webhook-id"]));
-  t.equal(hookIds.size, all.length, "the receiver heard every delivery, each under its own X-Webhook-Id");
+  // Each run's webhook under one X-Webhook-Id (a redelivery reuses it), and no two runs under the same one.
+  const idsByRun = new Map<string, Set<unknown>>();
+  for (const r of receiver.requests) {
+    const runId = (JSON.parse(r.body) as { run_id: string }).run_id;
+    idsByRun.set(runId, (idsByRun.get(runId) ?? new Set()).add(r.headers["x-webhook-id"]));
+  }
+  t.same(all.filter((id) => !idsByRun.has(id)), [], "the receiver heard every run's webhook");
+  t.same([...idsByRun].filter(([, ids]) => ids.size !== 1).map(([id]) => id), [], "each run's deliveries came under one X-Webhook-Id");
+  t.equal(new Set(receiver.requests.map((r) => r.headers["x-webhook-id"])).size, idsByRun.size, "each run under its own X-Webhook-Id");
+  // The killed scheduler may have created the run of the tick it fired just before it died without recording it:
+  // that run still executes (a survivor takes it over) and its webhook is delivered too.
+  const unlisted = [...idsByRun.keys()].filter((id) => !all.includes(id));
+  t.ok(unlisted.length <= unrecorded.length, `runs heard beyond the recorded ones (${unlisted.length}) are at most the unrecorded ticks' (${unrecorded.length})`);
+  t.ok(receiver.requests.every((r) => !unlisted.includes((JSON.parse(r.body) as { run_id: string }).run_id) || r.url === "/hook/cron"), "and they are the cron's");
   for (let i = 0; i < RUNS; i++) {
     t.ok(receiver.requests.some((r) => r.url === `/hook/run-${i}`), `run ${i}'s webhook arrived`);
   }
