@@ -21,17 +21,17 @@ test("imports point down the layers, with no cycle", async (t) => {
   t.same(result.summary.violations.map((v) => `${v.rule.name}: ${v.from} -> ${v.to}`), [], "no layer violation");
 });
 
+/** The value imports of zod in `text` other than a namespace import (type-only imports are erased by the build). */
+function zodValueImports(text: string): string[] {
+  return [...text.matchAll(/^import\s+(?!type\b)(?!\*\s+as\s+\w+\s+from)[^;]*?from\s+["']zod(?:\/[^"']*)?["']/gm)].map((m) => m[0]);
+}
+
 /**
  * zod is imported as a namespace (`import * as z from "zod"`), never as the named binding `{ z }`: esbuild keeps
  * every export of a re-exported namespace it cannot see through, so `{ z }` put all of zod into the bundle,
  * its 40-odd locales included, and the server's start ran 75 M instructions more (1,310 M against 1,232 M to
  * the listening line, `bench start`'s count), ~36 ms of each start. Type-only imports cost nothing.
  */
-/** The value imports of zod in `text` other than a namespace import (type-only imports are erased by the build). */
-function zodValueImports(text: string): string[] {
-  return [...text.matchAll(/^import\s+(?!type\b)(?!\*\s+as\s+\w+\s+from)[^;]*?from\s+["']zod(?:\/[^"']*)?["']/gm)].map((m) => m[0]);
-}
-
 test("zod is imported as a namespace, so that the bundle keeps only the zod the server uses", async (t) => {
   t.same(
     ['import { z } from "zod";', 'import { z, type ZodType } from "zod";', 'import z from "zod";', 'import { string } from "zod/v4";', 'import type { ZodType } from "zod";', 'import * as z from "zod";']
