@@ -12,7 +12,8 @@ import t, { type Test } from "tap";
 import { z } from "zod";
 import { openSqliteStore } from "../src/eventstore/sqlite.js";
 import { AppendTicket, InvalidEventError, type EventStore, type SubscriptionItem } from "../src/eventstore/types.js";
-import { withSchemas } from "../src/eventstore/validating.js";
+import { EventLimitError, withSchemas } from "../src/eventstore/validating.js";
+import { InputLimitError, LOG_LIMITS } from "../src/util/json-limits.js";
 
 const catalogue: Record<string, z.ZodType> = {
   Created: z.object({ name: z.string() }),
@@ -178,4 +179,26 @@ t.test("an append the schema check refuses fails its ticket: an append that depe
   await t.rejects(dependent, InvalidEventError, "the dependent append fails with the refusal");
   t.same(await checked.readStream("checkpoints-1"), [], "nothing of the refused append");
   t.same(await checked.readStream("end-1"), [], "nothing of the dependent append");
+});
+
+t.test("data nested beyond the log's limits is refused for every type, unchecked ones included, and nothing is written", async (t) => {
+  const { raw } = await stores(t);
+  const checked = withSchemas(raw, (type) => (type === "Step" ? z.unknown() : catalogue[type]), new Set(["Step"]));
+  let deep: unknown = "leaf";
+  for (let i = 0; i < LOG_LIMITS.maxDepth; i++) deep = [deep];
+  await checked.append("user-1", [{ type: "Step", data: { ok: true } }]);
+  for (const type of ["Step", "Created"]) {
+    try {
+      await checked.append("user-2", [{ type, data: { name: "x", values: deep } }]);
+      t.fail(`${type}: expected an EventLimitError`);
+    } catch (error) {
+      t.ok(error instanceof EventLimitError, `${type}: EventLimitError`);
+      t.ok(error instanceof InputLimitError, `${type}: answered as bad input at the edges`);
+      t.match((error as Error).message, new RegExp(`^Event ${type} for "user-2" refused: data\\.values\\[0\\].*nested deeper than ${LOG_LIMITS.maxDepth} levels`));
+    }
+  }
+  let atLimit: unknown = "leaf";
+  for (let i = 0; i < LOG_LIMITS.maxDepth - 2; i++) atLimit = [atLimit];
+  await checked.append("user-3", [{ type: "Step", data: { values: atLimit } }]);
+  t.same((await raw.readAll()).map((e) => e.streamId), ["user-1", "user-3"], "only the events within the limit were written");
 });

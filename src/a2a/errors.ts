@@ -1,5 +1,5 @@
 import { AuthError } from "../app/auth/engine.js";
-import { DomainError } from "../domain/errors.js";
+import { DomainError, refusalOf } from "../domain/errors.js";
 import { WrongExpectedVersionError } from "../eventstore/types.js";
 
 /** JSON-RPC 2.0 and A2A error codes (A2A spec §8; v1.0 adds -32008 and -32009). */
@@ -59,6 +59,7 @@ export type Subject = "task" | "assistant" | "thread";
  */
 export function toA2AError(error: unknown, subject: Subject): A2AError {
   if (error instanceof A2AError) return error;
+  error = refusalOf(error) ?? error;
   if (error instanceof DomainError) {
     if (error.kind === "not_found") {
       return subject === "task" ? new A2AError(ErrorCode.TaskNotFound, error.detail) : invalidParams(error.detail);

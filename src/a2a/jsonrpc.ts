@@ -6,6 +6,7 @@
 import { A2AError, ErrorCode } from "./errors.js";
 import { isPlainObject } from "../util/json.js";
 import { isRpcId, parseJsonBody, type RpcId } from "../util/jsonrpc.js";
+import { describeViolation, findLimitViolation, REQUEST_LIMITS } from "../util/json-limits.js";
 
 export { failure, success, type RpcId, type RpcResponse } from "../util/jsonrpc.js";
 
@@ -47,6 +48,8 @@ export function parseRequest(raw: string | undefined): RpcRequest {
   if (body.params !== undefined && !isPlainObject(body.params)) {
     throw new EnvelopeError(ErrorCode.InvalidParams, "Invalid params: 'params' must be an object", id);
   }
+  const tooDeep = findLimitViolation(body.params, REQUEST_LIMITS, "params");
+  if (tooDeep) throw new EnvelopeError(ErrorCode.InvalidParams, `Invalid params: ${describeViolation(tooDeep)}`, id);
   return { id, method: body.method, params: (body.params as Record<string, unknown> | undefined) ?? {} };
 }
 

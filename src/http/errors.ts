@@ -1,7 +1,7 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
 import { hasZodFastifySchemaValidationErrors, isResponseSerializationError } from "fastify-type-provider-zod";
-import { StoreUnavailableError, WrongExpectedVersionError } from "../eventstore/types.js";
-import { DomainError, type FailureKind } from "../domain/errors.js";
+import { InvalidEventError, StoreUnavailableError, WrongExpectedVersionError } from "../eventstore/types.js";
+import { refusalOf, type FailureKind } from "../domain/errors.js";
 import { AuthError } from "../app/auth/engine.js";
 
 /** An error of the HTTP edge itself (a malformed header, a missing asset): its status with a `{"detail": ...}` body. */
@@ -21,6 +21,7 @@ export const STATUS_OF_FAILURE: Record<FailureKind, number> = {
   conflict: 409,
   invalid: 422,
   precondition: 400,
+  too_large: 413,
 };
 
 interface ZodLikeIssue {
@@ -47,8 +48,9 @@ export function errorHandler(error: FastifyError, request: FastifyRequest, reply
     reply.headers(error.headers).code(error.status).send({ detail: error.detail });
     return;
   }
-  if (error instanceof DomainError) {
-    reply.code(STATUS_OF_FAILURE[error.kind]).send({ detail: error.detail });
+  const refusal = refusalOf(error);
+  if (refusal) {
+    reply.code(STATUS_OF_FAILURE[refusal.kind]).send({ detail: refusal.detail });
     return;
   }
   if (hasZodFastifySchemaValidationErrors(error)) {
@@ -63,6 +65,12 @@ export function errorHandler(error: FastifyError, request: FastifyRequest, reply
     // The log could not be reached in time: the request may be tried again (here or elsewhere).
     request.log.warn({ err: error }, "event log unavailable");
     reply.header("retry-after", String(error.retryAfterSeconds)).code(503).send({ detail: "Service unavailable: the event log cannot be reached right now, try again later" });
+    return;
+  }
+  if (error instanceof InvalidEventError && error.position !== undefined) {
+    // A stored event of this entity cannot be read or folded: said for this one entity (never a bare 500).
+    request.log.error({ err: error }, "stored event cannot be read");
+    reply.code(500).send({ detail: `${error.message} (GET /audit/quarantine lists what the server skipped)` });
     return;
   }
   if (isResponseSerializationError(error)) {

@@ -6,6 +6,7 @@
  */
 import { isPlainObject } from "../util/json.js";
 import { isRpcId, parseJsonBody, RpcErrorCode, type RpcError, type RpcId } from "../util/jsonrpc.js";
+import { describeViolation, findLimitViolation, REQUEST_LIMITS } from "../util/json-limits.js";
 
 export type McpMessage =
   | { kind: "request"; id: string | number; method: string; params: Record<string, unknown> }
@@ -44,6 +45,8 @@ export function classify(value: unknown): McpMessage {
     return invalid(null, "Invalid Request: 'id' must be a string or an integer");
   }
   if (value.params !== undefined && !isPlainObject(value.params)) return invalid(value.id, "Invalid params: 'params' must be an object", RpcErrorCode.InvalidParams);
+  const tooDeep = findLimitViolation(value.params, REQUEST_LIMITS, "params");
+  if (tooDeep) return invalid(value.id, `Invalid params: ${describeViolation(tooDeep)}`, RpcErrorCode.InvalidParams);
   return { kind: "request", id: value.id, method: value.method, params: (value.params as Record<string, unknown> | undefined) ?? {} };
 }
 

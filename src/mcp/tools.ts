@@ -2,7 +2,9 @@
  * Assistants as MCP tools: one tool per assistant the caller may see, named after it (unique,
  * valid MCP names), described by it or its graph, taking its graph's input; a call is a
  * stateless run of the assistant with the arguments as input, through the application core
- * (custom auth's `threads:create_run`, then RunsService), waited for as `/runs/wait` does.
+ * (custom auth's `threads:create_run` and `assistants:read`, then RunsService), waited for as
+ * `/runs/wait` does. The list shows what `assistants:search` lets the caller see, as
+ * `POST /assistants/search`; a call names only a listed tool.
  */
 import type { AppContext } from "../app/context.js";
 import type { RunsService } from "../app/runs.js";
@@ -13,7 +15,7 @@ import type { RunRequest } from "../domain/run-request.js";
 import { uniqueToolNames } from "./tool-names.js";
 import { splitArguments, toolInput, type JsonSchema, type ToolInput } from "./tool-schema.js";
 import { errorResult, toolResult, type ToolResult } from "./tool-result.js";
-import { invalidParams, isApplicationError } from "./errors.js";
+import { applicationErrorDetail, invalidParams } from "./errors.js";
 
 export interface Tool {
   name: string;
@@ -89,7 +91,8 @@ export class McpTools {
     try {
       runId = (await this.runs.create(await this.runs.authorize(caller, null, request), headers)).run_id;
     } catch (error) {
-      if (isApplicationError(error)) return errorResult(error.detail);
+      const detail = applicationErrorDetail(error);
+      if (detail !== undefined) return errorResult(detail);
       throw error;
     }
     const cancel = () => {

@@ -11,7 +11,7 @@ import { authorizeThread } from "../app/auth/guards.js";
 import { AuthError } from "../app/auth/engine.js";
 import { threadStateConsistent } from "../app/threads.js";
 import { getThreadState } from "../app/thread-state.js";
-import { DomainError } from "../domain/errors.js";
+import { refusalOf } from "../domain/errors.js";
 import type { RunRequest } from "../domain/run-request.js";
 import { MultitaskStrategySchema } from "../domain/run-record.js";
 import { EVENTS_PER_LOG_EVENT, lifecycleOf, seqOf } from "./log-events.js";
@@ -40,7 +40,8 @@ const NOT_SUPPORTED = new Set(["input.inject", "state.listCheckpoints", "state.f
 /** An application failure → the protocol error that names it. */
 export function toProtocolError(id: number | null, error: unknown): ProtocolResponse {
   if (error instanceof AuthError) return errorResponse(id, "permission_denied", error.detail);
-  if (error instanceof DomainError) return errorResponse(id, error.kind === "not_found" ? "invalid_argument" : "invalid_argument", error.message);
+  const refusal = refusalOf(error);
+  if (refusal) return errorResponse(id, "invalid_argument", refusal.message);
   return errorResponse(id, "unknown_error", error instanceof Error ? error.message : String(error));
 }
 

@@ -11,6 +11,7 @@ import { errorResponse, type ProtocolCommand, type ProtocolResponse } from "./co
 import { SUPPORTED_CHANNELS } from "@langchain/langgraph/stream";
 import { matchesFilter, type EventFilter, type ProtocolEvent } from "./log-events.js";
 import { subscribe, type Subscriber } from "./subscriber.js";
+import { describeViolation, findLimitViolation, REQUEST_LIMITS } from "../util/json-limits.js";
 
 export interface WsSessionDeps {
   store: EventStore;
@@ -60,6 +61,12 @@ export class WsSession {
       payload = JSON.parse(text);
     } catch {
       await this.deps.send(errorResponse(null, "invalid_argument", "Protocol commands must be valid JSON."));
+      return;
+    }
+    const tooDeep = findLimitViolation(payload, REQUEST_LIMITS, "frame");
+    if (tooDeep) {
+      const id = (payload as { id?: unknown }).id;
+      await this.deps.send(errorResponse(typeof id === "number" && Number.isInteger(id) ? id : null, "invalid_argument", describeViolation(tooDeep)));
       return;
     }
     const p = payload as Partial<ProtocolCommand> | null;

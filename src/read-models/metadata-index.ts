@@ -1,5 +1,5 @@
 import type Database from "better-sqlite3";
-import { containsSql, indexValueOf, isScalar, type SqlFragment } from "./json-filter.js";
+import { assertSearchable, containsSql, indexValueOf, isScalar, type SqlFragment } from "./json-filter.js";
 import type { JsonObject } from "../domain/json.js";
 
 /**
@@ -46,6 +46,7 @@ export interface FilteredSource {
  * on the remaining rows.
  */
 export function metadataSource(table: string, idColumn: string, metadataColumn: string, filter: JsonObject | undefined): FilteredSource {
+  assertSearchable(filter, "metadata");
   const where: SqlFragment[] = [];
   let from = table;
   for (const [key, value] of Object.entries(filter ?? {})) {
