@@ -135,14 +135,18 @@ t.test("custom auth", async (t) => {
       const res = await call(srv, method, url, aliceToken);
       t.equal(res.status, 200, `owner: ${method} ${url} → 200`);
     }
-    // Joining the run's stream: as the official servers, an SSE stream holding one error naming 404 (not an HTTP 404).
+    // Joining the run's stream: a plain HTTP 404 before any stream, as for an unknown run.
     const joined = await call(srv, "GET", `/threads/${tid}/runs/${run.run_id}/stream`, bobToken);
-    t.equal(joined.status, 200);
-    t.match(joined.headers.get("content-type"), /^text\/event-stream/);
-    const chunks: { event: string; data: unknown }[] = [];
-    for await (const chunk of bob.runs.joinStream(tid, run.run_id)) chunks.push(chunk);
-    t.equal(chunks.length, 1, "one event");
-    t.match(chunks, [{ event: "error", data: { message: /404/ } }], "the SDK sees one error event naming 404");
+    t.equal(joined.status, 404);
+    t.match(joined.headers.get("content-type"), /^application\/json/);
+    t.match(joined.json, { detail: String });
+    await t.rejects(
+      (async () => {
+        for await (const _ of bob.runs.joinStream(tid, run.run_id)) void _;
+      })(),
+      /404/,
+      "the SDK's joinStream fails with the 404",
+    );
     const ownStream: string[] = [];
     for await (const chunk of alice.runs.joinStream(tid, run.run_id)) ownStream.push(chunk.event);
     t.notOk(ownStream.includes("error"), "the owner joins the same stream without an error");

@@ -3,6 +3,8 @@
  * `GET /.well-known/agent-card.json?assistant_id=` (also `/a2a/{assistant_id}/.well-known/agent-card.json`).
  * JSON-RPC errors are answered on HTTP 200 with the request's id; streaming methods answer
  * `text/event-stream` once the envelope is valid, so a later error is an event of that stream.
+ * Every operation, and the card under custom auth (card-access.ts), names an assistant the caller
+ * must be able to read (`assistants:read`, as GET /assistants/{id}); one they may not is not found.
  */
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
@@ -15,6 +17,9 @@ import { notFound } from "../domain/errors.js";
 import { defaultAssistantId } from "../runtime/graph-catalogue.js";
 import { VERSION } from "../version.js";
 import { agentCard, publicBaseUrl } from "./card.js";
+import { cardCaller } from "./card-access.js";
+import { getAssistant } from "../app/assistants.js";
+import { assistantHidden } from "../app/visible-assistants.js";
 import { codecFor, v03, v1, type Codec } from "./codec.js";
 import { A2AError, ErrorCode, toA2AError, unsupported } from "./errors.js";
 import { AuthError } from "../app/auth/engine.js";
@@ -59,12 +64,17 @@ export function a2aRoutes(ctx: AppContext, runs: RunsService, options: A2ARoutes
 
   async function card(request: FastifyRequest, assistantParam: string | undefined) {
     const idOrGraph = assistantParam ?? defaultAssistantId(ctx.graphs.ids()[0] ?? "");
+    // Custom auth's refusals (authentication, then `assistants:read`) are answered with their status;
+    // an assistant its filters hide is a 404, as an unknown one.
+    const caller = await cardCaller(request, options.callerOf);
+    const hidden = await assistantHidden(ctx, caller, idOrGraph);
     let assistant;
     try {
-      assistant = await service.assistant(idOrGraph);
+      if (!hidden) assistant = await getAssistant(ctx, idOrGraph);
     } catch {
-      throw notFound(`Assistant '${idOrGraph}' not found`);
+      // not an id, or no such assistant
     }
+    if (!assistant) throw notFound(`Assistant '${idOrGraph}' not found`);
     const host = `${ctx.config.host.includes(":") ? `[${ctx.config.host}]` : ctx.config.host}:${ctx.config.port}`;
     return agentCard({
       assistant,
@@ -80,8 +90,9 @@ export function a2aRoutes(ctx: AppContext, runs: RunsService, options: A2ARoutes
   async function call(req: FastifyRequest, op: Operation, codec: Codec, assistantParam: string, params: unknown, headers: Headers, signal: AbortSignal): Promise<unknown> {
     if (op === "extendedCard") throw unsupported("this agent has no authenticated extended card");
     if (op === "pushSet" || op === "pushGet" || op === "pushList" || op === "pushDelete") service.assertPushSupported();
-    const assistant = await service.assistant(assistantParam);
-    const access = accessOf(runsAccess, options.callerOf(req));
+    const caller = options.callerOf(req);
+    const assistant = await service.assistant(assistantParam, caller);
+    const access = accessOf(runsAccess, caller);
     switch (op) {
       case "send": {
         const p = codec.decodeSend(params);
@@ -139,8 +150,9 @@ export function a2aRoutes(ctx: AppContext, runs: RunsService, options: A2ARoutes
       if (backpressure) await backpressure;
     };
     try {
-      const assistant = await service.assistant(assistantParam);
-      const access = accessOf(runsAccess, options.callerOf(req));
+      const caller = options.callerOf(req);
+      const assistant = await service.assistant(assistantParam, caller);
+      const access = accessOf(runsAccess, caller);
       if (op === "stream") {
         const p = codec.decodeSend(params);
         const { view, ended, taskId } = await service.start(assistant, p, headers, true, codec.version, await access.send(p));

@@ -9,6 +9,7 @@ import type { AuthorizedRun, RunsService } from "../app/runs.js";
 import type { Caller } from "../app/auth/caller.js";
 import type { RunRequest } from "../domain/run-request.js";
 import { getAssistant } from "../app/assistants.js";
+import { assistantHidden } from "../app/visible-assistants.js";
 import type { Assistant } from "../domain/assistants.js";
 import { runStream, type RunEnded, type RunView } from "../domain/runs.js";
 import type { JsonObject } from "../domain/json.js";
@@ -68,13 +69,19 @@ export class A2AService {
     private readonly index: TaskIndex,
   ) {}
 
-  /** The assistant of `/a2a/{assistant_id}` (a UUID or a graph id); unknown → -32602. */
-  async assistant(idOrGraph: string): Promise<Assistant> {
+  /**
+   * The assistant of `/a2a/{assistant_id}` (a UUID or a graph id) as the caller may read it:
+   * custom auth's `assistants:read` runs, as on GET /assistants/{id}. Unknown, or hidden by its
+   * filters → -32602 (the same error: existence is not revealed); the handler's refusal → its error.
+   */
+  async assistant(idOrGraph: string, caller: Caller): Promise<Assistant> {
+    const missing = () => invalidParams(`Assistant '${idOrGraph}' not found`);
     try {
+      if (await assistantHidden(this.ctx, caller, idOrGraph)) throw missing();
       return await getAssistant(this.ctx, idOrGraph);
     } catch (error) {
       const e = toA2AError(error, "assistant");
-      throw e.code === ErrorCode.InvalidParams ? invalidParams(`Assistant '${idOrGraph}' not found`) : e;
+      throw e.code === ErrorCode.InvalidParams ? missing() : e;
     }
   }
 

@@ -8,6 +8,7 @@ import type { ThreadLifecycle } from "./thread-lifecycle.js";
 import type { AuthAction } from "./auth/engine.js";
 import { authorize, type Caller } from "./auth/caller.js";
 import { authorizeAssistant } from "./auth/guards.js";
+import { assistantHidden } from "./visible-assistants.js";
 import {
   assistantVersions, countAssistants, createAssistant, deleteAssistant, findAssistantConsistent, getAssistant,
   patchAssistant, resolveAssistantId, searchAssistants, setLatestVersion, type AssistantQuery,
@@ -15,7 +16,7 @@ import {
 import { searchThreads } from "./threads.js";
 import { filterMatches } from "../read-models/auth-filters.js";
 import type { AssistantSortField } from "../read-models/assistants.js";
-import { conflict } from "../domain/errors.js";
+import { conflict, notFound } from "../domain/errors.js";
 import type { Assistant, AssistantVersion, PatchAssistant } from "../domain/assistants.js";
 import type { JsonObject, SortOrder } from "../domain/json.js";
 
@@ -39,6 +40,14 @@ export class AssistantsService {
   /** `assistants:<action>` on one assistant (id or graph id); 404 when it is not visible. */
   private guard<V extends { assistant_id: string }>(caller: Caller, action: AuthAction<"assistants">, value: V) {
     return authorizeAssistant(this.ctx, caller, action, value.assistant_id, value);
+  }
+
+  /**
+   * `assistants:read` on one assistant; 404 when it is not visible. The same check every edge that
+   * runs an assistant makes (visible-assistants.ts), so what a caller may run they may read, and the reverse.
+   */
+  private async guardRead(caller: Caller, idOrGraph: string): Promise<void> {
+    if (await assistantHidden(this.ctx, caller, idOrGraph)) throw notFound("Assistant not found");
   }
 
   async create(caller: Caller, body: AssistantCreateRequest): Promise<Assistant> {
@@ -69,7 +78,7 @@ export class AssistantsService {
   }
 
   async get(caller: Caller, idOrGraph: string): Promise<Assistant> {
-    await this.guard(caller, "read", { assistant_id: idOrGraph });
+    await this.guardRead(caller, idOrGraph);
     return getAssistant(this.ctx, idOrGraph);
   }
 
@@ -101,7 +110,7 @@ export class AssistantsService {
   }
 
   async versions(caller: Caller, idOrGraph: string, q: { metadata?: JsonObject; limit: number; offset: number }): Promise<AssistantVersion[]> {
-    await this.guard(caller, "read", { assistant_id: idOrGraph });
+    await this.guardRead(caller, idOrGraph);
     return assistantVersions(this.ctx, idOrGraph, q);
   }
 

@@ -6,6 +6,7 @@ import { assertWebhookAllowed } from "./webhooks.js";
 import type { RunsService } from "./runs.js";
 import { SYSTEM_CALLER, authorize, type Caller } from "./auth/caller.js";
 import { threadVisible } from "./auth/guards.js";
+import { assistantHidden } from "./visible-assistants.js";
 import { knownStreamModes, type RunRequest } from "../domain/run-request.js";
 import { invalid, notFound } from "../domain/errors.js";
 import { checkSchedule } from "../domain/cron-schedule.js";
@@ -81,7 +82,10 @@ export class CronsService {
     const endTime = endTimeOf(req.end_time) ?? null;
     assertWebhookAllowed(ctx, req.webhook);
     const assistantId = resolveAssistantId(ctx, req.assistant_id);
-    if (!(await findAssistantConsistent(ctx, assistantId))) throw notFound(`No assistant found for "${req.assistant_id}".`);
+    // `assistants:read`, as a run of it checks: every tick runs the assistant with its config, on a
+    // thread the creator reads. One the creator may not read is answered as an unknown one.
+    const hidden = await assistantHidden(ctx, caller, req.assistant_id);
+    if (hidden || !(await findAssistantConsistent(ctx, assistantId))) throw notFound(`No assistant found for "${req.assistant_id}".`);
     if (threadId !== null && !(await threadStateConsistent(ctx, threadId))) throw notFound(`Thread with ID ${threadId} not found`);
     const cronId = newTimeOrderedId();
     const fields: CronFields = {
@@ -161,7 +165,8 @@ export class CronsService {
    * its claimer and a process completing a tick its claimer left unrecorded make one run.
    */
   async startRun(cron: CronState, tickMs: number): Promise<{ run_id: string; thread_id: string }> {
-    // A tick is the server acting on a cron already authorized at its creation.
+    // A tick is the server acting on a cron authorized at its creation, its assistant included
+    // (`assistants:read` for the creator); a cron's assistant never changes (a patch cannot name another).
     const authorized = await this.runs.authorize(SYSTEM_CALLER, cron.thread_id, runRequestOf(cron));
     const run = await this.runs.create(authorized, {}, { idempotencyKey: tickRunKey(cron.cron_id, tickMs) });
     return { run_id: run.run_id, thread_id: run.thread_id };

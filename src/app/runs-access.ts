@@ -7,7 +7,7 @@ import type { AppContext } from "./context.js";
 import type { RunsService } from "./runs.js";
 import { authorize, type Caller } from "./auth/caller.js";
 import { authorizeThread, runVisible } from "./auth/guards.js";
-import { isNotFound, notFound } from "../domain/errors.js";
+import { notFound } from "../domain/errors.js";
 import type { RunRecord, RunStatus } from "../domain/run-record.js";
 import type { CancelAction } from "../domain/runs.js";
 import type { AuthAction } from "./auth/engine.js";
@@ -24,23 +24,12 @@ export class RunsAccess {
     return this.runs.list(threadId, q, filters);
   }
 
-  /** A run of a thread, for reading (get, join, stream). */
+  /**
+   * A run of a thread, for reading (get, join, stream): one of a thread the caller may not see is
+   * not found, before anything is sent (a stream too answers a plain 404, as for an unknown run).
+   */
   async get(caller: Caller, threadId: string, runId: string): Promise<RunRecord> {
     await authorizeThread(this.ctx, caller, "read", threadId, { thread_id: threadId, run_id: runId });
-    return this.runs.get(threadId, runId);
-  }
-
-  /**
-   * A run to join as a stream: "hidden" when the caller may not see its thread (the official
-   * servers answer that with a stream holding one 404 error, not an HTTP 404).
-   */
-  async getToJoin(caller: Caller, threadId: string, runId: string): Promise<RunRecord | "hidden"> {
-    try {
-      await authorizeThread(this.ctx, caller, "read", threadId, { thread_id: threadId, run_id: runId });
-    } catch (error) {
-      if (isNotFound(error)) return "hidden";
-      throw error;
-    }
     return this.runs.get(threadId, runId);
   }
 

@@ -20,6 +20,7 @@ import { completeOnThread, loadRunStream, readRunEnd, type CompletionDeps } from
 import type { AuthContext } from "./auth/engine.js";
 import { isRestricted, type Caller } from "./auth/caller.js";
 import { authorizeCreateRun } from "./auth/guards.js";
+import { assistantHidden } from "./visible-assistants.js";
 import { authConditions, type AuthFilters } from "../read-models/auth-filters.js";
 import type { RunDoneness } from "../read-models/runs.js";
 import { configurableHeadersOf, DEFAULT_CONFIGURABLE_HEADERS } from "./configurable-headers.js";
@@ -27,6 +28,10 @@ import { currentRequestContext } from "../context/request-context.js";
 import { assembleRun } from "../domain/run-assembly.js";
 
 const AUTHORIZED = Symbol("authorized run");
+
+/** A run's assistant that does not exist, or that its caller may not read (the same answer: existence is not revealed). */
+export const unknownAssistant = (idOrGraph: string) =>
+  notFound(`No assistant found for "${idOrGraph}". Make sure the assistant ID is for a valid assistant or a valid graph ID.`);
 
 /** Told of a run enqueued at its thread's head, with the ticket of the enqueue's append (see RunsService.onHeadEnqueued). */
 export type HeadListener = (run: RunRecord, enqueued: AppendTicket) => void;
@@ -248,18 +253,23 @@ export class RunsService {
   private async assistantOf(idOrGraph: string) {
     const id = isUuid(idOrGraph) ? idOrGraph.toLowerCase() : this.ctx.graphs.has(idOrGraph) ? defaultAssistantId(idOrGraph) : undefined;
     const assistant = id ? await findAssistantConsistent(this.ctx, id) : undefined;
-    if (!assistant) {
-      throw notFound(`No assistant found for "${idOrGraph}". Make sure the assistant ID is for a valid assistant or a valid graph ID.`);
-    }
+    if (!assistant) throw unknownAssistant(idOrGraph);
     return assistant;
   }
 
   /**
    * Runs `threads:create_run` for the caller (stateless runs too, as the official server): the
-   * handler may add metadata (the run's, and a thread made for it) or hide the thread (404).
+   * handler may add metadata (the run's, and a thread made for it) or hide the thread (404). Then
+   * `assistants:read` on the run's assistant, as GET /assistants/{id} runs it: a run uses the
+   * assistant's config and shows it to its caller (kwargs, the thread's state), so an assistant the
+   * caller may not read is not found here either, with the very answer an unknown one gets.
    */
   async authorize(caller: Caller, threadId: string | null, request: RunRequest, runId: string = newTimeOrderedId()): Promise<AuthorizedRun> {
-    const metadata = isRestricted(caller) ? await authorizeCreateRun(this.ctx, caller, threadId, request, runId) : request.metadata;
+    let metadata = request.metadata;
+    if (isRestricted(caller)) {
+      metadata = await authorizeCreateRun(this.ctx, caller, threadId, request, runId);
+      if (await assistantHidden(this.ctx, caller, request.assistant_id)) throw unknownAssistant(request.assistant_id);
+    }
     return {
       [AUTHORIZED]: true, threadId, runId,
       request: metadata === request.metadata ? request : { ...request, metadata },

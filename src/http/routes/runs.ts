@@ -190,14 +190,8 @@ export function runRoutes(ctx: AppContext, runs: RunsService, streams: { openStr
       });
 
       r.get(`${prefix}/:thread_id/runs/:run_id/stream`, { schema: { tags, hide, params: RunParams, querystring: JoinStreamQuery } }, async (req, reply) => {
-        const run = await access.getToJoin(callerOf(req), req.params.thread_id, req.params.run_id);
-        if (run === "hidden") {
-          // As the official servers: joining a run of a thread the caller may not see is a stream holding one 404 error.
-          const sse = new SseWriter(reply, logPositionHeaders());
-          await sse.event("error", { error: "NotFoundError", message: `404: Thread with ID ${req.params.thread_id} not found` });
-          sse.end();
-          return;
-        }
+        // A run of a thread the caller may not see is a plain 404 before any stream, as an unknown run is.
+        const run = await access.get(callerOf(req), req.params.thread_id, req.params.run_id);
         const from = parseLastEventId(req.headers["last-event-id"]);
         const path = runPath(run, false);
         await streamRun(reply, run, { "Content-Location": path, Location: `${path}/stream` }, from, req.query.cancel_on_disconnect, req.query.stream_mode);
