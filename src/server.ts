@@ -52,6 +52,7 @@ import { webhookUrlPolicyFor } from "./webhooks/mode-policy.js";
 import { resolveWebhookHeaders } from "./langgraph-config.js";
 import { ServerMetrics, metricsRoutes } from "./http/metrics.js";
 import { auditRoutes } from "./http/routes/audit.js";
+import { quarantineRoutes } from "./http/routes/quarantine.js";
 import { TtlSweeper } from "./app/ttl-sweeper.js";
 import { requestContextOf } from "./http/actor.js";
 import { StoreService } from "./app/store.js";
@@ -170,7 +171,11 @@ async function startParts(config: Config, deps: ServerDeps, parts: ResourceStack
   startup.mark("read models");
   // With a shared store, other processes append checkpoints too: the cache follows them live.
   // A SQLite store belongs to this process alone, whose own appends keep the cache current.
-  const liveCheckpoints = store.kind === "sqlite" ? undefined : parts.use("live checkpoint feed", new LiveFeed(store, { streamPrefixes: ["checkpoints-"] }, "checkpoints-live"), (f) => f.close());
+  const liveCheckpoints = store.kind === "sqlite" ? undefined : parts.use(
+    "live checkpoint feed",
+    new LiveFeed(store, { streamPrefixes: ["checkpoints-"] }, "checkpoints-live", (event, error) => readModels.runner.quarantine.tryRecord("checkpoints-live", event, error)),
+    (f) => f.close(),
+  );
   let graphsReady = false;
   const runtime = new LazyGraphRuntime(async () => {
     await deps.beforeGraphRuntime?.();
@@ -220,11 +225,12 @@ async function startParts(config: Config, deps: ServerDeps, parts: ResourceStack
             positions: async () => ({ head: await store.headPosition(), projections: readModels.runner.tables.map((t) => ({ name: t.name, position: readModels.runner.position })) }),
             health: logHealth, checkLog: () => store.headPosition(),
             graphRuntime: () => (graphsReady ? "ready" : "loading"),
+            quarantine: () => readModels.runner.quarantine.summary(),
           }),
           metricsRoutes(metrics),
         ]),
         ...(httpConfig.disable_assistants ? [] : [assistantRoutes(ctx, lifecycle)]),
-        ...(httpConfig.disable_threads ? [] : [threadRoutes(ctx, lifecycle), threadStreamRoutes(ctx, lifecycle, (end) => runs.track(end), metrics), threadStateRoutes(ctx), auditRoutes(ctx)]),
+        ...(httpConfig.disable_threads ? [] : [threadRoutes(ctx, lifecycle), threadStreamRoutes(ctx, lifecycle, (end) => runs.track(end), metrics), threadStateRoutes(ctx), auditRoutes(ctx), quarantineRoutes(ctx)]),
         ...(httpConfig.disable_runs ? [] : [runRoutes(ctx, runs, metrics), cronRoutes(ctx, crons), webhookRoutes(ctx)]),
         ...(httpConfig.disable_a2a ? [] : [a2aRoutes(ctx, runs, { publicUrl: config.publicUrl, callerOf })]),
         ...(httpConfig.disable_mcp ? [] : [mcpRoutes(ctx, runs, { callerOf })]),

@@ -5,6 +5,10 @@ import { dueTicks } from "../domain/cron-schedule.js";
 import type { ReadModels } from "../read-models/all.js";
 import type { Clock } from "../context/clock.js";
 import { WakeLoop } from "../context/wake-loop.js";
+import { isPoison } from "../read-models/quarantine.js";
+
+/** The subscriber name of the scheduler's quarantine records. */
+export const CRONS_SUBSCRIBER = "crons";
 
 export interface CronSchedulerOptions {
   store: EventStore;
@@ -27,6 +31,10 @@ const STILL_DUE_MS = 1000;
  * moves on), then its run is created through RunsService (webhooks, streams and double-texting
  * apply) and recorded. It sleeps until the earliest `next_run_at` of the crons table and wakes
  * early when a cron event arrives; it never polls.
+ *
+ * A cron whose fire throws because of what the log holds for it (a schedule or payload its code
+ * cannot read) is quarantined under `cron-{id}` and left out of the due crons from then on, instead
+ * of being fired again in a loop.
  */
 export class CronScheduler {
   readonly owner: string;
@@ -46,7 +54,7 @@ export class CronScheduler {
   start(): void {
     this.unsubscribe = this.o.readModels.runner.onApplied((event) => {
       if (event.streamId.startsWith(CRON_STREAM_PREFIX)) this.loop.wake();
-    });
+    }, CRONS_SUBSCRIBER);
     void this.loop.run();
   }
 
@@ -76,12 +84,18 @@ export class CronScheduler {
     if (this.stopping) return undefined;
     const model = this.o.readModels.crons;
     const now = this.o.clock.now();
-    for (const cron of model.due(now, 100)) {
+    const quarantine = this.o.readModels.runner.quarantine;
+    // Crons given up on are never due again (until a rebuild clears the quarantine).
+    const excluded = quarantine.streams(CRONS_SUBSCRIBER, CRON_STREAM_PREFIX).map((s) => s.slice(CRON_STREAM_PREFIX.length));
+    for (const cron of model.due(now, 100, excluded)) {
       if (this.inflight.has(cron.cron_id)) continue;
       this.inflight.add(cron.cron_id);
       const p = this.fireDue(cron, now)
         .catch((error: unknown) => {
-          if (!this.stopping) this.o.log?.(`cron ${cron.cron_id}: ${(error as Error).stack ?? String(error)}`);
+          if (this.stopping) return;
+          this.o.log?.(`cron ${cron.cron_id}: ${(error as Error).stack ?? String(error)}`);
+          // Firing it again would fail the same way (and at once: a loop): it is left out from now on.
+          if (isPoison(error)) quarantine.tryRecord(CRONS_SUBSCRIBER, { streamId: cronStream(cron.cron_id) }, error);
         })
         .finally(() => {
           this.inflight.delete(cron.cron_id);
@@ -90,7 +104,7 @@ export class CronScheduler {
         });
       this.done.add(p);
     }
-    const next = model.nextDue();
+    const next = model.nextDue(excluded);
     if (next === undefined) return undefined;
     // A due cron being fired is looked at again on the event its fire appends.
     if (next <= now && this.inflight.size > 0) return undefined;

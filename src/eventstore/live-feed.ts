@@ -9,15 +9,27 @@ export class LiveFeed {
   private readonly subscription: Subscription;
   private readonly done: Promise<void>;
 
-  /** `name`: how health reports (/ok, /info, /metrics) call this feed's subscription. */
-  constructor(store: EventStore, filter: EventFilter, name?: string) {
+  /**
+   * `name`: how health reports (/ok, /info, /metrics) call this feed's subscription. `onListenerError`:
+   * told of an event a listener threw on (the feed goes on with the next one; by default it is logged).
+   */
+  constructor(store: EventStore, filter: EventFilter, name?: string, onListenerError?: (event: RecordedEvent, error: unknown) => void) {
     // The store re-subscribes after a drop from the last event delivered: no live event is lost.
     const subscription = store.subscribeToAll({ fromPosition: "end", filter, name });
     this.subscription = subscription;
+    const failed = onListenerError ?? ((event, error) => console.error(`live feed ${name ?? ""}: skipped ${event.type} at position ${event.position}: ${(error as Error).message}`));
     this.done = (async () => {
       try {
         for await (const item of subscription) {
-          if (item.kind === "event") for (const listener of this.listeners) listener(item.event);
+          if (item.kind !== "event") continue;
+          // One event a listener cannot handle must not end the feed for every later one.
+          for (const listener of this.listeners) {
+            try {
+              listener(item.event);
+            } catch (error) {
+              failed(item.event, error);
+            }
+          }
         }
       } catch (error) {
         console.error(`live feed ended: ${(error as Error).message}`);

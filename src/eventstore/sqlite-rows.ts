@@ -39,22 +39,28 @@ export function recordedEvent(
     type,
     revision,
     position,
-    data: parse(data, streamId, revision, type, "data"),
-    metadata: metadata === null ? EMPTY : (parse(metadata, streamId, revision, type, "metadata") as Record<string, unknown>),
+    data: parse(data, position, streamId, revision, type, "data"),
+    metadata: metadata === null ? EMPTY : (parse(metadata, position, streamId, revision, type, "metadata") as Record<string, unknown>),
     created: new Date(created),
   });
 }
 
 const EMPTY: Record<string, unknown> = Object.freeze({});
 
-function parse(json: string, stream: string, revision: bigint, type: string, what: string): unknown {
+function parse(json: string, position: bigint, stream: string, revision: bigint, type: string, what: string): unknown {
   let value: unknown;
   try {
     value = JSON.parse(json);
   } catch (error) {
-    throw new InvalidEventError(stream, revision, type, `${what} is not valid JSON: ${(error as Error).message}`);
+    throw new InvalidEventError(stream, revision, type, `${what} is not valid JSON: ${(error as Error).message}`, position);
   }
-  return deepFreeze(value);
+  try {
+    return deepFreeze(value);
+  } catch (error) {
+    // Nested deeper than the stack can walk (written around the store's checks): unreadable like broken JSON.
+    if (error instanceof RangeError) throw new InvalidEventError(stream, revision, type, `${what} is nested too deeply to read: ${error.message}`, position);
+    throw error;
+  }
 }
 
 /** Freezes a parsed JSON value and everything in it (JSON has no cycles). */

@@ -267,6 +267,8 @@ export class InvalidEventError extends Error {
     readonly revision: bigint | undefined,
     readonly eventType: string,
     readonly reason: string,
+    /** Its global position, for a stored event that cannot be read: a subscriber can skip it (quarantine). */
+    readonly position?: bigint,
   ) {
     super(
       `Invalid event ${eventType} in stream "${stream}"${revision === undefined ? "" : ` at revision ${revision}`}: ${reason}`,

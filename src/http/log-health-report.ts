@@ -49,22 +49,44 @@ export function wantsLogCheck(checkDb: string | undefined): boolean {
 }
 
 /**
+ * What `/ok` says of the quarantine (see read-models/quarantine.ts) when it holds anything: counts
+ * only, as /ok is public; the records are listed by `GET /audit/quarantine`.
+ */
+export const QuarantineReportSchema = z.object({
+  entries: z.number().int(),
+  by_subscriber: z.record(z.string(), z.number().int()),
+  list: z.string(),
+});
+
+export type QuarantineReport = z.infer<typeof QuarantineReportSchema>;
+
+/** The /ok part of a quarantine summary; undefined when it is empty (then /ok answers as before). */
+export function quarantineReport(summary: { entries: number; by_subscriber: Record<string, number> } | undefined): QuarantineReport | undefined {
+  if (!summary || summary.entries === 0) return undefined;
+  return { entries: summary.entries, by_subscriber: summary.by_subscriber, list: "/audit/quarantine" };
+}
+
+/**
  * `/ok`: ok unless the process cannot serve writes (the log unreachable, a read model or a
  * subscription stopped or reconnecting); with `check_db`, only ok once a round trip to the log succeeded.
+ * Quarantined events do not make it not ok (everything else is served), but are reported beside the verdict.
  */
 export async function okAnswer(
   health: LogHealth | undefined,
   checkDb: string | undefined,
   checkLog: (() => Promise<unknown>) | undefined,
-): Promise<{ ok: boolean; reason?: string }> {
+  quarantine?: () => QuarantineReport | undefined,
+): Promise<{ ok: boolean; reason?: string; quarantine?: QuarantineReport }> {
+  const report = quarantine?.();
+  const detail = report ? { quarantine: report } : {};
   const verdict = health?.verdict() ?? { ok: true };
-  if (!verdict.ok) return { ok: false, reason: verdict.reason };
+  if (!verdict.ok) return { ok: false, reason: verdict.reason, ...detail };
   if (wantsLogCheck(checkDb) && checkLog) {
     try {
       await checkLog();
     } catch (error) {
-      return { ok: false, reason: `event log round trip failed: ${(error as Error).message}` };
+      return { ok: false, reason: `event log round trip failed: ${(error as Error).message}`, ...detail };
     }
   }
-  return { ok: true };
+  return { ok: true, ...detail };
 }

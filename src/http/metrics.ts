@@ -5,6 +5,7 @@ import type { EventStore } from "../eventstore/types.js";
 import type { ReadModels } from "../read-models/all.js";
 import type { AttemptOutcome } from "../webhooks/dispatcher.js";
 import { subscriptionLag, type LogHealth } from "../eventstore/log-health.js";
+import { READ_MODELS_SUBSCRIPTION } from "../read-models/health.js";
 
 /** Work that processes sharing a log claim with an expected revision (one wins, the others are refused). */
 export type ClaimKind = "run" | "cron" | "webhook";
@@ -143,6 +144,16 @@ export class ServerMetrics {
     total("agent_server_projection_batches_total", "Batches of events folded into the read models (one transaction each)", () => readModels.runner.foldStats.batches);
     total("agent_server_projection_events_total", "Events folded into the read models", () => readModels.runner.foldStats.events);
     total("agent_server_projection_batch_seconds_total", "Seconds the read models' fold transactions took", () => readModels.runner.foldStats.seconds);
+    new Gauge({
+      name: "agent_server_quarantined_entries", labelNames: ["subscriber"], registers,
+      help: "Stored events (or runs, deliveries, crons) a subscriber of the log could not handle and skipped, by subscriber (GET /audit/quarantine lists them; a rebuild folds them again)",
+      collect() {
+        this.reset();
+        // The read models' own count is always exported (0 when nothing is quarantined), so an alert needs no absent().
+        const { by_subscriber } = readModels.runner.quarantine.summary();
+        for (const [subscriber, count] of Object.entries({ [READ_MODELS_SUBSCRIPTION]: 0, ...by_subscriber })) this.set({ subscriber }, count);
+      },
+    });
     new Gauge({
       name: "agent_server_projection_lag_events", help: "Log head position minus the read models' position", registers,
       async collect() {

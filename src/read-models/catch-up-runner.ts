@@ -2,12 +2,13 @@ import { mkdirSync, rmSync } from "node:fs";
 import path from "node:path";
 import Database from "better-sqlite3";
 import type { EventFilter, EventStore, RecordedEvent, Subscription } from "../eventstore/types.js";
-import { StoreUnavailableError } from "../eventstore/types.js";
+import { InvalidEventError, StoreUnavailableError } from "../eventstore/types.js";
 import type { TableProjection } from "./table.js";
 import { zeroFreedContent } from "../eventstore/sqlite-erase.js";
 import { subscribeWithoutPurged } from "./purged-content.js";
 import type { LogHealth } from "../eventstore/log-health.js";
-import { positionWaitDeadline, READ_MODELS_SUBSCRIPTION, stoppedError } from "./health.js";
+import { positionWaitDeadline, READ_MODELS_LISTENER, READ_MODELS_SUBSCRIPTION, stoppedError } from "./health.js";
+import { isEventFault, Quarantine } from "./quarantine.js";
 
 /** Version of the store's own layout (meta table, batching); part of the schema fingerprint. */
 const STORE_LAYOUT = 1;
@@ -32,6 +33,9 @@ export interface ReadModelStoreOptions {
 }
 
 type Waiter = { position: bigint; resolve: () => void; reject: (e: unknown) => void };
+type Writer = { table: TableProjection; apply: (event: RecordedEvent) => void; flush?: () => void };
+/** A listener and the subscriber name its failures are quarantined under. */
+type Listeners = Map<(event: RecordedEvent) => void, string>;
 
 /**
  * The read-model database: indexed tables written by the TableProjections, fed by one catch-up
@@ -42,24 +46,38 @@ type Waiter = { position: bigint; resolve: () => void; reject: (e: unknown) => v
  * resumes after the stored position; a missing database or a changed schema fingerprint (a table's
  * version, its DDL, or the layout) rebuilds everything from position 0. Nothing per entity is kept
  * in memory: readers query the tables.
+ *
+ * An event that a fold throws on is quarantined (see quarantine.ts) and the fold goes on with the
+ * next one: a batch whose transaction fails is folded again event by event, each in a savepoint,
+ * with the events that fail on their own left out (and recorded, in the same transaction). The
+ * fast path is unchanged: a batch that folds is one transaction without savepoints. A listener
+ * that throws on an event is isolated the same way. Only a failure of the database itself (full
+ * disk, I/O) stops the runner.
  */
 export class CatchUpRunner {
   readonly db: Database.Database;
-  private readonly writers: { table: TableProjection; apply: (event: RecordedEvent) => void; flush?: () => void }[];
+  /** Made again after a failed fold: a writer may hold the failed batch's entities (see BatchedEntities). */
+  private writers: Writer[];
+  /** What the fold and the listeners skipped, with why (a table of this database). */
+  readonly quarantine: Quarantine;
   private readonly filter: EventFilter;
   private readonly writePosition: Database.Statement;
   /** One batch folded into every table and the position stored, in one transaction (made once: better-sqlite3 builds a wrapper per call). */
   private readonly foldBatch: (batch: readonly RecordedEvent[], last: bigint) => void;
+  /** After a failed batch: the same events each in a savepoint, those that fail left out and quarantined. */
+  private readonly foldEach: (batch: readonly RecordedEvent[], last: bigint, skipped: Set<RecordedEvent>) => void;
+  private readonly foldOne: (event: RecordedEvent) => void;
   private applied: bigint;
   /** Position of the last event delivered (durable, maybe not folded yet). */
   private delivered = -1n;
   private subscription: Subscription | undefined;
+  private stopping = false;
   private done: Promise<void> | undefined;
   private waiters: Waiter[] = [];
   private failure: unknown;
-  private readonly listeners = new Set<(event: RecordedEvent) => void>();
+  private readonly listeners: Listeners = new Map();
   /** Told of each event as it is delivered (durable, not yet folded); see onDelivered. */
-  private readonly deliveredListeners = new Set<(event: RecordedEvent) => void>();
+  private readonly deliveredListeners: Listeners = new Map();
   /** Folds what was delivered and is not folded yet, now (see settle); a no-op until started. */
   private foldDelivered: () => void = () => undefined;
   /** Where a stop is reported, and how long a wait may outlast an unreachable log (see `start`). */
@@ -76,10 +94,8 @@ export class CatchUpRunner {
     this.db = db;
     this.rebuilding = rebuild !== undefined;
     this.pendingRebuild = rebuild;
-    this.writers = tables.map((table) => {
-      const prepared = table.prepare(db);
-      return typeof prepared === "function" ? { table, apply: prepared } : { table, apply: (e: RecordedEvent) => prepared.apply(e), flush: () => prepared.flush() };
-    });
+    this.writers = prepareWriters(db, tables);
+    this.quarantine = new Quarantine(db);
     this.filter = {
       streamPrefixes: [...new Set(tables.flatMap((t) => t.streamPrefixes))],
       eventTypes: [...new Set(tables.flatMap((t) => t.eventTypes))],
@@ -90,6 +106,24 @@ export class CatchUpRunner {
         for (const { table, apply } of this.writers) if (concerns(table, event)) apply(event);
       }
       for (const { flush } of this.writers) flush?.();
+      this.writePosition.run(String(last));
+    });
+    // Nested in the transaction above, better-sqlite3 makes each of these a savepoint.
+    this.foldOne = db.transaction((event: RecordedEvent) => {
+      for (const { table, apply } of this.writers) if (concerns(table, event)) apply(event);
+      for (const { flush } of this.writers) flush?.();
+    });
+    this.foldEach = db.transaction((batch: readonly RecordedEvent[], last: bigint, skipped: Set<RecordedEvent>) => {
+      for (const event of batch) {
+        try {
+          this.foldOne(event);
+        } catch (error) {
+          if (!this.isEventFault(error)) throw error;
+          this.writers = prepareWriters(db, this.tables);
+          this.quarantine.record(READ_MODELS_SUBSCRIPTION, event, error);
+          skipped.add(event);
+        }
+      }
       this.writePosition.run(String(last));
     });
     const stored = db.prepare("SELECT value FROM read_model_meta WHERE key = 'position'").pluck().get() as string | undefined;
@@ -149,10 +183,12 @@ export class CatchUpRunner {
     const foldDeferMs = options.foldDeferMs ?? FOLD_DEFER_MS;
     this.health = options.health;
     this.waitDeadlineMs = options.waitDeadlineMs;
-    const from = this.applied < 0n ? "start" : this.applied;
     // The store re-subscribes from our position after a drop; only a failure that stays ends this.
-    const subscription = subscribeWithoutPurged(store, this.db, { fromPosition: from, filter: this.filter, name: READ_MODELS_SUBSCRIPTION });
-    this.subscription = subscription;
+    const subscribe = () => {
+      const from = this.applied < 0n ? "start" : this.applied;
+      this.subscription = subscribeWithoutPurged(store, this.db, { fromPosition: from, filter: this.filter, name: READ_MODELS_SUBSCRIPTION });
+      return this.subscription;
+    };
     return new Promise<void>((resolveCaughtUp, rejectCaughtUp) => {
       this.done = (async () => {
         const batch: RecordedEvent[] = [];
@@ -163,10 +199,11 @@ export class CatchUpRunner {
           flushScheduled = false;
           deferred = false;
           if (batch.length === 0) return;
-          this.commit(batch);
+          const skipped = this.commit(batch);
           const events = batch.splice(0);
           this.release();
-          for (const event of events) for (const listener of this.listeners) listener(event);
+          // The tables do not show a quarantined event: its listeners are not told of it either.
+          for (const event of events) if (!skipped?.has(event)) this.tell(this.listeners, event);
         };
         // Outside the loop below (a scheduled fold, settle): a failure stops the subscription here.
         const flushOrStop = () => {
@@ -174,40 +211,53 @@ export class CatchUpRunner {
             flush();
           } catch (error) {
             this.fail(error, rejectCaughtUp);
-            void subscription.close();
+            void this.subscription?.close();
           }
         };
         this.foldDelivered = () => {
           if (batch.length > 0 && !this.failure) flushOrStop();
         };
         try {
-          for await (const item of subscription) {
-            if (item.kind === "caughtUp") {
+          for (let subscription = subscribe(); ; subscription = subscribe()) {
+            try {
+              for await (const item of subscription) {
+                if (item.kind === "caughtUp") {
+                  flush();
+                  this.finishRebuild();
+                  resolveCaughtUp();
+                  continue;
+                }
+                batch.push(item.event);
+                this.delivered = item.event.position;
+                this.tell(this.deliveredListeners, item.event);
+                if (batch.length >= MAX_BATCH) flush();
+                else if (deferred && this.waitedFor(item.event.position)) {
+                  // Someone waits for an event that joined a batch put off: folded now after all.
+                  deferred = false;
+                  setImmediate(flushOrStop);
+                } else if (!flushScheduled) {
+                  // Everything the subscription has at hand now goes into one transaction. When someone waits
+                  // for it (a command's read-your-writes), it is written as soon as it has to wait for more.
+                  // Otherwise it first waits for the sync the log has in flight (at most FOLD_DEFER_MS): the
+                  // answers waiting for that sync go out before the fold takes the event loop, and the events
+                  // the sync brings join the same transaction. Requests never see the difference: each one
+                  // folds what was delivered before it is served (settle).
+                  flushScheduled = true;
+                  const pending = this.waitedFor(item.event.position) ? undefined : store.whenDurable();
+                  deferred = pending !== undefined;
+                  if (pending) afterAtMost(pending, foldDeferMs, () => setImmediate(flushOrStop));
+                  else setImmediate(flushOrStop);
+                }
+              }
+              break;
+            } catch (error) {
+              // An event the store cannot even read (its JSON broken around the store): the events before
+              // it were delivered; it is quarantined and the subscription starts again after it.
+              const at = error instanceof InvalidEventError ? error.position : undefined;
+              if (at === undefined || at <= this.applied || this.stopping || this.failure) throw error;
+              await subscription.close();
               flush();
-              this.finishRebuild();
-              resolveCaughtUp();
-              continue;
-            }
-            batch.push(item.event);
-            this.delivered = item.event.position;
-            for (const listener of this.deliveredListeners) listener(item.event);
-            if (batch.length >= MAX_BATCH) flush();
-            else if (deferred && this.waitedFor(item.event.position)) {
-              // Someone waits for an event that joined a batch put off: folded now after all.
-              deferred = false;
-              setImmediate(flushOrStop);
-            } else if (!flushScheduled) {
-              // Everything the subscription has at hand now goes into one transaction. When someone waits
-              // for it (a command's read-your-writes), it is written as soon as it has to wait for more.
-              // Otherwise it first waits for the sync the log has in flight (at most FOLD_DEFER_MS): the
-              // answers waiting for that sync go out before the fold takes the event loop, and the events
-              // the sync brings join the same transaction. Requests never see the difference: each one
-              // folds what was delivered before it is served (settle).
-              flushScheduled = true;
-              const pending = this.waitedFor(item.event.position) ? undefined : store.whenDurable();
-              deferred = pending !== undefined;
-              if (pending) afterAtMost(pending, foldDeferMs, () => setImmediate(flushOrStop));
-              else setImmediate(flushOrStop);
+              this.skipUnreadable(error as InvalidEventError, at);
             }
           }
           flush();
@@ -254,8 +304,8 @@ export class CatchUpRunner {
    * Calls `listener` for each applied event once its batch is committed (the tables show it),
    * e.g. so the run worker learns that a run became startable. Returns the unsubscribe function.
    */
-  onApplied(listener: (event: RecordedEvent) => void): () => void {
-    this.listeners.add(listener);
+  onApplied(listener: (event: RecordedEvent) => void, name: string = READ_MODELS_LISTENER): () => void {
+    this.listeners.set(listener, name);
     return () => this.listeners.delete(listener);
   }
 
@@ -265,8 +315,8 @@ export class CatchUpRunner {
    * `settle`). For whoever answers from the log itself, e.g. a run's result once its end is durable,
    * without waiting for the fold. Returns the unsubscribe function.
    */
-  onDelivered(listener: (event: RecordedEvent) => void): () => void {
-    this.deliveredListeners.add(listener);
+  onDelivered(listener: (event: RecordedEvent) => void, name: string = READ_MODELS_LISTENER): () => void {
+    this.deliveredListeners.set(listener, name);
     return () => this.deliveredListeners.delete(listener);
   }
 
@@ -279,6 +329,7 @@ export class CatchUpRunner {
   }
 
   async stop(): Promise<void> {
+    this.stopping = true;
     await this.subscription?.close();
     await this.done;
     for (const w of this.waiters.splice(0)) w.reject(new Error("read-model store stopped"));
@@ -307,17 +358,56 @@ export class CatchUpRunner {
     this.db.pragma("shrink_memory");
   }
 
-  private commit(batch: readonly RecordedEvent[]): void {
+  /** Folds one batch and stores its position; returns the events it quarantined, if any. */
+  private commit(batch: readonly RecordedEvent[]): ReadonlySet<RecordedEvent> | undefined {
     const last = batch[batch.length - 1].position;
     // A rebuild is one transaction (each batch a savepoint in it): pages are written once, not once
     // per batch. Nothing is lost by it: a rebuild cut short starts over (the fingerprint comes last).
     if (this.pendingRebuild && !this.db.inTransaction) this.db.exec("BEGIN");
     const started = process.hrtime.bigint();
-    this.foldBatch(batch, last);
+    let skipped: Set<RecordedEvent> | undefined;
+    try {
+      this.foldBatch(batch, last);
+    } catch (error) {
+      if (!this.isEventFault(error)) throw error;
+      // The batch was rolled back: folded again one event at a time, without those that fail alone.
+      this.writers = prepareWriters(this.db, this.tables);
+      skipped = new Set();
+      this.foldEach(batch, last, skipped);
+    }
     this.folded.seconds += Number(process.hrtime.bigint() - started) / 1e9;
     this.folded.batches++;
     this.folded.events += batch.length;
     this.applied = last;
+    return skipped;
+  }
+
+  /** An event the store could not read: quarantined, and the position moved past it, in one transaction. */
+  private skipUnreadable(error: InvalidEventError, position: bigint): void {
+    if (this.pendingRebuild && !this.db.inTransaction) this.db.exec("BEGIN");
+    this.db.transaction(() => {
+      this.quarantine.record(READ_MODELS_SUBSCRIPTION, { streamId: error.stream, position, revision: error.revision, type: error.eventType }, error);
+      this.writePosition.run(String(position));
+    })();
+    this.applied = position;
+    this.delivered = position;
+    this.release();
+  }
+
+  /** Whether a failed fold is the events' fault (not the database's: closed, full, I/O). */
+  private isEventFault(error: unknown): boolean {
+    return this.db.open && isEventFault(error);
+  }
+
+  /** Calls each listener with `event`; one that throws is quarantined under its name, and the others still hear of it. */
+  private tell(listeners: Listeners, event: RecordedEvent): void {
+    listeners.forEach((name, listener) => {
+      try {
+        listener(event);
+      } catch (error) {
+        this.quarantine.tryRecord(name, event, error);
+      }
+    });
   }
 
   private fail(error: unknown, reject: (e: unknown) => void): void {
@@ -352,6 +442,13 @@ function afterAtMost(promise: Promise<unknown>, ms: number, then: () => void): v
   };
   const timer = setTimeout(once, ms);
   promise.then(once, once);
+}
+
+function prepareWriters(db: Database.Database, tables: readonly TableProjection[]): Writer[] {
+  return tables.map((table) => {
+    const prepared = table.prepare(db);
+    return typeof prepared === "function" ? { table, apply: prepared } : { table, apply: (e: RecordedEvent) => prepared.apply(e), flush: () => prepared.flush() };
+  });
 }
 
 function concerns(table: TableProjection, event: RecordedEvent): boolean {

@@ -114,8 +114,9 @@ export class CronsReadModel {
   constructor(db: Database.Database) {
     this.get = findCron(db);
     this.cache = new StatementCache(db, 50);
-    this.dueStmt = db.prepare("SELECT doc FROM crons WHERE next_run_at IS NOT NULL AND next_run_at <= ? ORDER BY next_run_at LIMIT ?").pluck();
-    this.nextStmt = db.prepare("SELECT min(next_run_at) FROM crons WHERE next_run_at IS NOT NULL").pluck();
+    // `?` lists (as JSON) the crons the scheduler gave up on (quarantined): they are neither due nor a reason to wake.
+    this.dueStmt = db.prepare("SELECT doc FROM crons WHERE next_run_at IS NOT NULL AND next_run_at <= ? AND cron_id NOT IN (SELECT value FROM json_each(?)) ORDER BY next_run_at LIMIT ?").pluck();
+    this.nextStmt = db.prepare("SELECT min(next_run_at) FROM crons WHERE next_run_at IS NOT NULL AND cron_id NOT IN (SELECT value FROM json_each(?))").pluck();
   }
 
   search(q: CronFilter & { sort_by: CronSortField; sort_order: SortOrder; limit: number; offset: number }): { page: CronState[]; total: number } {
@@ -129,13 +130,13 @@ export class CronsReadModel {
     return countWhere(this.cache, "crons", where(q));
   }
 
-  /** Crons whose next tick is due at `nowMs`, earliest first. */
-  due(nowMs: number, limit: number): CronState[] {
-    return (this.dueStmt.all(nowMs, limit) as string[]).map(decodeCron);
+  /** Crons whose next tick is due at `nowMs`, earliest first, but those in `excluding`. */
+  due(nowMs: number, limit: number, excluding: readonly string[] = []): CronState[] {
+    return (this.dueStmt.all(nowMs, JSON.stringify(excluding), limit) as string[]).map(decodeCron);
   }
 
-  /** The earliest next tick of any cron (ms), or undefined. */
-  nextDue(): number | undefined {
-    return (this.nextStmt.get() as number | null) ?? undefined;
+  /** The earliest next tick of any cron but those in `excluding` (ms), or undefined. */
+  nextDue(excluding: readonly string[] = []): number | undefined {
+    return (this.nextStmt.get(JSON.stringify(excluding)) as number | null) ?? undefined;
   }
 }

@@ -8,6 +8,9 @@ import type { LogHealth } from "../eventstore/log-health.js";
 /** The read-model runner's subscription and consumer name in health reports. */
 export const READ_MODELS_SUBSCRIPTION = "read-models";
 
+/** The subscriber name under which the failures of an unnamed onApplied / onDelivered listener are quarantined. */
+export const READ_MODELS_LISTENER = "read-model listener";
+
 /** Why a wait failed: the read models stopped folding the log (a 503 at the HTTP edge, and /ok says so). */
 export function stoppedError(cause: unknown): StoreUnavailableError {
   const reason = cause instanceof Error ? cause.message : String(cause);

@@ -61,9 +61,12 @@ export class PurgedContent {
   }
 
   record(purge: RecordedEvent): void {
-    const data = purge.data as { thread_id: string; run_ids?: string[] };
+    const data = purge.data as { thread_id?: unknown; run_ids?: unknown } | null;
+    // A record this scan cannot read hides nothing (the fold quarantines it): never a reason for the read models to stop.
+    if (typeof data?.thread_id !== "string") return;
+    const runIds = Array.isArray(data.run_ids) ? data.run_ids.filter((id): id is string => typeof id === "string") : [];
     const at = purge.position.toString();
-    for (const owner of [data.thread_id, ...(data.run_ids ?? [])]) this.insert.run(owner, at);
+    for (const owner of [data.thread_id, ...runIds]) this.insert.run(owner, at);
   }
 
   /** Whether the event is content a later purge removed (its ThreadPurged record itself is not). */

@@ -12,7 +12,8 @@ import {
   type CheckpointsSnapshot,
 } from "../domain/checkpoint-events.js";
 import { getLargeJson } from "../eventstore/chunked-append.js";
-import type { EventStore, RecordedEvent } from "../eventstore/types.js";
+import { InvalidEventError, type EventStore, type RecordedEvent } from "../eventstore/types.js";
+import { describeError } from "../read-models/quarantine.js";
 
 /** An event of one `checkpoints-{thread}` stream with the revision it has there. */
 export interface RevisionedEvent {
@@ -226,14 +227,23 @@ export class ThreadCheckpointsCache {
     const pending = this.loading.get(threadId);
     if (pending) {
       // The read in flight may have missed it; look again once the entry exists.
+      // (An event it cannot fold was reported when it first came: the thread is read again when asked for.)
       void pending.then(
         () => this.observed(event),
         () => undefined,
-      );
+      ).catch(() => undefined);
       return;
     }
     const entry = this.entries.get(threadId);
-    if (entry && !this.advance(threadId, entry, [event])) this.drop(threadId, entry);
+    let advanced = true;
+    try {
+      if (entry) advanced = this.advance(threadId, entry, [event]);
+    } catch (error) {
+      // Not kept half folded: the next read of the thread folds its stream again (and names the event).
+      this.drop(threadId, entry!);
+      throw error;
+    }
+    if (entry && !advanced) this.drop(threadId, entry);
     this.enforceBounds();
   }
 
@@ -339,7 +349,13 @@ export class ThreadCheckpointsCache {
       // A partial state whose latest went stale (a rollback past its snapshot) is dropped at the
       // snapshot written after the rollback: reloading from there is cheaper than full reads.
       if (event.type === "CheckpointsSnapshot" && isStale(entry.state)) return false;
-      entry.state = evolveCheckpoints(entry.state, { type: event.type, data: event.data } as CheckpointEvent, threadId);
+      try {
+        entry.state = evolveCheckpoints(entry.state, { type: event.type, data: event.data } as CheckpointEvent, threadId);
+      } catch (error) {
+        // A clear error for this one thread (its event that cannot be folded), never a stray TypeError.
+        const position = (event as { position?: unknown }).position;
+        throw new InvalidEventError(checkpointStream(threadId), event.revision, event.type, `cannot be folded: ${describeError(error)}`, typeof position === "bigint" ? position : undefined);
+      }
       entry.revision = event.revision;
       const bytes = sizeOf(event);
       entry.bytes += bytes;

@@ -2,6 +2,7 @@ import { v5 as uuidv5 } from "uuid";
 import type { EventStore, RecordedEvent } from "../eventstore/types.js";
 import { WrongExpectedVersionError, type AppendTicket } from "../eventstore/types.js";
 import type { ReadModels } from "../read-models/all.js";
+import { unfoldable } from "../read-models/quarantine.js";
 import { runStream, emptyRunStream, evolveRunStream, threadFinishOf, type RunEnded, type RunStreamEvent, type RunStreamState } from "../domain/runs.js";
 import { threadStream } from "../domain/threads.js";
 import type { RunRecord } from "../domain/run-record.js";
@@ -23,7 +24,14 @@ export interface CompletionDeps {
 /** Reads and folds `run-{id}` from the log (used when the local view may be behind). */
 export async function loadRunStream(store: EventStore, runId: string): Promise<RunStreamState> {
   let state = emptyRunStream;
-  for (const e of await store.readStream(runStream(runId))) state = evolveRunStream(state, { type: e.type, data: e.data } as RunStreamEvent, e.revision);
+  for (const e of await store.readStream(runStream(runId))) {
+    try {
+      state = evolveRunStream(state, { type: e.type, data: e.data } as RunStreamEvent, e.revision);
+    } catch (error) {
+      // A clear error for this one run (the event that cannot be folded, and why), never a stray TypeError.
+      throw unfoldable(e, error);
+    }
+  }
   return state;
 }
 

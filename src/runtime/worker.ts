@@ -32,6 +32,10 @@ import {
   startDelayMs,
 } from "../domain/run-rules.js";
 import { tracePoint } from "../util/trace-points.js";
+import { isPoison } from "../read-models/quarantine.js";
+
+/** The subscriber name of the worker's quarantine records. */
+export const RUN_WORKER_SUBSCRIBER = "run-worker";
 
 export interface WorkerOptions extends CompletionDeps {
   store: EventStore;
@@ -80,6 +84,10 @@ interface Active {
  * claimer wins), executes them with bounded concurrency, and ends each with exactly one RunEnded.
  * It learns about work from the projection runner (`onApplied`), never by polling: a run starts as
  * soon as it is the head of its thread and a slot is free.
+ *
+ * A run it cannot handle because of what the log holds for it (a record or stream its code throws
+ * on) is quarantined and left alone: never a reason to stop, to fail the start, or to try it again
+ * in a loop. A run that threw after its claim is ended with that error, so its callers get an answer.
  */
 export class RunWorker {
   readonly owner: string;
@@ -114,7 +122,8 @@ export class RunWorker {
   /** The context of the worker's appends: its actor, and for a run its id and the request that enqueued it. */
   private context(run?: RunRecord): RequestContext {
     if (!run) return { actor: `worker:${this.owner}` };
-    const requestId = (run.kwargs.config as { configurable?: { langgraph_request_id?: unknown } }).configurable?.langgraph_request_id;
+    // Read defensively: a record an older version wrote may lack its config.
+    const requestId = (run.kwargs?.config as { configurable?: { langgraph_request_id?: unknown } } | undefined)?.configurable?.langgraph_request_id;
     return { actor: `worker:${this.owner}`, correlationId: run.run_id, causationId: typeof requestId === "string" ? requestId : `run:${run.run_id}` };
   }
 
@@ -125,13 +134,15 @@ export class RunWorker {
   }
 
   private async startInContext(): Promise<void> {
-    this.unsubscribe = this.o.readModels.runner.onApplied((event) => this.onEvent(event));
+    this.unsubscribe = this.o.readModels.runner.onApplied((event) => this.onEvent(event), RUN_WORKER_SUBSCRIBER);
     for (const v of this.o.readModels.runs.openClaims()) this.openClaims.add(v.run.run_id);
     await this.recover();
     for (const threadId of this.o.readModels.threads.idsWithActiveRuns()) this.ready.add(threadId);
     this.pump();
     if (!this.o.exclusiveStore) {
-      this.renewTimer = setInterval(() => void this.renewAndTakeOver(), Math.max(50, Math.floor(this.leaseMs / 3)));
+      this.renewTimer = setInterval(() => {
+        this.renewAndTakeOver().catch((error: unknown) => console.error(`run worker: lease renewal: ${(error as Error).stack ?? String(error)}`));
+      }, Math.max(50, Math.floor(this.leaseMs / 3)));
       this.renewTimer.unref();
     }
   }
@@ -186,9 +197,20 @@ export class RunWorker {
     while (!this.stopping && this.active.size < this.o.maxConcurrentRuns && this.ready.size > 0) {
       const threadId = this.ready.values().next().value as string;
       this.ready.delete(threadId);
-      const view = this.startableHead(threadId);
-      if (view) this.launch(view, false);
+      try {
+        const view = this.startableHead(threadId);
+        if (view) this.launch(view, false);
+      } catch (error) {
+        // The thread is looked at again on its next event, not in a loop.
+        if (!isPoison(error)) throw error;
+        this.gaveUp(`thread-${threadId}`, error);
+      }
     }
+  }
+
+  /** Records in the quarantine that the worker left `stream`'s run (or thread) alone, and why. */
+  private gaveUp(stream: string, error: unknown): void {
+    this.o.readModels.runner.quarantine.tryRecord(RUN_WORKER_SUBSCRIBER, { streamId: stream }, error);
   }
 
   private startableHead(threadId: string): RunView | undefined {
@@ -217,16 +239,29 @@ export class RunWorker {
     const controller = new AbortController();
     const entry: Active = { controller, done: Promise.resolve() };
     this.active.set(runId, entry);
+    let poisoned = false;
     entry.done = runInRequestContext(this.context(view.run), () => this.claimAndRun(view, takeover, entry, enqueued))
-      .catch((error: unknown) => {
-        if (!this.stopping) console.error(`run ${runId}: ${(error as Error).stack ?? String(error)}`);
+      .catch(async (error: unknown) => {
+        if (this.stopping) return;
+        console.error(`run ${runId}: ${(error as Error).stack ?? String(error)}`);
+        if (!isPoison(error)) return;
+        // Trying it again would fail the same way: it is quarantined, and ended if it was claimed.
+        poisoned = true;
+        this.gaveUp(runStream(runId), error);
+        if (entry.claimed) await this.endAfterFailure(view.run, error as Error);
       })
+      .catch((error: unknown) => console.error(`run ${runId}: could not be ended: ${(error as Error).stack ?? String(error)}`))
       .finally(() => {
         this.active.delete(runId);
         // A lost claim is not retried: until our read models show the winner's claim, a retry would
         // be refused again (a loop of appends). The winner's end (RunFinished) makes the thread ready.
-        if (!entry.lost) this.ready.add(view.run.thread_id);
-        this.pump();
+        // Nor is a run given up on: its thread is looked at again on its next event.
+        if (!entry.lost && !poisoned) this.ready.add(view.run.thread_id);
+        try {
+          this.pump();
+        } catch (error) {
+          console.error(`run worker: ${(error as Error).stack ?? String(error)}`);
+        }
       });
   }
 
@@ -371,6 +406,13 @@ export class RunWorker {
     await completeOnThread(this.o, run, ended, base);
   }
 
+  /** A claimed run whose handling threw (see launch): ended with that error, unless it has ended. */
+  private async endAfterFailure(run: RunRecord, error: Error): Promise<void> {
+    const stream = await loadRunStream(this.o.store, run.run_id);
+    if (stream.ended || stream.owner !== this.owner) return;
+    await this.end(run, stream.revision as bigint, endedByFailure(error, this.o.now()), null);
+  }
+
   /**
    * At startup: runs claimed but not ended belong to dead processes (exclusive store) or to
    * processes whose lease expired; take them over and resume them. Runs that ended but whose
@@ -379,12 +421,23 @@ export class RunWorker {
   private async recover(): Promise<void> {
     const nowMs = this.clock.now();
     for (const view of this.o.readModels.runs.endedUnmarked()) {
-      // The read model keeps only the terminal status: the thread's mark needs the full RunEnded.
-      const s = await loadRunStream(this.o.store, view.run.run_id);
-      if (s.ended) await completeOnThread(this.o, view.run, s.ended, s.base_checkpoint_id);
+      try {
+        // The read model keeps only the terminal status: the thread's mark needs the full RunEnded.
+        const s = await loadRunStream(this.o.store, view.run.run_id);
+        if (s.ended) await completeOnThread(this.o, view.run, s.ended, s.base_checkpoint_id);
+      } catch (error) {
+        // One run the log holds something unreadable for does not keep the server from starting.
+        if (!isPoison(error)) throw error;
+        this.gaveUp(runStream(view.run.run_id), error);
+      }
     }
     for (const view of this.o.readModels.runs.openClaims()) {
-      if (mayTakeOver(view.stream, { owner: this.owner, nowMs, exclusiveStore: this.o.exclusiveStore })) this.launch(view, true);
+      try {
+        if (mayTakeOver(view.stream, { owner: this.owner, nowMs, exclusiveStore: this.o.exclusiveStore })) this.launch(view, true);
+      } catch (error) {
+        if (!isPoison(error)) throw error;
+        this.gaveUp(runStream(view.run.run_id), error);
+      }
     }
   }
 
@@ -405,7 +458,12 @@ export class RunWorker {
         continue;
       }
       if (this.active.has(runId) || this.active.size >= this.o.maxConcurrentRuns) continue;
-      if (mayTakeOver(view.stream, { owner: this.owner, nowMs, exclusiveStore: this.o.exclusiveStore })) this.launch(view, true);
+      try {
+        if (mayTakeOver(view.stream, { owner: this.owner, nowMs, exclusiveStore: this.o.exclusiveStore })) this.launch(view, true);
+      } catch (error) {
+        if (!isPoison(error)) throw error;
+        this.gaveUp(runStream(runId), error);
+      }
     }
   }
 }

@@ -1,7 +1,7 @@
 import { ulid } from "ulid";
 import { WrongExpectedVersionError, type EventStore, type RecordedEvent, type Subscription } from "../eventstore/types.js";
 import { RUN_STREAM_PREFIX, type RunEnded } from "../domain/runs.js";
-import { attemptEvents, decideWebhookClaim, deliveryIdOf, deliveryKey, deliveryRunEnded, webhookStream, type Delivery } from "../domain/webhooks.js";
+import { WEBHOOK_STREAM_PREFIX, attemptEvents, decideWebhookClaim, deliveryIdOf, deliveryKey, deliveryRunEnded, webhookStream, type Delivery } from "../domain/webhooks.js";
 import { pushHeaders } from "../domain/a2a-push.js";
 import type { ReadModels } from "../read-models/all.js";
 import type { WebhookUrlPolicy } from "../langgraph-config.js";
@@ -14,6 +14,10 @@ import type { WebhookSender } from "./sender.js";
 import { isoOf } from "../util/time.js";
 import type { Clock } from "../context/clock.js";
 import { WakeLoop } from "../context/wake-loop.js";
+import { isPoison } from "../read-models/quarantine.js";
+
+/** The subscriber name of the dispatcher's quarantine records. */
+export const WEBHOOKS_SUBSCRIBER = "webhooks";
 
 export interface DispatcherOptions {
   store: EventStore;
@@ -57,6 +61,10 @@ const WAKE_TYPES = new Set(["WebhookClaimed", "WebhookAttempted", "WebhookDelive
  * on `webhook-{run_id}`, so exactly one process sends it; its outcome is then appended. It wakes when an event makes a
  * delivery due and by one timer at the next due time, never by polling. Attempts run concurrently
  * up to a bound, so a slow receiver holds only its own slot.
+ *
+ * A delivery whose attempt throws because of what the log holds for it (a row or a run's values its
+ * code cannot handle) is quarantined under `webhook-{key}` and left out of the due deliveries from
+ * then on, instead of being attempted again in a loop; an event it cannot handle is skipped.
  */
 export class WebhookDispatcher {
   readonly owner: string;
@@ -99,11 +107,11 @@ export class WebhookDispatcher {
         for (const push of this.model.pushesOfRun(runId)) this.startNow(deliveryKey(push));
       }
       else if (WAKE_TYPES.has(event.type)) this.loop.wake();
-    });
+    }, WEBHOOKS_SUBSCRIBER);
     if (this.o.exclusiveStore) this.followCommittedEnds();
     if (this.takeover) {
       // A single-process store: claims open at start belong to a process that died; retake them now.
-      for (const d of this.model.sending()) if (d.owner !== this.owner) this.launch(d, true);
+      for (const d of this.model.sending()) if (d.owner !== this.owner && !this.isQuarantined(d)) this.launch(d, true);
     }
     void this.loop.run();
   }
@@ -122,7 +130,7 @@ export class WebhookDispatcher {
     if (this.stopping) return;
     if (this.inflight.size >= this.o.concurrency || this.inflight.has(key)) return this.loop.wake();
     const d = this.model.get(key);
-    if (!d) return; // no webhook
+    if (!d || this.isQuarantined(d)) return; // no webhook, or one given up on
     if (this.dueNow(d)) this.launch(d, false);
     else this.loop.wake();
   }
@@ -138,7 +146,15 @@ export class WebhookDispatcher {
     const subscription = this.o.store.subscribeToAll({ fromPosition: "end", filter: { streamPrefixes: [RUN_STREAM_PREFIX], eventTypes: ["RunEnded"] }, name: "webhooks-run-ends" });
     this.committedEnds = subscription;
     void (async () => {
-      for await (const item of subscription) if (item.kind === "event") this.startOnCommittedEnd(item.event);
+      for await (const item of subscription) {
+        if (item.kind !== "event") continue;
+        try {
+          this.startOnCommittedEnd(item.event);
+        } catch (error) {
+          // An end this path cannot read: the read-model path above still sees the delivery.
+          this.o.readModels.runner.quarantine.tryRecord(WEBHOOKS_SUBSCRIBER, item.event, error);
+        }
+      }
     })().catch((error: unknown) => {
       if (!this.stopping) this.o.log?.(`webhooks: following run ends: ${(error as Error).message}`);
     });
@@ -151,7 +167,7 @@ export class WebhookDispatcher {
     const row = this.model.get(key);
     if (!row || row.push || row.ended || row.status !== "waiting" || !row.run_started_at) return;
     const d = deliveryRunEnded(row, event.data as RunEnded);
-    if (this.dueNow(d)) this.launch(d, false);
+    if (this.dueNow(d) && !this.isQuarantined(d)) this.launch(d, false);
   }
 
   private dueNow(d: Delivery): boolean {
@@ -163,11 +179,22 @@ export class WebhookDispatcher {
     if (this.stopping) return undefined;
     const now = this.nowMs();
     const free = this.o.concurrency - this.inflight.size;
-    if (free > 0) for (const d of this.model.due(now, free, this.inflight.keys())) this.launch(d, false);
+    // Deliveries given up on are never due again (until a rebuild clears the quarantine).
+    const quarantined = this.quarantinedKeys();
+    if (free > 0) for (const d of this.model.due(now, free, [...this.inflight.keys(), ...quarantined])) this.launch(d, false);
     // Deliveries in flight do not count: their outcome (an event) wakes us, as does a freed slot.
-    const next = this.model.nextDue(this.inflight.keys());
+    const next = this.model.nextDue([...this.inflight.keys(), ...quarantined]);
     if (next === undefined || this.inflight.size >= this.o.concurrency) return undefined;
     return Math.max(next, now + 1);
+  }
+
+  /** The keys of the deliveries this dispatcher gave up on (few; read from the quarantine table). */
+  private quarantinedKeys(): string[] {
+    return this.o.readModels.runner.quarantine.streams(WEBHOOKS_SUBSCRIBER, WEBHOOK_STREAM_PREFIX).map((s) => s.slice(WEBHOOK_STREAM_PREFIX.length));
+  }
+
+  private isQuarantined(d: Delivery): boolean {
+    return this.o.readModels.runner.quarantine.has(WEBHOOKS_SUBSCRIBER, webhookStream(deliveryKey(d)));
   }
 
   private launch(d: Delivery, takeover: boolean): void {
@@ -175,7 +202,10 @@ export class WebhookDispatcher {
     this.inflight.set(deliveryKey(d), controller);
     const p = this.attempt(d, takeover, controller.signal)
       .catch((error: unknown) => {
-        if (!this.stopping) this.o.log?.(`webhook ${deliveryKey(d)}: ${(error as Error).stack ?? String(error)}`);
+        if (this.stopping) return;
+        this.o.log?.(`webhook ${deliveryKey(d)}: ${(error as Error).stack ?? String(error)}`);
+        // Attempting it again would fail the same way (and at once: a loop): it is left out from now on.
+        if (isPoison(error)) this.o.readModels.runner.quarantine.tryRecord(WEBHOOKS_SUBSCRIBER, { streamId: webhookStream(deliveryKey(d)) }, error);
       })
       .finally(() => {
         this.inflight.delete(deliveryKey(d));

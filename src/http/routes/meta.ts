@@ -3,7 +3,7 @@ import * as z from "zod";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { VERSION } from "../../version.js";
 import type { LogHealth } from "../../eventstore/log-health.js";
-import { healthReport, LogReportSchema, okAnswer } from "../log-health-report.js";
+import { healthReport, LogReportSchema, okAnswer, QuarantineReportSchema, quarantineReport } from "../log-health-report.js";
 
 export interface MetaInfo {
   storeKind: "sqlite" | "esdb";
@@ -17,6 +17,8 @@ export interface MetaInfo {
   checkLog?: () => Promise<unknown>;
   /** Whether the graphs and the run worker are loaded yet (they load after the server listens). */
   graphRuntime?: () => "loading" | "ready";
+  /** What the subscribers of the log quarantined (counts by subscriber), reported by /ok. */
+  quarantine?: () => { entries: number; by_subscriber: Record<string, number> };
 }
 
 const InfoSchema = z.object({
@@ -31,7 +33,7 @@ const InfoSchema = z.object({
 });
 
 const OkQuery = z.object({ check_db: z.string().optional() });
-const OkAnswer = z.object({ ok: z.boolean(), reason: z.string().optional() });
+const OkAnswer = z.object({ ok: z.boolean(), reason: z.string().optional(), quarantine: QuarantineReportSchema.optional() });
 
 /** Liveness and server facts; both stay public when an API key is required. */
 export function metaRoutes(info: MetaInfo): FastifyPluginAsync {
@@ -39,7 +41,7 @@ export function metaRoutes(info: MetaInfo): FastifyPluginAsync {
     const r = app.withTypeProvider<ZodTypeProvider>();
     // 503 while this process cannot serve writes, so that a load balancer sends the traffic elsewhere.
     r.get("/ok", { schema: { querystring: OkQuery, response: { 200: OkAnswer, 503: OkAnswer } } }, async (request, reply) => {
-      const answer = await okAnswer(info.health, request.query.check_db, info.checkLog);
+      const answer = await okAnswer(info.health, request.query.check_db, info.checkLog, info.quarantine && (() => quarantineReport(info.quarantine!())));
       return reply.code(answer.ok ? 200 : 503).send(answer);
     });
     r.get("/info", { schema: { response: { 200: InfoSchema } } }, async () => {
