@@ -1,17 +1,17 @@
 import diff from "microdiff";
 import type { EventStore, RecordedEvent } from "../eventstore/types.js";
-import { PURGED_EVENT_TYPE, WrongExpectedVersionError } from "../eventstore/types.js";
-import { evolveThread, decidePurgeThread, threadStream, type ThreadEvent, type ThreadState } from "../domain/threads.js";
-import type { JsonObject } from "../domain/json.js";
+import { WrongExpectedVersionError } from "../eventstore/types.js";
+import { decidePurgeThread, threadStream } from "../domain/threads.js";
+import { indexIncarnations, type Incarnation, type IncarnationIndex } from "../domain/thread-incarnations.js";
 import { parseLogPoint, replayThread, type LogPoint, type ThreadAt } from "../../projections/replay.js";
 import { readThreadEvents, threadContent } from "./thread-history.js";
 import { resolveLarge } from "../eventstore/large-values.js";
-import { DomainError, invalid, isNotFound, notFound } from "../domain/errors.js";
+import { DomainError, conflict, invalid, isNotFound, notFound } from "../domain/errors.js";
 import type { AppContext } from "./context.js";
 import type { ThreadLifecycle } from "./thread-lifecycle.js";
 import { catchUpWithStream } from "./commands.js";
 import { authorize, type Caller } from "./auth/caller.js";
-import { filterMatches } from "../read-models/auth-filters.js";
+import { filterMatches, type AuthFilters } from "../read-models/auth-filters.js";
 import { currentRequestContext } from "../context/request-context.js";
 import { eraseLeftoversOfPurge } from "../read-models/purge.js";
 
@@ -30,22 +30,53 @@ export async function threadEventsOr404(store: EventStore, threadId: string): Pr
   return events;
 }
 
-/** The thread's metadata as the log last showed it before any deletion (for the custom-auth filters). */
-export function lastLiveMetadata(threadId: string, events: readonly RecordedEvent[]): JsonObject | undefined {
-  let state: ThreadState | undefined;
-  let live: JsonObject | undefined;
-  for (const e of events) {
-    if (e.streamId !== threadStream(threadId) || e.type === PURGED_EVENT_TYPE) continue;
-    state = evolveThread(state, { type: e.type, data: e.data } as ThreadEvent, e.revision);
-    if (state.deleted) break;
-    live = state.thread.metadata;
-  }
-  return live;
+/**
+ * A thread id's history from the log as one caller may see it: the incarnations of the id whose own
+ * metadata passes the caller's custom-auth filters (every one without filters), and their events.
+ */
+export interface ThreadHistoryView {
+  threadId: string;
+  /** The incarnations shown, oldest first. */
+  incarnations: Incarnation[];
+  /** Their events, in log order. */
+  events: RecordedEvent[];
+  /** The incarnation (its number) an event of the history belongs to. */
+  numberOf: IncarnationIndex["numberOf"];
 }
 
-async function threadAtJson(store: EventStore, threadId: string, at: ThreadAt) {
+/**
+ * The part of a thread id's history (`all`, every event of its streams in log order) that `filters`
+ * let a caller see, each incarnation judged by its own metadata; `only` keeps one incarnation. A
+ * purged incarnation has no metadata left: only a caller without filters sees what is left of it.
+ * Pure.
+ */
+export function historyView(threadId: string, all: readonly RecordedEvent[], filters: AuthFilters | undefined, only?: number): ThreadHistoryView {
+  const id = threadId.toLowerCase();
+  const index = indexIncarnations(id, all);
+  const incarnations = index.incarnations.filter((inc) => (only === undefined || inc.number === only) && visibleUnder(inc, filters));
+  const shown = new Set(incarnations.map((inc) => inc.number));
+  return { threadId: id, incarnations, events: all.filter((e) => shown.has(index.numberOf(e))), numberOf: index.numberOf };
+}
+
+/** Whether custom-auth filters let a caller see an incarnation, judged by its own metadata. */
+const visibleUnder = (inc: Incarnation, filters: AuthFilters | undefined): boolean =>
+  !filters || (inc.metadata !== undefined && filterMatches(inc.metadata, filters));
+
+/** An incarnation as /replay lists it. */
+function incarnationJson(inc: Incarnation) {
+  return {
+    incarnation: inc.number,
+    position: String(inc.fromPosition),
+    created_at: inc.thread && !inc.thread.purged ? inc.thread.thread.created_at : null,
+    deleted: inc.thread?.deleted ?? true,
+    purged: inc.purged,
+  };
+}
+
+async function threadAtJson(store: EventStore, at: ThreadAt, incarnation: number | null) {
   const t = at.thread;
   return {
+    incarnation,
     at: { position: String(at.position), time: at.time },
     thread: t && {
       thread_id: t.thread.thread_id,
@@ -62,22 +93,45 @@ async function threadAtJson(store: EventStore, threadId: string, at: ThreadAt) {
   };
 }
 
-export type ReplayJson = Awaited<ReturnType<typeof threadAtJson>> & { thread_id: string; diff?: { from: ReplayJson["at"]; changes: ReturnType<typeof diff> } };
+const reaches = (e: RecordedEvent, point: LogPoint) => ("position" in point ? e.position <= point.position : e.created.getTime() <= point.time.getTime());
 
 /**
- * The thread as it was at `at` (default: now), from its events in the log; with `since`, also the
- * changes from that point to `at` (paths into this same JSON).
+ * The view's thread at `point`: the latest incarnation shown that was created by then, folded from
+ * its own events only (never an earlier incarnation's runs or state); none before the first.
  */
-export async function replayFromLog(store: EventStore, threadId: string, at: LogPoint | undefined, since?: LogPoint, events?: RecordedEvent[]): Promise<ReplayJson> {
+async function replayAt(store: EventStore, view: ThreadHistoryView, point: LogPoint) {
+  const starts = new Map(view.events.filter((e) => e.streamId === threadStream(view.threadId)).map((e) => [e.position, e]));
+  let chosen: Incarnation | undefined;
+  for (const inc of view.incarnations) {
+    const start = starts.get(inc.fromPosition);
+    if (start && reaches(start, point)) chosen = inc;
+  }
+  const events = chosen ? view.events.filter((e) => view.numberOf(e) === chosen.number) : [];
+  return { thread_id: view.threadId, ...(await threadAtJson(store, replayThread(view.threadId, events, point), chosen?.number ?? null)) };
+}
+
+export type ReplayJson = Awaited<ReturnType<typeof replayAt>> & {
+  /** The incarnations of the id the caller may see. */
+  incarnations: ReturnType<typeof incarnationJson>[];
+  diff?: { from: ReplayJson["at"]; changes: ReturnType<typeof diff> };
+};
+
+/**
+ * The thread as it was at `at` (default: the last event shown), from its events in the log; with
+ * `since`, also the changes from that point to `at` (paths into this same JSON). Without a view,
+ * the whole history (an operator's: `npm run replay`).
+ */
+export async function replayFromLog(store: EventStore, threadId: string, at: LogPoint | undefined, since?: LogPoint, view?: ThreadHistoryView): Promise<ReplayJson> {
   const id = threadId.toLowerCase();
-  const all = events ?? (await threadEventsOr404(store, id));
-  const now: LogPoint = at ?? { position: all[all.length - 1]?.position ?? -1n };
-  const current = { thread_id: id, ...(await threadAtJson(store, id, replayThread(id, all, now))) };
-  if (!since) return current;
-  const before = { thread_id: id, ...(await threadAtJson(store, id, replayThread(id, all, since))) };
+  const v = view ?? historyView(id, await threadEventsOr404(store, id), undefined);
+  const now: LogPoint = at ?? { position: v.events[v.events.length - 1]?.position ?? -1n };
+  const current = await replayAt(store, v, now);
+  const incarnations = v.incarnations.map(incarnationJson);
+  if (!since) return { ...current, incarnations };
+  const before = await replayAt(store, v, since);
   const { at: fromAt, ...fromBody } = before;
   const { at: _toAt, ...toBody } = current;
-  return { ...current, diff: { from: fromAt, changes: diff(fromBody, toBody) } };
+  return { ...current, incarnations, diff: { from: fromAt, changes: diff(fromBody, toBody) } };
 }
 
 /**
@@ -109,19 +163,34 @@ export async function purgeThread(ctx: AppContext, lifecycle: ThreadLifecycle, t
   eraseLeftoversOfPurge(ctx.readModels);
 }
 
-/** The thread's events, if the user may read the thread (custom-auth filters on its metadata as the log last showed it). */
-export async function visibleEvents(ctx: AppContext, caller: Caller, threadId: string, action: "read" | "delete"): Promise<RecordedEvent[]> {
+/**
+ * The thread's history as the caller may see it (`threads:<action>`; its custom-auth filters judged
+ * on each incarnation's own metadata); `only` keeps one incarnation. 404 when the id never existed
+ * or the caller may see none of its incarnations.
+ */
+export async function visibleHistory(ctx: AppContext, caller: Caller, threadId: string, action: "read" | "delete", only?: number): Promise<ThreadHistoryView> {
   const { filters } = await authorize(caller, "threads", action, { thread_id: threadId });
-  const events = await threadEventsOr404(ctx.store, threadId);
-  if (filters) {
-    const metadata = lastLiveMetadata(threadId.toLowerCase(), events);
-    if (!metadata || !filterMatches(metadata, filters)) throw notFound(`Thread with ID ${threadId} not found`);
+  const view = historyView(threadId, await threadEventsOr404(ctx.store, threadId), filters, only);
+  if (view.incarnations.length === 0) {
+    throw notFound(only === undefined ? `Thread with ID ${threadId} not found` : `Thread with ID ${threadId} has no incarnation ${only}`);
   }
-  return events;
+  return view;
 }
 
-/** `DELETE /threads/{id}?purge=true`: needs `threads:delete`; the thread may already be deleted (not purged). */
+/**
+ * `DELETE /threads/{id}?purge=true`: needs `threads:delete`; the thread may already be deleted (not
+ * purged). A purge removes the content of every incarnation of the id (they share their streams), so
+ * the caller must be allowed to see each one that still has content; refused (409) when one of them
+ * is someone else's.
+ */
 export async function purgeVisibleThread(ctx: AppContext, lifecycle: ThreadLifecycle, caller: Caller, threadId: string): Promise<void> {
-  await visibleEvents(ctx, caller, threadId, "delete");
+  const { filters } = await authorize(caller, "threads", "delete", { thread_id: threadId });
+  const all = await threadEventsOr404(ctx.store, threadId);
+  if (filters) {
+    const withContent = indexIncarnations(threadId.toLowerCase(), all).incarnations.filter((inc) => inc.metadata !== undefined);
+    const visible = withContent.filter((inc) => visibleUnder(inc, filters)).length;
+    if (visible === 0) throw notFound(`Thread with ID ${threadId} not found`);
+    if (visible < withContent.length) throw conflict(`Thread with ID ${threadId} cannot be purged: its id was also used by a thread you may not see, whose history a purge would remove`);
+  }
   await purgeThread(ctx, lifecycle, threadId, currentRequestContext()?.actor ?? "anonymous");
 }

@@ -1,7 +1,9 @@
 /**
- * `npm run replay -- --thread <id> [--at <position|time>] [--diff <position|time>]`: the thread as
- * it was at a point of the log (default: now), or the changes between `--diff` and `--at`, as JSON,
- * computed from the log with the same pure folds as GET /threads/{id}/replay.
+ * `npm run replay -- --thread <id> [--at <position|time>] [--diff <position|time>] [--incarnation <n>]`:
+ * the thread as it was at a point of the log (default: now), or the changes between `--diff` and
+ * `--at`, as JSON, computed from the log with the same pure folds as GET /threads/{id}/replay. A
+ * thread id created again after a deletion has several incarnations: the one in effect at the point
+ * is shown, or the one `--incarnation` names.
  *
  * Where the log is: EVENTSTORE_URL (EventStoreDB, read directly), else DATA_DIR/events.sqlite opened
  * read-only. A running server holds that file's exclusive lock and keeps recent commits in a WAL
@@ -14,7 +16,7 @@ import { parseArgs } from "node:util";
 import { loadConfig } from "../config.js";
 import { openStore } from "../eventstore/open.js";
 import { StoreUnavailableError, type EventStore } from "../eventstore/types.js";
-import { logPointParam, replayFromLog, type ReplayJson } from "./audit.js";
+import { historyView, logPointParam, replayFromLog, threadEventsOr404, type ReplayJson } from "./audit.js";
 import { DomainError, invalid, notFound } from "../domain/errors.js";
 
 class UsageError extends Error {}
@@ -30,11 +32,12 @@ async function openLog(config: ReturnType<typeof loadConfig>): Promise<EventStor
   }
 }
 
-async function askServer(config: ReturnType<typeof loadConfig>, threadId: string, at?: string, since?: string): Promise<ReplayJson> {
+async function askServer(config: ReturnType<typeof loadConfig>, threadId: string, at?: string, since?: string, incarnation?: number): Promise<ReplayJson> {
   const base = process.env.AGENT_SERVER_URL ?? `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${config.port}`;
   const query = new URLSearchParams();
   if (at !== undefined) query.set("at", at);
   if (since !== undefined) query.set("diff", since);
+  if (incarnation !== undefined) query.set("incarnation", String(incarnation));
   const res = await fetch(`${base}/threads/${encodeURIComponent(threadId)}/replay?${query}`, { headers: config.apiKey ? { "x-api-key": config.apiKey } : {} });
   const body = (await res.json()) as ReplayJson & { detail?: string };
   if (!res.ok) {
@@ -48,22 +51,26 @@ async function askServer(config: ReturnType<typeof loadConfig>, threadId: string
 /** What the tool prints: the state, or with --diff the changes only. */
 function output(result: ReplayJson): unknown {
   if (!result.diff) return result;
-  return { thread_id: result.thread_id, from: result.diff.from, to: result.at, changes: result.diff.changes };
+  return { thread_id: result.thread_id, incarnation: result.incarnation, from: result.diff.from, to: result.at, changes: result.diff.changes };
 }
 
 async function main(): Promise<number> {
-  const { values } = parseArgs({ options: { thread: { type: "string" }, at: { type: "string" }, diff: { type: "string" } }, strict: true });
+  const { values } = parseArgs({ options: { thread: { type: "string" }, at: { type: "string" }, diff: { type: "string" }, incarnation: { type: "string" } }, strict: true });
   if (!values.thread) throw new UsageError("--thread <id> is required");
   const at = logPointParam("--at", values.at);
   const since = logPointParam("--diff", values.diff);
+  if (values.incarnation !== undefined && !/^[1-9]\d{0,8}$/.test(values.incarnation)) throw invalid(`--incarnation: expected a positive integer, got ${JSON.stringify(values.incarnation)}`);
+  const incarnation = values.incarnation === undefined ? undefined : Number(values.incarnation);
   const config = loadConfig();
   const store = await openLog(config);
   let result: ReplayJson;
   if (store === "locked") {
-    result = await askServer(config, values.thread, values.at, values.diff);
+    result = await askServer(config, values.thread, values.at, values.diff, incarnation);
   } else {
     try {
-      result = await replayFromLog(store, values.thread, at, since);
+      const view = historyView(values.thread, await threadEventsOr404(store, values.thread), undefined, incarnation);
+      if (view.incarnations.length === 0) throw notFound(`Thread with ID ${values.thread} has no incarnation ${incarnation}`);
+      result = await replayFromLog(store, values.thread, at, since, view);
     } finally {
       await store.close();
     }

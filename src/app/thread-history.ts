@@ -76,9 +76,12 @@ export function runOf(e: RecordedEvent): string | undefined {
   return correlationOf(e.streamId, e.data, undefined);
 }
 
-/** An event as /events shows it: positions and revisions as strings (bigints at the HTTP edge). */
-export function eventJson(e: RecordedEvent) {
-  return { position: String(e.position), stream: e.streamId, revision: String(e.revision), type: e.type, time: e.created.toISOString(), metadata: e.metadata, data: e.data };
+/**
+ * An event as /events shows it: positions and revisions as strings (bigints at the HTTP edge), and
+ * the incarnation of the thread id it belongs to (see domain/thread-incarnations.ts).
+ */
+export function eventJson(e: RecordedEvent, incarnation: number) {
+  return { position: String(e.position), stream: e.streamId, revision: String(e.revision), type: e.type, time: e.created.toISOString(), incarnation, metadata: e.metadata, data: e.data };
 }
 
 /**

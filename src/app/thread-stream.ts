@@ -101,7 +101,8 @@ async function* followRun(
 
 /**
  * Follows the thread from `start` until the thread is deleted or `signal` aborts; the caller
- * checked the thread exists and may be read.
+ * checked the thread exists and may be read. `firstRevision`: where the thread's current
+ * incarnation begins (its ThreadCreated) when its id was used before; nothing earlier is sent.
  */
 export async function* followThread(
   store: EventStore,
@@ -109,16 +110,20 @@ export async function* followThread(
   start: ThreadStreamStart,
   modes: readonly ThreadStreamMode[],
   signal: AbortSignal,
+  firstRevision = 0n,
 ): AsyncGenerator<ThreadStreamEvent> {
   // Resuming re-reads the thread event last seen: its run may have more to send.
-  const from = start.kind === "beginning" || start.thread === 0n ? "start" : start.thread - 1n;
-  const subscription = store.subscribeToStream(threadStream(threadId), { fromRevision: from });
+  // Exclusive starts: -1 stands for the stream's start.
+  const resume = start.kind === "beginning" || start.thread === 0n ? -1n : start.thread - 1n;
+  const from = resume > firstRevision - 1n ? resume : firstRevision - 1n;
+  const subscription = store.subscribeToStream(threadStream(threadId), { fromRevision: from < 0n ? "start" : from });
   const release = closeOnAbort(subscription, signal);
   try {
     for await (const item of subscription) {
       if (signal.aborted) break;
       if (item.kind !== "event") continue;
       const e = item.event;
+      if (e.revision < firstRevision) continue;
       const seen = start.kind === "after" && e.revision <= start.thread;
       if (seen && e.revision < start.thread) continue;
       if (!seen) {

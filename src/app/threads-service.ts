@@ -7,7 +7,7 @@ import type { AppContext } from "./context.js";
 import type { ThreadLifecycle } from "./thread-lifecycle.js";
 import { authorize, type Caller } from "./auth/caller.js";
 import { authorizeThread } from "./auth/guards.js";
-import { countThreads, createThread, getThread, patchThread, searchThreads, threadStateConsistent, type ThreadQuery } from "./threads.js";
+import { countThreads, createThread, currentIncarnationStart, getThread, patchThread, searchThreads, threadStateConsistent, type ThreadQuery } from "./threads.js";
 import { filterMatches } from "../read-models/auth-filters.js";
 import { conflict, isNotFound } from "../domain/errors.js";
 import type { Thread } from "../domain/threads.js";
@@ -41,6 +41,7 @@ export class ThreadsService {
       thread_id: body.thread_id, metadata: body.metadata ?? {}, if_exists: body.if_exists ?? "raise",
     });
     // Someone else's thread with that id: a conflict, as for any existing thread (its content stays hidden).
+    // A deleted thread's id is free again (as on the official servers): a new incarnation, the caller's.
     const existing = value.thread_id ? (await threadStateConsistent(this.ctx, value.thread_id))?.thread : undefined;
     if (existing && filters && !filterMatches(existing.metadata, filters)) throw conflict(`Thread with ID ${value.thread_id} already exists`);
     const thread = await createThread(this.ctx, {
@@ -82,7 +83,10 @@ export class ThreadsService {
   async stream(caller: Caller, threadId: string, modes: readonly ThreadStreamMode[], start: ThreadStreamStart | undefined, signal: AbortSignal): Promise<AsyncIterable<ThreadStreamEvent>> {
     await authorizeThread(this.ctx, caller, "read", threadId, { thread_id: threadId });
     const id = (await getThread(this.ctx, threadId)).thread_id;
-    return followThread(this.ctx.store, id, start ?? (await presentOf(this.ctx, id)), modes, signal);
+    // Only the current incarnation: a stream from the beginning, or resumed with an id an earlier
+    // thread under the same id sent, starts at its creation.
+    const first = await currentIncarnationStart(this.ctx, id);
+    return followThread(this.ctx.store, id, start ?? (await presentOf(this.ctx, id)), modes, signal, first);
   }
 
   /**

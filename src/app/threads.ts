@@ -18,6 +18,9 @@ import type { SortOrder } from "../read-models/statements.js";
 import { notFound } from "../domain/errors.js";
 import { authConditions, type AuthFilters } from "../read-models/auth-filters.js";
 import { newTimeOrderedId } from "../util/new-id.js";
+import { checkpointStream } from "../domain/checkpoint-events.js";
+import { startsIncarnation } from "../domain/thread-incarnations.js";
+import { PURGED_EVENT_TYPE } from "../eventstore/types.js";
 
 /** Application service of threads: commands through the deciders, queries on the read model. */
 
@@ -56,12 +59,48 @@ export async function createThread(
   const now = ctx.now();
   // An id made here was never used: there is nothing to look up.
   const load = cmd.thread_id === undefined ? () => undefined : loadThread(ctx, threadId);
-  const outcome = await execute(ctx, load, threadStream(threadId), (s) => decideCreateThread(s, { ...cmd, thread_id: threadId }, now));
+  const before = load();
+  // A deleted thread's id created again starts a new incarnation of it (see domain/thread-incarnations.ts).
+  if (before?.deleted) await clearLeftoverCheckpoints(ctx, threadId);
+  const outcome = await execute(ctx, load, threadStream(threadId), (s) => decideCreateThread(s, { ...cmd, thread_id: threadId }, now), undefined, { state: before });
   const [created] = outcome.decision.events;
   // The thread its ThreadCreated makes (the fold the read model applied to it) rather than a read back of the
   // row; with if_exists "do_nothing" on an existing thread, that thread.
   const thread = created ? evolveThread(undefined, created as ThreadEvent, 0n).thread : outcome.state!.thread;
   return withValues(ctx, thread);
+}
+
+/**
+ * Before a deleted thread's id is created again: its checkpoints must not become the new thread's.
+ * A deletion ends with CheckpointsDeleted, which the new thread's checkpoints start after; when
+ * something came after it (a run of the deleted thread still writing, or a deletion cut short
+ * before it was written), the checkpoints are deleted again. Written before the new ThreadCreated,
+ * so it belongs to the deleted thread's history.
+ */
+async function clearLeftoverCheckpoints(ctx: AppContext, threadId: string): Promise<void> {
+  const [last] = await ctx.store.readStream(checkpointStream(threadId), { direction: "backwards", fromRevision: "end", maxCount: 1 });
+  if (!last || last.type === "CheckpointsDeleted" || last.type === PURGED_EVENT_TYPE) return;
+  await (await ctx.runtime()).checkpointer.deleteThread(threadId);
+}
+
+/** Thread events a page of the backward search for the current incarnation's start reads. */
+const PAGE = 100;
+
+/**
+ * Revision of the ThreadCreated that began the thread's current incarnation (0 unless its id was
+ * used before): what came before it belongs to a deleted thread. Searched from the end of the
+ * thread's stream, which holds only its own events (no checkpoints, no outputs).
+ */
+export async function currentIncarnationStart(ctx: AppContext, threadId: string): Promise<bigint> {
+  let from: bigint | "end" = "end";
+  for (;;) {
+    const page = await ctx.store.readStream(threadStream(threadId.toLowerCase()), { direction: "backwards", fromRevision: from, maxCount: PAGE });
+    const created = page.find((e) => startsIncarnation(e));
+    if (created) return created.revision;
+    const last = page[page.length - 1];
+    if (page.length < PAGE || !last || last.revision === 0n) return 0n;
+    from = last.revision - 1n;
+  }
 }
 
 export async function patchThread(ctx: AppContext, threadId: string, metadata: JsonObject, expiresAt?: string): Promise<Thread> {

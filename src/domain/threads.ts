@@ -157,6 +157,10 @@ export function evolveThread(state: ThreadState | undefined, event: ThreadEvent,
     }
     case "RunFinished": {
       const d = event.data;
+      // Only a run this thread is waiting for moves it: the mark of a run of an earlier thread under
+      // the same id (deleted while the run went on, then created again) never brings that run's
+      // values into the new one, nor does a mark repeated after the run's first.
+      if (!state.activeRuns.includes(d.run_id)) return { ...state, revision };
       const active = state.activeRuns.filter((id) => id !== d.run_id);
       const resting: ThreadState["restingStatus"] =
         d.status === "error" ? "error" : d.interrupts && Object.keys(d.interrupts).length ? "interrupted" : d.status === "rollback" ? state.restingStatus : "idle";

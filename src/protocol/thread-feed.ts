@@ -41,14 +41,24 @@ class RunList {
   }
 
   private async pump(): Promise<void> {
+    // A deleted thread's id may be created again: a deletion in the history ends the feed only if no
+    // creation follows it, and a creation starts the list anew (the runs before it were another thread's).
+    let deleted = false;
     try {
       for await (const item of this.subscription) {
-        if (item.kind === "caughtUp") this.caughtUp = true;
-        else if (item.event.type === "RunEnqueued") {
+        if (item.kind === "caughtUp") {
+          this.caughtUp = true;
+          if (deleted) break;
+        } else if (item.event.type === "RunEnqueued") {
           const run = (item.event.data as { run: RunRecord }).run;
           this.runs.push({ runId: run.run_id, graphName: graphNameOf(run) });
-        } else if (item.event.type === "ThreadDeleted") break;
-        else continue;
+        } else if (item.event.type === "ThreadCreated") {
+          deleted = false;
+          this.runs.length = 0;
+        } else if (item.event.type === "ThreadDeleted") {
+          deleted = true;
+          if (this.caughtUp) break;
+        } else continue;
         this.notify();
       }
     } catch {

@@ -4,7 +4,7 @@ import * as z from "zod";
 import { readFileSync } from "node:fs";
 import type { AppContext } from "../../app/context.js";
 import { eventJson, filterHistory } from "../../app/thread-history.js";
-import { logPointParam, replayFromLog, visibleEvents } from "../../app/audit.js";
+import { logPointParam, replayFromLog, visibleHistory } from "../../app/audit.js";
 import type { ThreadLifecycle } from "../../app/thread-lifecycle.js";
 import { callerOf } from "../auth.js";
 import { HttpError } from "../errors.js";
@@ -12,6 +12,7 @@ import { ThreadIdParams, Uuid } from "../schemas.js";
 
 const Bool = z.enum(["true", "false"]).transform((v) => v === "true");
 const Position = z.string().regex(/^\d{1,19}$/, "expected a log position (a non-negative integer)");
+const Incarnation = z.coerce.number().int().min(1);
 
 const EventsQuery = z.object({
   after: Position.optional(),
@@ -20,9 +21,11 @@ const EventsQuery = z.object({
   types: z.string().min(1).optional(),
   run_id: Uuid.optional(),
   include_output: Bool.optional(),
+  /** One incarnation of the id (1 for its first creation, then 2, ...). */
+  incarnation: Incarnation.optional(),
 });
 
-const ReplayQuery = z.object({ at: z.string().optional(), diff: z.string().optional() });
+const ReplayQuery = z.object({ at: z.string().optional(), diff: z.string().optional(), incarnation: Incarnation.optional() });
 
 /** Beside this module when run from source; from dist/main.js (the bundle), in the source tree. */
 const AUDIT_PAGE_CANDIDATES = [new URL("../audit-page/index.html", import.meta.url), new URL("../src/http/audit-page/index.html", import.meta.url)];
@@ -47,27 +50,28 @@ export function auditRoutes(ctx: AppContext): FastifyPluginAsync {
 
     r.get("/threads/:thread_id/events", { schema: { tags, params: ThreadIdParams, querystring: EventsQuery } }, async (req, reply) => {
       const q = req.query;
-      const all = await visibleEvents(ctx, callerOf(req), req.params.thread_id, "read");
+      const view = await visibleHistory(ctx, callerOf(req), req.params.thread_id, "read", q.incarnation);
       const ndjson = (req.headers.accept ?? "").includes("application/x-ndjson");
-      const events = filterHistory(all, {
+      const events = filterHistory(view.events, {
         after: q.after === undefined ? undefined : BigInt(q.after),
         limit: q.limit ?? (ndjson ? undefined : 100),
         types: q.types?.split(",").map((t) => t.trim()).filter(Boolean),
         runId: q.run_id?.toLowerCase(),
         includeOutput: q.include_output ?? false,
       });
+      const json = (e: (typeof events)[number]) => eventJson(e, view.numberOf(e));
       if (ndjson) {
         reply.type("application/x-ndjson");
-        return events.map((e) => JSON.stringify(eventJson(e)) + "\n").join("");
+        return events.map((e) => JSON.stringify(json(e)) + "\n").join("");
       }
-      return events.map(eventJson);
+      return events.map(json);
     });
 
     r.get("/threads/:thread_id/replay", { schema: { tags, params: ThreadIdParams, querystring: ReplayQuery } }, async (req) => {
       const at = logPointParam("at", req.query.at);
       const since = logPointParam("diff", req.query.diff);
-      const events = await visibleEvents(ctx, callerOf(req), req.params.thread_id, "read");
-      return replayFromLog(ctx.store, req.params.thread_id, at, since, events);
+      const view = await visibleHistory(ctx, callerOf(req), req.params.thread_id, "read", req.query.incarnation);
+      return replayFromLog(ctx.store, req.params.thread_id, at, since, view);
     });
 
     // The page is static (no build step): it calls the JSON endpoints above with the user's key.
