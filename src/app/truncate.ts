@@ -3,12 +3,21 @@
  * the same deletion events the API appends (ThreadDeleted, RunDeleted, AssistantDeleted,
  * CheckpointsDeleted, StoreItemDeleted), so the log stays the truth and a rebuild agrees.
  * System assistants stay, as in the official JS server.
+ *
+ * Refused (403) when custom auth is configured: it empties every resource of every user, and the
+ * Auth handlers have no resource or action for that. Running it through them would mean inventing
+ * one here and applying its filters to every resource kind; a handler that allowed it without a
+ * filter (a `*` handler returning nothing) would then wipe every tenant. With custom auth even a
+ * development server holds several users' data; without it every caller sees everything anyway,
+ * and in API-key mode the key is needed, as for any route.
  */
 import type { AppContext } from "./context.js";
 import type { ThreadLifecycle } from "./thread-lifecycle.js";
 import type { RunsService } from "./runs.js";
 import type { StoreService } from "./store.js";
 import { deleteAssistant } from "./assistants.js";
+import { isRestricted, type Caller } from "./auth/caller.js";
+import { AuthError } from "./auth/engine.js";
 
 export interface TruncateRequest {
   runs?: boolean;
@@ -27,7 +36,10 @@ export interface TruncateDeps {
 
 const PAGE = 500;
 
-export async function truncate(d: TruncateDeps, what: TruncateRequest): Promise<Record<string, number>> {
+export async function truncate(d: TruncateDeps, what: TruncateRequest, caller: Caller): Promise<Record<string, number>> {
+  if (isRestricted(caller)) {
+    throw new AuthError(403, "POST /internal/truncate is refused when custom auth is configured (auth.path): it would delete every user's threads, runs, assistants and store items");
+  }
   const { ctx } = d;
   const counts: Record<string, number> = {};
   if (what.runs) {

@@ -8,6 +8,7 @@ import type { AuthHandlers } from "../app/auth/handlers.js";
 import { authenticate, type AuthContext } from "../app/auth/engine.js";
 import type { Caller } from "../app/auth/caller.js";
 import { isPublicRequest } from "./public-paths.js";
+import { requestUrl } from "./request-target.js";
 
 declare module "fastify" {
   interface FastifyRequest {
@@ -20,15 +21,14 @@ declare module "fastify" {
   }
 }
 
-/** The request as the Fetch API's `Request` (method, absolute URL, headers; no body). */
+/** The request as the Fetch API's `Request` (method, absolute URL of the checked target, headers; no body). */
 export function toWebRequest(request: FastifyRequest): Request {
   const headers = new Headers();
   for (const [name, value] of Object.entries(request.headers)) {
     if (value === undefined) continue;
     for (const v of Array.isArray(value) ? value : [value]) headers.append(name, v);
   }
-  const host = request.headers.host ?? `${request.hostname}`;
-  return new Request(`${request.protocol}://${host}${request.url}`, { method: request.method, headers });
+  return new Request(requestUrl(request), { method: request.method, headers });
 }
 
 /** Decorates the app; with handlers, every non-public request is authenticated in onRequest. */

@@ -16,6 +16,7 @@ import { Readable } from "node:stream";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import path from "node:path";
 import { loadExport, parseModuleSpec } from "../module-loader.js";
+import { requestUrl } from "./request-target.js";
 
 export interface FetchApp {
   fetch(request: Request, env?: unknown, executionCtx?: unknown): Response | Promise<Response>;
@@ -119,8 +120,8 @@ function webRequest(request: FastifyRequest, body: Buffer | undefined): Request 
     if (value === undefined) continue;
     for (const v of Array.isArray(value) ? value : [value]) headers.append(name, v);
   }
-  const host = request.headers.host ?? "localhost";
-  return new Request(`${request.protocol}://${host}${request.url}`, {
+  // The checked target (request-target.ts): the path the public check and the auth hooks saw.
+  return new Request(requestUrl(request), {
     method: request.method,
     headers,
     body: body && body.length > 0 ? body : undefined,
@@ -149,9 +150,13 @@ export function mountCustomApp(fastify: FastifyInstance, app: FetchApp, options:
     const hasBody = request.method !== "GET" && request.method !== "HEAD";
     let body: Buffer | undefined;
     if (hasBody) {
-      const read = await readBody(payload, options.bodyLimit);
+      // A declared length over the limit is refused before reading: its body may never come
+      // whole, and waiting for it would hold the request until the receive timeout. The rest of
+      // an unread body cannot be skipped cheaply, so the connection closes after the answer.
+      const declared = Number(request.headers["content-length"] ?? 0);
+      const read = declared > options.bodyLimit ? "too large" : await readBody(payload, options.bodyLimit);
       if (read === "too large") {
-        await reply.code(413).send({ detail: `Request body is larger than ${options.bodyLimit} bytes` });
+        await reply.code(413).header("connection", "close").send({ detail: `Request body is larger than ${options.bodyLimit} bytes` });
         return payload;
       }
       body = read;

@@ -1,9 +1,9 @@
 /**
  * `http.mount_prefix` (as the Python server's MOUNT_PREFIX): the whole API, custom routes
- * included, is served under the prefix. Requests outside it are sent to a path no route has,
- * so they get the ordinary 404.
+ * included, is served under the prefix. The request-target rewrite (request-target.ts) strips it
+ * after checking the target; requests outside it are sent to a path no route has, so they get
+ * the ordinary 404.
  */
-import type { FastifyServerOptions } from "fastify";
 
 /** `/prefix` without a trailing slash; "" for none ("/" included). */
 export function normalizeMountPrefix(prefix: string | undefined): string {
@@ -12,7 +12,10 @@ export function normalizeMountPrefix(prefix: string | undefined): string {
   return trimmed;
 }
 
-/** The part of a request URL inside the prefix, or undefined when it is outside. */
+/**
+ * The part of a request URL inside the prefix, or undefined when it is outside. Given the checked
+ * target (no dot segments), so `/prefix/../x` never gets here to be read as inside.
+ */
 export function stripMountPrefix(url: string, prefix: string): string | undefined {
   if (!prefix) return url;
   if (url === prefix) return "/";
@@ -21,11 +24,4 @@ export function stripMountPrefix(url: string, prefix: string): string | undefine
     return rest.startsWith("?") ? `/${rest}` : rest;
   }
   return undefined;
-}
-
-const OUTSIDE = "/__outside_mount_prefix__";
-
-export function mountPrefixRewrite(prefix: string): Pick<FastifyServerOptions, "rewriteUrl"> {
-  if (!prefix) return {};
-  return { rewriteUrl: (req) => stripMountPrefix(req.url ?? "/", prefix) ?? `${OUTSIDE}${req.url ?? ""}` };
 }
