@@ -14,7 +14,7 @@ import { rmSync } from "node:fs";
 import path from "node:path";
 import { STEP_EVENT_TYPES, schemaForEventType } from "./domain/events.js";
 import { buildHttpApp } from "./http/app.js";
-import { callerOf } from "./http/auth.js";
+import { authenticatedCallerOf, callerOf } from "./http/auth.js";
 import { metaRoutes } from "./http/routes/meta.js";
 import { uiRoutes } from "./http/routes/ui.js";
 import { assistantRoutes } from "./http/routes/assistants.js";
@@ -232,7 +232,7 @@ async function startParts(config: Config, deps: ServerDeps, parts: ResourceStack
         ...(httpConfig.disable_assistants ? [] : [assistantRoutes(ctx, lifecycle)]),
         ...(httpConfig.disable_threads ? [] : [threadRoutes(ctx, lifecycle), threadStreamRoutes(ctx, lifecycle, (end) => runs.track(end), metrics), threadStateRoutes(ctx), auditRoutes(ctx), quarantineRoutes(ctx)]),
         ...(httpConfig.disable_runs ? [] : [runRoutes(ctx, runs, metrics), cronRoutes(ctx, crons), webhookRoutes(ctx)]),
-        ...(httpConfig.disable_a2a ? [] : [a2aRoutes(ctx, runs, { publicUrl: config.publicUrl, callerOf })]),
+        ...(httpConfig.disable_a2a ? [] : [a2aRoutes(ctx, runs, { publicUrl: config.publicUrl, callerOf, cardCallerOf: authenticatedCallerOf })]),
         ...(httpConfig.disable_mcp ? [] : [mcpRoutes(ctx, runs, { callerOf })]),
         // The thread streaming protocol (v2) of useStream / ThreadStream: runs and threads, so with them.
         ...(httpConfig.disable_runs || httpConfig.disable_threads ? [] : [protocolRoutes(ctx, runs, { callerOf })]),

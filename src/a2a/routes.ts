@@ -17,7 +17,6 @@ import { notFound } from "../domain/errors.js";
 import { defaultAssistantId } from "../runtime/graph-catalogue.js";
 import { VERSION } from "../version.js";
 import { agentCard, publicBaseUrl } from "./card.js";
-import { cardCaller } from "./card-access.js";
 import { getAssistant } from "../app/assistants.js";
 import { assistantHidden } from "../app/visible-assistants.js";
 import { codecFor, v03, v1, type Codec } from "./codec.js";
@@ -37,6 +36,11 @@ export interface A2ARoutesOptions {
   publicUrl?: string;
   /** Who asks (custom auth's handlers and user), as the server's authentication established it. */
   callerOf: (request: FastifyRequest) => Caller;
+  /**
+   * Who asks for an agent card: its path is public (discovery needs no API key), but under custom
+   * auth a card shows what `assistants:read` may hide, so the request is authenticated for it.
+   */
+  cardCallerOf: (request: FastifyRequest) => Promise<Caller>;
 }
 
 /**
@@ -66,7 +70,7 @@ export function a2aRoutes(ctx: AppContext, runs: RunsService, options: A2ARoutes
     const idOrGraph = assistantParam ?? defaultAssistantId(ctx.graphs.ids()[0] ?? "");
     // Custom auth's refusals (authentication, then `assistants:read`) are answered with their status;
     // an assistant its filters hide is a 404, as an unknown one.
-    const caller = await cardCaller(request, options.callerOf);
+    const caller = await options.cardCallerOf(request);
     const hidden = await assistantHidden(ctx, caller, idOrGraph);
     let assistant;
     try {

@@ -48,3 +48,15 @@ export function installAuth(app: FastifyInstance, handlers: AuthHandlers | undef
 export function callerOf(request: FastifyRequest): Caller {
   return { handlers: request.server.authHandlers, auth: request.auth };
 }
+
+/**
+ * Who asks on a public path whose answer still depends on the caller (an agent card under custom
+ * auth): the hook skipped authentication there, so it runs here, on the same checked URL; what the
+ * handler refuses (no or bad credentials: its status and headers) is thrown as on any other route.
+ */
+export async function authenticatedCallerOf(request: FastifyRequest): Promise<Caller> {
+  const caller = callerOf(request);
+  if (caller.handlers === undefined || caller.auth !== undefined) return caller;
+  const auth = await authenticate(caller.handlers, toWebRequest(request), (error) => request.log.warn({ err: error }, "authentication failed"));
+  return { handlers: caller.handlers, auth };
+}
