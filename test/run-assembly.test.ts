@@ -94,7 +94,15 @@ t.test("the whole record: defaults, config and metadata merges, kwargs", async (
   );
   t.ok(RunRecordSchema.safeParse(run).success, "a valid run record");
   t.match(run, { run_id: "run-1", thread_id: "thread-1", assistant_id: "asst-1", status: "pending", multitask_strategy: "enqueue", created_at: NOW });
-  t.same(run.metadata, { owner: "thread", level: "request" });
+  // The run names its own graph and assistant over the thread's (which name its last run's), as the official server's merged metadata.
+  t.same(run.metadata, { owner: "thread", level: "request", graph_id: "agent", assistant_id: "asst-1" });
+  const continued = assembleRun(
+    base({
+      thread: { config: {}, metadata: { graph_id: "agent", assistant_id: "asst-0" } },
+      request: { assistant_id: "asst-1", metadata: {} },
+    }),
+  );
+  t.match(continued.metadata, { graph_id: "agent", assistant_id: continued.assistant_id }, "another assistant continuing a thread: the run's own");
   t.same(run.kwargs.config.tags, ["t"]);
   t.equal(run.kwargs.config.recursion_limit, 9);
   t.same(run.kwargs.config.metadata, { from: "config", level: "request" });

@@ -53,15 +53,20 @@ export interface AuthorizedRun {
 
 const obj = (v: unknown): JsonObject => (isPlainObject(v) ? v : {});
 
-/** The result a finished run reports to /wait and /join, from its terminal event. */
+/**
+ * The result a finished run reports to /wait and /join, from its terminal event: what the official
+ * servers answer, the run's last `values` chunk (JS `Runs.wait` in libs/langgraph-api/src/storage/ops.mts,
+ * Python `wait_run` / `Runs.join`). A graph that stopped at an interrupt emitted `{"__interrupt__": [...]}`
+ * last (`[]` for interrupt_before / interrupt_after), not its state; an error is `{"__error__": ...}`.
+ * `undefined`: the run left no values (cancelled before it started): the caller answers the thread's.
+ */
 export function runResult(ended: RunEnded | undefined): unknown {
   if (!ended) return {};
   if (ended.error && ended.status !== "interrupted") return { __error__: ended.error };
-  if (ended.status === "interrupted" && ended.interrupts && Object.keys(ended.interrupts).length) {
-    const all = Object.values(ended.interrupts).flatMap((v) => (Array.isArray(v) ? v : []));
-    if (all.length) return { ...obj(ended.values), __interrupt__: all };
+  if (ended.status === "interrupted" && ended.interrupts !== undefined && !ended.values_after_interrupt) {
+    return { __interrupt__: Object.values(ended.interrupts).flatMap((v) => (Array.isArray(v) ? v : [])) };
   }
-  return ended.values ?? {};
+  return ended.values;
 }
 
 /** Runs whose thread the custom-auth `filters` let the user see, as a condition on the runs table. */
@@ -187,7 +192,14 @@ export class RunsService {
   async waitResult(runId: string, signal?: AbortSignal, created?: RunRecord): Promise<unknown> {
     await this.waitEnded(runId, signal, created);
     const ended = await this.terminalEvent(runId);
-    return runResult(ended && (await withValuesResolved(this.ctx.store, ended)));
+    const result = runResult(ended && (await withValuesResolved(this.ctx.store, ended)));
+    if (result !== undefined) return result;
+    // A run cancelled before it made any state: the thread's values, as the Python server's join falls
+    // back to (`null` when it has none; a stateless run's thread is gone: `{}`, as Python answers).
+    const tid = created?.thread_id ?? this.view(runId)?.run.thread_id;
+    const thread = tid === undefined ? undefined : threadState(this.ctx, tid);
+    if (!thread) return {};
+    return (await withValuesResolved(this.ctx.store, thread.thread)).values ?? null;
   }
 
   /** Whether the run is over as far as its thread is concerned (or gone); a temporary thread is deleted by then. */

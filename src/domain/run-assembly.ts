@@ -80,6 +80,22 @@ export function streamModesOf(mode: RunRequest["stream_mode"]): string[] {
   return mode === undefined ? ["values"] : Array.isArray(mode) ? [...mode] : [mode];
 }
 
+/**
+ * The run's metadata: assistant < thread < the run's own graph and assistant < request. The
+ * thread's `graph_id` / `assistant_id` name the assistant of its last run until this run is enqueued
+ * (RunEnqueued stamps them): the run names its own, as the official server's merged run metadata
+ * does (it stamps the thread first), and so does every checkpoint the run writes.
+ */
+export function runMetadata(a: RunAssembly): JsonObject {
+  return {
+    ...a.assistant.metadata,
+    ...a.thread.metadata,
+    graph_id: a.assistant.graph_id,
+    assistant_id: a.assistant.assistant_id,
+    ...obj(a.request.metadata),
+  };
+}
+
 /** The whole run record, pending, as RunCreated / RunEnqueued carry it. */
 export function assembleRun(a: RunAssembly): RunRecord {
   const req = a.request;
@@ -118,7 +134,7 @@ export function assembleRun(a: RunAssembly): RunRecord {
     created_at: createdAt,
     updated_at: createdAt,
     status: "pending",
-    metadata: { ...a.assistant.metadata, ...a.thread.metadata, ...metadata },
+    metadata: runMetadata(a),
     multitask_strategy: req.multitask_strategy ?? "enqueue",
     kwargs,
   };

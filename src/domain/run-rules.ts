@@ -75,7 +75,7 @@ export function resumesFromCheckpoint(takeover: boolean, latestCheckpointId: str
 /** How one execution of the graph ended (the runtime's report). */
 export type RunOutcome =
   | { status: "success"; values: unknown }
-  | { status: "interrupted"; values: unknown; interrupts: Record<string, unknown> }
+  | { status: "interrupted"; values: unknown; interrupts: Record<string, unknown>; valuesAfterInterrupt?: boolean }
   | { status: "error"; error: RunError; aborted: boolean; values?: unknown };
 
 /** Why the worker stopped the graph, if it did. */
@@ -105,7 +105,10 @@ export function endedOf(outcome: RunOutcome, stop: RunStop, cmd: { endedAt: stri
     case "success":
       return { ...base, status: "success", values: outcome.values, ended_at };
     case "interrupted":
-      return { ...base, status: "interrupted", values: outcome.values, interrupts: outcome.interrupts, ended_at };
+      return {
+        ...base, status: "interrupted", values: outcome.values, interrupts: outcome.interrupts, ended_at,
+        ...(outcome.valuesAfterInterrupt ? { values_after_interrupt: true as const } : {}),
+      };
     case "error":
       return { ...base, status: "error", error: outcome.error, ended_at };
   }

@@ -41,7 +41,13 @@ export const runEventSchemas = {
   RunEnded: z.object({
     status: FinalRunStatusSchema,
     values: z.unknown().optional(),
+    /** Set when the graph stopped at an interrupt (interrupt(), interrupt_before/after): its tasks' interrupts, by task id. */
     interrupts: Obj.optional(),
+    /**
+     * The graph's last `values` chunk came after its interrupt (a task of the interrupted step wrote):
+     * /wait and /join then answer the values, as the official servers answer the last `values` chunk.
+     */
+    values_after_interrupt: z.literal(true).optional(),
     error: RunErrorSchema.optional(),
     /** Why the run ended that way when it is not obvious (cancelled, recovered after a crash, …). */
     reason: z.string().optional(),

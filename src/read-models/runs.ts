@@ -33,7 +33,7 @@ const RUN_COLUMNS: readonly ColumnOf<RunView>[] = [
  */
 export const runsTable: TableProjection = {
   name: "runs",
-  version: 1,
+  version: 2,
   ddl: [
     `CREATE TABLE runs (
        run_id TEXT PRIMARY KEY,
@@ -47,8 +47,8 @@ export const runsTable: TableProjection = {
        claimed_open INTEGER NOT NULL,
        ended_unmarked INTEGER NOT NULL
      )`,
-    // A thread's runs, newest first (run ids are UUIDv7: they sort by creation).
-    "CREATE INDEX runs_thread ON runs (thread_id, run_id)",
+    // A thread's runs, newest first: by created_at (a delayed run's is when it may start), then run id.
+    "CREATE INDEX runs_thread ON runs (thread_id, created_at, run_id)",
     "CREATE INDEX runs_status ON runs (status, run_id)",
     "CREATE INDEX runs_assistant ON runs (assistant_id, run_id)",
     // What the run worker looks at when it starts: open claims, and ended runs whose thread was not told.
@@ -148,12 +148,17 @@ export class RunsReadModel {
     return row && { threadId: row[0], threadFinished: Number(row[1]) === 1, temporary: Number(row[2]) === 1 };
   }
 
-  /** A thread's runs, newest first, as the API shows them. */
+  /**
+   * A thread's runs as the API shows them: `created_at` descending, as the Python server orders them
+   * (the JS dev server keeps insertion order). A run delayed by `after_seconds` is created at the time
+   * it may start, so it comes before runs made after it. Runs created within the same millisecond
+   * (our timestamps' precision) come newest first: by run id, which is time-ordered.
+   */
   listForThread(threadId: string, q: { limit: number; offset: number; status?: RunStatus; extra?: readonly SqlFragment[] }): RunRecord[] {
     const where: SqlFragment[] = [{ sql: "runs.thread_id = ?", params: [threadId] }];
     if (q.status !== undefined) where.push({ sql: "runs.status = ?", params: [q.status] });
     if (q.extra) where.push(...q.extra);
-    const sql = `SELECT record, stream, thread_finished FROM runs WHERE ${where.map((w) => `(${w.sql})`).join(" AND ")} ORDER BY run_id DESC LIMIT ? OFFSET ?`;
+    const sql = `SELECT record, stream, thread_finished FROM runs WHERE ${where.map((w) => `(${w.sql})`).join(" AND ")} ORDER BY created_at DESC, run_id DESC LIMIT ? OFFSET ?`;
     return (this.cache.get(sql).all(...where.flatMap((w) => w.params), q.limit, q.offset) as RunRow[]).map((r) => publicRun(viewOf(r)));
   }
 

@@ -6,6 +6,8 @@
  * with the graph runtime, this drains the queue when an operation is enqueued instead: what one
  * turn of the event loop enqueues goes to the store in one batch (as before), batches in order, and
  * nothing runs while nothing is asked. Left alone if the class does not have the shape it expects.
+ * A project's graphs may run on their own copy of LangGraph: each copy's class is patched (see
+ * graph-runtime.ts), which is why the class can be passed in.
  */
 import { AsyncBatchedStore, type Operation } from "@langchain/langgraph-checkpoint";
 
@@ -29,9 +31,17 @@ const SCHEDULED = Symbol("drain scheduled");
 
 type Drained = Internals & { [SCHEDULED]?: boolean };
 
-/** Makes every AsyncBatchedStore drain on demand; true when installed (now or before). */
-export function drainBatchedStoresOnDemand(): boolean {
-  const proto = AsyncBatchedStore.prototype as unknown as Record<string | symbol, unknown>;
+/** Whether a copy of AsyncBatchedStore drains on demand (this module patched it). */
+export function drainsOnDemand(batchedStore: { prototype: object }): boolean {
+  return (batchedStore.prototype as Record<symbol, unknown>)[INSTALLED] === true;
+}
+
+/**
+ * Makes every AsyncBatchedStore (of the given copy of the class; the server's own by default)
+ * drain on demand; true when installed (now or before).
+ */
+export function drainBatchedStoresOnDemand(batchedStore: { prototype: object } = AsyncBatchedStore): boolean {
+  const proto = batchedStore.prototype as Record<string | symbol, unknown>;
   if (proto[INSTALLED]) return true;
   const expected = ["start", "stop", "enqueueOperation", "processBatchQueue"];
   if (!expected.every((name) => typeof proto[name] === "function")) return false;

@@ -63,6 +63,7 @@ import { ValueTexts } from "./value-texts.js";
 import { jsonContains } from "../domain/json.js";
 import { CheckpointCodec, defersWrites, type EncodedTuple, type InlineValue } from "./checkpoint-codec.js";
 import { tracePoint } from "../util/trace-points.js";
+import { publicMetadata } from "./stream-modes.js";
 
 export { DEFER_CHECKPOINT_WRITES, checkpointMetadata } from "./checkpoint-codec.js";
 
@@ -209,7 +210,10 @@ export class EventSourcedCheckpointSaver extends BaseCheckpointSaver {
     newVersions: ChannelVersions,
   ): Promise<RunnableConfig> {
     tracePoint("checkpoint.put");
-    const data = await this.codec.checkpointSaved(config, checkpoint, metadata, newVersions);
+    // Internal keys (`__…`) never reach stored metadata: some LangGraph versions copy the run's whole
+    // `configurable` (the server's and the pregel loop's own keys among it) into the metadata.
+    const cleanConfig = config.metadata === undefined ? config : { ...config, metadata: publicMetadata(config.metadata) };
+    const data = await this.codec.checkpointSaved(cleanConfig, checkpoint, publicMetadata(metadata), newVersions);
     const threadId = data.thread_id;
     const fitting = this.fit(data.blobs);
     if (fitting) await fitting;
@@ -536,7 +540,7 @@ export class EventSourcedCheckpointSaver extends BaseCheckpointSaver {
       checkpointId: entry.checkpoint_id,
       parentId,
       checkpoint: entry.checkpoint,
-      metadata: entry.metadata,
+      metadata: publicMetadata(entry.metadata),
       values,
       pendingWrites: await Promise.all(pendingWritesOf(ns, entry.checkpoint_id).map(async (w) => [w.task_id, w.channel, await this.inline(w.value)] as [string, string, InlineValue])),
     };

@@ -6,6 +6,7 @@ import type { RunOutcome } from "../domain/run-rules.js";
 import type { CompiledGraph } from "./graphs.js";
 import { StreamModeMapper, serializeError, toWire, type SseEvent } from "./stream-modes.js";
 import { DEFER_CHECKPOINT_WRITES } from "./checkpoint-codec.js";
+import { LANGGRAPH_JS_VERSION } from "../version.js";
 
 export interface GraphSource {
   /** The compiled graph for this graph id (a factory graph is made with the run's config). */
@@ -24,6 +25,8 @@ export interface RunExecution {
   signal: AbortSignal;
   /** Continue from the thread's last checkpoint instead of feeding the input again (crash recovery). */
   resume: boolean;
+  /** Which execution of the run this is (1 for the first; a run taken over after a crash counts on). */
+  attempt?: number;
   /** Called for every SSE event, in order, as the graph produces it. */
   emit(event: SseEvent): void;
 }
@@ -39,6 +42,18 @@ function inputOf(run: RunRecord, resume: boolean): unknown {
     return new Command(params as ConstructorParameters<typeof Command>[0]);
   }
   return run.kwargs.input ?? null;
+}
+
+/**
+ * The keys the official servers add to a run's metadata when they execute it (JS: `streamState` in
+ * libs/langgraph-api/src/stream.mts), so graphs, traces and checkpoint metadata see them. Not
+ * `langgraph_plan`: this server runs under no LangGraph plan, and naming one would be untrue.
+ */
+export function executionMetadata(attempt: number, env: Record<string, string | undefined> = process.env): Record<string, unknown> {
+  const out: Record<string, unknown> = { run_attempt: attempt, langgraph_version: LANGGRAPH_JS_VERSION, langgraph_host: "self-hosted" };
+  // As the official servers: the URL the deployment is reached at, when the operator names it.
+  if (env.LANGGRAPH_API_URL) out.langgraph_api_url = env.LANGGRAPH_API_URL;
+  return out;
 }
 
 /**
@@ -68,14 +83,15 @@ export async function executeRun(x: RunExecution): Promise<ExecutionOutcome> {
     const { recursion_limit, ...rest } = config;
     // Checkpoint metadata names the run (rollback and crash recovery find a run's checkpoints by it),
     // carries the run's metadata (assistant ⊕ thread ⊕ request, as the official server's run config
-    // does, so history filters by it) and, as the Python server does, the scalar configurable values.
+    // does, so history filters by it), as the Python server does, the scalar configurable values, and
+    // what the official servers add when they execute a run (executionMetadata).
     const scalars = Object.entries(config.configurable ?? {}).filter(([k, v]) => !k.startsWith("__") && ["string", "number", "boolean"].includes(typeof v));
     const options: Record<string, unknown> = {
       ...rest,
       // Unless each step's checkpoint must be stored before the next step runs ("sync"), the run's
       // checkpoint writes do not wait for their commits one by one; the worker flushes them before the run ends.
       configurable: kw.durability === "sync" ? rest.configurable : { ...rest.configurable, [DEFER_CHECKPOINT_WRITES]: true },
-      metadata: { ...Object.fromEntries(scalars), ...run.metadata, ...(config.metadata ?? {}), run_id: run.run_id },
+      metadata: { ...Object.fromEntries(scalars), ...run.metadata, ...(config.metadata ?? {}), ...executionMetadata(x.attempt ?? 1), run_id: run.run_id },
       context: kw.context,
       signal,
       subgraphs: kw.subgraphs,
@@ -109,7 +125,8 @@ export async function executeRun(x: RunExecution): Promise<ExecutionOutcome> {
       const state = await graph.getState({ configurable: { thread_id: config.configurable?.thread_id } });
       const interrupts: Record<string, unknown> = {};
       for (const task of state.tasks) interrupts[task.id] = toWire(task.interrupts ?? []);
-      return { status: "interrupted", values: toWire(state.values), interrupts };
+      // The official servers answer a /wait with the last `values` chunk: the interrupt, unless the state came after it.
+      return { status: "interrupted", values: toWire(state.values), interrupts, ...(mapper.lastValuesInterrupt ? {} : { valuesAfterInterrupt: true }) };
     }
     if (mapper.lastValuesWire !== undefined) return { status: "success", values: mapper.lastValuesWire };
     let values = mapper.lastValues;

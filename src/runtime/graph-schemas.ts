@@ -84,15 +84,36 @@ function fromStateSchema(b: Builder): RawGraphSchema | undefined {
   return empty(result) ? undefined : result;
 }
 
+/** The zod-registry readers of LangGraph's `zod/schema`: one copy's registry knows only that copy's schemas. */
+export interface ZodRegistryReaders {
+  getUpdateTypeSchema: typeof getUpdateTypeSchema;
+  getInputTypeSchema: typeof getInputTypeSchema;
+  getOutputTypeSchema: typeof getOutputTypeSchema;
+  getConfigTypeSchema: typeof getConfigTypeSchema;
+}
+
+const zodRegistries: ZodRegistryReaders[] = [{ getUpdateTypeSchema, getInputTypeSchema, getOutputTypeSchema, getConfigTypeSchema }];
+
+/** Makes another copy's `@langchain/langgraph/zod/schema` readers used (graph-runtime.ts registers a project's). */
+export function registerZodRegistry(readers: Partial<ZodRegistryReaders>): void {
+  const { getUpdateTypeSchema: u, getInputTypeSchema: i, getOutputTypeSchema: o, getConfigTypeSchema: c } = readers;
+  if (typeof u !== "function" || typeof i !== "function" || typeof o !== "function" || typeof c !== "function") return;
+  if (zodRegistries.some((r) => r.getUpdateTypeSchema === u)) return;
+  zodRegistries.push({ getUpdateTypeSchema: u, getInputTypeSchema: i, getOutputTypeSchema: o, getConfigTypeSchema: c });
+}
+
 function fromZodRegistry(graph: unknown): RawGraphSchema | undefined {
   const g = graph as Parameters<typeof getUpdateTypeSchema>[0];
-  const result: RawGraphSchema = {
-    state: attempt(() => getUpdateTypeSchema(g)),
-    input: attempt(() => getInputTypeSchema(g)),
-    output: attempt(() => getOutputTypeSchema(g)),
-    config: attempt(() => getConfigTypeSchema(g)),
-  };
-  return empty(result) ? undefined : result;
+  for (const r of zodRegistries) {
+    const result: RawGraphSchema = {
+      state: attempt(() => r.getUpdateTypeSchema(g)),
+      input: attempt(() => r.getInputTypeSchema(g)),
+      output: attempt(() => r.getOutputTypeSchema(g)),
+      config: attempt(() => r.getConfigTypeSchema(g)),
+    };
+    if (!empty(result)) return result;
+  }
+  return undefined;
 }
 
 function zodToJson(schema: unknown): JsonSchema | null {
@@ -114,6 +135,26 @@ function fromZodDirect(b: Builder): RawGraphSchema | undefined {
 // ---------------------------------------------------------------------------------------------
 // Annotation state: what the channels tell
 
+/**
+ * The messages reducers known by identity: the server's copy of LangGraph's, and those of the copies a
+ * project's graphs use (registered by graph-runtime.ts as it finds them).
+ */
+const messagesReducers = new Set<unknown>([messagesStateReducer]);
+
+/** Makes another copy's `messagesStateReducer` known as the messages reducer. */
+export function registerMessagesReducer(reducer: unknown): void {
+  if (typeof reducer === "function") messagesReducers.add(reducer);
+}
+
+/**
+ * Whether a channel's reducer is LangGraph's messages reducer, of whichever copy of LangGraph: a
+ * known one, or, from a copy nobody registered, a function by that name.
+ */
+export function isMessagesReducer(operator: unknown): boolean {
+  if (typeof operator !== "function") return false;
+  return messagesReducers.has(operator) || operator.name === "messagesStateReducer";
+}
+
 const MESSAGES: JsonSchema = { type: "array", items: { type: "object" }, langgraph_type: "messages", description: "A list of chat messages" };
 
 function typeOfDefault(value: unknown): JsonSchema {
@@ -131,7 +172,7 @@ function typeOfDefault(value: unknown): JsonSchema {
 /** One channel's schema: messages, a topic (list), the type of its default, or any. */
 function channelSchema(channel: unknown): JsonSchema {
   if (!isPlainObject(channel)) return {};
-  if (channel.operator === messagesStateReducer) return { ...MESSAGES };
+  if (isMessagesReducer(channel.operator)) return { ...MESSAGES };
   const name = (channel as { lc_graph_name?: unknown }).lc_graph_name;
   if (name === "Topic") return { type: "array" };
   const initial = channel.initialValueFactory;
@@ -200,7 +241,7 @@ export function withChannelHints(schema: RawGraphSchema, graph: unknown): RawGra
   const builder = builderOf(graph);
   const channels = builder?._schemaDefinition;
   if (!isPlainObject(channels)) return schema;
-  const messageKeys = Object.entries(channels).filter(([, c]) => isPlainObject(c) && c.operator === messagesStateReducer).map(([k]) => k);
+  const messageKeys = Object.entries(channels).filter(([, c]) => isPlainObject(c) && isMessagesReducer(c.operator)).map(([k]) => k);
   if (messageKeys.length === 0) return schema;
   const hint = (s: JsonSchema | null): JsonSchema | null => {
     if (!s || !isPlainObject(s.properties)) return s;

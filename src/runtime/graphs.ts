@@ -9,8 +9,8 @@
  *   - a factory `(config) => graph | Promise<graph>`  (kind "factory", called on every `get`
  *     with the run's config; the result may also be a builder).
  *
- * Files are loaded by src/module-loader.ts (TypeScript transpiled by esbuild, sharing the
- * server's module instances).
+ * Files are loaded by src/module-loader.ts (TypeScript transpiled by esbuild; packages are the
+ * project's own, found from the file's place).
  */
 import type { RunnableConfig } from "@langchain/core/runnables";
 import type { CompiledGraph as LangGraphCompiledGraph } from "@langchain/langgraph";
@@ -19,7 +19,10 @@ import type { TypeSchemaReader, TypeSchemas } from "./type-schemas/reader.js";
 import { type GraphDefaults, type GraphSpec, parseLanggraphConfigEnv } from "../langgraph-config.js";
 import { GraphCatalogue, GraphNotFoundError, type DefaultAssistantSeed } from "./graph-catalogue.js";
 import { isPlainObject } from "../util/json.js";
-import { loadExport, loadingModules } from "../module-loader.js";
+import { findPackage, loadExport, loadingModules } from "../module-loader.js";
+import { readFileSync } from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
 
 export { GraphCatalogue, GraphNotFoundError, NAMESPACE_GRAPH, defaultAssistantId } from "./graph-catalogue.js";
 
@@ -88,14 +91,70 @@ function isThenable(value: unknown): value is PromiseLike<unknown> {
   return isPlainObject(value) && typeof value.then === "function";
 }
 
+/** The range of `@langchain/langgraph` this server supports, from its package.json (peer, else direct dependency). */
+let supportedRange: string | null | undefined;
+
+export function supportedLangGraphRange(): string | null {
+  if (supportedRange !== undefined) return supportedRange;
+  supportedRange = null;
+  // The nearest package.json up from this module: the server's, from the sources or from the bundle.
+  let dir = path.dirname(fileURLToPath(import.meta.url));
+  for (;;) {
+    try {
+      const manifest = JSON.parse(readFileSync(path.join(dir, "package.json"), "utf8")) as Record<string, Record<string, string> | undefined>;
+      supportedRange = manifest.peerDependencies?.["@langchain/langgraph"] ?? manifest.dependencies?.["@langchain/langgraph"] ?? null;
+      return supportedRange;
+    } catch {
+      const parent = path.dirname(dir);
+      if (parent === dir) return supportedRange;
+      dir = parent;
+    }
+  }
+}
+
+const versionParts = (v: string) => v.replace(/^[\s=v]+/, "").split(/[.+-]/).slice(0, 3).map((n) => Number.parseInt(n, 10) || 0);
+
+/**
+ * Whether `version` is in `range`, for the forms dependency ranges take here (`^`, `~`, `>=`, exact,
+ * `||` alternatives); undefined for a range it cannot read.
+ */
+export function versionInRange(version: string, range: string): boolean | undefined {
+  const [major, minor, patch] = versionParts(version);
+  const cmp = (b: number[]) => major - b[0] || minor - b[1] || patch - b[2];
+  let readable = false;
+  for (const alternative of range.split("||").map((r) => r.trim())) {
+    const m = /^(\^|~|>=|=)?\s*v?(\d+)(?:\.(\d+|x|\*))?(?:\.(\d+|x|\*))?(?:-[\w.]+)?$/.exec(alternative);
+    if (!m) continue;
+    readable = true;
+    const bound = [Number(m[2]), Number(m[3]) || 0, Number(m[4]) || 0];
+    const op = m[1] ?? "=";
+    if (op === ">=" && cmp(bound) >= 0) return true;
+    if (op === "^" && major === bound[0] && (major > 0 || minor === bound[1]) && cmp(bound) >= 0) return true;
+    if (op === "~" && major === bound[0] && minor === bound[1] && cmp(bound) >= 0) return true;
+    if (op === "=" && (m[3] === undefined || /[x*]/.test(m[3]) ? major === bound[0] : cmp(bound) === 0)) return true;
+  }
+  return readable ? false : undefined;
+}
+
+/**
+ * Why a graph file's export may not be a graph this server can run: the LangGraph its project
+ * has, when that is outside the supported range ("" when it is not, or cannot be told).
+ */
+function langGraphVersionNote(file: string | undefined): string {
+  const pkg = file === undefined ? undefined : findPackage("@langchain/langgraph", path.dirname(file));
+  const range = supportedLangGraphRange();
+  if (!pkg?.version || !range || versionInRange(pkg.version, range) !== false) return "";
+  return `: the graph's @langchain/langgraph is ${pkg.version} (${pkg.dir}), and this server supports ${range}`;
+}
+
 /** A compiled graph from a resolved export value (compiling a builder). */
-function toCompiled(value: unknown, what: string): CompiledGraph {
+function toCompiled(value: unknown, what: string, file?: string): CompiledGraph {
   if (isCompiledGraph(value)) return value;
   if (isGraphBuilder(value)) {
     const compiled = value.compile();
     if (isCompiledGraph(compiled)) return compiled;
   }
-  throw new GraphLoadError(`${what} is not a compiled LangGraph graph`);
+  throw new GraphLoadError(`${what} is not a compiled LangGraph graph${langGraphVersionNote(file)}`);
 }
 
 interface Entry {
@@ -220,7 +279,7 @@ export class GraphRegistry {
     if (entry.graph) return entry.graph;
     const factory = entry.factory!;
     const produced = await factory(config);
-    return toCompiled(produced, `Graph "${id}": the factory's result`);
+    return toCompiled(produced, `Graph "${id}": the factory's result`, this.file(id));
   }
 
   /** Drawable graph `{nodes, edges}` (`getGraphAsync({xray}).toJSON()`). */
@@ -300,6 +359,7 @@ async function loadEntries(catalogue: GraphCatalogue, baseDir: string): Promise<
     const spec = catalogue.spec(id);
     const { value } = await loadExport({ file: spec.path, exportName: spec.exportName }, baseDir, `Graph "${id}"`, (m) => new GraphLoadError(m));
     const what = `Graph "${id}": export "${spec.exportName}" of ${spec.path}`;
+    const file = catalogue.file(id);
     if (typeof value === "function" && !isCompiledGraph(value)) {
       entries.push({ id, kind: "factory", factory: value as GraphFactory });
     } else if (isThenable(value)) {
@@ -309,11 +369,11 @@ async function loadEntries(catalogue: GraphCatalogue, baseDir: string): Promise<
       } catch (err) {
         throw new GraphLoadError(`${what} rejected: ${(err as Error).message.split("\n")[0]}`);
       }
-      entries.push({ id, kind: "promise", graph: toCompiled(resolved, what) });
+      entries.push({ id, kind: "promise", graph: toCompiled(resolved, what, file) });
     } else if (isCompiledGraph(value)) {
       entries.push({ id, kind: "compiled", graph: value });
     } else {
-      entries.push({ id, kind: "builder", graph: toCompiled(value, what) });
+      entries.push({ id, kind: "builder", graph: toCompiled(value, what, file) });
     }
   }
   return entries;

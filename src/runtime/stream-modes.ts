@@ -41,6 +41,25 @@ function withoutInternals(config: unknown): unknown {
   return rest;
 }
 
+/**
+ * Metadata without LangGraph's and the server's internal keys (`__pregel_task_id`,
+ * `__agent_server_defer_checkpoint_writes`, …): some LangGraph versions copy the run's whole
+ * `configurable` into the metadata they hand out, and those keys are nobody's business outside.
+ */
+export function publicMetadata<T>(metadata: T): T {
+  if (!metadata || typeof metadata !== "object" || Array.isArray(metadata)) return metadata;
+  const keys = Object.keys(metadata);
+  if (!keys.some((k) => k.startsWith("__"))) return metadata;
+  return Object.fromEntries(keys.filter((k) => !k.startsWith("__")).map((k) => [k, (metadata as Record<string, unknown>)[k]])) as T;
+}
+
+/** A `messages` chunk `[message, metadata]` with its metadata made public. */
+function messagesTuple(chunk: unknown): unknown {
+  if (!Array.isArray(chunk) || chunk.length !== 2) return chunk;
+  const metadata = publicMetadata(chunk[1]);
+  return metadata === chunk[1] ? chunk : [chunk[0], metadata];
+}
+
 function checkpointOfConfig(config: unknown): unknown {
   const c = (config as { configurable?: Record<string, unknown> } | undefined)?.configurable;
   if (!c?.checkpoint_id) return null;
@@ -53,6 +72,7 @@ function checkpointPayload(payload: Record<string, unknown>): Record<string, unk
   const parent = rest.parent_config ?? parentConfig;
   return {
     ...rest,
+    ...(rest.metadata !== undefined ? { metadata: publicMetadata(rest.metadata) } : {}),
     config: withoutInternals(rest.config),
     parent_config: withoutInternals(parent) ?? null,
     checkpoint: checkpointOfConfig(rest.config),
@@ -83,6 +103,12 @@ export class StreamModeMapper {
    */
   lastValuesWire: unknown = undefined;
   interrupted = false;
+  /**
+   * Whether the last root `values` chunk was an `__interrupt__` one: what both official servers'
+   * /wait and /join answer. It is not when a task interrupted while another of its step wrote: LangGraph
+   * then emits the state with those writes applied after the interrupt.
+   */
+  lastValuesInterrupt = false;
 
   constructor(modes: readonly string[], subgraphs: boolean) {
     this.requested = new Set(modes);
@@ -120,7 +146,8 @@ export class StreamModeMapper {
       if (mode === "messages" || mode === "tools") return out;
     }
     if (mode === "values" && root) {
-      if (chunk && typeof chunk === "object" && "__interrupt__" in chunk) this.interrupted = true;
+      this.lastValuesInterrupt = !!chunk && typeof chunk === "object" && "__interrupt__" in chunk;
+      if (this.lastValuesInterrupt) this.interrupted = true;
       else {
         this.lastValues = chunk;
         this.lastValuesWire = undefined;
@@ -128,7 +155,7 @@ export class StreamModeMapper {
     }
     if (mode === "updates" && root && chunk && typeof chunk === "object" && "__interrupt__" in chunk) this.interrupted = true;
     if (mode === "messages") {
-      if (this.requested.has("messages-tuple")) out.push({ event: this.name("messages", ns), data: toWire(chunk) });
+      if (this.requested.has("messages-tuple")) out.push({ event: this.name("messages", ns), data: toWire(messagesTuple(chunk)) });
       return out;
     }
     if (this.requested.has(mode)) {
@@ -164,12 +191,13 @@ export class StreamModeMapper {
       return this.fromChunk(ns, mode, chunk);
     }
     const out: SseEvent[] = [];
-    if (this.requested.has("events")) out.push({ event: "events", data: toWire(event) });
+    const metadata = publicMetadata(event.metadata);
+    if (this.requested.has("events")) out.push({ event: "events", data: toWire(metadata === event.metadata ? event : { ...event, metadata }) });
     if (this.requested.has("messages") && event.event === "on_chat_model_stream" && !event.tags?.includes("nostream")) {
       const message = event.data?.chunk as MessageLike | undefined;
       if (message?.id) {
         const previous = this.partial.get(message.id);
-        if (!previous) out.push({ event: "messages/metadata", data: toWire({ [message.id]: { metadata: event.metadata } }) });
+        if (!previous) out.push({ event: "messages/metadata", data: toWire({ [message.id]: { metadata } }) });
         const accumulated = previous?.concat ? previous.concat(message) : message;
         this.partial.set(message.id, accumulated);
         out.push({ event: "messages/partial", data: toWire([accumulated]) });

@@ -13,6 +13,8 @@
  * `extra[lc:child_config]`, read by LangGraph's `getConfig()`), the context variables, and
  * `tracingEnabled: false` (read by CallbackManager and by langsmith's `traceable`, which then trace nothing,
  * as with the RunTree). With LANGSMITH_TRACING=true (or any variable `tracingConfigured` reads) nothing is replaced.
+ * A project's graphs may run on their own copy of @langchain/core: each copy's provider is replaced (see
+ * graph-runtime.ts), with that copy's CallbackManager, which is why they can be passed in.
  */
 import { CallbackManager } from "@langchain/core/callbacks/manager";
 import type { RunnableConfig } from "@langchain/core/runnables";
@@ -22,19 +24,33 @@ import { tracingConfigured } from "../context/tracing-env.js";
 const LC_CHILD_KEY = Symbol.for("lc:child_config");
 /** The name of LangChain's LangSmith tracer handler. */
 const TRACER = "langchain_tracer";
-let installed = false;
+const INSTALLED = Symbol.for("agent-server.lean-run-with-config");
 
 type Provider = typeof AsyncLocalStorageProviderSingleton;
 type Store = Record<string | symbol, unknown>;
 
+/** The parts of one copy of @langchain/core the lean `runWithConfig` uses. */
+export interface CoreCopy {
+  AsyncLocalStorageProviderSingleton: unknown;
+  _CONTEXT_VARIABLES_KEY: PropertyKey;
+  CallbackManager: unknown;
+}
+
+const serverCore: CoreCopy = { AsyncLocalStorageProviderSingleton, _CONTEXT_VARIABLES_KEY, CallbackManager };
+
 /**
- * Installs the lean `runWithConfig` unless tracing is configured in `env`; returns whether it is installed.
- * Call once at start-up, before any graph runs.
+ * Installs the lean `runWithConfig` (in the given copy of @langchain/core; the server's own by default)
+ * unless tracing is configured in `env`; returns whether it is installed. Call once at start-up, before
+ * any graph runs. A copy whose provider does not have the expected shape is left alone.
  */
-export function skipRunTreesUnlessTracing(env: NodeJS.ProcessEnv = process.env): boolean {
-  if (installed) return true;
+export function skipRunTreesUnlessTracing(env: NodeJS.ProcessEnv = process.env, core: CoreCopy = serverCore): boolean {
+  const provider = core.AsyncLocalStorageProviderSingleton as Provider & { [INSTALLED]?: boolean };
+  if (provider?.[INSTALLED]) return true;
   if (tracingConfigured(env)) return false;
-  const provider = AsyncLocalStorageProviderSingleton as Provider;
+  if (typeof provider?.runWithConfig !== "function" || typeof provider.getInstance !== "function") return false;
+  const callbackManager = core.CallbackManager as typeof CallbackManager;
+  if (typeof callbackManager?._configureSync !== "function") return false;
+  const contextKey = core._CONTEXT_VARIABLES_KEY as typeof _CONTEXT_VARIABLES_KEY;
   provider.runWithConfig = function runWithConfig<T>(
     this: Provider,
     config: RunnableConfig | undefined,
@@ -49,7 +65,7 @@ export function skipRunTreesUnlessTracing(env: NodeJS.ProcessEnv = process.env):
     // configured, so a tracer can come from nowhere else: without one, the callback manager (which reads
     // the environment at each call) is not even configured.
     if (passesTracer(config?.callbacks)) {
-      const manager = CallbackManager._configureSync(config?.callbacks, undefined, config?.tags, undefined, config?.metadata);
+      const manager = callbackManager._configureSync(config?.callbacks, undefined, config?.tags, undefined, config?.metadata);
       const parentRunId = manager?.getParentRunId();
       const tracer = manager?.handlers?.find((handler) => handler?.name === TRACER) as
         | { getRunTreeWithTracingConfig(id: string): Store | undefined }
@@ -61,13 +77,13 @@ export function skipRunTreesUnlessTracing(env: NodeJS.ProcessEnv = process.env):
     }
     if (!traced && !avoidCreatingRootRunTree) store = { name: "<runnable_lambda>", tracingEnabled: false, extra: {} };
     if (store) store.extra = { ...(store.extra as object | undefined), [LC_CHILD_KEY]: config };
-    if (previous !== undefined && previous[_CONTEXT_VARIABLES_KEY] !== undefined) {
+    if (previous !== undefined && previous[contextKey] !== undefined) {
       store ??= {};
-      store[_CONTEXT_VARIABLES_KEY] = previous[_CONTEXT_VARIABLES_KEY];
+      store[contextKey] = previous[contextKey];
     }
     return storage.run(store, callback);
   } as Provider["runWithConfig"];
-  installed = true;
+  provider[INSTALLED] = true;
   return true;
 }
 

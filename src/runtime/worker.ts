@@ -332,6 +332,8 @@ export class RunWorker {
       store: this.o.storeFor?.(run),
       signal: entry.controller.signal,
       resume,
+      // The attempt the claim above recorded.
+      attempt: stream.attempt + 1,
       emit: (e) => output(e.event, e.data),
     });
     tracePoint("graph.end");

@@ -1,0 +1,185 @@
+/**
+ * A user's project with its own node_modules: its graphs run on its own copies of @langchain/langgraph,
+ * @langchain/core and @langchain/langgraph-checkpoint, not the server's. The project here gets copies of
+ * this repository's packages (distinct directories, hence distinct module instances: the split a project
+ * install gives, without the network); every other package is a link to the server's.
+ */
+import { cp, mkdir, mkdtemp, readdir, rm, symlink, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { pathToFileURL } from "node:url";
+import t from "tap";
+import { AsyncBatchedStore } from "@langchain/langgraph-checkpoint";
+import { messagesStateReducer } from "@langchain/langgraph";
+import { drainsOnDemand } from "../src/runtime/batched-store.js";
+import { isMessagesReducer } from "../src/runtime/graph-schemas.js";
+import { StreamModeMapper } from "../src/runtime/stream-modes.js";
+import { findPackage, packageEntryUrl, transpiledFileOf } from "../src/module-loader.js";
+import { startTestServer } from "./support/server.js";
+
+const root = path.resolve(import.meta.dirname, "..");
+const COPIED = ["@langchain/langgraph", "@langchain/core", "@langchain/langgraph-checkpoint"];
+
+const GRAPH = `
+import { AIMessage } from "@langchain/core/messages";
+import { FakeListChatModel } from "@langchain/core/utils/testing";
+import { Annotation, END, MessagesAnnotation, START, StateGraph, type LangGraphRunnableConfig } from "@langchain/langgraph";
+import { greeting } from "./lib/greeting.ts";
+
+const State = Annotation.Root({
+  ...MessagesAnnotation.spec,
+  batched: Annotation<boolean>,
+  stored: Annotation<unknown>,
+});
+
+const model = new FakeListChatModel({ responses: ["from the model"] });
+
+export const graph = new StateGraph(State)
+  .addNode("remember", async (_state, config: LangGraphRunnableConfig) => {
+    const store = config.store!;
+    await store.put(["project"], "note", { n: 1 });
+    const item = await store.get(["project"], "note");
+    // The wrapper LangGraph puts around the run's store: patched (by the server) to drain on demand.
+    const batched = (store as unknown as Record<symbol, unknown>)[Symbol.for("agent-server.batched-store-on-demand")] === true;
+    return { batched, stored: item?.value ?? null };
+  })
+  .addNode("reply", async (state) => {
+    const answer = await model.invoke(state.messages);
+    return { messages: [answer, new AIMessage(greeting())] };
+  })
+  .addEdge(START, "remember")
+  .addEdge("remember", "reply")
+  .addEdge("reply", END)
+  .compile();
+`;
+
+/** Every path under `dir` but node_modules (relative), to tell whether anything was added. */
+async function listing(dir: string): Promise<string[]> {
+  const entries = (await readdir(dir, { recursive: true })) as string[];
+  return entries.filter((e) => !e.startsWith("node_modules")).sort();
+}
+
+async function makeProject(): Promise<string> {
+  const project = await mkdtemp(path.join(tmpdir(), "agent-server-project-"));
+  const modules = path.join(project, "node_modules");
+  await mkdir(path.join(modules, "@langchain"), { recursive: true });
+  for (const name of COPIED) await cp(path.join(root, "node_modules", name), path.join(modules, name), { recursive: true, dereference: true });
+  // Everything else the copies need: the server's, by link (links resolve to the server's node_modules).
+  for (const entry of await readdir(path.join(root, "node_modules"))) {
+    if (entry === ".bin" || entry.startsWith(".")) continue;
+    if (entry === "@langchain") {
+      for (const sub of await readdir(path.join(root, "node_modules", entry))) {
+        if (!COPIED.includes(`@langchain/${sub}`)) await symlink(path.join(root, "node_modules", entry, sub), path.join(modules, entry, sub));
+      }
+      continue;
+    }
+    await symlink(path.join(root, "node_modules", entry), path.join(modules, entry));
+  }
+  await writeFile(path.join(project, "package.json"), JSON.stringify({ name: "a-project", private: true, type: "module" }));
+  await writeFile(path.join(project, "tsconfig.json"), JSON.stringify({ compilerOptions: { target: "ES2022", module: "NodeNext", moduleResolution: "NodeNext", strict: true, allowImportingTsExtensions: true, noEmit: true } }));
+  await mkdir(path.join(project, "src", "lib"), { recursive: true });
+  await writeFile(path.join(project, "src", "lib", "greeting.ts"), `export const greeting = (): string => "hello from the project";\n`);
+  await writeFile(path.join(project, "src", "agent.ts"), GRAPH);
+  await writeFile(path.join(project, "langgraph.json"), JSON.stringify({ graphs: { agent: "./src/agent.ts:graph" } }));
+  return project;
+}
+
+const internalKeys = (metadata: unknown) => Object.keys((metadata ?? {}) as object).filter((k) => k.startsWith("__"));
+
+t.test("a project's own LangGraph: schemas, store batching, clean metadata, nothing written to the project", async (t) => {
+  const project = await makeProject();
+  t.teardown(() => rm(project, { recursive: true, force: true }));
+  const langgraph = findPackage("@langchain/langgraph", path.join(project, "src"))!;
+  t.equal(langgraph.dir, path.join(project, "node_modules", "@langchain", "langgraph"), "the project's LangGraph is found from the graph's place");
+  const projectCheckpoint = (await import(packageEntryUrl(findPackage("@langchain/langgraph-checkpoint", langgraph.dir)!)!)) as { AsyncBatchedStore: typeof AsyncBatchedStore };
+  t.not(projectCheckpoint.AsyncBatchedStore, AsyncBatchedStore, "the project's copy is another module instance");
+  const projectLangGraph = (await import(packageEntryUrl(langgraph)!)) as { messagesStateReducer: unknown };
+  t.not(projectLangGraph.messagesStateReducer, messagesStateReducer, "so is its messages reducer");
+
+  const before = await listing(project);
+  const server = await startTestServer({ env: { LANGGRAPH_JSON: path.join(project, "langgraph.json") } });
+  t.teardown(() => server.close());
+  const { client } = server;
+
+  // The schema hint comes from the project's reducer.
+  const [assistant] = await client.assistants.search({ graphId: "agent" });
+  const schemas = await client.assistants.getSchemas(assistant.assistant_id);
+  const messages = (schemas.state_schema as { properties?: Record<string, { langgraph_type?: string }> } | null)?.properties?.messages;
+  t.equal(messages?.langgraph_type, "messages", "state_schema marks messages as messages");
+  t.ok(isMessagesReducer(projectLangGraph.messagesStateReducer), "the project's messages reducer is known");
+
+  // A run, on the project's packages, with its store batching patched.
+  const thread = await client.threads.create();
+  const values = (await client.runs.wait(thread.thread_id, assistant.assistant_id, { input: { messages: [{ role: "user", content: "hi" }] } })) as Record<string, unknown>;
+  const texts = ((values.messages ?? []) as { content: unknown }[]).map((m) => m.content);
+  t.same(texts, ["hi", "from the model", "hello from the project"], "the run ran the graph, with its relative import");
+  t.same(values.stored, { n: 1 }, "the store answered");
+  t.equal(values.batched, true, "the run's store wrapper drains on demand");
+  t.ok(drainsOnDemand(projectCheckpoint.AsyncBatchedStore), "the project's AsyncBatchedStore is patched");
+
+  // Streamed messages (tuple and legacy modes) carry no internal key.
+  const metadata: unknown[] = [];
+  for await (const chunk of client.runs.stream(thread.thread_id, assistant.assistant_id, {
+    input: { messages: [{ role: "user", content: "again" }] },
+    streamMode: ["messages-tuple", "messages"],
+  })) {
+    if (chunk.event === "messages") metadata.push((chunk.data as unknown[])[1]);
+    if (chunk.event === "messages/metadata") for (const v of Object.values(chunk.data as Record<string, { metadata: unknown }>)) metadata.push(v.metadata);
+  }
+  t.ok(metadata.length > 0, "messages were streamed with metadata");
+  t.same(metadata.flatMap(internalKeys), [], "no internal key in streamed message metadata");
+
+  const state = await client.threads.getState(thread.thread_id);
+  t.same(internalKeys(state.metadata), [], "no internal key in the state's metadata");
+  const history = await client.threads.getHistory(thread.thread_id);
+  t.ok(history.length > 0, "history");
+  t.same(history.flatMap((s) => internalKeys(s.metadata)), [], "no internal key in the history's metadata");
+
+  // Nothing was written beside the sources; the transpiled graph is in the cache.
+  t.same(await listing(project), before, "no file was created in the project folder");
+  const compiled = transpiledFileOf(path.join(project, "src", "agent.ts"));
+  t.ok(compiled, "the graph was transpiled");
+  t.equal(path.relative(project, compiled!).split(path.sep)[0], "..", "the transpiled file is not under the project");
+  const inCache = [server.dataDir, tmpdir()].some((dir) => !path.relative(dir, compiled!).startsWith(".."));
+  t.ok(inCache, `the transpiled file is under the data dir or the temp dir (${compiled})`);
+});
+
+t.test("an unsupported LangGraph is named in the error", async (t) => {
+  const project = await mkdtemp(path.join(tmpdir(), "agent-server-old-project-"));
+  t.teardown(() => rm(project, { recursive: true, force: true }));
+  const pkg = path.join(project, "node_modules", "@langchain", "langgraph");
+  await mkdir(pkg, { recursive: true });
+  // A LangGraph of the 0.2 line as far as the check can tell: its version, and graphs without getGraphAsync.
+  await writeFile(path.join(pkg, "package.json"), JSON.stringify({ name: "@langchain/langgraph", version: "0.2.74", type: "module", main: "index.js" }));
+  await writeFile(path.join(pkg, "index.js"), "export const makeGraph = () => ({ invoke() {}, stream() {}, nodes: {} });\n");
+  await writeFile(path.join(project, "graph.ts"), `import { makeGraph } from "@langchain/langgraph";\nexport const graph = makeGraph();\n`);
+  await writeFile(path.join(project, "langgraph.json"), JSON.stringify({ graphs: { old: "./graph.ts:graph" } }));
+  const error = await startTestServer({ env: { LANGGRAPH_JSON: path.join(project, "langgraph.json") } }).then(
+    async (server) => {
+      await server.close();
+      return undefined;
+    },
+    (e: unknown) => e as Error,
+  );
+  t.ok(error, "the server does not start");
+  t.match(error?.message, /is not a compiled LangGraph graph/, "says what is wrong");
+  t.match(error?.message, /@langchain\/langgraph is 0\.2\.74/, "names the project's LangGraph version");
+  t.match(error?.message, /supports \S+/, "and the supported range");
+});
+
+t.test("internal keys never reach message or checkpoint metadata", async (t) => {
+  const mapper = new StreamModeMapper(["messages-tuple", "checkpoints"], false);
+  const [tuple] = mapper.fromChunk(undefined, "messages", [{ content: "x" }, { langgraph_node: "n", __pregel_task_id: "t", __agent_server_defer_checkpoint_writes: true }]);
+  t.same((tuple.data as unknown[])[1], { langgraph_node: "n" }, "messages-tuple metadata");
+  const [checkpoint] = mapper.fromChunk(undefined, "checkpoints", { config: {}, metadata: { step: 1, __pregel_task_id: "t" }, values: {} });
+  t.same((checkpoint.data as { metadata: unknown }).metadata, { step: 1 }, "checkpoints metadata");
+  const legacy = new StreamModeMapper(["messages"], false);
+  const events = legacy.fromStreamEvent({ event: "on_chat_model_stream", data: { chunk: { id: "m1", content: "x" } }, metadata: { a: 1, __pregel_task_id: "t" } }, "root");
+  t.same(events[0].data, { m1: { metadata: { a: 1 } } }, "messages/metadata");
+});
+
+t.test("the loader resolves a package's import entry as Node does", async (t) => {
+  const pkg = findPackage("@langchain/langgraph-checkpoint", root)!;
+  t.equal(packageEntryUrl(pkg), pathToFileURL(path.join(root, "node_modules", "@langchain", "langgraph-checkpoint", "dist", "index.js")).href);
+  t.equal(findPackage("@langchain/no-such-package", root), undefined);
+});
