@@ -73,7 +73,8 @@ export async function completeOnThread(
     for (let attempt = 0; attempt < 5; attempt++) {
       await deps.readModels.runner.waitFor(position);
       const thread = deps.readModels.threads.load(run.thread_id);
-      if (!thread || thread.deleted || thread.activeRuns.length > 0) break;
+      // A thread created after the run is a new incarnation of the id (the temporary one was deleted and the id reused): not ours to delete.
+      if (!thread || thread.deleted || thread.activeRuns.length > 0 || thread.thread.created_at > run.created_at) break;
       try {
         position = (await deps.store.append(threadStream(run.thread_id), [{ type: "ThreadDeleted", data: { deleted_at: deps.now() } }], thread.revision)).position;
         await deps.deleteThreadCheckpoints?.(run.thread_id);
