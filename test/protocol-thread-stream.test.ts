@@ -258,6 +258,15 @@ t.test("ThreadStream over the thread streaming protocol", async (t) => {
       method: "POST", headers: { "content-type": "application/json" },
       body: JSON.stringify({ id: 3, method: "input.respond", params: { interrupt_id: "x", response: 1 } }),
     });
-    t.match(await respond.json(), { type: "error", id: 3, error: "no_such_run" });
+    t.match(await respond.json(), { type: "error", id: 3, error: "no_such_run" }, "a thread no run was started on: nothing to answer");
+
+    // A thread whose run ended without an interrupt: answering is a misuse, as the official server says.
+    const thread = await srv.client.threads.create();
+    await srv.client.runs.wait(thread.thread_id, "agent", { input: { messages: [{ role: "user", content: "hi" }] } });
+    const notInterrupted = await fetch(`${srv.url}/threads/${thread.thread_id}/commands`, {
+      method: "POST", headers: { "content-type": "application/json" },
+      body: JSON.stringify({ id: 4, method: "input.respond", params: { interrupt_id: "x", response: 1 } }),
+    });
+    t.match(await notInterrupted.json(), { type: "error", id: 4, error: "invalid_argument", message: "input.respond can only be used while the run is interrupted." });
   });
 });

@@ -140,9 +140,10 @@ export class ProtocolCommands {
       return errorResponse(id, "invalid_argument", "input.respond requires an interrupt_id.");
     }
     const thread = (await this.interruptedThreadState(threadId))?.thread;
-    if (!thread || Object.keys(thread.interrupts ?? {}).length === 0) return errorResponse(id, "no_such_run", "No interrupted run is bound to this thread.");
-    const last = this.ctx.readModels.runs.listForThread(threadId, { limit: 1, offset: 0 })[0];
-    if (!last) return errorResponse(id, "no_such_run", "No interrupted run is bound to this thread.");
+    const last = thread && this.ctx.readModels.runs.listForThread(threadId, { limit: 1, offset: 0 })[0];
+    // As the official server: a thread no run was started on has nothing to answer; one whose run is not waiting is a misuse.
+    if (!thread || !last) return errorResponse(id, "no_such_run", "No interrupted run is bound to this thread.");
+    if (Object.keys(thread.interrupts ?? {}).length === 0) return errorResponse(id, "invalid_argument", "input.respond can only be used while the run is interrupted.");
     const command: NonNullable<RunRequest["command"]> = { resume };
     if (isRecord(params.update) || Array.isArray(params.update)) command.update = params.update;
     if (params.goto !== undefined) command.goto = params.goto;
