@@ -1,7 +1,7 @@
 /**
  * `agent-server`: the command a LangGraph.js project runs after `npm install agent-server`.
  *
- *   agent-server dev      development server (LANGGRAPH_DEV=true), graphs of ./langgraph.json
+ *   agent-server dev      development server (LANGGRAPH_DEV=true, graphs reloaded on change), graphs of ./langgraph.json
  *   agent-server start    the same server in production mode
  *   agent-server replay   a thread as it was at a point of the log (src/app/replay-cli.ts)
  *   agent-server rebuild  the read models folded again from the log (src/read-models/rebuild.ts)
@@ -39,7 +39,7 @@ const SERVER: Options = {
   "no-browser": { type: "boolean" },
 };
 const COMMANDS: Record<string, { options: Options; summary: string }> = {
-  dev: { options: SERVER, summary: "Development server (LANGGRAPH_DEV=true): POST /internal/truncate, webhooks to local addresses" },
+  dev: { options: SERVER, summary: "Development server (LANGGRAPH_DEV=true): reloads graphs on change, POST /internal/truncate, webhooks to local addresses" },
   start: { options: SERVER, summary: "Production server" },
   replay: {
     options: { ...COMMON, host: SERVER.host!, port: SERVER.port!, thread: { type: "string" }, at: { type: "string" }, diff: { type: "string" }, incarnation: { type: "string" } },
@@ -115,6 +115,8 @@ async function runServer(command: "dev" | "start", values: Record<string, string
   setIf(env, "DATA_DIR", values["data-dir"]);
   if (!env.DATA_DIR) env.DATA_DIR = DEFAULT_DATA_DIR;
   env.LANGGRAPH_DEV = command === "dev" ? "true" : "false";
+  // dev reloads the graphs on change unless told not to; start serves the code it started with.
+  env.LANGGRAPH_WATCH = command === "dev" ? (env.LANGGRAPH_WATCH || "true") : "false";
   const { loadConfig } = await import("./config.js");
   const config = loadConfig(env);
   const { serve } = await import("./cli/serve.js");

@@ -56,6 +56,11 @@ const EnvSchema = z.object({
   CRON_CATCHUP_SECS: z.coerce.number().nonnegative().optional(),
   /** Development mode (as `langgraph dev` sets it): enables POST /internal/truncate and webhooks to loopback / private addresses. */
   LANGGRAPH_DEV: z.enum(["true", "false", "1", "0"]).default("false"),
+  /**
+   * Reload the graphs when their files (with their local imports), langgraph.json or its .env
+   * change. `agent-server dev` turns it on unless set; off otherwise (`start`, tests, main.ts).
+   */
+  LANGGRAPH_WATCH: z.enum(["true", "false", "1", "0"]).default("false"),
   /** How long an `Idempotency-Key` of a run creation holds: a retry within it returns the same run; after it the key may be used again. */
   IDEMPOTENCY_KEY_TTL_SECS: z.coerce.number().positive().default(24 * 3600),
   /** How long reading a graph file's TypeScript types for its schemas may take (official server's variable); past it the runtime's schemas answer. */
@@ -104,6 +109,8 @@ export interface Config {
   schemaResolveTimeoutMs: number;
   /** LANGGRAPH_DEV=true: development endpoints (POST /internal/truncate) are served; webhooks may reach loopback / private addresses. */
   devMode: boolean;
+  /** LANGGRAPH_WATCH=true: graphs are reloaded when their files, langgraph.json or its .env change. */
+  watch: boolean;
   /** IDEMPOTENCY_KEY_TTL_SECS: how long an Idempotency-Key of a run creation holds (default 24 h). */
   idempotencyKeyTtlSecs: number;
 }
@@ -157,6 +164,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     cronCatchUpSecs: e.CRON_CATCHUP_SECS ?? null,
     devMode: e.LANGGRAPH_DEV === "true" || e.LANGGRAPH_DEV === "1",
+    watch: e.LANGGRAPH_WATCH === "true" || e.LANGGRAPH_WATCH === "1",
     idempotencyKeyTtlSecs: e.IDEMPOTENCY_KEY_TTL_SECS,
   };
 }

@@ -111,6 +111,28 @@ export function transpiledFileOf(source: string): string | undefined {
 /** Distinct module instances per load of a file, as with a file of its own (the cached file is shared). */
 let loadCount = 0;
 
+/** Source file → the files its last load read (for a bundle: esbuild's inputs; else the file alone). */
+const inputs = new Map<string, string[]>();
+
+/**
+ * The project files the last load of `source` was made of (absolute paths): for TypeScript, the
+ * bundle's inputs (the file and its local imports, not packages); for JavaScript, the file alone
+ * (Node imports its local imports itself). Empty when it was never loaded. Development mode
+ * watches these to reload graphs on change.
+ */
+export function moduleInputsOf(source: string): string[] {
+  return inputs.get(path.resolve(source)) ?? [];
+}
+
+export interface ImportOptions {
+  /**
+   * A new module instance of a JavaScript file too (TypeScript always gets one): a reload must see
+   * the file's new contents, which Node's module cache would otherwise hide. Its own imports
+   * still come from that cache.
+   */
+  fresh?: boolean;
+}
+
 // ---------------------------------------------------------------------------------------------
 // importing
 
@@ -154,8 +176,12 @@ const projectPackages: Plugin = {
  * `import.meta.url` (and `dirname`, `filename`) name the source file, so that files read
  * relative to it are found.
  */
-export async function importFile(file: string): Promise<Record<string, unknown>> {
-  if (!TYPESCRIPT.test(file)) return (await import(pathToFileURL(file).href)) as Record<string, unknown>;
+export async function importFile(file: string, options: ImportOptions = {}): Promise<Record<string, unknown>> {
+  if (!TYPESCRIPT.test(file)) {
+    inputs.set(path.resolve(file), [path.resolve(file)]);
+    loadCount += 1;
+    return (await import(`${pathToFileURL(file).href}${options.fresh ? `?load=${loadCount}` : ""}`)) as Record<string, unknown>;
+  }
   const { build } = await import("esbuild");
   esbuildUsed = true;
   const dir = await cacheDir();
@@ -172,7 +198,11 @@ export async function importFile(file: string): Promise<Record<string, unknown>>
     // In the cache directory, so that the source map's paths are relative to where the file goes.
     outfile: path.join(dir, "module.mjs"),
     write: false, sourcemap: "inline", logLevel: "silent", plugins: [projectPackages],
+    // The files the bundle was made of, so that development mode knows what to watch.
+    metafile: true,
   });
+  const workingDir = process.cwd();
+  inputs.set(source, Object.keys(result.metafile.inputs).filter((input) => !/^[a-z][\w-]*:(?![\\/])/i.test(input)).map((input) => path.resolve(workingDir, input)));
   const contents = result.outputFiles[0].contents;
   const compiled = path.join(dir, `${createHash("sha256").update(contents).digest("hex").slice(0, 32)}.mjs`);
   if (!(await lstat(compiled).then((s) => s.isFile(), () => false))) {
@@ -269,8 +299,26 @@ export function packageEntryUrl(pkg: PackageInfo, subpath = "."): string | undef
   return target === undefined ? undefined : pathToFileURL(path.join(pkg.dir, target)).href;
 }
 
-/** The first line of an error's message (a stack or a compiler listing says too much for one line). */
-const firstLine = (error: unknown) => String((error as Error)?.message ?? error).split("\n")[0];
+interface EsbuildMessage {
+  text: string;
+  location: { file: string; line: number; column: number } | null;
+}
+
+/**
+ * The first line of an error's message (a stack or a compiler listing says too much for one line).
+ * An esbuild failure's first line only counts its errors: its first error is told instead, with
+ * the file, line and column it is at.
+ */
+const firstLine = (error: unknown, baseDir: string) => {
+  const first = (error as { errors?: EsbuildMessage[] } | undefined)?.errors?.[0];
+  if (first && typeof first.text === "string") {
+    // esbuild's paths are relative to the working directory; the project's own read better.
+    const file = first.location && path.relative(baseDir, path.resolve(first.location.file));
+    const at = first.location ? `${file}:${first.location.line}:${first.location.column}: ` : "";
+    return `${at}${first.text}`.split("\n")[0];
+  }
+  return String((error as Error)?.message ?? error).split("\n")[0];
+};
 
 /**
  * The named export of `spec.file` (resolved against `baseDir`). Failures are reported through
@@ -283,12 +331,13 @@ export async function loadExport(
   baseDir: string,
   where: string,
   fail: (message: string) => Error,
+  options: ImportOptions = {},
 ): Promise<{ value: unknown }> {
   let mod: Record<string, unknown>;
   try {
-    mod = await loadingModules(() => importFile(path.resolve(baseDir, spec.file)));
+    mod = await loadingModules(() => importFile(path.resolve(baseDir, spec.file), options));
   } catch (error) {
-    throw fail(`${where}: cannot load ${spec.file}: ${firstLine(error)}`);
+    throw fail(`${where}: cannot load ${spec.file}: ${firstLine(error, baseDir)}`);
   }
   if (!(spec.exportName in mod) || mod[spec.exportName] === undefined) throw fail(`${where}: ${spec.file} has no export "${spec.exportName}"`);
   return { value: mod[spec.exportName] };

@@ -24,6 +24,7 @@ import { loadLanggraphConfig, parseLanggraphConfigEnv, type LoadedLanggraphConfi
 import { GraphCatalogue } from "./runtime/graph-catalogue.js";
 import { LazyGraphRuntime, type GraphRuntime } from "./runtime/lazy-graph-runtime.js";
 import type { RunWorker } from "./runtime/worker.js";
+import type { GraphReloadOutcome } from "./runtime/graph-watch.js";
 import { TypeSchemaReader } from "./runtime/type-schemas/reader.js";
 import { bundleUi } from "./runtime/ui-bundles.js";
 import type { AppContext } from "./app/context.js";
@@ -107,6 +108,8 @@ export interface ServerDeps {
   resolver?: Resolver;
   /** Awaited before the graph runtime loads (tests hold it back to see the server answer without it). */
   beforeGraphRuntime?: () => Promise<void>;
+  /** Told of each reload of the graphs (config.watch), after its line is printed. */
+  onGraphReload?: (outcome: GraphReloadOutcome) => void;
 }
 
 /** Opens the log, folds it into the read models, and serves the API. */
@@ -294,6 +297,16 @@ async function startParts(config: Config, deps: ServerDeps, parts: ResourceStack
     runs.onHeadEnqueued((run, enqueued) => started.offer(run, enqueued));
     graphsReady = true;
     startup.mark("run worker");
+    if (config.watch) {
+      const { GraphWatcher } = await import("./runtime/graph-watch.js");
+      if (parts.isClosing) return;
+      const watcher = parts.use(
+        "graph watcher",
+        new GraphWatcher({ registry: loaded, configPath: langgraph.configPath, env: langgraph.env, onReload: deps.onGraphReload }),
+        (w) => w.close(),
+      );
+      await watcher.start();
+    }
   })();
   // Handled here too, so that a caller who never awaits `ready` gets no unhandled rejection (main.ts reports it).
   ready.catch(() => undefined);

@@ -53,7 +53,8 @@ export class GraphCatalogue {
 
   constructor(
     graphs: Record<string, GraphSpec>,
-    private readonly baseDir: string,
+    /** The directory of langgraph.json: graph paths are relative to it. */
+    readonly baseDir: string,
     private readonly settings: Record<string, GraphDefaults>,
   ) {
     this.#specs = new Map(Object.entries(graphs));

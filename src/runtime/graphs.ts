@@ -19,7 +19,7 @@ import type { TypeSchemaReader, TypeSchemas } from "./type-schemas/reader.js";
 import { type GraphDefaults, type GraphSpec, parseLanggraphConfigEnv } from "../langgraph-config.js";
 import { GraphCatalogue, GraphNotFoundError, type DefaultAssistantSeed } from "./graph-catalogue.js";
 import { isPlainObject } from "../util/json.js";
-import { findPackage, loadExport, loadingModules } from "../module-loader.js";
+import { findPackage, loadExport, loadingModules, moduleInputsOf } from "../module-loader.js";
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -207,7 +207,8 @@ export interface GraphViewOptions {
 
 /** The catalogue's graphs, loaded: what runs them, and what describes them (schemas, drawings). */
 export class GraphRegistry {
-  readonly #entries: Map<string, Entry>;
+  /** Replaced whole by `reload`: a run takes its graph from whichever map is current at its start. */
+  #entries: Map<string, Entry>;
   readonly #typeSchemas: TypeSchemaReader | undefined;
   #typedBatchAsked = false;
 
@@ -248,6 +249,24 @@ export class GraphRegistry {
 
   ids(): string[] {
     return this.catalogue.ids();
+  }
+
+  /** The project files the graphs were loaded from: each graph file and, for TypeScript, its local imports. */
+  files(): string[] {
+    return [...new Set(this.ids().flatMap((id) => [this.file(id), ...moduleInputsOf(this.file(id))]))];
+  }
+
+  /**
+   * Loads every graph's file again (new module instances) and, once all have loaded, puts them in
+   * place of the current ones at once: runs already executing keep the graph they started with,
+   * runs that start later get the new one. Throws GraphLoadError when a graph cannot be loaded,
+   * leaving the current graphs in place.
+   */
+  async reload(): Promise<void> {
+    const entries = await loadingModules(() => loadEntries(this.catalogue, this.catalogue.baseDir, { fresh: true }));
+    this.#entries = new Map(entries.map((e) => [e.id, e]));
+    // Types may have changed with the code: the next ask reads them again in one pass.
+    this.#typedBatchAsked = false;
   }
 
   has(id: string): boolean {
@@ -353,11 +372,11 @@ export async function loadGraphs(catalogue: GraphCatalogue, baseDir: string, typ
   return loadingModules(async () => new GraphRegistry(catalogue, await loadEntries(catalogue, baseDir), typeSchemas));
 }
 
-async function loadEntries(catalogue: GraphCatalogue, baseDir: string): Promise<Entry[]> {
+async function loadEntries(catalogue: GraphCatalogue, baseDir: string, options: { fresh?: boolean } = {}): Promise<Entry[]> {
   const entries: Entry[] = [];
   for (const id of catalogue.ids()) {
     const spec = catalogue.spec(id);
-    const { value } = await loadExport({ file: spec.path, exportName: spec.exportName }, baseDir, `Graph "${id}"`, (m) => new GraphLoadError(m));
+    const { value } = await loadExport({ file: spec.path, exportName: spec.exportName }, baseDir, `Graph "${id}"`, (m) => new GraphLoadError(m), options);
     const what = `Graph "${id}": export "${spec.exportName}" of ${spec.path}`;
     const file = catalogue.file(id);
     if (typeof value === "function" && !isCompiledGraph(value)) {
