@@ -15,6 +15,8 @@
  *     for it, and how much of it is the disk's sync after the run's end, the client with the loopback, and the
  *     server's own work (bench/support/sequential-budget.ts).
  * Medians of one run on a machine whose speed drifts: compare the parts of one run with each other.
+ * The graph runs from a project folder with its own LangGraph copies, server and engine alike
+ * (bench/support/project.ts); BENCH_GRAPH=repo runs this repository's graph instead.
  * Run: npm run bench -- critical-path [--tiny]
  */
 import { randomUUID } from "node:crypto";
@@ -23,8 +25,8 @@ import { createRequire } from "node:module";
 import os from "node:os";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
-import { MemorySaver } from "@langchain/langgraph";
-import { compileAgentGraph } from "./support/engine-graph.js";
+import { compileAgentGraph, newMemorySaver } from "./support/engine-graph.js";
+import { benchGraph, type GraphSource } from "./support/project.js";
 import { AGENT_INPUT, agentJobs, jsonClient, runPool } from "./support/http.js";
 import type { BenchOptions } from "./support/options.js";
 import { repoRoot, startBenchServer, probeLines } from "./support/server.js";
@@ -41,8 +43,8 @@ interface Probe {
 const probe = createRequire(import.meta.url)(PROBE) as Probe;
 
 /** The example graph invoked in this process, its MemorySaver's calls timed from each invoke's start. */
-async function engineTimeline(invokes: number, warmup: number): Promise<TimelineRow[]> {
-  const saver = new MemorySaver();
+async function engineTimeline(invokes: number, warmup: number, source: GraphSource): Promise<TimelineRow[]> {
+  const saver = await newMemorySaver(source);
   let record: [string, number][] | undefined;
   let t0 = 0;
   const mark = (name: string) => record?.push([name, performance.now() - t0]);
@@ -53,7 +55,7 @@ async function engineTimeline(invokes: number, warmup: number): Promise<Timeline
       return original(...args);
     };
   }
-  const graph = await compileAgentGraph(saver);
+  const graph = await compileAgentGraph(saver, source);
   const records: [string, number][][] = [];
   for (let i = 0; i < warmup + invokes; i++) {
     record = [["invoke.start", 0]];
@@ -73,9 +75,10 @@ const between = (timeline: TimelineRow[], from: string, to: string): number | nu
 
 export async function benchCriticalPath(o: BenchOptions): Promise<Record<string, unknown>> {
   const size = o.tiny ? TINY : FULL;
-  const engine = await engineTimeline(size.engineInvokes, Math.min(size.warmup, 100));
+  const source = await benchGraph();
+  const engine = await engineTimeline(size.engineInvokes, Math.min(size.warmup, 100), source);
   const dataDir = await mkdtemp(path.join(os.tmpdir(), "agent-server-bench-critical-path-"));
-  const server = await startBenchServer(dataDir, { CRITICAL_PATH_PROBE: "1" }, ["--require", PROBE], process.env.CRITICAL_PATH_MAIN);
+  const server = await startBenchServer(dataDir, { CRITICAL_PATH_PROBE: "1", LANGGRAPH_JSON: source.langgraphJson }, ["--require", PROBE], process.env.CRITICAL_PATH_MAIN);
   const nextLine = probeLines(server, "critical-path ");
   const client = jsonClient(server.url, 8);
   const jobs = agentJobs(client);
@@ -93,6 +96,7 @@ export async function benchCriticalPath(o: BenchOptions): Promise<Record<string,
     const client_p50_ms = summary(latencies).p50_ms;
     return {
       setup: {
+        graph: source.describe,
         server: `${process.env.CRITICAL_PATH_MAIN ?? "dist/main.js"} with --require bench/support/critical-path-probe.cjs, SQLite synchronous=FULL; ${size.waits} sequential POST /threads/{id}/runs/wait, each on a thread made before it`,
         engine: `builder.compile({ checkpointer: new MemorySaver() }).invoke in this process, a new thread_id per invoke, ${size.engineInvokes} invokes`,
         times: "median ms of each point from the request's arrival on the server (engine: from the invoke's start); a name's k-th occurrence in one wait is its own point (name#k)",

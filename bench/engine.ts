@@ -25,6 +25,11 @@
  *     target use that round's own engine time: this machine's speed drifts by up to 2× within a run, and
  *     the engine measured once before and once after the whole load can be 30 % apart (their mean then
  *     decides the ratio). The median of the rounds, with their spread, is the number to judge the goals by.
+ * The graph runs as users run theirs (bench/support/project.ts): from a project folder with its own copies of
+ * @langchain/langgraph, @langchain/core and @langchain/langgraph-checkpoint, the server started on the project's
+ * langgraph.json and the engine importing the graph (and its MemorySaver) from the project too. BENCH_GRAPH=repo
+ * runs this repository's langgraph.json and src/graphs/agent.ts instead (the comparison; bench project-vs-repo
+ * measures both in one run).
  * Run: npm run bench -- engine [--tiny]
  */
 import { randomUUID } from "node:crypto";
@@ -33,6 +38,7 @@ import os from "node:os";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 import { compileAgentGraph } from "./support/engine-graph.js";
+import { benchGraph, type GraphSource } from "./support/project.js";
 import { AGENT_INPUT, agentJobs, jsonClient, runPool } from "./support/http.js";
 import { attributeProfile, readProfile, RUN_PHASES } from "./support/cpu-profile.js";
 import { parseBenchOptions, type BenchOptions } from "./support/options.js";
@@ -54,8 +60,8 @@ type PairedSize = (typeof FULL)["paired"];
 
 
 /** Invokes of the example graph in this process per second, and the mean ms per invoke. */
-async function engineRate(n: number): Promise<{ invokes_per_s: number; mean_ms: number }> {
-  const graph = await compileAgentGraph();
+async function engineRate(n: number, source: GraphSource): Promise<{ invokes_per_s: number; mean_ms: number }> {
+  const graph = await compileAgentGraph(undefined, source);
   const invoke = () => graph.invoke(AGENT_INPUT, { configurable: { thread_id: randomUUID() } });
   for (let i = 0; i < Math.min(100, n); i++) await invoke();
   const t0 = performance.now();
@@ -82,10 +88,10 @@ interface LoadResult {
  * concurrency 16 and at 64; CPU from /proc over those two windows; RSS after the load and after
  * `idleMs` of idleness. `nodeArgs` (e.g. --cpu-prof) go before the script.
  */
-async function loadServer(dir: string, size: { warmup: number; sequential: number; jobs: number; idleMs: number; paired?: PairedSize }, nodeArgs: string[] = [], env: Record<string, string> = {}): Promise<LoadResult> {
+async function loadServer(source: GraphSource, dir: string, size: { warmup: number; sequential: number; jobs: number; idleMs: number; paired?: PairedSize }, nodeArgs: string[] = [], env: Record<string, string> = {}): Promise<LoadResult> {
   // The windows are taken on CLOCK_MONOTONIC, the clock of --cpu-prof's timestamps (process.hrtime's too).
   const nowUs = () => Number(process.hrtime.bigint() / 1000n);
-  const server = await startBenchServer(dir, { N_JOBS_PER_WORKER: "64", ...env }, nodeArgs);
+  const server = await startBenchServer(dir, { N_JOBS_PER_WORKER: "64", LANGGRAPH_JSON: source.langgraphJson, ...env }, nodeArgs);
   const client = jsonClient(server.url, 128);
   try {
     const okMs = server.startMs + (await waitOk(server.url));
@@ -115,7 +121,7 @@ async function loadServer(dir: string, size: { warmup: number; sequential: numbe
     if (size.paired) {
       await runPool(size.warmup, 64, job); // the idle pause gave memory back: warm again
       for (let round = 0; round < size.paired.rounds; round++) {
-        const engine = await engineRate(size.paired.invokes);
+        const engine = await engineRate(size.paired.invokes, source);
         const ms = await runPool(size.paired.jobs, 64, job);
         const latencies = await waitInTurn(size.paired.sequential);
         paired.push({ engine_invokes_per_s: engine.invokes_per_s, engine_ms: engine.mean_ms, c64_runs_per_s: perSecond(size.paired.jobs, ms), sequential_p50_ms: summary(latencies).p50_ms });
@@ -133,14 +139,15 @@ export async function benchEngine(options: BenchOptions = { tiny: false, big: fa
   const dataDir = await mkdtemp(path.join(os.tmpdir(), "agent-server-bench-engine-"));
   const profDir = path.join(dataDir, "cpu-prof");
   try {
-    const engineBefore = await engineRate(size.invokes);
+    const source = await benchGraph();
+    const engineBefore = await engineRate(size.invokes, source);
     // Rates, CPU and memory from a server without the profiler (it costs CPU and keeps its samples in memory)…
-    const measured = await loadServer(path.join(dataDir, "data"), { warmup: size.warmup, sequential: size.sequential, jobs: size.perConcurrency, idleMs: size.idleMs, paired: size.paired });
-    const engineAfter = await engineRate(size.invokes);
+    const measured = await loadServer(source, path.join(dataDir, "data"), { warmup: size.warmup, sequential: size.sequential, jobs: size.perConcurrency, idleMs: size.idleMs, paired: size.paired });
+    const engineAfter = await engineRate(size.invokes, source);
     // …and the split by phase from a second, profiled server doing a quarter of the load.
-    const profiled = await loadServer(path.join(dataDir, "data-profiled"), { warmup: size.warmup, sequential: 0, jobs: Math.max(32, size.perConcurrency / 4), idleMs: 0 }, ["--cpu-prof", `--cpu-prof-dir=${profDir}`]);
+    const profiled = await loadServer(source, path.join(dataDir, "data-profiled"), { warmup: size.warmup, sequential: 0, jobs: Math.max(32, size.perConcurrency / 4), idleMs: 0 }, ["--cpu-prof", `--cpu-prof-dir=${profDir}`]);
     // …and the sequential waits once more without fsync (SQLITE_SYNCHRONOUS=NORMAL): what the disk adds to one run's latency.
-    const noFsync = await loadServer(path.join(dataDir, "data-normal"), { warmup: size.warmup, sequential: size.sequential, jobs: 0, idleMs: 0 }, [], { SQLITE_SYNCHRONOUS: "NORMAL" });
+    const noFsync = await loadServer(source, path.join(dataDir, "data-normal"), { warmup: size.warmup, sequential: size.sequential, jobs: 0, idleMs: 0 }, [], { SQLITE_SYNCHRONOUS: "NORMAL" });
     const enginePerS = Math.round((engineBefore.invokes_per_s + engineAfter.invokes_per_s) / 2);
     const engineMs = round2((engineBefore.mean_ms + engineAfter.mean_ms) / 2);
 
@@ -158,7 +165,7 @@ export async function benchEngine(options: BenchOptions = { tiny: false, big: fa
     return {
       setup: {
         mode: options.tiny ? "tiny" : "full",
-        graph: "agent (src/graphs/agent.ts)",
+        graph: source.describe,
         engine: "builder.compile({ checkpointer: new MemorySaver() }).invoke, a new thread_id per invoke, sequential, in this process; before and after the server load",
         server: `node ${startScriptNodeFlags().join(" ")} dist/main.js (as npm start), SQLite synchronous=FULL, N_JOBS_PER_WORKER=64; a job = POST /threads + POST /threads/{id}/runs/wait`,
         phases_method: "a second server under node --cpu-prof doing a quarter of the load: self-time of its samples inside the c16 and c64 windows, charged by source path (bundle frames mapped to src/ through the source map; native and node: frames to their nearest caller with a path; wall-clock samples, so fsync waits count); shares applied to the unprofiled server's CPU per run",

@@ -27,6 +27,8 @@ const benches: Record<string, (options: BenchOptions) => Promise<Record<string, 
   // Sequential runs on a thread holding a long conversation, beside the graph invoked in-process on the same state.
   "large-state": async (o) => (await import("./large-state.js")).benchLargeState(o),
   ab: async (o) => (await import("./ab.js")).benchAB(o),
+  // The same build on the graph in a user's project folder (its own LangGraph copies) and on this repository's, in alternating rounds.
+  "project-vs-repo": async (o) => (await import("./project-vs-repo.js")).benchProjectVsRepo(o),
   // Runs' worth of events in the log read back by a filtered subscription.
   "filtered-catchup": async (o) => (await import("./filtered-catchup.js")).benchFilteredCatchUp(o.tiny ? 500 : o.big ? 50_000 : 10_000),
 };

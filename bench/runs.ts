@@ -1,7 +1,7 @@
 /**
  * Runs benchmark: the server as a child process, started as `npm start` does (the esbuild bundle
- * `dist/main.js`, built first), SQLite store with synchronous=FULL, the repository's langgraph.json
- * with the example graph `agent` (src/graphs/agent.ts), driven over HTTP on 127.0.0.1 with keep-alive
+ * `dist/main.js`, built first), SQLite store with synchronous=FULL, the example graph `agent`
+ * (src/graphs/agent.ts, by default a copy in a project folder: see below), driven over HTTP on 127.0.0.1 with keep-alive
  * connections. A new thread per run.
  *   - `runs.wait` latency, sequential (p50/p99)
  *   - `runs.wait` throughput at concurrency 16 and 64
@@ -9,6 +9,8 @@
  *   - `POST /threads` throughput at concurrency 16 and 64 (after 2,000 creates of warm-up)
  *   - server RSS at start and after the load
  *   - in-process `graph.invoke` rate of the same graph (no server, no checkpointer) and our ratio
+ * The graph runs from a project folder with its own LangGraph copies, server and in-process invoke alike
+ * (bench/support/project.ts); BENCH_GRAPH=repo runs this repository's langgraph.json and graph instead.
  * Run: npm run bench -- runs [--tiny]   (or npx tsx bench/runs.ts; prints one JSON object)
  */
 import { mkdtemp, rm } from "node:fs/promises";
@@ -18,7 +20,9 @@ import { pathToFileURL } from "node:url";
 import { Pool } from "undici";
 import { runPool } from "./support/http.js";
 import { parseBenchOptions, type BenchOptions } from "./support/options.js";
-import { repoRoot, rssMiB, startBenchServer } from "./support/server.js";
+import { rssMiB, startBenchServer } from "./support/server.js";
+import { importAgentModule } from "./support/engine-graph.js";
+import { benchGraph } from "./support/project.js";
 import { perSecond, round2, summary } from "./support/stats.js";
 
 const FULL = { warmup: 50, sequential: 300, perConcurrency: 2_000, sse: 200, threadsWarmup: 2_000, threads: 10_000, invokes: 2_000 };
@@ -30,7 +34,8 @@ export async function benchRuns(options: BenchOptions = { tiny: false, big: fals
   const size = options.tiny ? TINY : FULL;
   const dataDir = await mkdtemp(path.join(os.tmpdir(), "agent-server-bench-runs-"));
   const maxJobs = process.env.N_JOBS_PER_WORKER ?? "64";
-  const server = await startBenchServer(dataDir, { N_JOBS_PER_WORKER: maxJobs }).catch(async (error: unknown) => {
+  const source = await benchGraph();
+  const server = await startBenchServer(dataDir, { N_JOBS_PER_WORKER: maxJobs, LANGGRAPH_JSON: source.langgraphJson }).catch(async (error: unknown) => {
     await rm(dataDir, { recursive: true, force: true });
     throw error;
   });
@@ -96,7 +101,7 @@ export async function benchRuns(options: BenchOptions = { tiny: false, big: fals
 
     const rss = await rssMiB(server.pid);
 
-    const { graph } = await import(pathToFileURL(path.join(repoRoot, "src", "graphs", "agent.ts")).href);
+    const { graph } = await importAgentModule(source);
     for (let i = 0; i < Math.min(100, size.invokes); i++) await graph.invoke(input);
     const g0 = performance.now();
     for (let i = 0; i < size.invokes; i++) await graph.invoke(input);
@@ -104,7 +109,7 @@ export async function benchRuns(options: BenchOptions = { tiny: false, big: fals
     const runsInLog = size.warmup + size.sequential + 2 * size.perConcurrency + size.sse;
 
     return {
-      setup: { mode: options.tiny ? "tiny" : "full", store: "sqlite synchronous=FULL", graph: "agent (src/graphs/agent.ts)", n_jobs_per_worker: Number(maxJobs), client: "undici keep-alive, 127.0.0.1" },
+      setup: { mode: options.tiny ? "tiny" : "full", store: "sqlite synchronous=FULL", graph: source.describe, n_jobs_per_worker: Number(maxJobs), client: "undici keep-alive, 127.0.0.1" },
       wait_sequential: summary(latencies),
       wait_throughput: throughput,
       sse: { first_event: summary(first), end: summary(end) },

@@ -106,7 +106,7 @@ export function snapshotTree(dir: string): string[] {
 /** The server's environment without anything of this process that would choose for it. */
 export function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env, LOG_LEVEL: "silent" };
-  for (const name of ["HOST", "PORT", "DATA_DIR", "EVENTSTORE_URL", "LANGGRAPH_JSON", "LANGGRAPH_CONFIG", "LANGGRAPH_DEV", "LANGGRAPH_API_KEY", "GREETING"]) delete env[name];
+  for (const name of ["HOST", "PORT", "DATA_DIR", "EVENTSTORE_URL", "LANGGRAPH_JSON", "LANGGRAPH_CONFIG", "LANGGRAPH_DEV", "LANGGRAPH_WATCH", "LANGGRAPH_API_KEY", "GREETING"]) delete env[name];
   return { ...env, ...extra };
 }
 
