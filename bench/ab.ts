@@ -32,7 +32,7 @@ import { parseBenchOptions } from "./support/options.js";
 import { agentJobs, jsonClient, runPool, type JsonClient } from "./support/http.js";
 import { buildServer, cpuMs, repoRoot, rssMiB, startBenchServer, type BenchServer } from "./support/server.js";
 import { instructionsUnavailable, startInstructions } from "./support/instructions.js";
-import { median, perSecond, round2, summary } from "./support/stats.js";
+import { median, mediansOf, pairedRatios, perSecond, round2, summary } from "./support/stats.js";
 
 interface Size {
   rounds: number;
@@ -218,13 +218,8 @@ export async function benchAB(options: BenchOptions = { tiny: false, big: false 
     // A first in even rounds, B first in odd ones: a drift within a round favours neither.
     for (const name of round % 2 ? (["B", "A"] as const) : (["A", "B"] as const)) samples[name].push(await measure(builds[name], size));
   }
-  const medians = (list: Sample[]) => Object.fromEntries(METRICS.map((m) => [m, round2(median(list.map((s) => s[m])))]));
-  const ratios = Object.fromEntries(
-    METRICS.map((m) => {
-      const r = samples.A.map((a, i) => samples.B[i][m] / a[m]);
-      return [m, { median: round2(median(r)), min: round2(Math.min(...r)), max: round2(Math.max(...r)), rounds: r.map(round2) }];
-    }),
-  );
+  const medians = (list: Sample[]) => mediansOf(list, METRICS);
+  const ratios = pairedRatios(samples.A, samples.B, METRICS);
   return {
     setup: {
       mode: options.tiny ? "tiny" : "full",

@@ -21,7 +21,7 @@ import { agentJobs, jsonClient, runPool } from "./support/http.js";
 import { parseBenchOptions, type BenchOptions } from "./support/options.js";
 import { makeBenchProject, REPO_GRAPH, type GraphSource } from "./support/project.js";
 import { cpuMs, rssMiB, startBenchServer, startScriptNodeFlags } from "./support/server.js";
-import { median, perSecond, round2, summary } from "./support/stats.js";
+import { mediansOf, pairedRatios, perSecond, round2, summary } from "./support/stats.js";
 
 interface Size {
   rounds: number;
@@ -97,13 +97,8 @@ export async function benchProjectVsRepo(options: BenchOptions = { tiny: false, 
         console.error(`project-vs-repo: round ${round + 1}/${size.rounds} ${side}: ${JSON.stringify(sample)}`);
       }
     }
-    const medians = (list: Sample[]) => Object.fromEntries(METRICS.map((m) => [m, round2(median(list.map((s) => s[m])))]));
-    const ratios = Object.fromEntries(
-      METRICS.map((m) => {
-        const r = samples.repo.map((a, i) => samples.project[i][m] / a[m]);
-        return [m, { median: round2(median(r)), min: round2(Math.min(...r)), max: round2(Math.max(...r)), rounds: r.map(round2) }];
-      }),
-    );
+    const medians = (list: Sample[]) => mediansOf(list, METRICS);
+    const ratios = pairedRatios(samples.repo, samples.project, METRICS);
     return {
       setup: {
         mode: options.tiny ? "tiny" : "full",

@@ -9,7 +9,7 @@ import { promisify } from "node:util";
 import { repoRoot } from "./support/server.js";
 import { parseBenchOptions } from "../bench/support/options.js";
 import { cpuMs, rssMiB } from "../bench/support/server.js";
-import { check, findEventsPerSecond, median, percentile, perSecond, summary, tally } from "../bench/support/stats.js";
+import { check, findEventsPerSecond, median, mediansOf, pairedRatios, percentile, perSecond, summary, tally } from "../bench/support/stats.js";
 import { sampleOf, storeWorkPerJob } from "../bench/support/metrics.js";
 import { sequentialBudget } from "../bench/support/sequential-budget.js";
 import { ioPerJob, parseProcIo, readProcIo } from "../bench/support/proc-io.js";
@@ -213,3 +213,13 @@ t.test("parseCallgrindTotal: the total callgrind prints at the end, in either fo
   t.equal(parseCallgrindTotal("node: bad option\n"), undefined, "no total: undefined");
 });
 
+
+t.test("mediansOf and pairedRatios: each metric's median, and the ratios b/a round by round", async (t) => {
+  const a = [{ x: 2, y: 10 }, { x: 4, y: 10 }, { x: 3, y: 20 }];
+  const b = [{ x: 3, y: 5 }, { x: 4, y: 10 }, { x: 6, y: 10 }];
+  t.same(mediansOf(a, ["x", "y"]), { x: 3, y: 10 });
+  t.same(pairedRatios(a, b, ["x", "y"]), {
+    x: { median: 1.5, min: 1, max: 2, rounds: [1.5, 1, 2] },
+    y: { median: 0.5, min: 0.5, max: 1, rounds: [0.5, 1, 0.5] },
+  });
+});

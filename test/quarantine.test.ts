@@ -8,8 +8,7 @@
  * listener that throws only its own event, and a cron the scheduler cannot fire is tried once.
  */
 import { execFile } from "node:child_process";
-import { mkdtemp, rm } from "node:fs/promises";
-import os from "node:os";
+import { rm } from "node:fs/promises";
 import path from "node:path";
 import { promisify } from "node:util";
 import t, { type Test } from "tap";
@@ -19,8 +18,6 @@ import { repoRoot, startTestServer, type TestServer } from "./support/server.js"
 import { startEsdbTestDouble } from "./support/esdb-test-double.js";
 import { metricValue } from "./support/metrics.js";
 import { deepInputEnqueue, deepInputEnqueueText, rawLog, rewriteStoredData, threadWithRunWithoutKwargs, withDeepValue } from "./support/poison.js";
-import { openSqliteStore } from "../src/eventstore/sqlite.js";
-import { openReadModels } from "../src/read-models/all.js";
 import { threadStream } from "../src/domain/threads.js";
 import { runStream } from "../src/domain/runs.js";
 import { cronStream } from "../src/domain/crons.js";
@@ -28,16 +25,10 @@ import { CronScheduler } from "../src/app/cron-scheduler.js";
 import { FakeClock } from "./support/fake-clock.js";
 import { signToken } from "./auth/jwt.js";
 import type { RecordedEvent } from "../src/eventstore/types.js";
+import type { QuarantinePage } from "../src/app/quarantine.js";
+import { logWithReadModels } from "./support/log-with-read-models.js";
 
-interface Entry {
-  subscriber: string;
-  position: string | null;
-  stream: string;
-  revision: string | null;
-  type: string | null;
-  error: string;
-  quarantined_at: string;
-}
+type Entry = QuarantinePage["entries"][number];
 
 const hello = (content: string) => ({ messages: [{ role: "user", content }] });
 
@@ -178,16 +169,8 @@ t.test("EventStoreDB: poison appended live and found at start is quarantined; ev
 });
 
 t.test("one batch: the events after a poisoned one are kept; a listener that throws is quarantined and the others still hear", async (t) => {
-  const dir = await mkdtemp(path.join(os.tmpdir(), "quarantine-batch-"));
-  t.teardown(() => rm(dir, { recursive: true, force: true }));
   // The log without the server's schema checks, and read models following it.
-  const store = await openSqliteStore({ path: path.join(dir, "events.sqlite") });
-  const readModels = openReadModels(dir);
-  t.teardown(async () => {
-    await readModels.runner.close();
-    await store.close();
-  });
-  await readModels.runner.start(store);
+  const { store, readModels } = await logWithReadModels(t, "quarantine-batch-", { checked: false });
   const runner = readModels.runner;
   const heard: bigint[] = [];
   runner.onApplied((event) => heard.push(event.position));
@@ -224,15 +207,7 @@ t.test("one batch: the events after a poisoned one are kept; a listener that thr
 });
 
 t.test("the scheduler: a cron it cannot fire is quarantined once and left out, never fired in a loop; the others fire", async (t) => {
-  const dir = await mkdtemp(path.join(os.tmpdir(), "quarantine-crons-"));
-  t.teardown(() => rm(dir, { recursive: true, force: true }));
-  const store = await openSqliteStore({ path: path.join(dir, "events.sqlite") });
-  const readModels = openReadModels(dir);
-  t.teardown(async () => {
-    await readModels.runner.close();
-    await store.close();
-  });
-  await readModels.runner.start(store);
+  const { store, readModels } = await logWithReadModels(t, "quarantine-crons-", { checked: false });
   const clock = new FakeClock(Date.parse("2030-01-01T00:00:30Z"));
   const created = (id: string) => ({
     type: "CronCreated",

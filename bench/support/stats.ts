@@ -34,6 +34,28 @@ export function round2(n: number): number {
   return Math.round(n * 100) / 100;
 }
 
+/** Each metric's median over samples, rounded. */
+export function mediansOf<M extends string>(samples: readonly Record<M, number>[], metrics: readonly M[]): Record<M, number> {
+  return Object.fromEntries(metrics.map((m) => [m, round2(median(samples.map((s) => s[m])))])) as Record<M, number>;
+}
+
+export interface PairedRatio {
+  median: number;
+  min: number;
+  max: number;
+  rounds: number[];
+}
+
+/** Per metric, the ratios b/a of paired rounds (round i of each side): median, min, max and each round's. */
+export function pairedRatios<M extends string>(a: readonly Record<M, number>[], b: readonly Record<M, number>[], metrics: readonly M[]): Record<M, PairedRatio> {
+  return Object.fromEntries(
+    metrics.map((m) => {
+      const r = a.map((sample, i) => b[i]![m] / sample[m]);
+      return [m, { median: round2(median(r)), min: round2(Math.min(...r)), max: round2(Math.max(...r)), rounds: r.map(round2) }];
+    }),
+  ) as Record<M, PairedRatio>;
+}
+
 export interface Target {
   /** The measure must be at most this… */
   max?: number;
