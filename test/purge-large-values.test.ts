@@ -49,11 +49,13 @@ t.test("a purge removes the large values written beside the thread and its runs"
   t.equal(copyAfterRun.body.values?.messages?.[0]?.content, big, "the copy's answer holds the values, not a reference");
   const patched = await callJson<{ values: { messages: { content: string }[] } }>(`${url}/threads/${threadId}`, "PATCH", { metadata: { patched: true } });
   t.equal(patched.body.values?.messages?.[0]?.content, big, "a PATCH answers with the values, not a reference");
-  // Interrupted before its node, a run's result is the state read back: written beside the run (run-values-).
+  // Interrupted before its node: the run answers its last values chunk, as the official servers do
+  // ({"__interrupt__": []}), and the thread's state holds the large values read back.
   const paused = await callJson<{ run_id: string }>(`${url}/threads/${threadId}/runs`, "POST", { assistant_id: "agent", input: { messages: [{ role: "user", content: "pause" }] }, interrupt_before: ["agent"] });
   t.equal(paused.status, 200, JSON.stringify(paused.body).slice(0, 300));
   const pausedRunId = paused.body.run_id;
-  t.equal((await callJson<{ messages: unknown[] }>(`${url}/threads/${threadId}/runs/${pausedRunId}/join`, "GET")).body.messages.length, 3);
+  t.same((await callJson(`${url}/threads/${threadId}/runs/${pausedRunId}/join`, "GET")).body, { __interrupt__: [] });
+  t.equal((await callJson<{ values: { messages: unknown[] } }>(`${url}/threads/${threadId}/state`, "GET")).body.values.messages.length, 3);
   const update = await callJson(`${url}/threads/${threadId}/state`, "POST", { values: { messages: [{ role: "user", content: `${big} again`, id: "again" }] } });
   t.equal(update.status, 200, JSON.stringify(update.body));
   t.equal((await callJson<{ values: { messages: unknown[] } }>(`${url}/threads/${threadId}/state`, "GET")).body.values.messages.length, 4);
