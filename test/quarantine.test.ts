@@ -253,6 +253,10 @@ t.test("GET /audit/quarantine is not public: the API key applies, and with custo
   const listed = await fetch(`${keyed.url}/audit/quarantine`, { headers: { "x-api-key": "s3cret-key" } });
   t.equal(listed.status, 200, "with the key");
   t.same(await listed.json(), { entries: [], next: null }, "nothing quarantined");
+  for (const before of ["9223372036854775807", "9999999999999999999", "x"]) {
+    const page = await fetch(`${keyed.url}/audit/quarantine?before=${before}`, { headers: { "x-api-key": "s3cret-key" } });
+    t.equal(page.status, before === "9223372036854775807" ? 200 : 422, `before=${before}: a position of the log, else a 422 (never a 500)`);
+  }
 
   const authed = await startTestServer({ env: { LANGGRAPH_JSON: path.join(repoRoot, "test", "auth", "langgraph.json") } });
   t.teardown(() => authed.close());

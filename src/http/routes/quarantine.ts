@@ -8,7 +8,13 @@ import { callerOf } from "../auth.js";
 const QuarantineQuery = z.object({
   limit: z.coerce.number().int().min(1).max(1000).optional(),
   /** The `next` of the previous page. */
-  before: z.string().regex(/^\d{1,19}$/, "expected the `next` of the previous page").optional(),
+  before: z
+    .string()
+    .regex(/^\d{1,19}$/, "expected the `next` of the previous page")
+    // A log position is a signed 64-bit integer: a larger one could not even be bound to the query.
+    // (zod runs the refinement after a failed regex too: only digits reach BigInt.)
+    .refine((v) => !/^\d+$/.test(v) || BigInt(v) <= 9223372036854775807n, "expected the `next` of the previous page")
+    .optional(),
 });
 
 const QuarantineAnswer = z.object({
