@@ -28,7 +28,7 @@ import os from "node:os";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 import type { BenchOptions } from "./support/options.js";
-import { parseBenchOptions } from "./support/options.js";
+import { parseBenchOptions, positiveIntEnv } from "./support/options.js";
 import { agentJobs, jsonClient, runPool, type JsonClient } from "./support/http.js";
 import { buildServer, cpuMs, repoRoot, rssMiB, startBenchServer, type BenchServer } from "./support/server.js";
 import { instructionsUnavailable, startInstructions } from "./support/instructions.js";
@@ -54,13 +54,7 @@ interface Sample {
 const METRICS = ["runs_per_s", "cpu_ms_per_job", "rss_mib", "sequential_p50_ms"] as const;
 
 function sizeOf(options: BenchOptions, env: NodeJS.ProcessEnv): Size {
-  const num = (name: string, fallback: number) => {
-    const v = env[name];
-    if (v === undefined || v === "") return fallback;
-    const n = Number(v);
-    if (!Number.isInteger(n) || n < 1) throw new Error(`${name} must be a positive integer, got "${v}"`);
-    return n;
-  };
+  const num = (name: string, fallback: number) => positiveIntEnv(env, name, fallback);
   if (options.tiny) return { rounds: 2, warmup: 10, jobs: 40, concurrency: 16, sequential: 5, interleaved: 6, sessions: 2 };
   return {
     rounds: num("AB_ROUNDS", 6),

@@ -18,7 +18,7 @@ import os from "node:os";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 import { agentJobs, jsonClient, runPool } from "./support/http.js";
-import { parseBenchOptions, type BenchOptions } from "./support/options.js";
+import { parseBenchOptions, positiveIntEnv, type BenchOptions } from "./support/options.js";
 import { makeBenchProject, REPO_GRAPH, type GraphSource } from "./support/project.js";
 import { cpuMs, rssMiB, startBenchServer, startScriptNodeFlags } from "./support/server.js";
 import { mediansOf, pairedRatios, perSecond, round2, summary } from "./support/stats.js";
@@ -44,13 +44,7 @@ const SIDES = ["repo", "project"] as const;
 type Side = (typeof SIDES)[number];
 
 function sizeOf(options: BenchOptions, env: NodeJS.ProcessEnv): Size {
-  const num = (name: string, fallback: number) => {
-    const v = env[name];
-    if (v === undefined || v === "") return fallback;
-    const n = Number(v);
-    if (!Number.isInteger(n) || n < 1) throw new Error(`${name} must be a positive integer, got "${v}"`);
-    return n;
-  };
+  const num = (name: string, fallback: number) => positiveIntEnv(env, name, fallback);
   if (options.tiny) return { rounds: 2, warmup: 20, jobs: 64, concurrency: 64, sequential: 5 };
   return { rounds: num("PVR_ROUNDS", 6), warmup: 300, jobs: num("PVR_JOBS", 1_500), concurrency: 64, sequential: num("PVR_SEQUENTIAL", 100) };
 }

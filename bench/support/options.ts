@@ -14,3 +14,12 @@ export function parseBenchOptions(argv: readonly string[], env: NodeJS.ProcessEn
     big: argv.includes("--big") || on(env.BENCH_BIG),
   };
 }
+
+/** A positive integer from the environment (unset or empty: the fallback); anything else is an error naming the variable. */
+export function positiveIntEnv(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const v = env[name];
+  if (v === undefined || v === "") return fallback;
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 1) throw new Error(`${name} must be a positive integer, got "${v}"`);
+  return n;
+}
