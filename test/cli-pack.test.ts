@@ -6,7 +6,7 @@
  * serving the project's graph.
  */
 import { execFile } from "node:child_process";
-import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, symlinkSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, symlinkSync } from "node:fs";
 import path from "node:path";
 import { promisify } from "node:util";
 import t from "tap";
@@ -15,6 +15,7 @@ import { buildPackage, cleanEnv, makeProject, removeAll, repoPackage, snapshotTr
 import { repoRoot } from "./support/server.js";
 
 const run = promisify(execFile);
+const OTHER_LANGGRAPH = "langgraph-1-5";
 const npm = process.platform === "win32" ? "npm.cmd" : "npm";
 
 t.test("npm pack, the tarball installed into a project, its agent-server dev", async (t) => {
@@ -46,7 +47,9 @@ t.test("npm pack, the tarball installed into a project, its agent-server dev", a
   const dependencies = Object.keys({ ...repoPackage.dependencies, ...repoPackage.peerDependencies });
   for (const name of dependencies) {
     mkdirSync(path.dirname(path.join(modules, name)), { recursive: true });
-    symlinkSync(path.join(repoModules, name), path.join(modules, name), "dir");
+    // The project's LangGraph is another minor version than the server is developed on (a dev dependency alias).
+    const installed = name === "@langchain/langgraph" ? OTHER_LANGGRAPH : name;
+    symlinkSync(path.join(repoModules, installed), path.join(modules, name), "dir");
   }
   // Their own dependencies, hoisted as npm hoists them, for the packages above to find.
   for (const entry of readdirSync(repoModules)) {
@@ -59,7 +62,9 @@ t.test("npm pack, the tarball installed into a project, its agent-server dev", a
   }
   symlinkSync(path.join("..", repoPackage.name, "bin", "agent-server.mjs"), path.join(modules, ".bin", "agent-server"));
   t.ok(existsSync(path.join(modules, repoPackage.name, "dist", "cli.js")), "the unpacked package holds its built server");
-  t.ok(existsSync(path.join(modules, "@langchain", "langgraph", "package.json")), "the peer @langchain/langgraph sits beside it");
+  const projectLangGraph = JSON.parse(readFileSync(path.join(modules, "@langchain", "langgraph", "package.json"), "utf8")) as { version: string };
+  const ownLangGraph = JSON.parse(readFileSync(path.join(repoModules, "@langchain", "langgraph", "package.json"), "utf8")) as { version: string };
+  t.not(projectLangGraph.version.split(".").slice(0, 2).join("."), ownLangGraph.version.split(".").slice(0, 2).join("."), `the project's @langchain/langgraph ${projectLangGraph.version} is another minor than ${ownLangGraph.version}`);
 
   const bin = path.join(project, "node_modules", ".bin", "agent-server");
   const dataDir = path.join(tempDir("data"), "store");

@@ -138,19 +138,10 @@ t.test("dockerfile writes the project's Dockerfile", async (t) => {
 });
 
 t.test("version ranges and the store named on the start line", async (t) => {
-  const { satisfies } = await import("../src/cli/peers.js");
-  t.ok(satisfies("1.7.3", "^1.7.3"));
-  t.ok(satisfies("1.9.0", "^1.7.3"));
-  t.notOk(satisfies("1.7.2", "^1.7.3"));
-  t.notOk(satisfies("2.0.0", "^1.7.3"));
-  t.notOk(satisfies("2.0.0-rc.1", "^1.7.3"));
-  t.notOk(satisfies("0.2.74", "^1.7.3"));
-  t.ok(satisfies("0.4.1", ">=0.4.0 <0.5.0 || ^1.0.0"));
-  t.ok(satisfies("1.2.0", ">=0.4.0 <0.5.0 || ^1.0.0"));
-  t.notOk(satisfies("0.5.0", ">=0.4.0 <0.5.0"));
+  const { default: semver } = await import("semver");
   for (const [name, range] of Object.entries(repoPackage.peerDependencies)) {
     const installed = (await import(`${name}/package.json`, { with: { type: "json" } })).default as { version: string };
-    t.ok(satisfies(installed.version, range), `the installed ${name} ${installed.version} is in its peer range ${range}`);
+    t.ok(semver.satisfies(installed.version, range), `the installed ${name} ${installed.version} is in its peer range ${range}`);
   }
   const { describeStore } = await import("../src/cli/serve.js");
   t.equal(describeStore({ eventstoreUrl: "esdb://admin:changeit@db1:2113,db2:2113?tls=false", dataDir: "/d" }), "EventStoreDB esdb://db1:2113,db2:2113?tls=false", "no credentials");

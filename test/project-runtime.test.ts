@@ -4,11 +4,12 @@
  * this repository's packages (distinct directories, hence distinct module instances: the split a project
  * install gives, without the network); every other package is a link to the server's.
  */
-import { cp, mkdir, mkdtemp, readdir, rm, symlink, writeFile } from "node:fs/promises";
+import { cp, mkdir, mkdtemp, readdir, readFile, rm, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 import t from "tap";
+import semver from "semver";
 import { AsyncBatchedStore } from "@langchain/langgraph-checkpoint";
 import { messagesStateReducer } from "@langchain/langgraph";
 import { drainsOnDemand } from "../src/runtime/batched-store.js";
@@ -18,6 +19,7 @@ import { findPackage, packageEntryUrl, transpiledFileOf } from "../src/module-lo
 import { startTestServer } from "./support/server.js";
 
 const root = path.resolve(import.meta.dirname, "..");
+const repoPeers = (JSON.parse(await readFile(path.join(root, "package.json"), "utf8")) as { peerDependencies: Record<string, string> }).peerDependencies;
 const COPIED = ["@langchain/langgraph", "@langchain/core", "@langchain/langgraph-checkpoint"];
 
 const GRAPH = `
@@ -59,11 +61,57 @@ async function listing(dir: string): Promise<string[]> {
   return entries.filter((e) => !e.startsWith("node_modules")).sort();
 }
 
-async function makeProject(): Promise<string> {
+const ASKER = `
+import { Annotation, START, StateGraph, interrupt } from "@langchain/langgraph";
+
+const State = Annotation.Root({ question: Annotation<string>, answer: Annotation<string> });
+
+export const graph = new StateGraph(State)
+  .addNode("ask", (state) => ({ answer: String(interrupt({ question: state.question })) }))
+  .addEdge(START, "ask")
+  .compile();
+`;
+
+const TOOLS = `
+import { AIMessage, ToolMessage } from "@langchain/core/messages";
+import { tool } from "@langchain/core/tools";
+import { END, MessagesAnnotation, START, StateGraph } from "@langchain/langgraph";
+import { ToolNode } from "@langchain/langgraph/prebuilt";
+import { z } from "zod";
+
+const add = tool(async ({ a, b }: { a: number; b: number }) => String(a + b), {
+  name: "add", description: "adds two numbers", schema: z.object({ a: z.number(), b: z.number() }),
+});
+
+// A model that asks for the tool until it has an answer, then states it.
+const model = (state: typeof MessagesAnnotation.State) => {
+  const last = state.messages.at(-1);
+  if (last instanceof ToolMessage) return { messages: [new AIMessage(\`the sum is \${String(last.content)}\`)] };
+  return { messages: [new AIMessage({ content: "", tool_calls: [{ id: "call-1", name: "add", args: { a: 2, b: 3 } }] })] };
+};
+
+export const graph = new StateGraph(MessagesAnnotation)
+  .addNode("model", model)
+  .addNode("tools", new ToolNode([add]))
+  .addEdge(START, "model")
+  .addConditionalEdges("model", (state) => ((state.messages.at(-1) as AIMessage).tool_calls?.length ? "tools" : END))
+  .addEdge("tools", "model")
+  .compile();
+`;
+
+/**
+ * A project folder with copies of the LangGraph packages; \`langgraphFrom\` names the installed package
+ * the project's @langchain/langgraph is copied from (an alias of another version, with its own
+ * nested dependencies).
+ */
+async function makeProject(langgraphFrom = "@langchain/langgraph"): Promise<string> {
   const project = await mkdtemp(path.join(tmpdir(), "agent-server-project-"));
   const modules = path.join(project, "node_modules");
   await mkdir(path.join(modules, "@langchain"), { recursive: true });
-  for (const name of COPIED) await cp(path.join(root, "node_modules", name), path.join(modules, name), { recursive: true, dereference: true });
+  for (const name of COPIED) {
+    const from = name === "@langchain/langgraph" ? langgraphFrom : name;
+    await cp(path.join(root, "node_modules", from), path.join(modules, name), { recursive: true, dereference: true });
+  }
   // Everything else the copies need: the server's, by link (links resolve to the server's node_modules).
   for (const entry of await readdir(path.join(root, "node_modules"))) {
     if (entry === ".bin" || entry.startsWith(".")) continue;
@@ -80,15 +128,25 @@ async function makeProject(): Promise<string> {
   await mkdir(path.join(project, "src", "lib"), { recursive: true });
   await writeFile(path.join(project, "src", "lib", "greeting.ts"), `export const greeting = (): string => "hello from the project";\n`);
   await writeFile(path.join(project, "src", "agent.ts"), GRAPH);
-  await writeFile(path.join(project, "langgraph.json"), JSON.stringify({ graphs: { agent: "./src/agent.ts:graph" } }));
+  await writeFile(path.join(project, "src", "asker.ts"), ASKER);
+  await writeFile(path.join(project, "src", "tools.ts"), TOOLS);
+  await writeFile(path.join(project, "langgraph.json"), JSON.stringify({ graphs: { agent: "./src/agent.ts:graph", asker: "./src/asker.ts:graph", tools: "./src/tools.ts:graph" } }));
   return project;
 }
 
 const internalKeys = (metadata: unknown) => Object.keys((metadata ?? {}) as object).filter((k) => k.startsWith("__"));
 
-t.test("a project's own LangGraph: schemas, store batching, clean metadata, nothing written to the project", async (t) => {
-  const project = await makeProject();
+/** The version of LangGraph the server itself is developed on, and another minor a project may have (a dev dependency alias). */
+const LANGGRAPHS = [
+  { from: "@langchain/langgraph", label: "the server's own version" },
+  { from: "langgraph-1-5", label: "another minor version" },
+];
+
+for (const { from, label } of LANGGRAPHS) t.test(`a project's own LangGraph (${label}): schemas, store batching, clean metadata, interrupts, nothing written to the project`, async (t) => {
+  const project = await makeProject(from);
   t.teardown(() => rm(project, { recursive: true, force: true }));
+  const installed = JSON.parse(await readFile(path.join(root, "node_modules", from, "package.json"), "utf8")) as { version: string };
+  t.ok(semver.satisfies(installed.version, repoPeers["@langchain/langgraph"]!), `${installed.version} is in the supported range`);
   const langgraph = findPackage("@langchain/langgraph", path.join(project, "src"))!;
   t.equal(langgraph.dir, path.join(project, "node_modules", "@langchain", "langgraph"), "the project's LangGraph is found from the graph's place");
   const projectCheckpoint = (await import(packageEntryUrl(findPackage("@langchain/langgraph-checkpoint", langgraph.dir)!)!)) as { AsyncBatchedStore: typeof AsyncBatchedStore };
@@ -134,6 +192,20 @@ t.test("a project's own LangGraph: schemas, store batching, clean metadata, noth
   const history = await client.threads.getHistory(thread.thread_id);
   t.ok(history.length > 0, "history");
   t.same(history.flatMap((s) => internalKeys(s.metadata)), [], "no internal key in the history's metadata");
+
+  // A second assistant on the same graph, and an interrupt resumed with a Command.
+  const second = await client.assistants.create({ graphId: "agent", name: "second", config: { configurable: { flavour: "second" } } });
+  const secondThread = await client.threads.create();
+  const secondValues = (await client.runs.wait(secondThread.thread_id, second.assistant_id, { input: { messages: [{ role: "user", content: "2nd" }] } })) as { messages?: { content: unknown }[] };
+  t.same((secondValues.messages ?? []).map((m) => m.content), ["2nd", "from the model", "hello from the project"], "the second assistant ran");
+  const asking = await client.threads.create();
+  const interrupted = (await client.runs.wait(asking.thread_id, "asker", { input: { question: "name?" } })) as Record<string, unknown>;
+  t.same(interrupted.__interrupt__, [{ id: (interrupted.__interrupt__ as { id?: string }[] | undefined)?.[0]?.id, value: { question: "name?" } }], "the run stops at the interrupt");
+  const resumed = (await client.runs.wait(asking.thread_id, "asker", { command: { resume: "Ada" } })) as Record<string, unknown>;
+  t.same(resumed, { question: "name?", answer: "Ada" }, "resumed with the answer");
+  const toolThread = await client.threads.create();
+  const toolValues = (await client.runs.wait(toolThread.thread_id, "tools", { input: { messages: [{ role: "user", content: "2 + 3?" }] } })) as { messages?: { type: string; content: unknown }[] };
+  t.same((toolValues.messages ?? []).map((m) => [m.type, m.content]), [["human", "2 + 3?"], ["ai", ""], ["tool", "5"], ["ai", "the sum is 5"]], "the tool loop ran to its answer");
 
   // Nothing was written beside the sources; the transpiled graph is in the cache.
   t.same(await listing(project), before, "no file was created in the project folder");

@@ -6,52 +6,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
-
-type Version = [number, number, number, boolean];
-
-function parseVersion(text: string): Version | undefined {
-  const m = /^v?(\d+)\.(\d+)\.(\d+)(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$/.exec(text.trim());
-  return m ? [Number(m[1]), Number(m[2]), Number(m[3]), m[4] !== undefined] : undefined;
-}
-
-/** Compares numbers first; a prerelease sorts before its release. */
-function compare(a: Version, b: Version): number {
-  for (let i = 0; i < 3; i++) if (a[i] !== b[i]) return (a[i] as number) - (b[i] as number);
-  return a[3] === b[3] ? 0 : a[3] ? -1 : 1;
-}
-
-function satisfiesComparator(v: Version, comparator: string): boolean {
-  const m = /^(\^|~|>=|<=|>|<|=)?\s*(.+)$/.exec(comparator);
-  const bound = m && parseVersion(m[2]!);
-  if (!m || !bound) throw new Error(`unsupported version range ${JSON.stringify(comparator)}`);
-  const c = compare(v, bound);
-  switch (m[1]) {
-    case "^": {
-      const upper: Version = bound[0] > 0 ? [bound[0] + 1, 0, 0, true] : bound[1] > 0 ? [0, bound[1] + 1, 0, true] : [0, 0, bound[2] + 1, true];
-      return c >= 0 && compare(v, upper) < 0;
-    }
-    case "~":
-      return c >= 0 && compare(v, [bound[0], bound[1] + 1, 0, true]) < 0;
-    case ">=": return c >= 0;
-    case "<=": return c <= 0;
-    case ">": return c > 0;
-    case "<": return c < 0;
-    default: return c === 0;
-  }
-}
-
-/**
- * Whether `version` is in `range`: the forms peerDependencies use here (`^1.2.3`, `~1.2.3`,
- * `>=1.2.3 <2.0.0`, `||` alternatives). A prerelease is compared by its numbers only.
- */
-export function satisfies(version: string, range: string): boolean {
-  const v = parseVersion(version);
-  if (!v) return false;
-  return range.split("||").some((alternative) => {
-    const comparators = alternative.trim().replace(/(\^|~|>=|<=|>|<|=)\s+/g, "$1").split(/\s+/).filter(Boolean);
-    return comparators.every((c) => satisfiesComparator(v, c));
-  });
-}
+import semver from "semver";
 
 /**
  * The installed version of `name` as a module in `projectDir` resolves it (its node_modules and
@@ -80,7 +35,7 @@ export function checkPeers(projectDir: string, peers: Record<string, string>, se
       if (name !== "@langchain/langgraph") continue;
       return `${name} is not installed in ${projectDir}: ${self} needs ${name}@${range} (npm install ${name}@"${range}")`;
     }
-    if (!satisfies(found.version, range)) {
+    if (!semver.satisfies(found.version, range)) {
       return `${name} ${found.version} (${found.dir}) is not supported: ${self} supports ${name}@${range}`;
     }
   }

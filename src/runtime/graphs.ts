@@ -23,6 +23,7 @@ import { findPackage, loadExport, loadingModules, moduleInputsOf } from "../modu
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import semver from "semver";
 
 export { GraphCatalogue, GraphNotFoundError, NAMESPACE_GRAPH, defaultAssistantId } from "./graph-catalogue.js";
 
@@ -112,30 +113,6 @@ export function supportedLangGraphRange(): string | null {
   }
 }
 
-const versionParts = (v: string) => v.replace(/^[\s=v]+/, "").split(/[.+-]/).slice(0, 3).map((n) => Number.parseInt(n, 10) || 0);
-
-/**
- * Whether `version` is in `range`, for the forms dependency ranges take here (`^`, `~`, `>=`, exact,
- * `||` alternatives); undefined for a range it cannot read.
- */
-export function versionInRange(version: string, range: string): boolean | undefined {
-  const [major, minor, patch] = versionParts(version);
-  const cmp = (b: number[]) => major - b[0] || minor - b[1] || patch - b[2];
-  let readable = false;
-  for (const alternative of range.split("||").map((r) => r.trim())) {
-    const m = /^(\^|~|>=|=)?\s*v?(\d+)(?:\.(\d+|x|\*))?(?:\.(\d+|x|\*))?(?:-[\w.]+)?$/.exec(alternative);
-    if (!m) continue;
-    readable = true;
-    const bound = [Number(m[2]), Number(m[3]) || 0, Number(m[4]) || 0];
-    const op = m[1] ?? "=";
-    if (op === ">=" && cmp(bound) >= 0) return true;
-    if (op === "^" && major === bound[0] && (major > 0 || minor === bound[1]) && cmp(bound) >= 0) return true;
-    if (op === "~" && major === bound[0] && minor === bound[1] && cmp(bound) >= 0) return true;
-    if (op === "=" && (m[3] === undefined || /[x*]/.test(m[3]) ? major === bound[0] : cmp(bound) === 0)) return true;
-  }
-  return readable ? false : undefined;
-}
-
 /**
  * Why a graph file's export may not be a graph this server can run: the LangGraph its project
  * has, when that is outside the supported range ("" when it is not, or cannot be told).
@@ -143,7 +120,7 @@ export function versionInRange(version: string, range: string): boolean | undefi
 function langGraphVersionNote(file: string | undefined): string {
   const pkg = file === undefined ? undefined : findPackage("@langchain/langgraph", path.dirname(file));
   const range = supportedLangGraphRange();
-  if (!pkg?.version || !range || versionInRange(pkg.version, range) !== false) return "";
+  if (!pkg?.version || !range || !semver.validRange(range) || semver.satisfies(pkg.version, range)) return "";
   return `: the graph's @langchain/langgraph is ${pkg.version} (${pkg.dir}), and this server supports ${range}`;
 }
 
