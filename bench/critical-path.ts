@@ -78,7 +78,7 @@ export async function benchCriticalPath(o: BenchOptions): Promise<Record<string,
   const source = await benchGraph();
   const engine = await engineTimeline(size.engineInvokes, Math.min(size.warmup, 100), source);
   const dataDir = await mkdtemp(path.join(os.tmpdir(), "agent-server-bench-critical-path-"));
-  const server = await startBenchServer(dataDir, { CRITICAL_PATH_PROBE: "1", LANGGRAPH_JSON: source.langgraphJson }, ["--require", PROBE], process.env.CRITICAL_PATH_MAIN);
+  const server = await startBenchServer(dataDir, { CRITICAL_PATH_PROBE: "1", LANGGRAPH_JSON: source.langgraphJson }, ["--require", PROBE], process.env.CRITICAL_PATH_MAIN ?? source.script);
   const nextLine = probeLines(server, "critical-path ");
   const client = jsonClient(server.url, 8);
   const jobs = agentJobs(client);

@@ -91,7 +91,7 @@ interface LoadResult {
 async function loadServer(source: GraphSource, dir: string, size: { warmup: number; sequential: number; jobs: number; idleMs: number; paired?: PairedSize }, nodeArgs: string[] = [], env: Record<string, string> = {}): Promise<LoadResult> {
   // The windows are taken on CLOCK_MONOTONIC, the clock of --cpu-prof's timestamps (process.hrtime's too).
   const nowUs = () => Number(process.hrtime.bigint() / 1000n);
-  const server = await startBenchServer(dir, { N_JOBS_PER_WORKER: "64", LANGGRAPH_JSON: source.langgraphJson, ...env }, nodeArgs);
+  const server = await startBenchServer(dir, { N_JOBS_PER_WORKER: "64", LANGGRAPH_JSON: source.langgraphJson, ...env }, nodeArgs, source.script);
   const client = jsonClient(server.url, 128);
   try {
     const okMs = server.startMs + (await waitOk(server.url));

@@ -1,14 +1,18 @@
 /**
- * The graph in the user's project beside the graph in this repository, in one run: the same build
- * (`dist/main.js`) started on this repository's langgraph.json (`repo`: src/graphs/agent.ts on this
- * repository's node_modules) and on a project folder's (`project`: a copy of that graph in a project with
- * its own copies of @langchain/langgraph, @langchain/core and @langchain/langgraph-checkpoint, the rest
- * linked; bench/support/project.ts), as users run theirs. Each round starts both in turn (the order
- * alternates: repo then project in even rounds, project then repo in odd ones), each on an empty data dir:
- * a warm-up, `sequential` runs/wait one after another (p50, each on a thread made outside its timing), then
- * `jobs` jobs (POST /threads + POST /threads/{id}/runs/wait) at `concurrency` 64, with the server's CPU
- * (utime + stime of /proc/<pid>/stat) over the jobs. Prints each side's medians and, per metric, the ratios
- * project/repo of the rounds (median, min, max): this machine's speed drifts, so the paired ratio is the verdict.
+ * The graph in the user's project beside the graph in this repository, in one run, with one build:
+ *   - `repo`: this checkout's dist/main.js on this repository's langgraph.json (src/graphs/agent.ts on this
+ *     repository's node_modules);
+ *   - `project`: the user's setup, a project folder with a copy of that graph, its own copies of
+ *     @langchain/langgraph, @langchain/core and @langchain/langgraph-checkpoint (the rest linked), and the
+ *     server installed there as a package, so its @langchain/* peers are the project's (one LangGraph);
+ *   - `project_beside`: the same project served by this checkout's dist/main.js (LANGGRAPH_JSON pointing
+ *     into the project), the setup before the package existed: the process holds two copies of LangGraph.
+ * (bench/support/project.ts). Each round starts the three in turn (the order rotates each round), each on
+ * an empty data dir: a warm-up, `sequential` runs/wait one after another (p50, each on a thread made
+ * outside its timing), then `jobs` jobs (POST /threads + POST /threads/{id}/runs/wait) at `concurrency` 64,
+ * with the server's CPU (utime + stime of /proc/<pid>/stat) over the jobs. Prints each side's medians and,
+ * per metric, the ratios to repo of the rounds (median, min, max): this machine's speed drifts, so the
+ * paired ratio is the verdict.
  *
  * Run: npm run bench -- project-vs-repo [--tiny]
  *   PVR_ROUNDS (default 6), PVR_JOBS jobs per side and round (default 1,500), PVR_SEQUENTIAL (default 100).
@@ -40,7 +44,7 @@ interface Sample {
 }
 
 const METRICS = ["cpu_ms_per_job", "runs_per_s", "sequential_p50_ms", "rss_mib", "start_ms"] as const;
-const SIDES = ["repo", "project"] as const;
+const SIDES = ["repo", "project", "project_beside"] as const;
 type Side = (typeof SIDES)[number];
 
 function sizeOf(options: BenchOptions, env: NodeJS.ProcessEnv): Size {
@@ -53,7 +57,7 @@ function sizeOf(options: BenchOptions, env: NodeJS.ProcessEnv): Size {
 async function measure(source: GraphSource, size: Size): Promise<Sample> {
   const dataDir = await mkdtemp(path.join(os.tmpdir(), `agent-server-bench-pvr-${source.kind}-`));
   try {
-    const server = await startBenchServer(dataDir, { N_JOBS_PER_WORKER: "64", LANGGRAPH_JSON: source.langgraphJson });
+    const server = await startBenchServer(dataDir, { N_JOBS_PER_WORKER: "64", LANGGRAPH_JSON: source.langgraphJson }, [], source.script);
     const client = jsonClient(server.url, size.concurrency);
     try {
       const { job, sequential: waitInTurn } = agentJobs(client);
@@ -80,39 +84,45 @@ async function measure(source: GraphSource, size: Size): Promise<Sample> {
 
 export async function benchProjectVsRepo(options: BenchOptions = { tiny: false, big: false }, env: NodeJS.ProcessEnv = process.env): Promise<Record<string, unknown>> {
   const size = sizeOf(options, env);
-  const project = await makeBenchProject();
+  const project = await makeBenchProject("installed");
+  const beside = await makeBenchProject("beside");
   try {
-    const sources: Record<Side, GraphSource> = { repo: REPO_GRAPH, project };
-    const samples: Record<Side, Sample[]> = { repo: [], project: [] };
+    const sources: Record<Side, GraphSource> = { repo: REPO_GRAPH, project, project_beside: beside };
+    const samples: Record<Side, Sample[]> = { repo: [], project: [], project_beside: [] };
     for (let round = 0; round < size.rounds; round++) {
-      for (const side of round % 2 ? ([...SIDES].reverse() as Side[]) : SIDES) {
+      // The order rotates, so each side goes first, second and third as often.
+      const order = SIDES.map((_, i) => SIDES[(i + round) % SIDES.length]!);
+      for (const side of order) {
         const sample = await measure(sources[side], size);
         samples[side].push(sample);
         console.error(`project-vs-repo: round ${round + 1}/${size.rounds} ${side}: ${JSON.stringify(sample)}`);
       }
     }
     const medians = (list: Sample[]) => mediansOf(list, METRICS);
-    const ratios = pairedRatios(samples.repo, samples.project, METRICS);
+
     return {
       setup: {
         mode: options.tiny ? "tiny" : "full",
-        server: `node ${startScriptNodeFlags().join(" ")} dist/main.js (as npm start), the same build for both, SQLite synchronous=FULL, N_JOBS_PER_WORKER=64`,
+        server: `node ${startScriptNodeFlags().join(" ")} <main.js> (as npm start), the same build for all, SQLite synchronous=FULL, N_JOBS_PER_WORKER=64`,
         repo: REPO_GRAPH.describe,
         project: project.describe,
+        project_beside: beside.describe,
         rounds: size.rounds,
         job: "POST /threads + POST /threads/{id}/runs/wait on agent",
         jobs_per_round: size.jobs,
         concurrency: size.concurrency,
         sequential_per_round: size.sequential,
         warmup_jobs: size.warmup,
-        order: "repo then project in even rounds, project then repo in odd ones; each server on an empty data dir",
+        order: "repo, project, project_beside, rotated by one each round; each server on an empty data dir",
       },
       repo: medians(samples.repo),
       project: medians(samples.project),
-      ratio_project_over_repo: ratios,
+      project_beside: medians(samples.project_beside),
+      ratio_project_over_repo: pairedRatios(samples.repo, samples.project, METRICS),
+      ratio_project_beside_over_repo: pairedRatios(samples.repo, samples.project_beside, METRICS),
     };
   } finally {
-    await project.remove();
+    await Promise.all([project.remove(), beside.remove()]);
   }
 }
 

@@ -35,7 +35,7 @@ export async function benchRuns(options: BenchOptions = { tiny: false, big: fals
   const dataDir = await mkdtemp(path.join(os.tmpdir(), "agent-server-bench-runs-"));
   const maxJobs = process.env.N_JOBS_PER_WORKER ?? "64";
   const source = await benchGraph();
-  const server = await startBenchServer(dataDir, { N_JOBS_PER_WORKER: maxJobs, LANGGRAPH_JSON: source.langgraphJson }).catch(async (error: unknown) => {
+  const server = await startBenchServer(dataDir, { N_JOBS_PER_WORKER: maxJobs, LANGGRAPH_JSON: source.langgraphJson }, [], source.script).catch(async (error: unknown) => {
     await rm(dataDir, { recursive: true, force: true });
     throw error;
   });

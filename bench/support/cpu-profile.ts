@@ -40,6 +40,9 @@ export const RUN_PHASES: readonly PhaseRule[] = [
   { phase: "http", paths: ["src/http/", "node_modules/fastify", "node_modules/@fastify/", "node_modules/find-my-way/", "node_modules/avvio/", "node_modules/light-my-request/", "node_modules/fast-json-stringify/", "node_modules/pino", "node:_http", "node:net", "node:internal/http"] },
 ];
 
+/** The server's package name: its bundle, installed in a project, is node_modules/<name>/dist/. */
+const SERVER_PACKAGE = (JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { name: string }).name;
+
 /** What the profile's own pseudo-frames are called; they are reported as they are. */
 const PSEUDO = new Set(["(garbage collector)", "(program)", "(idle)", "(root)"]);
 
@@ -48,9 +51,11 @@ class SourceResolver {
   private readonly maps = new Map<string, SourceMap | null>();
 
   source(url: string, line: number, column: number): string {
-    // Only our bundle: a package's own dist/ (LangChain ships source maps) maps to paths without
-    // node_modules/ in them, and its time would then be charged to whatever called it.
-    if (!url.startsWith("file://") || !url.includes("/dist/") || url.includes("/node_modules/")) return url;
+    // Only our bundle (this checkout's, or the package installed in a project): a package's own dist/
+    // (LangChain ships source maps) maps to paths without node_modules/ in them, and its time would
+    // then be charged to whatever called it.
+    const ours = url.includes("/dist/") && (!url.includes("/node_modules/") || url.includes(`/node_modules/${SERVER_PACKAGE}/dist/`));
+    if (!url.startsWith("file://") || !ours) return url;
     let map = this.maps.get(url);
     if (map === undefined) {
       try {

@@ -1,12 +1,15 @@
 /**
  * The graph as users run it: from their own project folder, with its own node_modules holding its own
- * copies of @langchain/langgraph, @langchain/core and @langchain/langgraph-checkpoint (not the server's).
+ * copies of @langchain/langgraph, @langchain/core and @langchain/langgraph-checkpoint (not the server's),
+ * and the server installed there as a package (`npm install <tarball>`), its `@langchain/*` peers being
+ * the project's copies: one LangGraph in the process, the project's.
  *
  * `makeBenchProject()` makes such a folder under the temp dir: package.json, tsconfig.json, langgraph.json
  * naming `agent` → ./src/agent.ts:graph (a copy of this repository's src/graphs/agent.ts), and a
  * node_modules where those three packages are real copies of this repository's (fs.cp: distinct
- * directories, hence distinct module instances, the split a project install gives, without the network)
- * and every other package is a symlink to this repository's node_modules entry (as
+ * directories, hence distinct module instances, the split a project install gives, without the network),
+ * `agent-server` holds the files `npm pack` ships (package.json, README, bin/, dist/ as built here, the
+ * audit page), and every other package is a symlink to this repository's node_modules entry (as
  * test/project-runtime.test.ts does).
  *
  * `benchGraph()` is the graph the server benchmarks (engine, runs, critical-path) run: such a project,
@@ -14,10 +17,10 @@
  * langgraph.json and src/graphs/agent.ts (the comparison).
  */
 import { rmSync } from "node:fs";
-import { cp, mkdir, mkdtemp, readdir, rm, symlink, writeFile } from "node:fs/promises";
+import { cp, mkdir, mkdtemp, readFile, readdir, rm, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { repoRoot } from "./server.js";
+import { buildServer, repoRoot } from "./server.js";
 
 /** The packages a project has its own copies of; every other one is linked to this repository's. */
 export const PROJECT_COPIED_PACKAGES = ["@langchain/langgraph", "@langchain/core", "@langchain/langgraph-checkpoint"] as const;
@@ -33,6 +36,11 @@ export interface GraphSource {
   graphFile: string;
   /** One line for a benchmark's setup. */
   describe: string;
+  /**
+   * The server's main.js as this setup runs it: the package installed in the project (so its @langchain/*
+   * are the project's), or undefined for this checkout's dist/main.js.
+   */
+  script?: string;
 }
 
 export interface BenchProject extends GraphSource {
@@ -63,11 +71,32 @@ export async function fillProjectModules(modules: string, fromModules: string, c
   }
 }
 
-/** A temporary project folder running a copy of src/graphs/agent.ts on its own LangGraph copies (see the header). */
-export async function makeBenchProject(): Promise<BenchProject> {
+/**
+ * The server package in `modules` as `npm install <tarball>` lays it out: the files package.json's
+ * "files" ships, dist/ as `npm run build` made it here. Returns its dist/main.js.
+ */
+export async function installServerPackage(modules: string): Promise<string> {
+  buildServer();
+  const manifest = JSON.parse(await readFile(path.join(repoRoot, "package.json"), "utf8")) as { name: string; files: string[] };
+  const target = path.join(modules, manifest.name);
+  await mkdir(target, { recursive: true });
+  for (const entry of ["package.json", ...manifest.files.filter((f) => !f.startsWith("!"))]) {
+    // Source maps too (the tarball leaves them out): the profiles of the engine benchmark read them.
+    await cp(path.join(repoRoot, entry), path.join(target, entry), { recursive: true });
+  }
+  return path.join(target, "dist", "main.js");
+}
+
+/**
+ * A temporary project folder running a copy of src/graphs/agent.ts on its own LangGraph copies (see the
+ * header). `server`: "installed" (default) runs the package installed in the project; "beside" runs this
+ * checkout's dist/main.js on the project's langgraph.json, so the process holds two copies of LangGraph.
+ */
+export async function makeBenchProject(server: "installed" | "beside" = "installed"): Promise<BenchProject> {
   const dir = await mkdtemp(path.join(tmpdir(), "agent-server-bench-project-"));
   try {
     await fillProjectModules(path.join(dir, "node_modules"), path.join(repoRoot, "node_modules"));
+    const script = server === "installed" ? await installServerPackage(path.join(dir, "node_modules")) : undefined;
     await writeFile(path.join(dir, "package.json"), JSON.stringify({ name: "bench-project", private: true, type: "module" }, null, 2));
     await writeFile(
       path.join(dir, "tsconfig.json"),
@@ -82,7 +111,10 @@ export async function makeBenchProject(): Promise<BenchProject> {
       dir,
       langgraphJson,
       graphFile: path.join(dir, "src", "agent.ts"),
-      describe: `agent (a copy of src/graphs/agent.ts in a project folder with its own copies of ${PROJECT_COPIED_PACKAGES.join(", ")}; the rest linked)`,
+      describe:
+        `agent (a copy of src/graphs/agent.ts in a project folder with its own copies of ${PROJECT_COPIED_PACKAGES.join(", ")}; the rest linked), ` +
+        (script ? "served by the package installed in the project (one LangGraph: the project's)" : "served by this checkout's dist/main.js (two LangGraph copies)"),
+      script,
       remove: () => rm(dir, { recursive: true, force: true }),
     };
   } catch (error) {
