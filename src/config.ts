@@ -34,7 +34,7 @@ const EnvSchema = z.object({
   CHECKPOINT_CACHE_BYTES: z.coerce.number().int().positive().default(32 * 1024 * 1024),
   /**
    * V8's old generation may grow to (1 + this/100) × the live heap before a full collection; V8's
-   * own factor (up to 4× under load) let the heap of a run burst reach 4× what is live. 0 = V8's own.
+   * own factor (up to 4× under load) lets the heap of a run burst reach 4× what is live. 0 = V8's own.
    */
   HEAP_GROWING_PERCENT: z.coerce.number().int().min(0).max(400).default(50),
   /** Base URL clients reach the server at (behind a proxy); the agent card advertises it. */

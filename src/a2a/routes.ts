@@ -3,7 +3,7 @@
  * `GET /.well-known/agent-card.json?assistant_id=` (also `/a2a/{assistant_id}/.well-known/agent-card.json`).
  * JSON-RPC errors are answered on HTTP 200 with the request's id; streaming methods answer
  * `text/event-stream` once the envelope is valid, so a later error is an event of that stream.
- * Every operation, and the card under custom auth (card-access.ts), names an assistant the caller
+ * Every operation, and the card under custom auth (its caller from `cardCallerOf`), names an assistant the caller
  * must be able to read (`assistants:read`, as GET /assistants/{id}); one they may not is not found.
  */
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";

@@ -1,7 +1,7 @@
 /**
  * Application service of the Store: commands decided on the read model and appended to the item's
  * own stream, queries on the read model. Used by the HTTP routes and, through the BaseStore
- * adapter (src/runtime/graph-store.ts), by graphs: both read and write the same items.
+ * adapter (src/app/graph-store.ts), by graphs: both read and write the same items.
  */
 import type { EventData, EventStore } from "../eventstore/types.js";
 import type { ReadModels } from "../read-models/all.js";

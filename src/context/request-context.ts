@@ -21,7 +21,7 @@ export interface RequestContext {
 /**
  * Where the context lives. On Node 20 every AsyncLocalStorage that has been entered costs every promise the
  * process makes from then on: an async_hooks init callback per storage copies its store onto the new promise
- * (a property added to each promise; about a tenth of the server's CPU per run, measured). LangChain already
+ * (a property added to each promise). LangChain already
  * keeps one storage for the whole process (global `Symbol.for("ls:tracing_async_local_storage")`, shared by
  * @langchain/core, @langchain/langgraph and langsmith), and carries "context variables"
  * (`Symbol.for("lc:context_variables")`, @langchain/core's `_CONTEXT_VARIABLES_KEY`) from each store it

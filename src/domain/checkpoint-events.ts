@@ -27,7 +27,7 @@ export function threadIdOfCheckpointStream(streamId: string): string | undefined
 
 /**
  * A value serialized with `serde.dumpsTyped`: `[type, text, "utf8"]` when its bytes are UTF-8 (the
- * text they decode to; since 2026-11-26), else `[type, base64 of the bytes]` (every value before).
+ * text they decode to), else `[type, base64 of the bytes]` (also the older form of every value, still read).
  * A value too large to sit in the event (see `putLargeJson`) has a ref in place of the text or
  * base64: `[type, ref, "utf8"]` or `[type, ref]`, the ref naming the stream that holds that string.
  * The fold keeps every form as it is; only reads resolve refs.

@@ -21,7 +21,7 @@ const catalogue: Record<string, ZodType> = {
  * the checkpoint codec) and its output chunks (`{event, data}` with data any JSON). The server checks
  * them only when EVENT_SCHEMA_CHECKS=all (as the test suite runs, so every graph the tests run has
  * its step events checked against these schemas): each check parses and copies the whole event,
- * which cost 3-10 % of a run's CPU at concurrency 64 (the machine's phase decides). Every other event is checked on every append.
+ * on every step of every run. Every other event is checked on every append.
  */
 export const STEP_EVENT_TYPES: ReadonlySet<string> = new Set(["CheckpointSaved", "PendingWritesSaved", "RunOutput"]);
 

@@ -1,7 +1,7 @@
 /**
  * The JSON text of event data, made once for data that cannot change: a large value's chunks are
- * measured (to group them into appends under the store's limit) and then stored, and each of those
- * used to serialise a chunk of up to a third of a MiB again.
+ * sized (to group them into appends under the store's limit) and then stored, and each of those
+ * would otherwise serialise a chunk of up to a third of a MiB again.
  *
  * Only data made by `frozenFlatData` is remembered: frozen, and holding nothing but primitives, so
  * its text can never go stale. Any other data is serialised each time it is asked for.

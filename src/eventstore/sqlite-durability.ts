@@ -132,7 +132,7 @@ export class WalDurability {
     this.covered = target;
     const started = process.hrtime.bigint();
     // fdatasync, as SQLite itself syncs on Linux: the WAL's data and its size, without the timestamps a plain fsync
-    // also writes (measured 7-10 % shorter per sync in the server, .scratch/probes/fdsync-tl3.cjs).
+    // also writes.
     tracePoint("log.sync.start");
     fs.fdatasync(this.fd, (error) => {
       tracePoint("log.sync.end");

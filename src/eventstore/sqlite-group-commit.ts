@@ -28,7 +28,7 @@ export class GroupCommit<J, R> {
   /**
    * `urgent`: commit at the end of the current callback (process.nextTick), taking along everything
    * queued so far, rather than in the check phase after all of this turn's I/O callbacks. Under load
-   * that turn lasts 15 to 30 ms, and a run's end is what clients and webhooks wait for.
+   * that turn holds many callbacks, and a run's end is what clients and webhooks wait for.
    */
   submit(job: J, urgent = false): Promise<R> {
     return new Promise<R>((resolve, reject) => {

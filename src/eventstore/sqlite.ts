@@ -98,7 +98,7 @@ export function openSqliteStoreReadOnly(file: string): SqliteEventStore {
 const PAGE_SIZE = 1000;
 /**
  * Recently committed events kept in memory: enough for live subscribers and for reads of the streams of the
- * runs in flight (~11 events a run), few enough that most die young: events held much longer outlive V8's
+ * runs in flight (a run writes a handful of events), few enough that most die young: events held much longer outlive V8's
  * young generation and make every major GC dearer.
  */
 const RECENT_LIMITS = { maxEvents: 512, maxBytes: 2 * 2 ** 20 };
@@ -134,7 +134,7 @@ interface AppendJob {
 
 /**
  * Every query is prepared once. None binds its LIMIT: SQLite (3.4x, STAT4) lets the planner look at a bound LIMIT,
- * so binding it expires the statement and every execution prepares it again (~8 µs each, measured). Pages use a
+ * so binding it expires the statement and every execution prepares it again. Pages use a
  * literal LIMIT; reads with a caller's maxCount stop iterating instead.
  */
 function prepareStatements(db: Database.Database) {
@@ -271,7 +271,7 @@ class SqliteStore implements SqliteEventStore {
     let prepared: PreparedEvent[];
     try {
       // Generated ids are time-ordered (UUIDv7): the unique index on event_id then grows at its right edge. Random (v4)
-      // ids scatter each commit over many index pages, which halves the throughput of large batches with synchronous=FULL.
+      // ids would scatter each commit over many index pages, each of them written (and, with synchronous=FULL, synced) per commit.
       prepared = checkAppend(stream, events, expected, { newId: newTimeOrderedId }, toStored);
       // EventStoreDB's limit, so that both stores accept the same appends.
       const size = prepared.reduce((sum, e) => sum + eventSize(e.type, e.data, e.metadata), 0);

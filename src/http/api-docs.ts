@@ -12,8 +12,8 @@ interface RouteShape {
 
 /**
  * `/openapi.json` and `/docs`, built from the route schemas on first request. @fastify/swagger and
- * @fastify/swagger-ui (with yaml, a static file server and their schema resolvers) cost about 90 ms of
- * start-up; here they load only when someone reads the docs. The routes are recorded as they are
+ * @fastify/swagger-ui (with yaml, a static file server and their schema resolvers) are many modules to
+ * load at start-up; here they load only when someone reads the docs. The routes are recorded as they are
  * registered (an `onRoute` hook: a cheap copy of method, url and schema) and replayed, with no
  * handlers, into a separate Fastify instance that carries the two plugins; `/docs` requests are
  * forwarded to it.

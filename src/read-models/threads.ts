@@ -165,7 +165,7 @@ export class ThreadsReadModel {
   constructor(db: Database.Database) {
     this.load = loader(db);
     // Only the queue column, not the whole row: the run worker asks this on every wake-up of a thread, and
-    // parsing the row's metadata, config and values (a long conversation's state) was most of the cost.
+    // it needs none of the row's metadata, config and values (a long conversation's state) parsed.
     this.activeRunsOf = db.prepare("SELECT active_runs FROM threads WHERE thread_id = ? AND deleted = 0").pluck();
     this.cache = new StatementCache(db);
     this.withActiveRuns = db.prepare("SELECT thread_id FROM threads WHERE active_runs <> '[]' AND deleted = 0").pluck();

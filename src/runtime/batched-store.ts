@@ -1,8 +1,7 @@
 /**
  * LangGraph wraps a run's store in an AsyncBatchedStore, whose queue is drained by a loop that
  * sleeps `setTimeout(0)` (at least 1 ms) between looks for as long as the run lasts, whether or not
- * the graph touches the store: under load one timer per running run per millisecond, about a
- * tenth of the server's CPU per run (c64 runs/s 516 -> 580 without it, measured). Installed once
+ * the graph touches the store: under load one timer per running run per millisecond. Installed once
  * with the graph runtime, this drains the queue when an operation is enqueued instead: what one
  * turn of the event loop enqueues goes to the store in one batch (as before), batches in order, and
  * nothing runs while nothing is asked. Left alone if the class does not have the shape it expects.

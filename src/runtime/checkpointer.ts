@@ -75,8 +75,8 @@ export const DEFAULT_CHECKPOINT_CACHE_BYTES = 32 * 1024 * 1024;
 export const DEFAULT_SNAPSHOT_EVERY = 100;
 /**
  * A serialized value (its text or base64) above this many characters is kept in its own stream
- * (`checkpoint-value-{sha256}`, the hash of its JSON text, as its ref holds it; files written before
- * 2026-11-26 name the hash of the base64 itself: either way the ref names the stream) and the event holds its ref: events stay under EventStoreDB's
+ * (`checkpoint-value-{sha256}`, the hash of its JSON text, as its ref holds it; values stored in the
+ * older base64 form name the hash of the base64 itself: either way the ref names the stream) and the event holds its ref: events stay under EventStoreDB's
  * append limit, and the cache holds refs, not megabytes.
  */
 export const LARGE_CHECKPOINT_VALUE_BYTES = 128 * 1024;

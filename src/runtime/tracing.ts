@@ -1,11 +1,11 @@
 /**
  * LangSmith tracing costs nothing unless it is configured.
  *
- * Why RunTree objects show up in a profile with tracing off: @langchain/core's
+ * Why RunTree objects are built with tracing off: @langchain/core's
  * `AsyncLocalStorageProviderSingleton.runWithConfig` (called for every node, edge and channel write LangGraph
  * runs) stores the runnable config in AsyncLocalStorage inside a `new RunTree({ tracingEnabled: false })` when
  * no LangChain tracer is attached. Each construction reads a dozen environment variables, formats a timestamp and
- * draws a UUIDv7 from `crypto.getRandomValues`: about 5 % of the server's CPU per run, for an object that is
+ * draws a UUIDv7 from `crypto.getRandomValues`, all for an object that is
  * never sent anywhere (upstream: langchain-ai/langchainjs#10043, closed unmerged).
  *
  * So when no tracing variable is set at start-up, `runWithConfig` is replaced by the same logic with a plain

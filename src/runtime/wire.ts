@@ -6,8 +6,8 @@
  * The result is what `JSON.parse(JSON.stringify(value, replacer))` gives (the replacer turning a
  * message into its dict and a bigint into text), built in one walk instead: no text in between, and
  * a message's own `toJSON()` (LangChain's constructor form, as costly as `toDict()` itself) is not
- * computed just to be replaced. On a long conversation that was most of the cost of each `values`
- * chunk. test/wire.test.ts holds the round trip as the oracle.
+ * computed just to be replaced: every `values` chunk carries the whole conversation, so the work
+ * saved grows with it. test/wire.test.ts holds the round trip as the oracle.
  */
 
 interface Dictable {

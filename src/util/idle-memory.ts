@@ -88,8 +88,8 @@ export class IdleMemory {
   returns = 0;
 
   constructor(options: IdleMemoryOptions = {}) {
-    // Idle for 6 to 8 s. With 5 s samples (10 to 15 s) a load's memory was sometimes still held 20 s after
-    // it ended on a slow machine: the load's last busy sample pushed the collection past that.
+    // Idle for 6 to 8 s: short samples, so that a load's last busy sample does not hold its memory
+    // long after the load has ended.
     this.sampleMs = options.sampleMs ?? 2_000;
     this.idleSamples = options.idleSamples ?? 3;
     this.idleBelow = options.idleBelow ?? 0.05;

@@ -2,10 +2,8 @@ import { randomFillSync } from "node:crypto";
 import { v7 as uuidv7 } from "uuid";
 
 /**
- * Random bytes for 256 ids, drawn at once. A draw from the system's generator cost 14.5 µs on average
- * inside a loaded server (256 bytes, the draw `uuid` makes for every 16 of its ids; measured with
- * .scratch/probes/rfs.cjs at concurrency 64), about 13 µs of each run; one draw per 256 ids costs
- * a sixteenth of that.
+ * Random bytes for 256 ids, drawn at once. `uuid` draws 256 bytes from the system's generator for
+ * every 16 of its ids; one draw per 256 ids makes a sixteenth as many calls into the generator.
  */
 const POOL_IDS = 256;
 const pool = new Uint8Array(16 * POOL_IDS);
@@ -19,8 +17,7 @@ let seq = 0;
  * process sort in the order they were made), the rest random. Used for every id the server makes:
  * events, runs, threads, assistants, crons. A new entity's keys then land at the end of the log's
  * indexes and of the read models' primary keys instead of on a random page of each: a batch of
- * creates dirties a few pages, not one per create (POST /threads at concurrency 16: 3,080 → 3,750/s,
- * alternating runs). Its 74 random bits keep it unguessable.
+ * creates dirties a few pages, not one per create. Its 74 random bits keep it unguessable.
  */
 export function newTimeOrderedId(): string {
   if (used === pool.length) {

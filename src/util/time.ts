@@ -9,7 +9,7 @@ let cachedSecond = Number.NaN;
 let cachedPrefix = "";
 
 /**
- * `Date#toISOString` costs 1-1.5 µs here and a run stamps several times (its creation, claim, end,
+ * `Date#toISOString` formats the whole date on every call and a run stamps several times (its creation, claim, end,
  * its thread's update), so the text up to the second is kept for the second it names and only the
  * milliseconds are written per call (in UTC a second's text depends on nothing but the second).
  */

@@ -57,7 +57,7 @@ function describeError(error: unknown): { error: string; final?: boolean } {
  * and dropped (only the status matters).
  */
 export function undiciSender(o: SendOptions): { send: WebhookSender; close(): Promise<void> } {
-  // undici is loaded with the first webhook (about 10 MiB a server without webhooks never pays).
+  // undici is loaded with the first webhook (memory a server without webhooks never pays).
   let client: Promise<{ agent: Agent; request: typeof import("undici").request }> | undefined;
   const load = () =>
     (client ??= import("undici").then(({ Agent, request }) => ({

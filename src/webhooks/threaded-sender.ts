@@ -23,7 +23,7 @@ interface SenderThread {
 
 /**
  * Sends from a worker thread (see sender-worker.ts). Under load the server's event loop turns
- * every 15 to 30 ms, and undici waits a turn before it writes on a kept-alive socket; the sender's
+ * slowly, and undici waits a turn before it writes on a kept-alive socket; the sender's
  * own loop is idle, so the POST leaves when it is asked for. The thread starts with the first
  * webhook, and again after it dies (its deliveries in flight then fail, and are retried).
  * A custom resolver cannot cross threads: with one, use `undiciSender` in this thread.

@@ -101,7 +101,7 @@ export function runRoutes(ctx: AppContext, runs: RunsService, streams: { openStr
     let keepAlive: NodeJS.Timeout | undefined;
     if (!runs.isDone(run.run_id, created)) {
       // A run that ends within WAIT_HEADERS_DELAY_MS is answered in one write, headers and result (a
-      // write to the socket is a system call, about a tenth of a millisecond here); a longer one gets its
+      // write to the socket is a system call); a longer one gets its
       // headers then, and a newline every 5 s so that no client or proxy times out.
       // The headers name the run: they leave only once its enqueue is durable, as every response waits for.
       const sendHeaders = () => {
