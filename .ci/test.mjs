@@ -1,15 +1,37 @@
 #!/usr/bin/env node
-// The whole test suite, as `npm test` runs it: typecheck, the tap suites under c8 coverage, every
-// benchmark once in tiny mode (one test each: it must exit 0 and print its JSON), and the LangGraph
-// checkpointer validation suite under vitest. Ends with one line "N passed, M failed, K skipped"
-// (the README's form) and exits non-zero on any failure (or when no test ran at all).
+// The test suites. `npm test` (no argument) is the quick loop: typecheck and the tap suites of the
+// product, without the heavy files named in HEAVY. `npm run test:all` (--all, what .ci/run runs) is
+// everything: typecheck, every tap suite under c8 coverage, every benchmark once in tiny mode (one
+// test each: it must exit 0 and print its JSON), and the LangGraph checkpointer validation suite
+// under vitest. Both end with one line "N passed, M failed, K skipped" and exit non-zero on any
+// failure (or when no test ran at all).
 import { spawn } from "node:child_process";
-import { mkdirSync, readFileSync, rmSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import path from "node:path";
+import { ALLOWED_SKIPS, countTap } from "./tap-counts.mjs";
 
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), "..");
 const bin = (name) => path.join(root, "node_modules", ".bin", name);
 const resultsDir = path.join(root, ".test-results");
+const all = process.argv.includes("--all");
+
+/**
+ * The tap files only `--all` runs: a real browser (Chromium), valgrind's instruction counts, the
+ * chaos and long recovery runs against the EventStoreDB double, the official suite's parity check.
+ */
+const HEAVY = [
+  /^test\/chaos-.*\.test\.ts$/,
+  /^test\/esdb-recovery-long\.test\.ts$/,
+  /^test\/esdb-double-faults\.test\.ts$/,
+  /^test\/(audit-page|cors-browser|react-use-stream|ui-browser)\.test\.ts$/,
+  /^test\/instructions\.test\.ts$/,
+  /^test\/official-suite-parity\.test\.ts$/,
+];
+const testFiles = readdirSync(path.join(root, "test"), { recursive: true })
+  .map((f) => `test/${String(f).split(path.sep).join("/")}`)
+  .filter((f) => f.endsWith(".test.ts"))
+  .sort();
+const quickFiles = testFiles.filter((f) => !HEAVY.some((re) => re.test(f)));
 rmSync(resultsDir, { recursive: true, force: true });
 mkdirSync(resultsDir, { recursive: true });
 
@@ -21,43 +43,6 @@ function run(cmd, args, { capture = false } = {}) {
     if (capture) child.stdout.on("data", (chunk) => { out += chunk; process.stdout.write(chunk); });
     child.on("close", (code, signal) => resolve({ code: code ?? (signal ? 1 : 0), out }));
   });
-}
-
-/** Counts the tests of each file (subtests one level below the file) in raw TAP output. */
-function countTap(tap) {
-  let passed = 0, failed = 0, skipped = 0;
-  const fileFailures = [];
-  const subtestFailures = [];
-  let pendingInner = [];
-  let pendingDeep = [];
-  const assertionFailures = [];
-  let fileFailedInside = false;
-  for (const line of tap.split("\n")) {
-    // A failed assertion (or deeper subtest) inside a file's subtest: named in the tail too, so a CI log read from its end says why.
-    const deep = /^ {8,}not ok \d+ - (.*)$/.exec(line);
-    if (deep) {
-      pendingDeep.push(deep[1]);
-      continue;
-    }
-    const inner = /^    (not ok|ok) \d+ - .*?(# (SKIP|TODO)\b.*)?$/.exec(line);
-    if (inner) {
-      if (inner[2]) skipped++;
-      else if (inner[1] === "ok") passed++;
-      else { failed++; fileFailedInside = true; pendingInner.push(line.replace(/^    not ok \d+ - /, "")); }
-      continue;
-    }
-    const file = /^(not ok|ok) \d+ - (.*?)(?: #.*)?$/.exec(line);
-    if (file) {
-      // A file that failed outside any subtest (crash, timeout, bad plan) still counts as a failure.
-      if (file[1] === "not ok" && !fileFailedInside) { failed++; fileFailures.push(file[2]); }
-      for (const name of pendingInner) subtestFailures.push(`${file[2]}: ${name}`);
-      for (const name of pendingDeep) assertionFailures.push(`${file[2]}: ${name}`);
-      pendingInner = [];
-      pendingDeep = [];
-      fileFailedInside = false;
-    }
-  }
-  return { passed, failed, skipped, fileFailures, subtestFailures, assertionFailures };
 }
 
 /** Runs a command with stdout captured (not echoed), stderr inherited; kills its whole process group after timeoutMs. */
@@ -125,18 +110,25 @@ steps.push(["typecheck browser pages", pages.code === 0]);
 if (pages.code === 0) totals.passed++;
 else totals.failed++;
 
-const tap = await run(
-  bin("c8"),
-  ["--reporter=text-summary", "--reporter=lcov", "--report-dir=coverage", "--exclude=test/**", "--exclude=bench/**",
-    bin("tap"), "--reporter=tap"],
-  { capture: true },
-);
+const tap = all
+  ? await run(
+    bin("c8"),
+    ["--reporter=text-summary", "--reporter=lcov", "--report-dir=coverage", "--exclude=test/**", "--exclude=bench/**",
+      bin("tap"), "--reporter=tap"],
+    { capture: true },
+  )
+  : await run(bin("tap"), ["--reporter=tap", ...quickFiles], { capture: true });
 const tapCounts = countTap(tap.out);
 totals.passed += tapCounts.passed;
 totals.failed += tapCounts.failed;
 totals.skipped += tapCounts.skipped;
 steps.push(["tap", tap.code === 0 && tapCounts.failed === 0]);
 if (tap.code !== 0 && tapCounts.failed === 0) totals.failed++;
+
+if (!all) {
+  console.log(`quick suite: ${quickFiles.length} of ${testFiles.length} tap files; \`npm run test:all\` runs the other ${testFiles.length - quickFiles.length}, the benchmarks' smoke runs and the checkpointer validation suite`);
+  finish();
+}
 
 const benchCounts = await runBenches();
 totals.passed += benchCounts.passed;
@@ -158,11 +150,18 @@ totals.skipped += vitestCounts.skipped;
 steps.push(["vitest", vitest.code === 0 && vitestCounts.failed === 0]);
 if (vitest.code !== 0 && vitestCounts.failed === 0) totals.failed++;
 
-for (const [name, ok] of steps) console.log(`${ok ? "ok" : "FAILED"}: ${name}`);
-if (tapCounts.fileFailures.length) console.log(`failed test files: ${tapCounts.fileFailures.join(", ")}`);
-// Named again here, next to the summary, because CI logs are often read from the tail only.
-for (const name of tapCounts.subtestFailures) console.log(`failed: ${name}`);
-for (const name of tapCounts.assertionFailures) console.log(`  failed assertion: ${name}`);
-const ranNothing = totals.passed + totals.failed === 0;
-console.log(`${totals.passed} passed, ${totals.failed} failed, ${totals.skipped} skipped`);
-process.exit(totals.failed > 0 || ranNothing || steps.some(([, ok]) => !ok) ? 1 : 0);
+finish();
+
+/** Prints the steps, the failures and the summary line, and exits. */
+function finish() {
+  for (const [name, ok] of steps) console.log(`${ok ? "ok" : "FAILED"}: ${name}`);
+  if (tapCounts.fileFailures.length) console.log(`failed test files: ${tapCounts.fileFailures.join(", ")}`);
+  // Named again here, next to the summary, because CI logs are often read from the tail only.
+  for (const name of tapCounts.subtestFailures) console.log(`failed: ${name}`);
+  for (const name of tapCounts.assertionFailures) console.log(`  failed assertion: ${name}`);
+  for (const s of tapCounts.unexpectedSkips) console.log(`failed: skipped outside the allowlist: ${s.file}: ${s.name}`);
+  for (const a of ALLOWED_SKIPS) console.log(`allowed skip: ${a.file}: ${a.name} (${a.why})`);
+  const ranNothing = totals.passed + totals.failed === 0;
+  console.log(`${totals.passed} passed, ${totals.failed} failed, ${totals.skipped} skipped`);
+  process.exit(totals.failed > 0 || ranNothing || steps.some(([, ok]) => !ok) ? 1 : 0);
+}
