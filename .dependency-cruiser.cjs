@@ -1,4 +1,4 @@
-// The layers of DESIGN.md §2, drawn from the imports (`npx depcruise src projections`; test/architecture.test.ts).
+// The layers of docs/architecture.md, drawn from the imports (`npx depcruise src projections`; test/architecture.test.ts).
 // Each layer may import only layers below it: eventstore → domain → projections → read-models →
 // runtime → webhooks → app → edges (http, a2a, mcp, protocol) → server.ts/main.ts, with the ground
 // floor (src/context, src/util, config, langgraph-config, module-loader, version) under all of them.

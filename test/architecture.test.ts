@@ -7,7 +7,7 @@ import { readdirSync, readFileSync } from "node:fs";
 const root = path.resolve(import.meta.dirname, "..");
 
 /**
- * The layering of DESIGN.md §2, drawn from the imports by dependency-cruiser with the rules of
+ * The layering of docs/architecture.md, drawn from the imports by dependency-cruiser with the rules of
  * .dependency-cruiser.cjs: no file imports a higher layer, an edge never imports another edge,
  * the ground floor imports no layer, and there is no import cycle.
  */

@@ -13,7 +13,7 @@ export function signWebhook(secret: string, timestamp: string, body: string): st
   return `v1=${createHmac("sha256", secret).update(`${timestamp}.${body}`).digest("hex")}`;
 }
 
-/** What a receiver does (the README shows the same lines); constant-time comparison. */
+/** What a receiver does (docs/webhooks.md shows the same lines); constant-time comparison. */
 export function verifyWebhook(secret: string, timestamp: string, body: string, signature: string): boolean {
   const expected = Buffer.from(signWebhook(secret, timestamp, body));
   const given = Buffer.from(signature);
