@@ -10,7 +10,9 @@ import { gates as makeGates } from "./support/gates.js";
  * subscription, and a resume with `since` after the server restarted (the events are in the log).
  */
 
-type Event = { type: "event"; seq: number; event_id: string; method: string; params: { namespace: string[]; data: any } };
+/** The data of an event as these tests read it: `event` on lifecycle events, `interrupt_id` on input.requested, `messages` on values. */
+type EventData = { event: string; interrupt_id: string; messages: { content: string }[] };
+type Event = { type: "event"; seq: number; event_id: string; method: string; params: { namespace: string[]; data: EventData } };
 
 const TRANSPORTS = ["sse", "websocket"] as const;
 type Transport = (typeof TRANSPORTS)[number];
@@ -268,5 +270,54 @@ t.test("ThreadStream over the thread streaming protocol", async (t) => {
       body: JSON.stringify({ id: 4, method: "input.respond", params: { interrupt_id: "x", response: 1 } }),
     });
     t.match(await notInterrupted.json(), { type: "error", id: 4, error: "invalid_argument", message: "input.respond can only be used while the run is interrupted." });
+  });
+
+  t.test("a never-used thread: getTree and subscribe answer no_such_run and create nothing; channels are checked first", async (t) => {
+    const threadId = "0190f1c2-0000-7000-8000-0000000000aa";
+    const command = async (body: unknown) => (await fetch(`${srv.url}/threads/${threadId}/commands`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) })).json();
+    t.same(await command({ id: 1, method: "agent.getTree" }), { type: "error", id: 1, error: "no_such_run", message: "No active run is bound to this thread." });
+    t.match(await command({ id: 2, method: "subscription.subscribe", params: { channels: ["values", "nope"] } }), { type: "error", id: 2, error: "invalid_argument", message: "subscription.subscribe received an unsupported channel." });
+    t.match(await command({ id: 3, method: "subscription.subscribe", params: { channels: ["values"] } }), { type: "error", id: 3, error: "no_such_run" });
+    t.match(await command({ id: 4, method: "subscription.unsubscribe", params: { subscription_id: "s" } }), { type: "error", id: 4, error: "no_such_subscription" });
+    t.equal((await fetch(`${srv.url}/threads/${threadId}`)).status, 404, "no thread was created");
+
+    // Once a run was started, getTree names it; subscriptions are made on the event stream, not in a command's answer.
+    const thread = await srv.client.threads.create();
+    await srv.client.runs.wait(thread.thread_id, "agent", { input: { messages: [{ role: "user", content: "hi" }] } });
+    const used = async (body: unknown) => (await fetch(`${srv.url}/threads/${thread.thread_id}/commands`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) })).json();
+    t.match(await used({ id: 5, method: "agent.getTree" }), { type: "success", id: 5, result: { tree: { namespace: [], status: "completed", graph_name: "agent" } } });
+    t.match(await used({ id: 6, method: "subscription.subscribe", params: { channels: ["values"] } }), { type: "error", id: 6, error: "not_supported", message: /stream\/events/ });
+  });
+
+  t.test("websocket: the subscribe answer counts the events it replays, and comes before them", async (t) => {
+    const thread = await srv.client.threads.create();
+    await srv.client.runs.wait(thread.thread_id, "agent", { input: { messages: [{ role: "user", content: "hi" }] } });
+    const socket = new WebSocket(`${srv.url.replace(/^http/, "ws")}/threads/${thread.thread_id}/stream/events`);
+    t.teardown(() => socket.close());
+    const frames: { type: string; id?: number; result?: { replayed_events?: number; subscription_id?: string }; method?: string }[] = [];
+    let notify = () => {};
+    socket.on("message", (data: Buffer) => {
+      frames.push(JSON.parse(data.toString("utf8")));
+      notify();
+    });
+    await new Promise<void>((resolve, reject) => socket.once("open", () => resolve()).once("error", reject));
+    const waitFor = (predicate: () => boolean) => new Promise<void>((resolve) => {
+      if (predicate()) return resolve();
+      notify = () => predicate() && resolve();
+    });
+    socket.send(JSON.stringify({ id: 1, method: "subscription.subscribe", params: { channels: ["lifecycle", "values"] } }));
+    await waitFor(() => frames.some((f) => f.type === "success" && f.id === 1));
+    const ack = frames.find((f) => f.id === 1)!;
+    t.equal(frames.indexOf(ack), 0, "the answer is the first frame");
+    const replayed = ack.result?.replayed_events;
+    t.ok(typeof replayed === "number" && replayed > 0, `replayed_events counts the run's events (${replayed})`);
+    // The run ended: its lifecycle ends with completed; every event of it is a replayed one.
+    await waitFor(() => frames.some((f) => f.type === "event" && f.method === "lifecycle" && (f as unknown as Event).params.namespace.length === 0 && (f as unknown as Event).params.data.event === "completed"));
+    t.equal(frames.filter((f) => f.type === "event").length, replayed, "exactly that many events were replayed");
+
+    // A second subscription, to another channel: its count is its own events only (none: the run streamed no messages).
+    socket.send(JSON.stringify({ id: 2, method: "subscription.subscribe", params: { channels: ["messages"] } }));
+    await waitFor(() => frames.some((f) => f.type === "success" && f.id === 2));
+    t.equal(frames.find((f) => f.id === 2)!.result?.replayed_events, 0, "the messages channel's count");
   });
 });

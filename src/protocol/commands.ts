@@ -15,6 +15,8 @@ import { refusalOf } from "../domain/errors.js";
 import type { RunRequest } from "../domain/run-request.js";
 import { MultitaskStrategySchema } from "../domain/run-record.js";
 import { EVENTS_PER_LOG_EVENT, lifecycleOf, seqOf } from "./log-events.js";
+import { filterOfParams } from "./subscription-params.js";
+import { threadHasRuns } from "./thread-feed.js";
 
 export interface ProtocolCommand {
   id: number;
@@ -68,6 +70,12 @@ export class ProtocolCommands {
           return await this.stateGet(caller, threadId, command.id, params);
         case "agent.getTree":
           return await this.agentTree(caller, threadId, command.id);
+        case "subscription.subscribe":
+          return await this.subscribeOverHttp(caller, threadId, command.id, params);
+        case "subscription.unsubscribe":
+          return typeof params.subscription_id === "string"
+            ? errorResponse(command.id, "no_such_subscription", `Unknown subscription: ${params.subscription_id}`)
+            : errorResponse(command.id, "invalid_argument", "subscription.unsubscribe requires a subscription_id.");
         default:
           if (NOT_SUPPORTED.has(command.method)) return errorResponse(command.id, "not_supported", `${command.method} is not supported by this server.`);
           return errorResponse(command.id, "unknown_command", `Unknown protocol command: ${command.method}`);
@@ -171,12 +179,26 @@ export class ProtocolCommands {
     return { type: "success", id, result, meta: await this.appliedThrough(threadId) };
   }
 
-  /** The root of the agent tree: the thread's latest run and its status. */
+  /**
+   * `subscription.subscribe` on POST /commands: the params are checked as on a WebSocket, and a thread no
+   * run was started on has nothing to subscribe to (as the official server answers). Events are delivered
+   * on the WebSocket or the SSE request of /stream/events, not in an HTTP response: said as not_supported.
+   */
+  private async subscribeOverHttp(caller: Caller, threadId: string, id: number, params: Record<string, unknown>): Promise<ProtocolResponse> {
+    const filter = filterOfParams(params);
+    if (typeof filter === "string") return errorResponse(id, "invalid_argument", filter);
+    await this.authorizeRead(caller, threadId);
+    if (!(await threadHasRuns(this.ctx.store, threadId))) return errorResponse(id, "no_such_run", "No active run is bound to this thread.");
+    return errorResponse(id, "not_supported", `Subscribe over GET /threads/${threadId}/stream/events (WebSocket) or POST /threads/${threadId}/stream/events (SSE).`);
+  }
+
+  /** The root of the agent tree: the thread's latest run and its status (a thread without runs has none). */
   private async agentTree(caller: Caller, threadId: string, id: number): Promise<ProtocolResponse> {
     await this.authorizeRead(caller, threadId);
     const last = this.ctx.readModels.runs.listForThread(threadId, { limit: 1, offset: 0 })[0];
+    if (!last) return errorResponse(id, "no_such_run", "No active run is bound to this thread.");
     const graphId = (last?.kwargs.config as { configurable?: { graph_id?: unknown } } | undefined)?.configurable?.graph_id;
-    const status = !last ? "started" : last.status === "pending" || last.status === "running" ? "running" : last.status === "error" || last.status === "timeout" ? "failed" : lifecycleOf(last.status as never);
-    return { type: "success", id, result: { tree: { namespace: [], status, graph_name: typeof graphId === "string" ? graphId : (last?.assistant_id ?? "root") } } };
+    const status = last.status === "pending" || last.status === "running" ? "running" : last.status === "error" || last.status === "timeout" ? "failed" : lifecycleOf(last.status as never);
+    return { type: "success", id, result: { tree: { namespace: [], status, graph_name: typeof graphId === "string" ? graphId : last.assistant_id } } };
   }
 }

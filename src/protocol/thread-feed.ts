@@ -14,7 +14,7 @@ import { threadStream } from "../domain/threads.js";
 import { runStream } from "../domain/runs.js";
 import { readRunEnd } from "../runtime/run-completion.js";
 import type { RunRecord } from "../domain/run-record.js";
-import { EVENTS_PER_LOG_EVENT, newRunMapState, protocolEventsOf, seqOf, type ProtocolEvent } from "./log-events.js";
+import { EVENTS_PER_LOG_EVENT, matchesFilter, newRunMapState, protocolEventsOf, seqOf, type EventFilter, type ProtocolEvent } from "./log-events.js";
 
 interface RunRef {
   runId: string;
@@ -102,6 +102,14 @@ async function liveStart(store: EventStore, runs: RunRef[]): Promise<number> {
   return index;
 }
 
+/** One recorded event of a run → its protocol events, a chunk written beside the run (see RunStreamWriter) read back first. */
+async function protocolEventsOfRecorded(store: EventStore, state: ReturnType<typeof newRunMapState>, recorded: RecordedEvent): Promise<ProtocolEvent[]> {
+  let event = recorded;
+  const output = event.type === "RunOutput" ? (event.data as { event: string; data: unknown }) : undefined;
+  if (output && isLargeValueMarker(output.data)) event = { ...event, data: { ...output, data: await resolveLarge(store, output.data) } };
+  return protocolEventsOf(state, event);
+}
+
 /** One run's protocol events after `since`, until its end (or the reader's). */
 async function* runEvents(store: EventStore, run: RunRef, since: number | undefined, signal: AbortSignal): AsyncGenerator<ProtocolEvent> {
   if (since !== undefined && (await endedBefore(store, run.runId, since))) return;
@@ -113,14 +121,10 @@ async function* runEvents(store: EventStore, run: RunRef, since: number | undefi
     for await (const item of subscription) {
       if (signal.aborted) return;
       if (item.kind !== "event") continue;
-      let event: RecordedEvent = item.event;
-      const output = event.type === "RunOutput" ? (event.data as { event: string; data: unknown }) : undefined;
-      // A chunk too large for one event was written beside the run (see RunStreamWriter).
-      if (output && isLargeValueMarker(output.data)) event = { ...event, data: { ...output, data: await resolveLarge(store, output.data) } };
-      for (const protocolEvent of protocolEventsOf(state, event)) {
+      for (const protocolEvent of await protocolEventsOfRecorded(store, state, item.event)) {
         if (since === undefined || protocolEvent.seq > since) yield protocolEvent;
       }
-      if (event.type === "RunEnded") return;
+      if (item.event.type === "RunEnded") return;
     }
   } finally {
     signal.removeEventListener("abort", stop);
@@ -148,4 +152,47 @@ export async function* threadFeed(store: EventStore, threadId: string, since: nu
     signal.removeEventListener("abort", stop);
     await list.close();
   }
+}
+
+/** The runs of a thread's current incarnation, read once (none when its last incarnation was deleted). */
+async function runsOf(store: EventStore, threadId: string): Promise<RunRef[]> {
+  const runs: RunRef[] = [];
+  let deleted = false;
+  for (const event of await store.readStream(threadStream(threadId))) {
+    if (event.type === "RunEnqueued") {
+      const run = (event.data as { run: RunRecord }).run;
+      runs.push({ runId: run.run_id, graphName: graphNameOf(run) });
+    } else if (event.type === "ThreadCreated") {
+      deleted = false;
+      runs.length = 0;
+    } else if (event.type === "ThreadDeleted") deleted = true;
+  }
+  return deleted ? [] : runs;
+}
+
+/** Whether any run was ever started on the thread (its current incarnation). */
+export async function threadHasRuns(store: EventStore, threadId: string): Promise<boolean> {
+  return (await runsOf(store, threadId)).length > 0;
+}
+
+/**
+ * How many events a feed with `filter` started now replays: those already in the log, at or before
+ * `throughSeq` (the log's head when the subscription was made), that the filter lets through.
+ */
+export async function replayedEventCount(store: EventStore, threadId: string, filter: EventFilter, throughSeq: number): Promise<number> {
+  const runs = await runsOf(store, threadId);
+  const since = filter.since;
+  let count = 0;
+  for (let index = since === undefined ? await liveStart(store, runs) : 0; index < runs.length; index++) {
+    const run = runs[index]!;
+    if (since !== undefined && (await endedBefore(store, run.runId, since))) continue;
+    const state = newRunMapState(run.graphName);
+    for (const recorded of await store.readStream(runStream(run.runId))) {
+      for (const event of await protocolEventsOfRecorded(store, state, recorded)) {
+        if (event.seq <= throughSeq && (since === undefined || event.seq > since) && matchesFilter(filter, event)) count++;
+      }
+      if (recorded.type === "RunEnded") break;
+    }
+  }
+  return count;
 }

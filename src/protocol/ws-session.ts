@@ -8,8 +8,9 @@
 import { randomUUID } from "node:crypto";
 import type { EventStore } from "../eventstore/types.js";
 import { errorResponse, type ProtocolCommand, type ProtocolResponse } from "./commands.js";
-import { SUPPORTED_CHANNELS } from "@langchain/langgraph/stream";
-import { matchesFilter, type EventFilter, type ProtocolEvent } from "./log-events.js";
+import { EVENTS_PER_LOG_EVENT, matchesFilter, seqOf, type EventFilter, type ProtocolEvent } from "./log-events.js";
+import { filterOfParams } from "./subscription-params.js";
+import { replayedEventCount } from "./thread-feed.js";
 import { subscribe, type Subscriber } from "./subscriber.js";
 import { describeViolation, findLimitViolation, REQUEST_LIMITS } from "../util/json-limits.js";
 
@@ -22,25 +23,6 @@ export interface WsSessionDeps {
   command(command: ProtocolCommand): Promise<ProtocolResponse>;
   /** `threads:read` for this socket's caller. */
   authorize(): Promise<void>;
-}
-
-const isChannel = (value: unknown): value is string => typeof value === "string" && ((SUPPORTED_CHANNELS as ReadonlySet<string>).has(value) || value.startsWith("custom:"));
-
-/** `subscription.subscribe` params → a filter, or why not. */
-export function filterOfParams(params: Record<string, unknown>): EventFilter | string {
-  const channels = params.channels;
-  if (!Array.isArray(channels) || channels.length === 0) return "subscription.subscribe requires a non-empty channels array.";
-  if (!channels.every(isChannel)) return "subscription.subscribe received an unsupported channel.";
-  const filter: EventFilter = { channels };
-  const namespaces = params.namespaces;
-  if (Array.isArray(namespaces) && namespaces.every((ns) => Array.isArray(ns) && ns.every((s) => typeof s === "string"))) filter.namespaces = namespaces as string[][];
-  if (typeof params.depth === "number" && Number.isInteger(params.depth) && params.depth >= 0) filter.depth = params.depth;
-  // Not in the protocol's subscribe params, but in its SSE request: the same resume from any seq, over a WebSocket.
-  if (params.since !== undefined) {
-    if (typeof params.since !== "number" || !Number.isInteger(params.since) || params.since < 0) return "subscription.subscribe since must be a non-negative integer.";
-    filter.since = params.since;
-  }
-  return filter;
 }
 
 /** Whether an event is for any of the socket's subscriptions. */
@@ -97,9 +79,13 @@ export class WsSession {
     }
     if (this.closed) return;
     const subscriptionId = randomUUID();
+    // What the feed started below replays for this subscription: the events in the log now.
+    const head = seqOf(await this.deps.store.headPosition(), EVENTS_PER_LOG_EVENT - 1);
+    const replayed = await replayedEventCount(this.deps.store, this.deps.threadId, filter, head);
+    if (this.closed) return;
     this.filters.set(subscriptionId, filter);
     // The response first: the SDK only routes events to a subscription it knows.
-    await this.deps.send({ type: "success", id, result: { subscription_id: subscriptionId } });
+    await this.deps.send({ type: "success", id, result: { subscription_id: subscriptionId, replayed_events: replayed } });
     await this.restartFeed();
   }
 
