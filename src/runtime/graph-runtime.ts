@@ -68,7 +68,7 @@ export async function adoptProjectCopies(graphFiles: string[]): Promise<void> {
     const lg = await importOf(langgraph);
     if (typeof lg?.messagesStateReducer === "function") registerMessagesReducer(lg.messagesStateReducer);
     const zodSchema = await importOf(langgraph, "./zod/schema");
-    if (zodSchema) registerZodRegistry(zodSchema);
+    if (zodSchema) registerZodRegistry(zodSchema, lg?.StateGraph);
     const checkpoint = await importOf(findPackage("@langchain/langgraph-checkpoint", langgraph.dir));
     const batched = checkpoint?.AsyncBatchedStore as { prototype: object } | undefined;
     if (typeof batched === "function") drainBatchedStoresOnDemand(batched);

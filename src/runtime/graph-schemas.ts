@@ -12,7 +12,7 @@
  *      enough (a messages reducer, a list/topic, a default value's type).
  * Nothing found gives null, never an error.
  */
-import { messagesStateReducer } from "@langchain/langgraph";
+import { messagesStateReducer, StateGraph } from "@langchain/langgraph";
 import {
   getConfigTypeSchema,
   getInputTypeSchema,
@@ -92,19 +92,37 @@ export interface ZodRegistryReaders {
   getConfigTypeSchema: typeof getConfigTypeSchema;
 }
 
-const zodRegistries: ZodRegistryReaders[] = [{ getUpdateTypeSchema, getInputTypeSchema, getOutputTypeSchema, getConfigTypeSchema }];
+/** A copy's readers, with that copy's StateGraph: the graphs built by it are its registry's. */
+interface ZodRegistry extends ZodRegistryReaders {
+  stateGraph: unknown;
+}
 
-/** Makes another copy's `@langchain/langgraph/zod/schema` readers used (graph-runtime.ts registers a project's). */
-export function registerZodRegistry(readers: Partial<ZodRegistryReaders>): void {
+const zodRegistries: ZodRegistry[] = [{ getUpdateTypeSchema, getInputTypeSchema, getOutputTypeSchema, getConfigTypeSchema, stateGraph: StateGraph }];
+
+/**
+ * Makes another copy's `@langchain/langgraph/zod/schema` readers used (graph-runtime.ts registers a
+ * project's), for the graphs whose builder is an instance of that copy's `stateGraph`.
+ */
+export function registerZodRegistry(readers: Partial<ZodRegistryReaders>, stateGraph?: unknown): void {
   const { getUpdateTypeSchema: u, getInputTypeSchema: i, getOutputTypeSchema: o, getConfigTypeSchema: c } = readers;
   if (typeof u !== "function" || typeof i !== "function" || typeof o !== "function" || typeof c !== "function") return;
   if (zodRegistries.some((r) => r.getUpdateTypeSchema === u)) return;
-  zodRegistries.push({ getUpdateTypeSchema: u, getInputTypeSchema: i, getOutputTypeSchema: o, getConfigTypeSchema: c });
+  zodRegistries.push({ getUpdateTypeSchema: u, getInputTypeSchema: i, getOutputTypeSchema: o, getConfigTypeSchema: c, stateGraph });
+}
+
+/**
+ * The registries to read a graph's zod state from, its own copy's first: another copy's registry
+ * does not know the graph's `withLangGraph` fields and would convert them without their extras.
+ */
+function registriesFor(graph: unknown): ZodRegistry[] {
+  const builder = (graph as { builder?: unknown } | null)?.builder;
+  const owns = (r: ZodRegistry) => typeof r.stateGraph === "function" && builder instanceof (r.stateGraph as new () => unknown);
+  return [...zodRegistries.filter(owns), ...zodRegistries.filter((r) => !owns(r))];
 }
 
 function fromZodRegistry(graph: unknown): RawGraphSchema | undefined {
   const g = graph as Parameters<typeof getUpdateTypeSchema>[0];
-  for (const r of zodRegistries) {
+  for (const r of registriesFor(graph)) {
     const result: RawGraphSchema = {
       state: attempt(() => r.getUpdateTypeSchema(g)),
       input: attempt(() => r.getInputTypeSchema(g)),
