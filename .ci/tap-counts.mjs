@@ -24,11 +24,11 @@ export function countTap(tap) {
       pendingDeep.push(deep[1]);
       continue;
     }
-    const inner = /^    (not ok|ok) \d+ - (.*?)(?: # (SKIP|TODO)\b.*)?$/.exec(line);
+    const inner = /^ {4}(not ok|ok) \d+ - (.*?)(?: # (SKIP|TODO)\b.*)?$/.exec(line);
     if (inner) {
       if (inner[3]) { skipped++; pendingSkips.push(inner[2]); }
       else if (inner[1] === "ok") passed++;
-      else { failed++; fileFailedInside = true; pendingInner.push(line.replace(/^    not ok \d+ - /, "")); }
+      else { failed++; fileFailedInside = true; pendingInner.push(line.replace(/^ {4}not ok \d+ - /, "")); }
       continue;
     }
     const file = /^(not ok|ok) \d+ - (.*?)(?: #.*)?$/.exec(line);

@@ -3,6 +3,7 @@
  * version selection, the agent card (public URL, proxies, API key), parts, and the v1.0 shapes.
  */
 import t from "tap";
+import type { AgentCard } from "@a2a-js/sdk";
 import { startA2AServer, rpc, textMessage } from "./support/a2a.js";
 import { defaultAssistantId } from "../src/runtime/graphs.js";
 import { protobufTimestamp } from "../src/a2a/codec.js";
@@ -10,6 +11,12 @@ import { protobufTimestamp } from "../src/a2a/codec.js";
 const s = await startA2AServer();
 t.teardown(() => s.close());
 const url = s.url;
+
+/** The agent card's fields these tests read: its v0.3 ones, its v1.0 interfaces, and the skill's input schema. */
+interface Card extends Pick<AgentCard, "protocolVersion" | "name" | "description" | "url" | "preferredTransport" | "capabilities" | "defaultInputModes" | "securitySchemes" | "security"> {
+  supportedInterfaces: { url: string; protocolBinding: string; protocolVersion: string }[];
+  skills: { id: string; metadata: { inputSchema: { supportsA2A: boolean } } }[];
+}
 
 const send = (text: string, extra: Record<string, unknown> = {}) => ({ jsonrpc: "2.0", id: "s1", method: "message/send", params: { message: textMessage(text), ...extra } });
 
@@ -38,7 +45,7 @@ t.test("malformed envelopes: every response echoes the id it could read", async 
 
 t.test("a body that is not JSON at all, with another content type, is still -32700", async (t) => {
   const res = await fetch(`${url}/a2a/agent`, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: "a=1" });
-  const json = (await res.json()) as any;
+  const json = (await res.json()) as { error: { code: number } };
   t.equal(json.error.code, -32700);
 });
 
@@ -169,12 +176,12 @@ t.test("ListTasks pages the tasks of an assistant", async (t) => {
   const ids: string[] = [];
   for (let i = 0; i < 3; i++) ids.push((await rpc(url, "delay", send(`n${i}`))).json.result.id);
   const page1 = await rpc(url, "delay", { jsonrpc: "2.0", id: 1, method: "ListTasks", params: { pageSize: 2, includeArtifacts: true } });
-  t.same(page1.json.result.tasks.map((x: any) => x.id), [ids[2], ids[1]], "newest first");
+  t.same(page1.json.result.tasks.map((x: { id: string }) => x.id), [ids[2], ids[1]], "newest first");
   t.equal(page1.json.result.nextPageToken, "2");
   t.equal(page1.json.result.totalSize, 3);
   t.ok(page1.json.result.tasks[0].artifacts[0].parts[0].text.startsWith("waited"));
   const page2 = await rpc(url, "delay", { jsonrpc: "2.0", id: 2, method: "ListTasks", params: { pageSize: 2, pageToken: "2" } });
-  t.same(page2.json.result.tasks.map((x: any) => x.id), [ids[0]]);
+  t.same(page2.json.result.tasks.map((x: { id: string }) => x.id), [ids[0]]);
   t.equal(page2.json.result.nextPageToken, "");
   const failed = await rpc(url, "delay", { jsonrpc: "2.0", id: 3, method: "ListTasks", params: { status: "TASK_STATE_FAILED" } });
   t.same(failed.json.result.tasks, []);
@@ -193,16 +200,16 @@ t.test("ListTasks and tasks/get over the runs table: a resumed task is one task;
   t.equal(resumed.status.state, "completed");
 
   const all = await list({ pageSize: 2 });
-  t.same(all.tasks.map((x: any) => x.id), [b.id, a.id], "newest first; the run that resumed a is not a task of its own");
+  t.same(all.tasks.map((x: { id: string }) => x.id), [b.id, a.id], "newest first; the run that resumed a is not a task of its own");
   t.equal(all.totalSize, before + 2);
-  t.same(all.tasks.map((x: any) => x.status.state), ["TASK_STATE_INPUT_REQUIRED", "TASK_STATE_COMPLETED"], "a shows its resuming run's state");
-  t.same((await list({ status: "TASK_STATE_COMPLETED" })).tasks.map((x: any) => x.id), [a.id], "state filter follows the resuming run");
+  t.same(all.tasks.map((x: { status: { state: string } }) => x.status.state), ["TASK_STATE_INPUT_REQUIRED", "TASK_STATE_COMPLETED"], "a shows its resuming run's state");
+  t.same((await list({ status: "TASK_STATE_COMPLETED" })).tasks.map((x: { id: string }) => x.id), [a.id], "state filter follows the resuming run");
   const waiting = await list({ status: "TASK_STATE_INPUT_REQUIRED", pageSize: 1 });
-  t.same(waiting.tasks.map((x: any) => x.id), [b.id]);
+  t.same(waiting.tasks.map((x: { id: string }) => x.id), [b.id]);
   t.equal(waiting.totalSize, 1 + (await list({ status: "TASK_STATE_INPUT_REQUIRED", pageSize: 100, pageToken: "1" })).tasks.length, "totalSize counts every match");
   const later = await list({ statusTimestampAfter: b.status.timestamp });
-  t.same(later.tasks.map((x: any) => x.id), [a.id], "only tasks whose status changed after b's");
-  t.same((await list({ contextId: a.contextId })).tasks.map((x: any) => x.id), [a.id], "one context");
+  t.same(later.tasks.map((x: { id: string }) => x.id), [a.id], "only tasks whose status changed after b's");
+  t.same((await list({ contextId: a.contextId })).tasks.map((x: { id: string }) => x.id), [a.id], "one context");
 
   // The run that resumed a, as the REST API lists it: its id is not a task id.
   const runs = (await (await fetch(`${url}/threads/${a.contextId}/runs`)).json()) as { run_id: string }[];
@@ -214,7 +221,7 @@ t.test("ListTasks and tasks/get over the runs table: a resumed task is one task;
   // Deleting a context deletes its tasks (its runs leave the read model).
   t.equal((await fetch(`${url}/threads/${b.contextId}`, { method: "DELETE" })).status, 204);
   t.equal((await get(b.id)).error.code, -32001);
-  t.same((await list()).tasks.map((x: any) => x.id).includes(b.id), false);
+  t.same((await list()).tasks.map((x: { id: string }) => x.id).includes(b.id), false);
   t.equal((await list()).totalSize, before + 1);
 });
 
@@ -224,7 +231,7 @@ t.test("a reply too large for one event (written beside the run) reads back whol
   const first = streamed.events[0].result;
   t.equal(first.kind, "task");
   t.equal(first.history[0].parts[0].text.length, text.length, "the task's history before the end: the run's input, resolved");
-  const final = streamed.events.find((e: any) => e.result.kind === "artifact-update").result;
+  const final = streamed.events.find((e: { result: { kind: string } }) => e.result.kind === "artifact-update").result;
   t.equal(final.artifact.parts[0].text, `You said: ${text}`);
   const got = (await rpc(url, "agent", { jsonrpc: "2.0", id: "g", method: "tasks/get", params: { id: first.id } })).json.result;
   t.equal(got.artifacts[0].parts[0].text, `You said: ${text}`, "from the terminal event's values, resolved");
@@ -293,7 +300,7 @@ t.test("streaming methods answer SSE; an error after the envelope is an event of
 t.test("agent card", async (t) => {
   const res = await fetch(`${url}/.well-known/agent-card.json?assistant_id=agent`);
   t.equal(res.status, 200);
-  const card = (await res.json()) as any;
+  const card = (await res.json()) as Card;
   const id = defaultAssistantId("agent");
   t.equal(card.protocolVersion, "0.3.0");
   t.equal(card.name, "agent");
@@ -307,17 +314,17 @@ t.test("agent card", async (t) => {
   t.equal(card.skills[0].metadata.inputSchema.supportsA2A, true);
   t.equal(card.securitySchemes, undefined);
 
-  const first = (await (await fetch(`${url}/.well-known/agent-card.json`)).json()) as any;
+  const first = (await (await fetch(`${url}/.well-known/agent-card.json`)).json()) as Card;
   t.equal(first.url, card.url, "without assistant_id: the first graph's default assistant");
-  const counter = (await (await fetch(`${url}/a2a/counter/.well-known/agent-card.json`)).json()) as any;
+  const counter = (await (await fetch(`${url}/a2a/counter/.well-known/agent-card.json`)).json()) as Card;
   t.same(counter.defaultInputModes, ["application/json"], "a graph without messages takes JSON only");
   t.equal(counter.skills[0].metadata.inputSchema.supportsA2A, false);
 
   const missing = await fetch(`${url}/.well-known/agent-card.json?assistant_id=nope`);
   t.equal(missing.status, 404);
-  t.match(((await missing.json()) as any).detail, /nope/);
+  t.match(((await missing.json()) as { detail: string }).detail, /nope/);
 
-  const proxied = (await (await fetch(`${url}/.well-known/agent-card.json?assistant_id=agent`, { headers: { "x-forwarded-proto": "https", "x-forwarded-host": "agents.example.com" } })).json()) as any;
+  const proxied = (await (await fetch(`${url}/.well-known/agent-card.json?assistant_id=agent`, { headers: { "x-forwarded-proto": "https", "x-forwarded-host": "agents.example.com" } })).json()) as Card;
   t.equal(proxied.url, `https://agents.example.com/a2a/${id}`);
 });
 
@@ -326,9 +333,9 @@ t.test("PUBLIC_URL and LANGGRAPH_API_KEY", async (t) => {
   t.teardown(() => secured.close());
   const res = await fetch(`${secured.url}/.well-known/agent-card.json?assistant_id=agent`);
   t.equal(res.status, 200, "the card is public: it says how to authenticate");
-  const card = (await res.json()) as any;
+  const card = (await res.json()) as Card;
   t.equal(card.url, `https://public.example.com/base/a2a/${defaultAssistantId("agent")}`);
-  t.same(card.securitySchemes.apiKey, { type: "apiKey", in: "header", name: "x-api-key", description: "The server's LANGGRAPH_API_KEY" });
+  t.same(card.securitySchemes?.apiKey, { type: "apiKey", in: "header", name: "x-api-key", description: "The server's LANGGRAPH_API_KEY" });
   t.same(card.security, [{ apiKey: [] }]);
   const denied = await rpc(secured.url, "agent", send("hi"));
   t.equal(denied.status, 401);

@@ -51,7 +51,7 @@ async function pushEnd(store: EventStore, runId: string, configId: string): Prom
 
 const config = await pushConfigFile();
 const env = { LANGGRAPH_JSON: config, WEBHOOK_SECRET: SECRET, WEBHOOK_RETRY_BASE_MS: "20", WEBHOOK_RETRY_MAX_MS: "100" };
-let s: TestServer = await startTestServer({ env });
+const s: TestServer = await startTestServer({ env });
 t.teardown(() => s.close());
 const receiver = await new Receiver().start();
 t.teardown(() => receiver.close());

@@ -106,7 +106,7 @@ t.test("assistants", async (t) => {
     t.ok(graph.nodes.some((n) => n.id === "agent"), "node agent drawn");
     const schemas = await client.assistants.getSchemas(AGENT_DEFAULT);
     t.equal(schemas.graph_id, "agent");
-    t.ok((schemas.state_schema as { properties: object }).properties.hasOwnProperty("messages"));
+    t.ok(Object.hasOwn((schemas.state_schema as { properties: object }).properties, "messages"));
     const subgraphs = await client.assistants.getSubgraphs("subgraph");
     t.ok(Object.keys(subgraphs).includes("child"), `namespaces: ${Object.keys(subgraphs)}`);
     const recursive = await client.assistants.getSubgraphs("subgraph", { recurse: true });

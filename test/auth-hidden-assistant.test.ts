@@ -30,6 +30,13 @@ const sdk = (who: Who) => new Client({ apiUrl: srv.url, defaultHeaders: { author
 const alice = sdk("alice");
 const bob = sdk("bob");
 
+/** What the tests read of a JSON answer: an HTTP error's detail, or a protocol command's answer. */
+interface Answer {
+  detail?: string;
+  message?: string;
+  result?: { run_id: string };
+}
+
 async function call(who: Who | undefined, method: string, url: string, body?: unknown) {
   const headers: Record<string, string> = {};
   if (who) headers.authorization = `Bearer ${tokens[who]}`;
@@ -37,7 +44,7 @@ async function call(who: Who | undefined, method: string, url: string, body?: un
   const res = await fetch(`${srv.url}${url}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
   const text = await res.text();
   const isJson = (res.headers.get("content-type") ?? "").startsWith("application/json") && text !== "";
-  return { status: res.status, headers: res.headers, json: isJson ? (JSON.parse(text) as any) : undefined, text };
+  return { status: res.status, headers: res.headers, json: isJson ? (JSON.parse(text) as Answer) : undefined, text };
 }
 
 async function mcpAs(who: Who): Promise<McpClient> {
@@ -178,14 +185,14 @@ t.test("protocol v2 run.start: bob's command is refused as for an unknown assist
   const unknown = await command("bob", fresh, unknownId);
   t.equal(hidden.status, 200);
   t.match(hidden.json, { type: "error", id: 1, error: "invalid_argument" });
-  t.ok(sameAsUnknown(hidden.json.message, unknown.json.message), `the same message as an unknown assistant: ${hidden.json.message}`);
+  t.ok(sameAsUnknown(hidden.json?.message, unknown.json?.message), `the same message as an unknown assistant: ${hidden.json?.message}`);
   t.equal((await call("bob", "GET", `/threads/${fresh}`)).status, 404, "the thread run.start would make was not made");
   const onOwn = await command("bob", bobThread, aid);
   t.match(onOwn.json, { type: "error", error: "invalid_argument" }, "on bob's own thread too");
   const hers = randomUUID();
   const started = await command("alice", hers, aid);
   t.match(started.json, { type: "success", id: 1, result: { run_id: String } }, JSON.stringify(started.json));
-  const done = (await alice.runs.join(hers, started.json.result.run_id)) as { messages?: unknown[] };
+  const done = (await alice.runs.join(hers, started.json!.result!.run_id)) as { messages?: unknown[] };
   t.ok(done.messages?.length, "alice's run.start ran her assistant");
 });
 

@@ -31,9 +31,12 @@ const values = fc.oneof(
   { weight: 1, arbitrary: fc.tuple(fc.integer({ min: REQUEST_LIMITS.maxDepth - 6, max: REQUEST_LIMITS.maxDepth + 4 }), fc.jsonValue({ maxDepth: 1 })).map(([d, leaf]) => chain(d, leaf)) },
 );
 
-async function post(srv: TestServer, route: string, body: unknown) {
+/** A thread as the tests read it (a search answers a list of them). */
+type Thread = { thread_id: string };
+
+async function post<T = unknown>(srv: TestServer, route: string, body: unknown) {
   const res = await fetch(srv.url + route, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
-  return { status: res.status, json: (await res.json()) as any };
+  return { status: res.status, json: (await res.json()) as T };
 }
 
 t.test("a value the edges accept is stored, searched, replayed and rebuilt unchanged; any other is a 4xx", async (t) => {
@@ -47,7 +50,7 @@ t.test("a value the edges accept is stored, searched, replayed and rebuilt uncha
       // The body nests the value two levels down: {"metadata": {"v": value}}.
       const withinLimits = depthOf(value) + 2 <= REQUEST_LIMITS.maxDepth;
       const tag = `t${accepted.length}-${refused}`;
-      const created = await post(srv, "/threads", { metadata: { v: value, tag } });
+      const created = await post<Thread & { detail: string }>(srv, "/threads", { metadata: { v: value, tag } });
       if (!withinLimits) {
         refused++;
         return created.status === 422 && /nested deeper than/.test(created.json.detail);
@@ -57,20 +60,20 @@ t.test("a value the edges accept is stored, searched, replayed and rebuilt uncha
       const read = await srv.client.threads.get(threadId);
       t.same(read.metadata, { v: asJson(value), tag }, "read back equal");
       // A filter may nest less deep than a stored value: past FILTER_LIMITS a search is a 422, never a 500.
-      const found = await post(srv, "/threads/search", { metadata: { v: value }, limit: 1000 });
+      const found = await post<Thread[]>(srv, "/threads/search", { metadata: { v: value }, limit: 1000 });
       if (searchable(value)) {
-        if (found.status !== 200 || !found.json.some((th: any) => th.thread_id === threadId)) throw new Error(`search did not find it: ${found.status}`);
+        if (found.status !== 200 || !found.json.some((th) => th.thread_id === threadId)) throw new Error(`search did not find it: ${found.status}`);
       } else if (found.status !== 422) throw new Error(`an unsearchable filter answered ${found.status}`);
       // However deep its value, the thread is found by a search on another key, and so are the others.
-      const byTag = await post(srv, "/threads/search", { metadata: { tag }, limit: 1000 });
+      const byTag = await post<Thread[]>(srv, "/threads/search", { metadata: { tag }, limit: 1000 });
       if (byTag.status !== 200 || byTag.json.length !== 1 || byTag.json[0].thread_id !== threadId) throw new Error(`search by tag: ${byTag.status}`);
-      const all = await post(srv, "/threads/search", { limit: 1000 });
+      const all = await post<Thread[]>(srv, "/threads/search", { limit: 1000 });
       if (all.status !== 200 || all.json.length !== accepted.length + 1) throw new Error(`search of all threads: ${all.status}`);
 
       const run = await post(srv, `/threads/${threadId}/runs/wait`, { assistant_id: "agent", input: { messages: [{ role: "user", content: "hi" }] }, metadata: { v: value } });
       if (run.status !== 200) throw new Error(`run refused: ${run.status} ${JSON.stringify(run.json)}`);
       const events = await fetch(`${srv.url}/threads/${threadId}/events?limit=1000`);
-      const enqueued = ((await events.json()) as any[]).find((e) => e.type === "RunEnqueued");
+      const enqueued = ((await events.json()) as { type: string; data?: { run?: { metadata?: Record<string, unknown> } } }[]).find((e) => e.type === "RunEnqueued");
       t.same(enqueued?.data?.run?.metadata?.v, asJson(value), "the run's metadata is in the thread's events");
       const replay = await fetch(`${srv.url}/threads/${threadId}/replay`);
       if (replay.status !== 200) throw new Error(`replay: ${replay.status}`);
@@ -88,7 +91,7 @@ t.test("a value the edges accept is stored, searched, replayed and rebuilt uncha
   srv = await startTestServer({ dataDir: srv.dataDir });
   for (const { threadId, value, tag, metadata } of accepted) {
     t.same((await srv.client.threads.get(threadId)).metadata, metadata, "equal after a rebuild");
-    const found = await post(srv, "/threads/search", { metadata: searchable(value) ? { v: value } : { tag }, limit: 1000 });
-    t.ok(found.json.some((th: any) => th.thread_id === threadId), "found after a rebuild");
+    const found = await post<Thread[]>(srv, "/threads/search", { metadata: searchable(value) ? { v: value } : { tag }, limit: 1000 });
+    t.ok(found.json.some((th) => th.thread_id === threadId), "found after a rebuild");
   }
 });

@@ -20,10 +20,17 @@ const nest = (depth: number, leaf: unknown = 1): unknown => {
 const deepText = (depth: number) => "[".repeat(depth) + "]".repeat(depth);
 const manyKeys = (n: number) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`k${i}`, i]));
 
+/** What the tests read of a JSON answer: an HTTP error's detail, or a JSON-RPC answer's id and error. */
+interface Answer {
+  detail?: string;
+  id?: string | number | null;
+  error?: { code: number; message: string };
+}
+
 async function send(srv: TestServer, method: string, path: string, body: string, headers: Record<string, string> = {}) {
   const res = await fetch(srv.url + path, { method, headers: { "content-type": "application/json", ...headers }, body });
   const text = await res.text();
-  let json: any;
+  let json: Answer | undefined;
   try {
     json = JSON.parse(text);
   } catch {
@@ -113,10 +120,10 @@ async function edgesRefuseAndServeOn(t: typeof import("tap").default, name: stri
       t.notMatch(cmd.text, /call stack/i);
 
       const ws = new WebSocket(`${srv.url.replace("http", "ws")}/threads/${thread.thread_id}/stream/events`);
-      const frames: any[] = [];
-      const next = () => new Promise<any>((resolve) => {
-        if (frames.length) return resolve(frames.shift());
-        ws.once("message", () => resolve(frames.shift()));
+      const frames: { type: string; id?: number; error?: string; message?: string }[] = [];
+      const next = () => new Promise<(typeof frames)[number]>((resolve) => {
+        if (frames.length) return resolve(frames.shift()!);
+        ws.once("message", () => resolve(frames.shift()!));
       });
       ws.on("message", (data) => frames.push(JSON.parse(String(data))));
       await new Promise((resolve, reject) => { ws.once("open", resolve); ws.once("error", reject); });

@@ -11,7 +11,6 @@ import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import * as z from "zod";
 import type { AppContext } from "../app/context.js";
 import type { RunsService } from "../app/runs.js";
-import type { RunRequest } from "../domain/run-request.js";
 import { SseWriter } from "../util/sse-writer.js";
 import { notFound } from "../domain/errors.js";
 import { defaultAssistantId } from "../runtime/graph-catalogue.js";

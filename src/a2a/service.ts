@@ -14,7 +14,6 @@ import type { Assistant } from "../domain/assistants.js";
 import { runStream, type RunEnded, type RunView } from "../domain/runs.js";
 import type { JsonObject } from "../domain/json.js";
 import type { RunRecord } from "../domain/run-record.js";
-import type { AuthContext } from "../app/auth/engine.js";
 import type { SqlFragment } from "../read-models/json-filter.js";
 import { a2aPushStream, pushDeliveryKey, type StoredPushConfig } from "../domain/a2a-push.js";
 import { checkWebhookUrl } from "../webhooks/url-policy.js";

@@ -10,7 +10,6 @@ import {
   type ThreadEvent,
   type Thread,
   type ThreadState,
-  type ThreadStatus,
 } from "../domain/threads.js";
 import type { JsonObject } from "../domain/json.js";
 import type { ThreadFilter, ThreadSortField } from "../read-models/threads.js";

@@ -1,6 +1,6 @@
 import type { AppContext } from "./context.js";
 import { invalid, notFound } from "../domain/errors.js";
-import { filterMatches, type AuthFilters } from "../read-models/auth-filters.js";
+import { filterMatches } from "../read-models/auth-filters.js";
 import { checkWebhookUrl } from "../webhooks/url-policy.js";
 import { webhookUrlPolicyFor } from "../webhooks/mode-policy.js";
 import { readWebhookAttempts, type WebhookAttemptView } from "../webhooks/attempts.js";

@@ -334,14 +334,13 @@ class SqliteStore implements SqliteEventStore {
       from === "start" ? -1n : from === "end" ? ((this.sql.streamRevision.get(stream) as bigint | undefined) ?? -1n) : min(from, MAX_INT64 - 1n);
     const query = this.sql.streamPage;
     // Read through `this`: a purge replaces the recent events.
-    const self = this;
     const historyReadable = this.historyReadable();
     const source: CatchUpSource = {
       historyReadable,
       // Subscribers get durable events only (see WalDurability).
-      readAfter(cursor) {
-        const limit = self.durability.position;
-        const held = self.recent.streamFrom(stream, cursor + 1n, PAGE_SIZE);
+      readAfter: (cursor) => {
+        const limit = this.durability.position;
+        const held = this.recent.streamFrom(stream, cursor + 1n, PAGE_SIZE);
         if (held) {
           const kept = upTo(held, limit, (e) => e.position);
           return { events: kept.map(eventOf), cursor: kept[kept.length - 1]?.revision, atHead: kept.length < PAGE_SIZE };

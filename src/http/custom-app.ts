@@ -14,7 +14,6 @@
  */
 import { Readable } from "node:stream";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import path from "node:path";
 import { loadExport, parseModuleSpec } from "../module-loader.js";
 import { requestUrl } from "./request-target.js";
 

@@ -96,7 +96,10 @@ export class ServerMetrics {
   /** The gauges read at scrape time from the read models and the log (nothing to keep in sync). */
   observe(store: EventStore, readModels: ReadModels, health?: LogHealth): void {
     const registers = [this.registry];
-    const metrics = this;
+    // Read at scrape time (a gauge's collect() gets the gauge as `this`).
+    const runsExecuting = () => this.runsExecuting();
+    const openStreams = () => this.openStreams;
+    const webhooksInFlight = () => this.webhooksInFlight();
     // A scrape while the log is unreachable answers at once, without the gauges that need its head.
     const head = async () => (health?.state === "disconnected" ? undefined : store.headPosition().catch(() => undefined));
     if (health) observeLog(registers, health, head);
@@ -116,13 +119,13 @@ export class ServerMetrics {
     new Gauge({
       name: "agent_server_runs_executing", help: "Runs this process executes now (the pending and running gauges count every process's)", registers,
       collect() {
-        this.set(metrics.runsExecuting());
+        this.set(runsExecuting());
       },
     });
     new Gauge({
       name: "agent_server_sse_streams_open", help: "Open server-sent event streams", registers,
       collect() {
-        this.set(metrics.openStreams);
+        this.set(openStreams());
       },
     });
     new Gauge({
@@ -134,13 +137,13 @@ export class ServerMetrics {
     new Gauge({
       name: "agent_server_webhook_attempts_in_flight", help: "Webhook attempts this process is sending now", registers,
       collect() {
-        this.set(metrics.webhooksInFlight());
+        this.set(webhooksInFlight());
       },
     });
     // rate(seconds) / rate(count) of these totals is the mean.
     const total = (name: string, help: string, read: () => number | undefined) => runningTotal(registers, name, help, read);
-    total("agent_server_wal_syncs_total", "Syncs of the embedded log's WAL to disk (responses and subscribers wait for them)", () => metrics.walSyncs()?.count);
-    total("agent_server_wal_sync_seconds_total", "Seconds the WAL syncs took, from start to their report on the event loop", () => metrics.walSyncs()?.seconds);
+    total("agent_server_wal_syncs_total", "Syncs of the embedded log's WAL to disk (responses and subscribers wait for them)", () => this.walSyncs()?.count);
+    total("agent_server_wal_sync_seconds_total", "Seconds the WAL syncs took, from start to their report on the event loop", () => this.walSyncs()?.seconds);
     total("agent_server_projection_batches_total", "Batches of events folded into the read models (one transaction each)", () => readModels.runner.foldStats.batches);
     total("agent_server_projection_events_total", "Events folded into the read models", () => readModels.runner.foldStats.events);
     total("agent_server_projection_batch_seconds_total", "Seconds the read models' fold transactions took", () => readModels.runner.foldStats.seconds);

@@ -137,7 +137,9 @@ export class CatchUpRunner {
    */
   static open(options: ReadModelStoreOptions): CatchUpRunner {
     const fingerprint = schemaFingerprint(options.tables);
-    let { db, stored, empty } = openReadable(options.file);
+    const readable = openReadable(options.file);
+    const { stored, empty } = readable;
+    let db = readable.db;
     if (stored === fingerprint) return new CatchUpRunner(db, options.tables, undefined);
     if (!empty) {
       // Another schema, or a rebuild that did not finish: read models are disposable caches of the log.
@@ -426,7 +428,7 @@ export class CatchUpRunner {
   private release(): void {
     if (this.waiters.length === 0) return;
     const still: Waiter[] = [];
-    for (const w of this.waiters) (w.position <= this.applied ? w.resolve() : still.push(w));
+    for (const w of this.waiters) if (w.position <= this.applied) w.resolve(); else still.push(w);
     this.waiters = still;
   }
 }

@@ -30,6 +30,7 @@ export { GraphCatalogue, GraphNotFoundError, NAMESPACE_GRAPH, defaultAssistantId
 // ---------------------------------------------------------------------------------------------
 // types
 
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- any user graph, whatever its node names, state, input and output: its type parameters are used both ways (e.g. builder.addEdge takes node names), so no narrower type accepts them all
 export type CompiledGraph = LangGraphCompiledGraph<any, any, any, any, any, any, any, any, any, any>;
 
 /** A graph factory as exported by a graph file. */

@@ -5,7 +5,6 @@ import { readFileSync } from "node:fs";
 import type { AppContext } from "../../app/context.js";
 import { eventJson, filterHistory } from "../../app/thread-history.js";
 import { logPointParam, replayFromLog, visibleHistory } from "../../app/audit.js";
-import type { ThreadLifecycle } from "../../app/thread-lifecycle.js";
 import { callerOf } from "../auth.js";
 import { HttpError } from "../errors.js";
 import { ThreadIdParams, Uuid } from "../schemas.js";
