@@ -16,7 +16,11 @@ const layers = [
   ["webhooks", "^src/webhooks/"],
   ["app", "^src/app/"],
 ];
-const above = (i) => layers.slice(i + 1).map(([, path]) => path).concat([ANY_EDGE, ASSEMBLY]);
+const above = (i) =>
+  layers
+    .slice(i + 1)
+    .map(([, path]) => path)
+    .concat([ANY_EDGE, ASSEMBLY]);
 module.exports = {
   forbidden: [
     { name: "no-cycles", severity: "error", from: {}, to: { circular: true } },

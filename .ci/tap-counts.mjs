@@ -8,7 +8,9 @@ export const ALLOWED_SKIPS = [
 
 /** Counts the tests of each file (subtests one level below the file) in raw TAP output. */
 export function countTap(tap) {
-  let passed = 0, failed = 0, skipped = 0;
+  let passed = 0,
+    failed = 0,
+    skipped = 0;
   const fileFailures = [];
   const subtestFailures = [];
   let pendingInner = [];
@@ -26,19 +28,31 @@ export function countTap(tap) {
     }
     const inner = /^ {4}(not ok|ok) \d+ - (.*?)(?: # (SKIP|TODO)\b.*)?$/.exec(line);
     if (inner) {
-      if (inner[3]) { skipped++; pendingSkips.push(inner[2]); }
-      else if (inner[1] === "ok") passed++;
-      else { failed++; fileFailedInside = true; pendingInner.push(line.replace(/^ {4}not ok \d+ - /, "")); }
+      if (inner[3]) {
+        skipped++;
+        pendingSkips.push(inner[2]);
+      } else if (inner[1] === "ok") passed++;
+      else {
+        failed++;
+        fileFailedInside = true;
+        pendingInner.push(line.replace(/^ {4}not ok \d+ - /, ""));
+      }
       continue;
     }
     const file = /^(not ok|ok) \d+ - (.*?)(?: #.*)?$/.exec(line);
     if (file) {
       // A file that registers no test at all is reported by tap as a skip ("no tests found"): a failure here.
-      if (/ # SKIP\b/.test(line)) { failed++; fileFailures.push(`${file[2]} (no test ran)`); }
+      if (/ # SKIP\b/.test(line)) {
+        failed++;
+        fileFailures.push(`${file[2]} (no test ran)`);
+      }
       for (const name of pendingSkips) skips.push({ file: file[2], name });
       pendingSkips = [];
       // A file that failed outside any subtest (crash, timeout, bad plan) still counts as a failure.
-      if (file[1] === "not ok" && !fileFailedInside) { failed++; fileFailures.push(file[2]); }
+      if (file[1] === "not ok" && !fileFailedInside) {
+        failed++;
+        fileFailures.push(file[2]);
+      }
       for (const name of pendingInner) subtestFailures.push(`${file[2]}: ${name}`);
       for (const name of pendingDeep) assertionFailures.push(`${file[2]}: ${name}`);
       pendingInner = [];
@@ -51,4 +65,3 @@ export function countTap(tap) {
   failed += unexpectedSkips.length;
   return { passed, failed, skipped, fileFailures, subtestFailures, assertionFailures, unexpectedSkips };
 }
-

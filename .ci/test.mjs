@@ -40,7 +40,11 @@ function run(cmd, args, { capture = false } = {}) {
   return new Promise((resolve) => {
     const child = spawn(cmd, args, { cwd: root, stdio: ["ignore", capture ? "pipe" : "inherit", "inherit"], env: process.env });
     let out = "";
-    if (capture) child.stdout.on("data", (chunk) => { out += chunk; process.stdout.write(chunk); });
+    if (capture)
+      child.stdout.on("data", (chunk) => {
+        out += chunk;
+        process.stdout.write(chunk);
+      });
     child.on("close", (code, signal) => resolve({ code: code ?? (signal ? 1 : 0), out }));
   });
 }
@@ -53,9 +57,15 @@ function capture(cmd, args, timeoutMs) {
     let timedOut = false;
     const timer = setTimeout(() => {
       timedOut = true;
-      try { process.kill(-child.pid, "SIGKILL"); } catch { /* already gone */ }
+      try {
+        process.kill(-child.pid, "SIGKILL");
+      } catch {
+        /* already gone */
+      }
     }, timeoutMs);
-    child.stdout.on("data", (chunk) => { out += chunk; });
+    child.stdout.on("data", (chunk) => {
+      out += chunk;
+    });
     child.on("close", (code, signal) => {
       clearTimeout(timer);
       resolve({ code: code ?? (signal ? 1 : 0), out, timedOut });
@@ -70,7 +80,10 @@ function capture(cmd, args, timeoutMs) {
 async function runBenches() {
   const counts = { passed: 0, failed: 0 };
   const list = await capture(bin("tsx"), ["bench/run.ts", "--list"], 60_000);
-  const names = list.out.split("\n").map((l) => l.trim()).filter(Boolean);
+  const names = list.out
+    .split("\n")
+    .map((l) => l.trim())
+    .filter(Boolean);
   if (list.code !== 0 || names.length === 0) {
     console.log("not ok - bench --list: no benchmarks listed");
     counts.failed++;
@@ -117,11 +130,10 @@ else totals.failed++;
 
 const tap = all
   ? await run(
-    bin("c8"),
-    ["--reporter=text-summary", "--reporter=lcov", "--report-dir=coverage", "--exclude=test/**", "--exclude=bench/**",
-      bin("tap"), "--reporter=tap"],
-    { capture: true },
-  )
+      bin("c8"),
+      ["--reporter=text-summary", "--reporter=lcov", "--report-dir=coverage", "--exclude=test/**", "--exclude=bench/**", bin("tap"), "--reporter=tap"],
+      { capture: true },
+    )
   : await run(bin("tap"), ["--reporter=tap", ...quickFiles], { capture: true });
 const tapCounts = countTap(tap.out);
 totals.passed += tapCounts.passed;
@@ -131,7 +143,9 @@ steps.push(["tap", tap.code === 0 && tapCounts.failed === 0]);
 if (tap.code !== 0 && tapCounts.failed === 0) totals.failed++;
 
 if (!all) {
-  console.log(`quick suite: ${quickFiles.length} of ${testFiles.length} tap files; \`npm run test:all\` runs the other ${testFiles.length - quickFiles.length}, the benchmarks' smoke runs and the checkpointer validation suite`);
+  console.log(
+    `quick suite: ${quickFiles.length} of ${testFiles.length} tap files; \`npm run test:all\` runs the other ${testFiles.length - quickFiles.length}, the benchmarks' smoke runs and the checkpointer validation suite`,
+  );
   finish();
 }
 
@@ -141,7 +155,14 @@ totals.failed += benchCounts.failed;
 steps.push(["bench --tiny", benchCounts.failed === 0]);
 
 const vitestReport = path.join(resultsDir, "vitest.json");
-const vitest = await run(bin("vitest"), ["run", "--config", "test/vitest.config.ts", "--reporter=default", "--reporter=json", `--outputFile.json=${vitestReport}`]);
+const vitest = await run(bin("vitest"), [
+  "run",
+  "--config",
+  "test/vitest.config.ts",
+  "--reporter=default",
+  "--reporter=json",
+  `--outputFile.json=${vitestReport}`,
+]);
 let vitestCounts = { passed: 0, failed: 0, skipped: 0 };
 try {
   const report = JSON.parse(readFileSync(vitestReport, "utf8"));

@@ -31,12 +31,18 @@ export async function benchA2A(options: BenchOptions = { tiny: false, big: false
   let n = 0;
   const jobs = {
     runs_wait: async () => {
-      const out = await client.post(`/threads/${randomUUID()}/runs/wait`, { assistant_id: "agent", if_not_exists: "create", input: { messages: [{ role: "user", content: "hello" }] } });
+      const out = await client.post(`/threads/${randomUUID()}/runs/wait`, {
+        assistant_id: "agent",
+        if_not_exists: "create",
+        input: { messages: [{ role: "user", content: "hello" }] },
+      });
       if (!JSON.stringify(out).includes("You said: hello")) throw new Error(`unexpected result ${JSON.stringify(out)}`);
     },
     message_send: async () => {
       const out = await client.post<{ result?: { artifacts?: { parts: { text: string }[] }[] } }>("/a2a/agent", {
-        jsonrpc: "2.0", id: ++n, method: "message/send",
+        jsonrpc: "2.0",
+        id: ++n,
+        method: "message/send",
         params: { message: { kind: "message", role: "user", messageId: randomUUID(), parts: [{ kind: "text", text: "hello" }] } },
       });
       if (out.result?.artifacts?.[0]?.parts[0]?.text !== "You said: hello") throw new Error(`unexpected result ${JSON.stringify(out)}`);
@@ -66,7 +72,13 @@ export async function benchA2A(options: BenchOptions = { tiny: false, big: false
       (Object.keys(jobs) as Name[]).map((name) => [name, { sequential: summary(latencies[name]), c16_per_s: perSecond(size.throughput, ms[name]) }]),
     ) as Record<Name, { sequential: ReturnType<typeof summary>; c16_per_s: number }>;
     return {
-      setup: { mode: options.tiny ? "tiny" : "full", store: "sqlite synchronous=FULL", graph: "agent (src/graphs/agent.ts)", client: "undici keep-alive, 127.0.0.1", concurrency: CONCURRENCY },
+      setup: {
+        mode: options.tiny ? "tiny" : "full",
+        store: "sqlite synchronous=FULL",
+        graph: "agent (src/graphs/agent.ts)",
+        client: "undici keep-alive, 127.0.0.1",
+        concurrency: CONCURRENCY,
+      },
       ...out,
       ratio: {
         p50_send_over_wait: round2(out.message_send.sequential.p50_ms / out.runs_wait.sequential.p50_ms),

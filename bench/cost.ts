@@ -99,7 +99,8 @@ export async function benchCost(o: BenchOptions): Promise<Record<string, unknown
       setup: {
         engine: "builder.compile({ checkpointer: new MemorySaver() }).invoke in this process, a new thread_id per invoke, sequential",
         server: `${process.env.COST_MAIN ?? "dist/main.js"} with --require bench/support/cost-probe.cjs, SQLite synchronous=FULL, N_JOBS_PER_WORKER=64; a job = POST /threads + POST /threads/{id}/runs/wait`,
-        counts: "promises created (async_hooks), KB allocated on the V8 heap (v8.GCProfiler), scavenges and full GCs per 1,000 jobs; io: the server's read and write system calls and their KB per job from /proc/<pid>/io (files and sockets; null off Linux)",
+        counts:
+          "promises created (async_hooks), KB allocated on the V8 heap (v8.GCProfiler), scavenges and full GCs per 1,000 jobs; io: the server's read and write system calls and their KB per job from /proc/<pid>/io (files and sockets; null off Linux)",
         sizes: size,
       },
       engine_per_invoke: engine,

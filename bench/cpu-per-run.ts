@@ -28,10 +28,22 @@ export async function benchCpuPerRun(runs = 2_000, warmupRuns = 500): Promise<Re
   const dataDir = await mkdtemp(path.join(os.tmpdir(), "agent-server-bench-cpu-"));
   const profDir = process.env.CPU_PROF_DIR;
   const perfData = process.env.PERF_DATA;
-  const nodeArgs = [...(process.env.NODE_ARGS?.split(" ").filter(Boolean) ?? []), ...(profDir ? ["--cpu-prof", `--cpu-prof-dir=${path.resolve(profDir)}`] : []), ...(perfData ? ["--perf-basic-prof"] : [])];
+  const nodeArgs = [
+    ...(process.env.NODE_ARGS?.split(" ").filter(Boolean) ?? []),
+    ...(profDir ? ["--cpu-prof", `--cpu-prof-dir=${path.resolve(profDir)}`] : []),
+    ...(perfData ? ["--perf-basic-prof"] : []),
+  ];
   const child = spawn(process.execPath, [...startScriptNodeFlags(), ...nodeArgs, "dist/main.js"], {
     cwd: root,
-    env: { ...process.env, HOST: "127.0.0.1", PORT: "0", DATA_DIR: dataDir, LANGGRAPH_JSON: path.join(root, "langgraph.json"), LOG_LEVEL: "silent", N_JOBS_PER_WORKER: "64" },
+    env: {
+      ...process.env,
+      HOST: "127.0.0.1",
+      PORT: "0",
+      DATA_DIR: dataDir,
+      LANGGRAPH_JSON: path.join(root, "langgraph.json"),
+      LOG_LEVEL: "silent",
+      N_JOBS_PER_WORKER: "64",
+    },
     stdio: ["ignore", "pipe", "inherit"],
   });
   const exited = new Promise((r) => child.once("exit", r));
@@ -63,14 +75,18 @@ export async function benchCpuPerRun(runs = 2_000, warmupRuns = 500): Promise<Re
     };
     const pool = async (n: number, job: (i: number) => Promise<void>) => {
       let next = 0;
-      await Promise.all(Array.from({ length: CONCURRENCY }, async () => {
-        while (next < n) await job(next++);
-      }));
+      await Promise.all(
+        Array.from({ length: CONCURRENCY }, async () => {
+          while (next < n) await job(next++);
+        }),
+      );
     };
     const warm = await Promise.all(Array.from({ length: warmupRuns }, () => newThread()));
     await pool(warm.length, (i) => wait(warm[i])); // JIT, graph, SQLite pages
     const threads = await Promise.all(Array.from({ length: runs }, () => newThread()));
-    const perf = perfData ? spawn("perf", ["record", "-q", "-e", "cpu-clock", "-F", "997", "-g", "-p", String(child.pid), "-o", path.resolve(perfData)], { stdio: "inherit" }) : undefined;
+    const perf = perfData
+      ? spawn("perf", ["record", "-q", "-e", "cpu-clock", "-F", "997", "-g", "-p", String(child.pid), "-o", path.resolve(perfData)], { stdio: "inherit" })
+      : undefined;
     const cpu0 = await cpuMs(child.pid!);
     const t0 = performance.now();
     await pool(runs, (i) => wait(threads[i]));

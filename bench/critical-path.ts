@@ -78,7 +78,12 @@ export async function benchCriticalPath(o: BenchOptions): Promise<Record<string,
   const source = await benchGraph();
   const engine = await engineTimeline(size.engineInvokes, Math.min(size.warmup, 100), source);
   const dataDir = await mkdtemp(path.join(os.tmpdir(), "agent-server-bench-critical-path-"));
-  const server = await startBenchServer(dataDir, { CRITICAL_PATH_PROBE: "1", LANGGRAPH_JSON: source.langgraphJson }, ["--require", PROBE], process.env.CRITICAL_PATH_MAIN ?? source.script);
+  const server = await startBenchServer(
+    dataDir,
+    { CRITICAL_PATH_PROBE: "1", LANGGRAPH_JSON: source.langgraphJson },
+    ["--require", PROBE],
+    process.env.CRITICAL_PATH_MAIN ?? source.script,
+  );
   const nextLine = probeLines(server, "critical-path ");
   const client = jsonClient(server.url, 8);
   const jobs = agentJobs(client);
@@ -99,7 +104,8 @@ export async function benchCriticalPath(o: BenchOptions): Promise<Record<string,
         graph: source.describe,
         server: `${process.env.CRITICAL_PATH_MAIN ?? "dist/main.js"} with --require bench/support/critical-path-probe.cjs, SQLite synchronous=FULL; ${size.waits} sequential POST /threads/{id}/runs/wait, each on a thread made before it`,
         engine: `builder.compile({ checkpointer: new MemorySaver() }).invoke in this process, a new thread_id per invoke, ${size.engineInvokes} invokes`,
-        times: "median ms of each point from the request's arrival on the server (engine: from the invoke's start); a name's k-th occurrence in one wait is its own point (name#k)",
+        times:
+          "median ms of each point from the request's arrival on the server (engine: from the invoke's start); a name's k-th occurrence in one wait is its own point (name#k)",
       },
       summary: {
         client_p50_ms,

@@ -46,7 +46,14 @@ import { cpuMs, rssMiB, startBenchServer, startScriptNodeFlags, waitOk } from ".
 import { median, perSecond, round2, summary } from "./support/stats.js";
 import { scrapeTotals, storeWorkPerJob, type StoreWorkPerJob } from "./support/metrics.js";
 
-const FULL = { warmup: 300, invokes: 2_000, sequential: 200, perConcurrency: 2_000, idleMs: 20_000, paired: { rounds: 5, invokes: 600, jobs: 1_000, sequential: 100 } };
+const FULL = {
+  warmup: 300,
+  invokes: 2_000,
+  sequential: 200,
+  perConcurrency: 2_000,
+  idleMs: 20_000,
+  paired: { rounds: 5, invokes: 600, jobs: 1_000, sequential: 100 },
+};
 const TINY = { warmup: 20, invokes: 50, sequential: 10, perConcurrency: 64, idleMs: 3_000, paired: { rounds: 2, invokes: 20, jobs: 64, sequential: 5 } };
 
 /** One paired round: the engine, then the server, back to back. */
@@ -57,7 +64,6 @@ interface PairedRound {
   sequential_p50_ms: number;
 }
 type PairedSize = (typeof FULL)["paired"];
-
 
 /** Invokes of the example graph in this process per second, and the mean ms per invoke. */
 async function engineRate(n: number, source: GraphSource): Promise<{ invokes_per_s: number; mean_ms: number }> {
@@ -88,7 +94,13 @@ interface LoadResult {
  * concurrency 16 and at 64; CPU from /proc over those two windows; RSS after the load and after
  * `idleMs` of idleness. `nodeArgs` (e.g. --cpu-prof) go before the script.
  */
-async function loadServer(source: GraphSource, dir: string, size: { warmup: number; sequential: number; jobs: number; idleMs: number; paired?: PairedSize }, nodeArgs: string[] = [], env: Record<string, string> = {}): Promise<LoadResult> {
+async function loadServer(
+  source: GraphSource,
+  dir: string,
+  size: { warmup: number; sequential: number; jobs: number; idleMs: number; paired?: PairedSize },
+  nodeArgs: string[] = [],
+  env: Record<string, string> = {},
+): Promise<LoadResult> {
   // The windows are taken on CLOCK_MONOTONIC, the clock of --cpu-prof's timestamps (process.hrtime's too).
   const nowUs = () => Number(process.hrtime.bigint() / 1000n);
   const server = await startBenchServer(dir, { N_JOBS_PER_WORKER: "64", LANGGRAPH_JSON: source.langgraphJson, ...env }, nodeArgs, source.script);
@@ -124,7 +136,12 @@ async function loadServer(source: GraphSource, dir: string, size: { warmup: numb
         const engine = await engineRate(size.paired.invokes, source);
         const ms = await runPool(size.paired.jobs, 64, job);
         const latencies = await waitInTurn(size.paired.sequential);
-        paired.push({ engine_invokes_per_s: engine.invokes_per_s, engine_ms: engine.mean_ms, c64_runs_per_s: perSecond(size.paired.jobs, ms), sequential_p50_ms: summary(latencies).p50_ms });
+        paired.push({
+          engine_invokes_per_s: engine.invokes_per_s,
+          engine_ms: engine.mean_ms,
+          c64_runs_per_s: perSecond(size.paired.jobs, ms),
+          sequential_p50_ms: summary(latencies).p50_ms,
+        });
       }
     }
     return { rate, cpuPerRun: size.jobs > 0 ? cpu / (2 * size.jobs) : 0, sequential, storeWork, windows, rssAfterLoad, rssAfterIdle, okMs, paired };
@@ -142,12 +159,25 @@ export async function benchEngine(options: BenchOptions = { tiny: false, big: fa
     const source = await benchGraph();
     const engineBefore = await engineRate(size.invokes, source);
     // Rates, CPU and memory from a server without the profiler (it costs CPU and keeps its samples in memory)…
-    const measured = await loadServer(source, path.join(dataDir, "data"), { warmup: size.warmup, sequential: size.sequential, jobs: size.perConcurrency, idleMs: size.idleMs, paired: size.paired });
+    const measured = await loadServer(source, path.join(dataDir, "data"), {
+      warmup: size.warmup,
+      sequential: size.sequential,
+      jobs: size.perConcurrency,
+      idleMs: size.idleMs,
+      paired: size.paired,
+    });
     const engineAfter = await engineRate(size.invokes, source);
     // …and the split by phase from a second, profiled server doing a quarter of the load.
-    const profiled = await loadServer(source, path.join(dataDir, "data-profiled"), { warmup: size.warmup, sequential: 0, jobs: Math.max(32, size.perConcurrency / 4), idleMs: 0 }, ["--cpu-prof", `--cpu-prof-dir=${profDir}`]);
+    const profiled = await loadServer(
+      source,
+      path.join(dataDir, "data-profiled"),
+      { warmup: size.warmup, sequential: 0, jobs: Math.max(32, size.perConcurrency / 4), idleMs: 0 },
+      ["--cpu-prof", `--cpu-prof-dir=${profDir}`],
+    );
     // …and the sequential waits once more without fsync (SQLITE_SYNCHRONOUS=NORMAL): what the disk adds to one run's latency.
-    const noFsync = await loadServer(source, path.join(dataDir, "data-normal"), { warmup: size.warmup, sequential: size.sequential, jobs: 0, idleMs: 0 }, [], { SQLITE_SYNCHRONOUS: "NORMAL" });
+    const noFsync = await loadServer(source, path.join(dataDir, "data-normal"), { warmup: size.warmup, sequential: size.sequential, jobs: 0, idleMs: 0 }, [], {
+      SQLITE_SYNCHRONOUS: "NORMAL",
+    });
     const enginePerS = Math.round((engineBefore.invokes_per_s + engineAfter.invokes_per_s) / 2);
     const engineMs = round2((engineBefore.mean_ms + engineAfter.mean_ms) / 2);
 
@@ -166,9 +196,11 @@ export async function benchEngine(options: BenchOptions = { tiny: false, big: fa
       setup: {
         mode: options.tiny ? "tiny" : "full",
         graph: source.describe,
-        engine: "builder.compile({ checkpointer: new MemorySaver() }).invoke, a new thread_id per invoke, sequential, in this process; before and after the server load",
+        engine:
+          "builder.compile({ checkpointer: new MemorySaver() }).invoke, a new thread_id per invoke, sequential, in this process; before and after the server load",
         server: `node ${startScriptNodeFlags().join(" ")} dist/main.js (as npm start), SQLite synchronous=FULL, N_JOBS_PER_WORKER=64; a job = POST /threads + POST /threads/{id}/runs/wait`,
-        phases_method: "a second server under node --cpu-prof doing a quarter of the load: self-time of its samples inside the c16 and c64 windows, charged by source path (bundle frames mapped to src/ through the source map; native and node: frames to their nearest caller with a path; wall-clock samples, so fsync waits count); shares applied to the unprofiled server's CPU per run",
+        phases_method:
+          "a second server under node --cpu-prof doing a quarter of the load: self-time of its samples inside the c16 and c64 windows, charged by source path (bundle frames mapped to src/ through the source map; native and node: frames to their nearest caller with a path; wall-clock samples, so fsync waits count); shares applied to the unprofiled server's CPU per run",
       },
       engine_invokes_per_s: { before: engineBefore.invokes_per_s, after: engineAfter.invokes_per_s, mean: enginePerS },
       server_runs_per_s: measured.rate,
@@ -181,7 +213,13 @@ export async function benchEngine(options: BenchOptions = { tiny: false, big: fa
         per_job: measured.storeWork.sequential,
       },
       c64_store_work_per_job: measured.storeWork.c64,
-      server_rss_mib: { after_load: measured.rssAfterLoad, after_idle: measured.rssAfterIdle, idle_ms: size.idleMs, target_after_load: 200, target_after_idle: 150 },
+      server_rss_mib: {
+        after_load: measured.rssAfterLoad,
+        after_idle: measured.rssAfterIdle,
+        idle_ms: size.idleMs,
+        target_after_load: 200,
+        target_after_idle: 150,
+      },
       server_cpu_ms_per_run: round2(cpuPerRun),
       cpu_by_phase: byPhase,
       start_to_ok_ms: Math.round(measured.okMs),

@@ -24,7 +24,10 @@ const text = (n: number) => "The quick brown fox jumps over the lazy dog. ".repe
 function oneRun(): [string, EventData[]][] {
   const threadId = randomUUID();
   const runId = randomUUID();
-  const small = (type: string, extra: Record<string, unknown> = {}): EventData => ({ type, data: { thread_id: threadId, run_id: runId, at: new Date().toISOString(), ...extra } });
+  const small = (type: string, extra: Record<string, unknown> = {}): EventData => ({
+    type,
+    data: { thread_id: threadId, run_id: runId, at: new Date().toISOString(), ...extra },
+  });
   const big = (type: string, n: number, bytes: number): EventData => ({ type, data: { thread_id: threadId, n, blob: text(bytes) } });
   return [
     [`thread-${threadId}`, [small("ThreadCreated"), small("RunEnqueued", { kwargs: { input: text(200) } })]],

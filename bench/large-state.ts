@@ -96,7 +96,10 @@ async function server(size: Size, dir: string, script?: string) {
   }
 }
 
-export async function benchLargeState(options: BenchOptions = { tiny: false, big: false }, env: NodeJS.ProcessEnv = process.env): Promise<Record<string, unknown>> {
+export async function benchLargeState(
+  options: BenchOptions = { tiny: false, big: false },
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<Record<string, unknown>> {
   const size = options.tiny ? TINY : FULL;
   const dir = await mkdtemp(path.join(os.tmpdir(), "agent-server-bench-large-state-"));
   try {

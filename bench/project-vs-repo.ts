@@ -82,7 +82,10 @@ async function measure(source: GraphSource, size: Size): Promise<Sample> {
   }
 }
 
-export async function benchProjectVsRepo(options: BenchOptions = { tiny: false, big: false }, env: NodeJS.ProcessEnv = process.env): Promise<Record<string, unknown>> {
+export async function benchProjectVsRepo(
+  options: BenchOptions = { tiny: false, big: false },
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<Record<string, unknown>> {
   const size = sizeOf(options, env);
   const project = await makeBenchProject("installed");
   const beside = await makeBenchProject("beside");

@@ -66,28 +66,47 @@ export async function benchProtocol(options: BenchOptions = { tiny: false, big: 
       await fetch(`${server.url}/threads`, { method: "POST", headers: json, body: JSON.stringify({ thread_id: threadId }) });
       const t0 = performance.now();
       // The v2 subscription is open before the run exists (as useStream's is); v1 joins the run once it has an id.
-      const v2Response = fetch(`${server.url}/threads/${threadId}/stream/events`, { method: "POST", headers: json, body: JSON.stringify({ channels: CHANNELS }) });
+      const v2Response = fetch(`${server.url}/threads/${threadId}/stream/events`, {
+        method: "POST",
+        headers: json,
+        body: JSON.stringify({ channels: CHANNELS }),
+      });
       const created = await fetch(`${server.url}/threads/${threadId}/runs`, {
-        method: "POST", headers: json,
-        body: JSON.stringify({ assistant_id: "agent", input: { messages: [{ role: "user", content: "hello" }] }, stream_mode: ["values", "updates", "protocol"] }),
+        method: "POST",
+        headers: json,
+        body: JSON.stringify({
+          assistant_id: "agent",
+          input: { messages: [{ role: "user", content: "hello" }] },
+          stream_mode: ["values", "updates", "protocol"],
+        }),
       });
       const run = (await created.json()) as { run_id: string };
       const v1Response = fetch(`${server.url}/threads/${threadId}/runs/${run.run_id}/stream`);
-      const v2Done = (data: string) => data.includes('"method":"lifecycle"') && /"event":"(completed|failed|interrupted)"/.test(data) && data.includes('"namespace":[]');
-      const [a, b] = await Promise.all([
-        v1Response.then((r) => readSse(r, t0, () => false)),
-        v2Response.then((r) => readSse(r, t0, v2Done)),
-      ]);
+      const v2Done = (data: string) =>
+        data.includes('"method":"lifecycle"') && /"event":"(completed|failed|interrupted)"/.test(data) && data.includes('"namespace":[]');
+      const [a, b] = await Promise.all([v1Response.then((r) => readSse(r, t0, () => false)), v2Response.then((r) => readSse(r, t0, v2Done))]);
       v1.push(a);
       v2.push(b);
       ended.push({ threadId, runId: run.run_id });
     }
     for (const { threadId, runId } of ended) {
       const t1 = performance.now();
-      replay1.push(await readSse(await fetch(`${server.url}/threads/${threadId}/runs/${runId}/stream`, { headers: { "last-event-id": "-1" } }), t1, () => false));
+      replay1.push(
+        await readSse(await fetch(`${server.url}/threads/${threadId}/runs/${runId}/stream`, { headers: { "last-event-id": "-1" } }), t1, () => false),
+      );
       const t2 = performance.now();
-      const response = await fetch(`${server.url}/threads/${threadId}/stream/events`, { method: "POST", headers: json, body: JSON.stringify({ channels: CHANNELS, since: 0 }) });
-      replay2.push(await readSse(response, t2, (data) => data.includes('"method":"lifecycle"') && /"event":"(completed|failed|interrupted)"/.test(data) && data.includes('"namespace":[]')));
+      const response = await fetch(`${server.url}/threads/${threadId}/stream/events`, {
+        method: "POST",
+        headers: json,
+        body: JSON.stringify({ channels: CHANNELS, since: 0 }),
+      });
+      replay2.push(
+        await readSse(
+          response,
+          t2,
+          (data) => data.includes('"method":"lifecycle"') && /"event":"(completed|failed|interrupted)"/.test(data) && data.includes('"namespace":[]'),
+        ),
+      );
     }
   } finally {
     await server.stop();
@@ -96,9 +115,7 @@ export async function benchProtocol(options: BenchOptions = { tiny: false, big: 
   const stats = (timings: Timing[]) => ({
     first_event_ms: summary(timings.map((t) => t.firstMs)),
     events_per_run: timings[0]?.events ?? 0,
-    events_per_second_p50: round2(
-      summary(timings.map((t) => perSecond(t.events, Math.max(t.lastMs - t.firstMs, 0.001)))).p50_ms,
-    ),
+    events_per_second_p50: round2(summary(timings.map((t) => perSecond(t.events, Math.max(t.lastMs - t.firstMs, 0.001)))).p50_ms),
   });
   const s1 = stats(v1);
   const s2 = stats(v2);

@@ -35,10 +35,12 @@ export async function benchRuns(options: BenchOptions = { tiny: false, big: fals
   const dataDir = await mkdtemp(path.join(os.tmpdir(), "agent-server-bench-runs-"));
   const maxJobs = process.env.N_JOBS_PER_WORKER ?? "64";
   const source = await benchGraph();
-  const server = await startBenchServer(dataDir, { N_JOBS_PER_WORKER: maxJobs, LANGGRAPH_JSON: source.langgraphJson }, [], source.script).catch(async (error: unknown) => {
-    await rm(dataDir, { recursive: true, force: true });
-    throw error;
-  });
+  const server = await startBenchServer(dataDir, { N_JOBS_PER_WORKER: maxJobs, LANGGRAPH_JSON: source.langgraphJson }, [], source.script).catch(
+    async (error: unknown) => {
+      await rm(dataDir, { recursive: true, force: true });
+      throw error;
+    },
+  );
   const pool = new Pool(server.url, { connections: 128, pipelining: 1, keepAliveTimeout: 30_000 });
   const post = async (p: string, body: unknown) => {
     const res = await pool.request({ path: p, method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
@@ -77,7 +79,9 @@ export async function benchRuns(options: BenchOptions = { tiny: false, big: fals
       const tid = await newThread();
       const t0 = performance.now();
       const res = await pool.request({
-        path: `/threads/${tid}/runs/stream`, method: "POST", headers: { "content-type": "application/json" },
+        path: `/threads/${tid}/runs/stream`,
+        method: "POST",
+        headers: { "content-type": "application/json" },
         body: JSON.stringify({ assistant_id: "agent", input, stream_mode: ["values"] }),
       });
       let seen = false;
@@ -109,7 +113,13 @@ export async function benchRuns(options: BenchOptions = { tiny: false, big: fals
     const runsInLog = size.warmup + size.sequential + 2 * size.perConcurrency + size.sse;
 
     return {
-      setup: { mode: options.tiny ? "tiny" : "full", store: "sqlite synchronous=FULL", graph: source.describe, n_jobs_per_worker: Number(maxJobs), client: "undici keep-alive, 127.0.0.1" },
+      setup: {
+        mode: options.tiny ? "tiny" : "full",
+        store: "sqlite synchronous=FULL",
+        graph: source.describe,
+        n_jobs_per_worker: Number(maxJobs),
+        client: "undici keep-alive, 127.0.0.1",
+      },
       wait_sequential: summary(latencies),
       wait_throughput: throughput,
       sse: { first_event: summary(first), end: summary(end) },

@@ -86,7 +86,10 @@ async function rebuildEventsPerSecond(dataDir: string): Promise<{ events_per_s: 
   const pkg = JSON.parse(await readFile(path.join(repoRoot, "package.json"), "utf8")) as { scripts?: Record<string, string> };
   if (!pkg.scripts?.rebuild) return { events_per_s: null, note: "no `npm run rebuild` script" };
   const { stdout } = await promisify(execFile)("npm", ["run", "rebuild", "--silent"], {
-    cwd: repoRoot, env: { ...process.env, DATA_DIR: dataDir }, maxBuffer: 64 * 1024 * 1024, timeout: 30 * 60_000,
+    cwd: repoRoot,
+    env: { ...process.env, DATA_DIR: dataDir },
+    maxBuffer: 64 * 1024 * 1024,
+    timeout: 30 * 60_000,
   });
   const json = stdout.slice(stdout.indexOf("{"), stdout.lastIndexOf("}") + 1);
   const output = JSON.parse(json) as unknown;
@@ -185,8 +188,15 @@ export async function benchScale(options: BenchOptions = { tiny: false, big: fal
     };
     return {
       setup: {
-        mode, threads: size.threads, runs: size.runs, users: USERS, store: "sqlite", graph: "agent (src/graphs/agent.ts)",
-        fill_concurrency: FILL_CONCURRENCY, run_concurrency: RUN_CONCURRENCY, n_jobs_per_worker: Number(env.N_JOBS_PER_WORKER),
+        mode,
+        threads: size.threads,
+        runs: size.runs,
+        users: USERS,
+        store: "sqlite",
+        graph: "agent (src/graphs/agent.ts)",
+        fill_concurrency: FILL_CONCURRENCY,
+        run_concurrency: RUN_CONCURRENCY,
+        n_jobs_per_worker: Number(env.N_JOBS_PER_WORKER),
       },
       checks,
       result: tally(checks),

@@ -59,18 +59,20 @@ function receiver() {
   const seen = new Map<string, Hit>();
   let waiter: { n: number; resolve: () => void } | undefined;
   const worker = new Worker(RECEIVER_SOURCE, { eval: true });
-  const reply = (kind: string) => new Promise<{ port?: number }>((resolve) => {
-    const on = (m: { kind: string; port?: number }) => {
-      if (m.kind !== kind) return;
-      worker.off("message", on);
-      resolve(m);
-    };
-    worker.on("message", on);
-  });
+  const reply = (kind: string) =>
+    new Promise<{ port?: number }>((resolve) => {
+      const on = (m: { kind: string; port?: number }) => {
+        if (m.kind !== kind) return;
+        worker.off("message", on);
+        resolve(m);
+      };
+      worker.on("message", on);
+    });
   worker.on("message", (m: { kind: string; at: number; body: string }) => {
     if (m.kind !== "hit") return;
     const body = JSON.parse(m.body) as { run_id: string; run_ended_at: string; webhook_sent_at: string };
-    if (!seen.has(body.run_id)) seen.set(body.run_id, { at: m.at, runId: body.run_id, endedAt: Date.parse(body.run_ended_at), sentAt: Date.parse(body.webhook_sent_at) });
+    if (!seen.has(body.run_id))
+      seen.set(body.run_id, { at: m.at, runId: body.run_id, endedAt: Date.parse(body.run_ended_at), sentAt: Date.parse(body.webhook_sent_at) });
     if (waiter && seen.size >= waiter.n) waiter.resolve();
   });
   return {
@@ -102,11 +104,14 @@ export async function benchWebhooks(options: BenchOptions = { tiny: false, big: 
   const size = options.tiny ? TINY : FULL;
   const dir = await mkdtemp(path.join(os.tmpdir(), "agent-server-bench-webhooks-"));
   const config = path.join(dir, "langgraph.json");
-  await writeFile(config, JSON.stringify({
-    graphs: { agent: path.join(repoRoot, "src/graphs/agent.ts:graph") },
-    // The receiver is on 127.0.0.1.
-    webhooks: { url: { disable_private_ips: false } },
-  }));
+  await writeFile(
+    config,
+    JSON.stringify({
+      graphs: { agent: path.join(repoRoot, "src/graphs/agent.ts:graph") },
+      // The receiver is on 127.0.0.1.
+      webhooks: { url: { disable_private_ips: false } },
+    }),
+  );
   const env = { LANGGRAPH_JSON: config, N_JOBS_PER_WORKER: String(CONCURRENCY), WEBHOOK_CONCURRENCY: String(CONCURRENCY) };
   const rx = receiver();
   const port = await rx.listen();

@@ -236,11 +236,7 @@ function discardCheckpoints(state: ThreadCheckpoints, data: CheckpointsDiscarded
   return next;
 }
 
-export function evolveCheckpoints(
-  state: ThreadCheckpoints | undefined,
-  event: CheckpointEvent,
-  threadId: string,
-): ThreadCheckpoints | undefined {
+export function evolveCheckpoints(state: ThreadCheckpoints | undefined, event: CheckpointEvent, threadId: string): ThreadCheckpoints | undefined {
   switch (event.type) {
     case "CheckpointSaved":
       return saveCheckpoint(state ?? emptyThread(threadId, null), event.data);
@@ -272,11 +268,7 @@ export const checkpointsProjection: Projection<ThreadCheckpoints> = {
   streamPrefixes: [CHECKPOINT_STREAM_PREFIX],
   key: (event: RecordedEvent) => threadIdOfCheckpointStream(event.streamId),
   evolve: (state, event) =>
-    evolveCheckpoints(
-      state,
-      { type: event.type, data: event.data } as CheckpointEvent,
-      threadIdOfCheckpointStream(event.streamId) ?? "",
-    ),
+    evolveCheckpoints(state, { type: event.type, data: event.data } as CheckpointEvent, threadIdOfCheckpointStream(event.streamId) ?? ""),
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -405,11 +397,7 @@ export function checkpointsNewestFirst(ns: NamespaceCheckpoints): CheckpointEntr
  * The stored value of `channel` at `version`: a serialized value, null when the channel was empty
  * at that version, undefined when no put stored it.
  */
-export function blobOf(
-  ns: NamespaceCheckpoints,
-  channel: string,
-  version: number | string,
-): SerializedValue | null | undefined {
+export function blobOf(ns: NamespaceCheckpoints, channel: string, version: number | string): SerializedValue | null | undefined {
   return pmapGet(ns.blobs, blobKey(channel, version));
 }
 
@@ -419,9 +407,7 @@ export function pendingWritesOf(ns: NamespaceCheckpoints, checkpointId: string):
   if (!forCheckpoint) return [];
   return pmapEntries(forCheckpoint)
     .map(([, w]) => w)
-    .sort((a, b) =>
-      compareWritesSortKeys(writesSortKey(a.task_path, a.task_id, a.idx), writesSortKey(b.task_path, b.task_id, b.idx)),
-    );
+    .sort((a, b) => compareWritesSortKeys(writesSortKey(a.task_path, a.task_id, a.idx), writesSortKey(b.task_path, b.task_id, b.idx)));
 }
 
 /** Every blob of a namespace, `[channel, version, value]`, in order of first write. */

@@ -23,11 +23,7 @@ export function handles(projection: AnyProjection, streamId: string): boolean {
 }
 
 /** Folds events into the entity maps of the given projections, in place. */
-export function applyEvent(
-  projections: readonly AnyProjection[],
-  models: Map<string, Map<string, unknown>>,
-  event: RecordedEvent,
-): void {
+export function applyEvent(projections: readonly AnyProjection[], models: Map<string, Map<string, unknown>>, event: RecordedEvent): void {
   for (const projection of projections) {
     if (!handles(projection, event.streamId)) continue;
     const key = projection.key(event);
@@ -45,11 +41,7 @@ export function applyEvent(
  * keyed by the id, folded with the aggregate's own evolve and the event's stream revision (kept
  * so the next command can append with it as the expected revision).
  */
-export function aggregateProjection<S, E>(
-  name: string,
-  prefix: string,
-  evolve: (state: S | undefined, event: E, revision: bigint) => S,
-): Projection<S> {
+export function aggregateProjection<S, E>(name: string, prefix: string, evolve: (state: S | undefined, event: E, revision: bigint) => S): Projection<S> {
   return {
     name,
     streamPrefixes: [prefix],

@@ -42,7 +42,15 @@ const COMMANDS: Record<string, { options: Options; summary: string }> = {
   dev: { options: SERVER, summary: "Development server (LANGGRAPH_DEV=true): reloads graphs on change, POST /internal/truncate, webhooks to local addresses" },
   start: { options: SERVER, summary: "Production server" },
   replay: {
-    options: { ...COMMON, host: SERVER.host!, port: SERVER.port!, thread: { type: "string" }, at: { type: "string" }, diff: { type: "string" }, incarnation: { type: "string" } },
+    options: {
+      ...COMMON,
+      host: SERVER.host!,
+      port: SERVER.port!,
+      thread: { type: "string" },
+      at: { type: "string" },
+      diff: { type: "string" },
+      incarnation: { type: "string" },
+    },
     summary: "A thread as it was at a point of the log, as JSON: --thread <id> [--at <pos|time>] [--diff <pos|time>] [--incarnation <n>]",
   },
   rebuild: { options: COMMON, summary: "Fold the log into new read models (stop the server first when the store is SQLite)" },
@@ -58,7 +66,9 @@ Serves the LangGraph.js graphs named by langgraph.json in the current folder
 (or --config) with this project's own @langchain/langgraph.
 
 Commands:
-${Object.entries(COMMANDS).map(([name, c]) => `  ${name.padEnd(9)}${c.summary}`).join("\n")}
+${Object.entries(COMMANDS)
+  .map(([name, c]) => `  ${name.padEnd(9)}${c.summary}`)
+  .join("\n")}
 
 Options:
   -c, --config <path>          langgraph.json to serve (default ./langgraph.json; env LANGGRAPH_JSON)
@@ -116,7 +126,7 @@ async function runServer(command: "dev" | "start", values: Record<string, string
   if (!env.DATA_DIR) env.DATA_DIR = DEFAULT_DATA_DIR;
   env.LANGGRAPH_DEV = command === "dev" ? "true" : "false";
   // dev reloads the graphs on change unless told not to; start serves the code it started with.
-  env.LANGGRAPH_WATCH = command === "dev" ? (env.LANGGRAPH_WATCH || "true") : "false";
+  env.LANGGRAPH_WATCH = command === "dev" ? env.LANGGRAPH_WATCH || "true" : "false";
   const { loadConfig } = await import("./config.js");
   const config = loadConfig(env);
   const { serve } = await import("./cli/serve.js");
@@ -158,7 +168,10 @@ async function writeDockerfile(values: Record<string, string | boolean | undefin
   const file = configPath(values.config as string | undefined, process.env);
   if (!existsSync(file)) throw new Error(`no langgraph.json at ${file}: run ${NAME} in your project's folder, or pass --config <path to langgraph.json>`);
   const projectDir = path.dirname(file);
-  const [{ loadLanggraphConfig }, { dockerfileFor, detectLockfile, PROJECT_DOCKERIGNORE }] = await Promise.all([import("./langgraph-config.js"), import("./cli/dockerfile.js")]);
+  const [{ loadLanggraphConfig }, { dockerfileFor, detectLockfile, PROJECT_DOCKERIGNORE }] = await Promise.all([
+    import("./langgraph-config.js"),
+    import("./cli/dockerfile.js"),
+  ]);
   const { config } = await loadLanggraphConfig(file, { applyEnv: false });
   const pkg = ownPackage();
   const base = path.basename(projectDir);

@@ -17,7 +17,11 @@ const EnvSchema = z.object({
   LANGGRAPH_CONFIG: z.string().optional(),
   LANGGRAPH_JSON: z.string().min(1).default("./langgraph.json"),
   /** Largest accepted request body, bytes. */
-  BODY_LIMIT: z.coerce.number().int().positive().default(10 * 1024 * 1024),
+  BODY_LIMIT: z.coerce
+    .number()
+    .int()
+    .positive()
+    .default(10 * 1024 * 1024),
   /** Runs executed at once by this process. */
   N_JOBS_PER_WORKER: z.coerce.number().int().positive().default(10),
   /** A run still executing after this many seconds is aborted and ends with status `timeout`. */
@@ -31,7 +35,11 @@ const EnvSchema = z.object({
   /** Threads whose folded checkpoints stay in memory; others are re-read from their stream when used. */
   CHECKPOINT_CACHE_THREADS: z.coerce.number().int().positive().default(1000),
   /** Bytes (serialized size) the cached threads' checkpoints may take together. */
-  CHECKPOINT_CACHE_BYTES: z.coerce.number().int().positive().default(32 * 1024 * 1024),
+  CHECKPOINT_CACHE_BYTES: z.coerce
+    .number()
+    .int()
+    .positive()
+    .default(32 * 1024 * 1024),
   /**
    * V8's old generation may grow to (1 + this/100) × the live heap before a full collection; V8's
    * own factor (up to 4× under load) lets the heap of a run burst reach 4× what is live. 0 = V8's own.
@@ -62,7 +70,10 @@ const EnvSchema = z.object({
    */
   LANGGRAPH_WATCH: z.enum(["true", "false", "1", "0"]).default("false"),
   /** How long an `Idempotency-Key` of a run creation holds: a retry within it returns the same run; after it the key may be used again. */
-  IDEMPOTENCY_KEY_TTL_SECS: z.coerce.number().positive().default(24 * 3600),
+  IDEMPOTENCY_KEY_TTL_SECS: z.coerce
+    .number()
+    .positive()
+    .default(24 * 3600),
   /** How long reading a graph file's TypeScript types for its schemas may take (official server's variable); past it the runtime's schemas answer. */
   LANGGRAPH_SCHEMA_RESOLVE_TIMEOUT_MS: z.coerce.number().int().positive().default(120_000),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("warn"),

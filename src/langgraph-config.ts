@@ -21,7 +21,6 @@ export class LanggraphConfigError extends Error {
   }
 }
 
-
 // ---------------------------------------------------------------------------------------------
 // graphs
 
@@ -79,40 +78,44 @@ const GraphEntrySchema = z.unknown().transform((value, ctx): GraphSpec => {
 // env
 
 /** `env` as written: an object of values, a path to a `.env` file, or a list of variable names. */
-export type EnvSpec = { kind: "values"; values: Record<string, string> } | { kind: "file"; path: string } | { kind: "names"; names: string[] } | { kind: "none" };
+export type EnvSpec =
+  { kind: "values"; values: Record<string, string> } | { kind: "file"; path: string } | { kind: "names"; names: string[] } | { kind: "none" };
 
-const EnvSchema = z.unknown().optional().transform((value, ctx): EnvSpec => {
-  if (value === undefined || value === null) return { kind: "none" };
-  if (typeof value === "string") {
-    if (value.trim() === "") {
-      ctx.addIssue({ code: "custom", message: "expected a path to a .env file" });
-      return z.NEVER;
-    }
-    return { kind: "file", path: value };
-  }
-  if (Array.isArray(value)) {
-    const bad = value.findIndex((v) => typeof v !== "string");
-    if (bad >= 0) {
-      ctx.addIssue({ code: "custom", message: "expected a variable name (string)", path: [bad] });
-      return z.NEVER;
-    }
-    return { kind: "names", names: value as string[] };
-  }
-  if (isPlainObject(value)) {
-    const values: Record<string, string> = {};
-    for (const [key, v] of Object.entries(value)) {
-      if (typeof v === "string") values[key] = v;
-      else if (typeof v === "number" || typeof v === "boolean") values[key] = String(v);
-      else {
-        ctx.addIssue({ code: "custom", message: "expected a string, number or boolean", path: [key] });
+const EnvSchema = z
+  .unknown()
+  .optional()
+  .transform((value, ctx): EnvSpec => {
+    if (value === undefined || value === null) return { kind: "none" };
+    if (typeof value === "string") {
+      if (value.trim() === "") {
+        ctx.addIssue({ code: "custom", message: "expected a path to a .env file" });
         return z.NEVER;
       }
+      return { kind: "file", path: value };
     }
-    return { kind: "values", values };
-  }
-  ctx.addIssue({ code: "custom", message: "expected an object of variables or a path to a .env file" });
-  return z.NEVER;
-});
+    if (Array.isArray(value)) {
+      const bad = value.findIndex((v) => typeof v !== "string");
+      if (bad >= 0) {
+        ctx.addIssue({ code: "custom", message: "expected a variable name (string)", path: [bad] });
+        return z.NEVER;
+      }
+      return { kind: "names", names: value as string[] };
+    }
+    if (isPlainObject(value)) {
+      const values: Record<string, string> = {};
+      for (const [key, v] of Object.entries(value)) {
+        if (typeof v === "string") values[key] = v;
+        else if (typeof v === "number" || typeof v === "boolean") values[key] = String(v);
+        else {
+          ctx.addIssue({ code: "custom", message: "expected a string, number or boolean", path: [key] });
+          return z.NEVER;
+        }
+      }
+      return { kind: "values", values };
+    }
+    ctx.addIssue({ code: "custom", message: "expected an object of variables or a path to a .env file" });
+    return z.NEVER;
+  });
 
 // ---------------------------------------------------------------------------------------------
 // http, webhooks, auth
@@ -240,7 +243,7 @@ export type StoreConfig = z.output<typeof StoreConfigSchema>;
 
 export const LanggraphConfigSchema = z.looseObject({
   graphs: z.record(z.string().min(1), GraphEntrySchema, {
-    error: (issue) => (issue.input === undefined ? "required" : "expected an object of graph_id -> \"path:export\""),
+    error: (issue) => (issue.input === undefined ? "required" : 'expected an object of graph_id -> "path:export"'),
   }),
   env: EnvSchema,
   http: HttpConfigSchema,
@@ -325,10 +328,7 @@ export interface LoadLanggraphConfigOptions {
 }
 
 /** Reads, validates and (by default) applies the `env` of a `langgraph.json`. */
-export async function loadLanggraphConfig(
-  configPath: string,
-  options: LoadLanggraphConfigOptions = {},
-): Promise<LoadedLanggraphConfig> {
+export async function loadLanggraphConfig(configPath: string, options: LoadLanggraphConfigOptions = {}): Promise<LoadedLanggraphConfig> {
   const absolute = path.resolve(configPath);
   const label = path.basename(absolute);
   let text: string;
@@ -354,10 +354,7 @@ export async function loadLanggraphConfig(
  * The configured webhook headers with `${{ env.VAR }}` templates filled in from `env`
  * (the prefix rule was checked when the file was parsed).
  */
-export function resolveWebhookHeaders(
-  webhooks: WebhooksConfig,
-  env: NodeJS.ProcessEnv = process.env,
-): Record<string, string> {
+export function resolveWebhookHeaders(webhooks: WebhooksConfig, env: NodeJS.ProcessEnv = process.env): Record<string, string> {
   const headers: Record<string, string> = {};
   for (const [name, value] of Object.entries(webhooks.headers)) {
     headers[name] = value.replace(HEADER_TEMPLATE, (_match, variable: string) => {

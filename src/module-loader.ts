@@ -142,7 +142,11 @@ const isBare = (specifier: string) => !/^(\.{1,2}(\/|$)|\/|[a-zA-Z]:[\\/]|\\\\|[
 const NODE_MODULES = /[\\/]node_modules[\\/]/;
 
 /** The package a bare specifier names: `@scope/name` or `name`, without the subpath. */
-const packageName = (specifier: string) => specifier.split("/").slice(0, specifier.startsWith("@") ? 2 : 1).join("/");
+const packageName = (specifier: string) =>
+  specifier
+    .split("/")
+    .slice(0, specifier.startsWith("@") ? 2 : 1)
+    .join("/");
 
 const RESOLVING = Symbol("agent-server resolving a package");
 
@@ -187,7 +191,11 @@ export async function importFile(file: string, options: ImportOptions = {}): Pro
   const dir = await cacheDir();
   const source = path.resolve(file);
   const result = await build({
-    entryPoints: [source], bundle: true, format: "esm", platform: "node", target: "node20",
+    entryPoints: [source],
+    bundle: true,
+    format: "esm",
+    platform: "node",
+    target: "node20",
     // Node's own conditions (esbuild would add "module", which Node does not read).
     conditions: [],
     define: {
@@ -197,15 +205,28 @@ export async function importFile(file: string, options: ImportOptions = {}): Pro
     },
     // In the cache directory, so that the source map's paths are relative to where the file goes.
     outfile: path.join(dir, "module.mjs"),
-    write: false, sourcemap: "inline", logLevel: "silent", plugins: [projectPackages],
+    write: false,
+    sourcemap: "inline",
+    logLevel: "silent",
+    plugins: [projectPackages],
     // The files the bundle was made of, so that development mode knows what to watch.
     metafile: true,
   });
   const workingDir = process.cwd();
-  inputs.set(source, Object.keys(result.metafile.inputs).filter((input) => !/^[a-z][\w-]*:(?![\\/])/i.test(input)).map((input) => path.resolve(workingDir, input)));
+  inputs.set(
+    source,
+    Object.keys(result.metafile.inputs)
+      .filter((input) => !/^[a-z][\w-]*:(?![\\/])/i.test(input))
+      .map((input) => path.resolve(workingDir, input)),
+  );
   const contents = result.outputFiles[0].contents;
   const compiled = path.join(dir, `${createHash("sha256").update(contents).digest("hex").slice(0, 32)}.mjs`);
-  if (!(await lstat(compiled).then((s) => s.isFile(), () => false))) {
+  if (
+    !(await lstat(compiled).then(
+      (s) => s.isFile(),
+      () => false,
+    ))
+  ) {
     // Whole or absent: another process may be loading the same file.
     const partial = `${compiled}.${process.pid}.${randomUUID()}.tmp`;
     await writeFile(partial, contents, { mode: 0o600 });

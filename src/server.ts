@@ -139,10 +139,18 @@ async function startParts(config: Config, deps: ServerDeps, parts: ResourceStack
   const langgraph = await loadLanggraphConfig(config.langgraphJsonPath);
   // Schemas from the graph files' types: read in a worker thread when first asked, cached in DATA_DIR.
   // Its passes are ended before HTTP's close (see below), which waits for the requests awaiting them.
-  const typeSchemas = new TypeSchemaReader({ cacheDir: path.join(config.dataDir, "type-schemas"), timeoutMs: config.schemaResolveTimeoutMs, log: (m) => console.error(m) });
+  const typeSchemas = new TypeSchemaReader({
+    cacheDir: path.join(config.dataDir, "type-schemas"),
+    timeoutMs: config.schemaResolveTimeoutMs,
+    log: (m) => console.error(m),
+  });
   // The graphs as langgraph.json names them; their files (and LangGraph) are loaded after the server listens.
   // LANGGRAPH_CONFIG may come from langgraph.json's `env` too (the environment wins, as for every variable).
-  const graphs = new GraphCatalogue(langgraph.config.graphs, langgraph.baseDir, parseLanggraphConfigEnv(config.langgraphConfig ?? langgraph.env.LANGGRAPH_CONFIG));
+  const graphs = new GraphCatalogue(
+    langgraph.config.graphs,
+    langgraph.baseDir,
+    parseLanggraphConfigEnv(config.langgraphConfig ?? langgraph.env.LANGGRAPH_CONFIG),
+  );
   // A configured auth that cannot be loaded stops the start: never serve open by accident.
   const auth = await loadAuth(langgraph.config.auth, langgraph.baseDir, path.basename(langgraph.configPath));
   const storeIndex = await loadStoreIndex(langgraph.config.store?.index, langgraph.baseDir, path.basename(langgraph.configPath));
@@ -150,9 +158,10 @@ async function startParts(config: Config, deps: ServerDeps, parts: ResourceStack
   const httpConfig = langgraph.config.http;
   const customApp = httpConfig.app ? await loadCustomApp(httpConfig.app, langgraph.baseDir) : undefined;
   // Generative UI components, bundled before HTTP listens (a file that cannot be bundled stops the start).
-  const uiBundles = langgraph.config.ui && !httpConfig.disable_ui
-    ? await bundleUi(langgraph.config.ui, { cwd: langgraph.baseDir, shared: langgraph.config.ui_config?.shared })
-    : undefined;
+  const uiBundles =
+    langgraph.config.ui && !httpConfig.disable_ui
+      ? await bundleUi(langgraph.config.ui, { cwd: langgraph.baseDir, shared: langgraph.config.ui_config?.shared })
+      : undefined;
   // The injected clock drives cron ticks and TTLs. The log's timestamps (ctx.now) are the system's,
   // and leases, retries and delayed starts are compared with them: the worker and the webhooks keep that clock.
   startup.mark("configuration");
@@ -167,25 +176,43 @@ async function startParts(config: Config, deps: ServerDeps, parts: ResourceStack
       return { count: stats.walSyncs, seconds: stats.walSyncSeconds };
     };
   }
-  const store = parts.use("event store", recordingPositions(withSchemas(log, schemaForEventType, config.eventSchemaChecks === "all" ? undefined : STEP_EVENT_TYPES), metrics.onAppend), (s) => s.close());
+  const store = parts.use(
+    "event store",
+    recordingPositions(withSchemas(log, schemaForEventType, config.eventSchemaChecks === "all" ? undefined : STEP_EVENT_TYPES), metrics.onAppend),
+    (s) => s.close(),
+  );
   startup.mark("event store");
   const readModels = parts.use("read models", await openReadModelsFor(store, config.dataDir), (m) => m.runner.close());
   await readModels.runner.start(store, { health: logHealth, waitDeadlineMs: config.eventstoreDeadlineMs });
   startup.mark("read models");
   // With a shared store, other processes append checkpoints too: the cache follows them live.
   // A SQLite store belongs to this process alone, whose own appends keep the cache current.
-  const liveCheckpoints = store.kind === "sqlite" ? undefined : parts.use(
-    "live checkpoint feed",
-    new LiveFeed(store, { streamPrefixes: ["checkpoints-"] }, "checkpoints-live", (event, error) => readModels.runner.quarantine.tryRecord("checkpoints-live", event, error)),
-    (f) => f.close(),
-  );
+  const liveCheckpoints =
+    store.kind === "sqlite"
+      ? undefined
+      : parts.use(
+          "live checkpoint feed",
+          new LiveFeed(store, { streamPrefixes: ["checkpoints-"] }, "checkpoints-live", (event, error) =>
+            readModels.runner.quarantine.tryRecord("checkpoints-live", event, error),
+          ),
+          (f) => f.close(),
+        );
   let graphsReady = false;
   const runtime = new LazyGraphRuntime(async () => {
     await deps.beforeGraphRuntime?.();
     const { loadGraphRuntime } = await import("./runtime/graph-runtime.js");
     const loaded = await loadGraphRuntime({
-      catalogue: graphs, baseDir: langgraph.baseDir, typeSchemas, logLevel: config.logLevel,
-      checkpointer: { store, live: liveCheckpoints, cacheThreads: config.checkpointCacheThreads, cacheBytes: config.checkpointCacheBytes, metadataFromConfig: true },
+      catalogue: graphs,
+      baseDir: langgraph.baseDir,
+      typeSchemas,
+      logLevel: config.logLevel,
+      checkpointer: {
+        store,
+        live: liveCheckpoints,
+        cacheThreads: config.checkpointCacheThreads,
+        cacheBytes: config.checkpointCacheBytes,
+        metadataFromConfig: true,
+      },
     });
     startup.mark("graph runtime");
     return loaded;
@@ -197,9 +224,12 @@ async function startParts(config: Config, deps: ServerDeps, parts: ResourceStack
   const lifecycle = threadLifecycle(ctx);
   metrics.observe(store, readModels, logHealth);
   const completion = {
-    store, readModels, now: ctx.now,
+    store,
+    readModels,
+    now: ctx.now,
     deleteThreadCheckpoints: async (id: string) => (await runtime.get()).checkpointer.deleteThread(id),
-    discardCheckpointsAfter: async (threadId: string, after: string | null, reason: string) => void (await (await runtime.get()).checkpointer.discardAfter(threadId, after, reason)),
+    discardCheckpointsAfter: async (threadId: string, after: string | null, reason: string) =>
+      void (await (await runtime.get()).checkpointer.discardAfter(threadId, after, reason)),
   };
   const runs = new RunsService(ctx, completion);
   const crons = new CronsService(ctx, runs, clock);
@@ -208,7 +238,14 @@ async function startParts(config: Config, deps: ServerDeps, parts: ResourceStack
   const webhookHeaders = webhooksEnabled ? resolveWebhookHeaders(langgraph.config.webhooks) : {};
   lifecycle.onDelete((threadId) => runs.cancelThreadRuns(threadId));
   const storeTtl = langgraph.config.store?.ttl;
-  const storeService = new StoreService({ store, readModels, clock, index: storeIndex, refreshOnRead: storeTtl?.refresh_on_read, defaultTtl: storeTtl?.default_ttl });
+  const storeService = new StoreService({
+    store,
+    readModels,
+    clock,
+    index: storeIndex,
+    refreshOnRead: storeTtl?.refresh_on_read,
+    defaultTtl: storeTtl?.default_ttl,
+  });
   const http = parts.use(
     "HTTP server",
     await buildHttpApp({
@@ -217,23 +254,42 @@ async function startParts(config: Config, deps: ServerDeps, parts: ResourceStack
       logLevel: config.logLevel,
       cors: langgraph.config.http.cors,
       auth,
-      hooks: [logPositionHooks(readModels.runner, (request) => requestContextOf(request, config.apiKey !== undefined)), durableResponses(() => store.whenDurable())],
+      hooks: [
+        logPositionHooks(readModels.runner, (request) => requestContextOf(request, config.apiKey !== undefined)),
+        durableResponses(() => store.whenDurable()),
+      ],
       customApp,
       mountPrefix: httpConfig.mount_prefix,
       // `http.disable_*` leave a group of built-in routes out, as the official servers do.
       routes: [
-        ...(httpConfig.disable_meta ? [] : [
-          metaRoutes({
-            storeKind: store.kind, langgraphJsVersion: LANGGRAPH_JS_VERSION, webhooksEnabled,
-            positions: async () => ({ head: await store.headPosition(), projections: readModels.runner.tables.map((t) => ({ name: t.name, position: readModels.runner.position })) }),
-            health: logHealth, checkLog: () => store.headPosition(),
-            graphRuntime: () => (graphsReady ? "ready" : "loading"),
-            quarantine: () => readModels.runner.quarantine.summary(),
-          }),
-          metricsRoutes(metrics),
-        ]),
+        ...(httpConfig.disable_meta
+          ? []
+          : [
+              metaRoutes({
+                storeKind: store.kind,
+                langgraphJsVersion: LANGGRAPH_JS_VERSION,
+                webhooksEnabled,
+                positions: async () => ({
+                  head: await store.headPosition(),
+                  projections: readModels.runner.tables.map((t) => ({ name: t.name, position: readModels.runner.position })),
+                }),
+                health: logHealth,
+                checkLog: () => store.headPosition(),
+                graphRuntime: () => (graphsReady ? "ready" : "loading"),
+                quarantine: () => readModels.runner.quarantine.summary(),
+              }),
+              metricsRoutes(metrics),
+            ]),
         ...(httpConfig.disable_assistants ? [] : [assistantRoutes(ctx, lifecycle)]),
-        ...(httpConfig.disable_threads ? [] : [threadRoutes(ctx, lifecycle), threadStreamRoutes(ctx, lifecycle, (end) => runs.track(end), metrics), threadStateRoutes(ctx), auditRoutes(ctx), quarantineRoutes(ctx)]),
+        ...(httpConfig.disable_threads
+          ? []
+          : [
+              threadRoutes(ctx, lifecycle),
+              threadStreamRoutes(ctx, lifecycle, (end) => runs.track(end), metrics),
+              threadStateRoutes(ctx),
+              auditRoutes(ctx),
+              quarantineRoutes(ctx),
+            ]),
         ...(httpConfig.disable_runs ? [] : [runRoutes(ctx, runs, metrics), cronRoutes(ctx, crons), webhookRoutes(ctx)]),
         ...(httpConfig.disable_a2a ? [] : [a2aRoutes(ctx, runs, { publicUrl: config.publicUrl, callerOf, cardCallerOf: authenticatedCallerOf })]),
         ...(httpConfig.disable_mcp ? [] : [mcpRoutes(ctx, runs, { callerOf })]),
@@ -317,7 +373,12 @@ async function startParts(config: Config, deps: ServerDeps, parts: ResourceStack
   const address = http.server.address();
   const port = typeof address === "object" && address ? address.port : config.port;
   const url = `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${port}`;
-  const webhooks = webhooksEnabled ? startWebhooks({ config, deps, langgraph, metrics, store, readModels, headers: webhookHeaders, selfUrl: url, pushBody: a2aPushBody(ctx, runs), clock: logClock }, parts) : undefined;
+  const webhooks = webhooksEnabled
+    ? startWebhooks(
+        { config, deps, langgraph, metrics, store, readModels, headers: webhookHeaders, selfUrl: url, pushBody: a2aPushBody(ctx, runs), clock: logClock },
+        parts,
+      )
+    : undefined;
   const scheduler = parts.use(
     "cron scheduler",
     new CronScheduler({
@@ -334,7 +395,11 @@ async function startParts(config: Config, deps: ServerDeps, parts: ResourceStack
   metrics.claims.cron = () => ({ won: scheduler.stats.fired, lost: scheduler.stats.lost });
   metrics.claimOwners.cron = scheduler.owner;
   // After a burst, the heap it grew to is given back once the process idles (V8 alone keeps it).
-  const idleMemory = parts.use("idle memory", new IdleMemory({ release: [() => readModels.runner.db.pragma("shrink_memory")], log: (m) => console.error(m) }), (m) => m.stop());
+  const idleMemory = parts.use(
+    "idle memory",
+    new IdleMemory({ release: [() => readModels.runner.db.pragma("shrink_memory")], log: (m) => console.error(m) }),
+    (m) => m.stop(),
+  );
   idleMemory.start();
   const ttlSweeper = parts.use("thread TTL sweeper", new TtlSweeper({ ctx, lifecycle, clock, log: (m) => console.error(m) }), (s) => s.stop());
   ttlSweeper.start();
@@ -377,7 +442,9 @@ function startWebhooks(
   const policy = webhookUrlPolicyFor(o.langgraph.config.webhooks.url, o.config.devMode);
   const sendOptions = { connectTimeoutMs: w.connectTimeoutMs, totalTimeoutMs: w.timeoutMs, policy, connections: w.concurrency };
   // A resolver injected (tests) lives in this thread; otherwise the sender has a thread of its own.
-  const sender = parts.use("webhook sender", o.deps.resolver ? undiciSender({ ...sendOptions, resolver: o.deps.resolver }) : threadedSender(sendOptions), (s) => s.close());
+  const sender = parts.use("webhook sender", o.deps.resolver ? undiciSender({ ...sendOptions, resolver: o.deps.resolver }) : threadedSender(sendOptions), (s) =>
+    s.close(),
+  );
   const dispatcher = parts.use(
     "webhook dispatcher",
     new WebhookDispatcher({

@@ -66,13 +66,22 @@ t.test("ListTasks lists only what the user may see", async (t) => {
   await call("alice", "message/send", { message: textMessage("alice's") });
   const bobs = (await v1("bob", "ListTasks", {})).json.result;
   // Bob's only task so far (his tries on alice's context and task above made none).
-  t.same(bobs.tasks.map((x: { id: string }) => x.id), [mine.id]);
+  t.same(
+    bobs.tasks.map((x: { id: string }) => x.id),
+    [mine.id],
+  );
   t.equal(bobs.totalSize, 1, "the count is of bob's tasks only");
   const alices = (await v1("alice", "ListTasks", {})).json.result;
   t.ok(alices.totalSize >= 2);
-  t.notOk(alices.tasks.some((x: { id: string }) => x.id === mine.id), "alice does not see bob's task");
+  t.notOk(
+    alices.tasks.some((x: { id: string }) => x.id === mine.id),
+    "alice does not see bob's task",
+  );
   const filtered = (await v1("alice", "ListTasks", { status: "TASK_STATE_COMPLETED" })).json.result;
-  t.notOk(filtered.tasks.some((x: { id: string }) => x.id === mine.id), "the filtered scan too");
+  t.notOk(
+    filtered.tasks.some((x: { id: string }) => x.id === mine.id),
+    "the filtered scan too",
+  );
 });
 
 t.test("a handler's refusal is the request's error; the graph sees the user", async (t) => {

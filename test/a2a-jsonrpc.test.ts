@@ -13,12 +13,20 @@ t.teardown(() => s.close());
 const url = s.url;
 
 /** The agent card's fields these tests read: its v0.3 ones, its v1.0 interfaces, and the skill's input schema. */
-interface Card extends Pick<AgentCard, "protocolVersion" | "name" | "description" | "url" | "preferredTransport" | "capabilities" | "defaultInputModes" | "securitySchemes" | "security"> {
+interface Card extends Pick<
+  AgentCard,
+  "protocolVersion" | "name" | "description" | "url" | "preferredTransport" | "capabilities" | "defaultInputModes" | "securitySchemes" | "security"
+> {
   supportedInterfaces: { url: string; protocolBinding: string; protocolVersion: string }[];
   skills: { id: string; metadata: { inputSchema: { supportsA2A: boolean } } }[];
 }
 
-const send = (text: string, extra: Record<string, unknown> = {}) => ({ jsonrpc: "2.0", id: "s1", method: "message/send", params: { message: textMessage(text), ...extra } });
+const send = (text: string, extra: Record<string, unknown> = {}) => ({
+  jsonrpc: "2.0",
+  id: "s1",
+  method: "message/send",
+  params: { message: textMessage(text), ...extra },
+});
 
 t.test("malformed envelopes: every response echoes the id it could read", async (t) => {
   const cases: [string, unknown, number, unknown][] = [
@@ -52,8 +60,18 @@ t.test("a body that is not JSON at all, with another content type, is still -327
 t.test("invalid params and unknown assistants are -32602", async (t) => {
   const cases: [string, string, unknown, RegExp][] = [
     ["no message", "agent", { jsonrpc: "2.0", id: 1, method: "message/send", params: {} }, /params\.message/],
-    ["no parts", "agent", { jsonrpc: "2.0", id: 1, method: "message/send", params: { message: { role: "user", parts: [], messageId: "m" } } }, /at least one part/],
-    ["unknown part kind", "agent", { jsonrpc: "2.0", id: 1, method: "message/send", params: { message: { role: "user", parts: [{ kind: "video" }], messageId: "m" } } }, /params\.message\.parts\.0/],
+    [
+      "no parts",
+      "agent",
+      { jsonrpc: "2.0", id: 1, method: "message/send", params: { message: { role: "user", parts: [], messageId: "m" } } },
+      /at least one part/,
+    ],
+    [
+      "unknown part kind",
+      "agent",
+      { jsonrpc: "2.0", id: 1, method: "message/send", params: { message: { role: "user", parts: [{ kind: "video" }], messageId: "m" } } },
+      /params\.message\.parts\.0/,
+    ],
     ["contextId not a UUID", "agent", send("hi", { message: textMessage("hi", { contextId: "session-42" }) }), /contextId must be a UUID/],
     ["unknown assistant (graph id)", "nope", send("hi"), /Assistant 'nope' not found/],
     ["unknown assistant (UUID)", "00000000-0000-4000-8000-000000000000", send("hi"), /not found/],
@@ -89,7 +107,12 @@ t.test("task errors: -32001 unknown task, -32002 not cancelable, -32004 unsuppor
   t.match(again.json.error.message, /terminal/);
 
   // Push configs (test/a2a-push.test.ts covers delivery): the default URL policy refuses loopback receivers.
-  const refused = await rpc(url, "agent", { jsonrpc: "2.0", id: 4, method: "tasks/pushNotificationConfig/set", params: { taskId, pushNotificationConfig: { url: "http://127.0.0.1:1/hook" } } });
+  const refused = await rpc(url, "agent", {
+    jsonrpc: "2.0",
+    id: 4,
+    method: "tasks/pushNotificationConfig/set",
+    params: { taskId, pushNotificationConfig: { url: "http://127.0.0.1:1/hook" } },
+  });
   t.equal(refused.json.error.code, -32602, "a URL the webhook policy refuses");
   t.match(refused.json.error.message, /127\.0\.0\.1|private|loopback/i);
   for (const method of ["tasks/pushNotificationConfig/get", "tasks/pushNotificationConfig/list"]) {
@@ -102,8 +125,19 @@ t.test("task errors: -32001 unknown task, -32002 not cancelable, -32004 unsuppor
   t.equal(card.json.error.code, -32004);
 
   const file = await rpc(url, "agent", {
-    jsonrpc: "2.0", id: 6, method: "message/send",
-    params: { message: { role: "user", messageId: "f", parts: [{ kind: "text", text: "see file" }, { kind: "file", file: { uri: "http://127.0.0.1:1/a.png", mimeType: "image/png" } }] } },
+    jsonrpc: "2.0",
+    id: 6,
+    method: "message/send",
+    params: {
+      message: {
+        role: "user",
+        messageId: "f",
+        parts: [
+          { kind: "text", text: "see file" },
+          { kind: "file", file: { uri: "http://127.0.0.1:1/a.png", mimeType: "image/png" } },
+        ],
+      },
+    },
   });
   t.equal(file.json.error.code, -32005);
   t.match(file.json.error.message, /File parts \(image\/png\) are not supported/);
@@ -120,10 +154,17 @@ t.test("protocol version: A2A-Version header and method names", async (t) => {
   t.equal(legacyOnV1.json.result.kind, "task", "a v0.3 name answers in v0.3 shapes whatever the header");
   t.equal(legacyOnV1.json.result.status.state, "completed");
 
-  const v1 = await rpc(url, "agent", {
-    jsonrpc: "2.0", id: 3, method: "SendMessage",
-    params: { message: { messageId: "v1m", role: "ROLE_USER", parts: [{ text: "hello v1" }] }, configuration: { historyLength: 1 } },
-  }, { "A2A-Version": "1.0" });
+  const v1 = await rpc(
+    url,
+    "agent",
+    {
+      jsonrpc: "2.0",
+      id: 3,
+      method: "SendMessage",
+      params: { message: { messageId: "v1m", role: "ROLE_USER", parts: [{ text: "hello v1" }] }, configuration: { historyLength: 1 } },
+    },
+    { "A2A-Version": "1.0" },
+  );
   const task = v1.json.result.task;
   t.ok(task, "v1.0 results are wrapped");
   t.equal(task.kind, undefined, "no kind in v1.0");
@@ -132,7 +173,12 @@ t.test("protocol version: A2A-Version header and method names", async (t) => {
   t.equal(task.history.length, 1, "historyLength 1");
   t.equal(task.history[0].role, "ROLE_AGENT");
 
-  const notFound = await rpc(url, "agent", { jsonrpc: "2.0", id: 4, method: "GetTask", params: { id: "00000000-0000-4000-8000-000000000000" } }, { "A2A-Version": "1.0" });
+  const notFound = await rpc(
+    url,
+    "agent",
+    { jsonrpc: "2.0", id: 4, method: "GetTask", params: { id: "00000000-0000-4000-8000-000000000000" } },
+    { "A2A-Version": "1.0" },
+  );
   t.equal(notFound.json.error.code, -32001);
   t.same(notFound.json.error.data, [{ "@type": "type.googleapis.com/google.rpc.ErrorInfo", reason: "TASK_NOT_FOUND", domain: "a2a-protocol.org" }]);
 
@@ -148,17 +194,34 @@ t.test("protocol version: A2A-Version header and method names", async (t) => {
 t.test("v1.0 timestamps are RFC 3339 in UTC with Z (protobuf JSON); v0.3 keeps +00:00", async (t) => {
   const PROTOBUF_TIMESTAMP = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{3}|\.\d{6}|\.\d{9})?Z$/;
   const v1 = { "A2A-Version": "1.0" };
-  const sent = await rpc(url, "agent", { jsonrpc: "2.0", id: 1, method: "SendMessage", params: { message: { messageId: "ts1", role: "ROLE_USER", parts: [{ text: "when" }] } } }, v1);
+  const sent = await rpc(
+    url,
+    "agent",
+    { jsonrpc: "2.0", id: 1, method: "SendMessage", params: { message: { messageId: "ts1", role: "ROLE_USER", parts: [{ text: "when" }] } } },
+    v1,
+  );
   const task = sent.json.result.task;
   t.match(task.status.timestamp, PROTOBUF_TIMESTAMP, "SendMessage");
   const got = (await rpc(url, "agent", { jsonrpc: "2.0", id: 2, method: "GetTask", params: { id: task.id } }, v1)).json.result;
   t.equal(got.status.timestamp, task.status.timestamp, "GetTask: the same instant, the same text");
   const listed = (await rpc(url, "agent", { jsonrpc: "2.0", id: 3, method: "ListTasks", params: { contextId: task.contextId } }, v1)).json.result.tasks;
   t.equal(listed[0].status.timestamp, task.status.timestamp, "ListTasks");
-  const none = (await rpc(url, "agent", { jsonrpc: "2.0", id: 4, method: "ListTasks", params: { contextId: task.contextId, statusTimestampAfter: task.status.timestamp } }, v1)).json.result;
+  const none = (
+    await rpc(
+      url,
+      "agent",
+      { jsonrpc: "2.0", id: 4, method: "ListTasks", params: { contextId: task.contextId, statusTimestampAfter: task.status.timestamp } },
+      v1,
+    )
+  ).json.result;
   t.same(none.tasks, [], "a Z timestamp is a valid statusTimestampAfter");
 
-  const streamed = await rpc(url, "agent", { jsonrpc: "2.0", id: 5, method: "SendStreamingMessage", params: { message: { messageId: "ts2", role: "ROLE_USER", parts: [{ text: "stream when" }] } } }, { ...v1, accept: "text/event-stream" });
+  const streamed = await rpc(
+    url,
+    "agent",
+    { jsonrpc: "2.0", id: 5, method: "SendStreamingMessage", params: { message: { messageId: "ts2", role: "ROLE_USER", parts: [{ text: "stream when" }] } } },
+    { ...v1, accept: "text/event-stream" },
+  );
   const stamps = streamed.events.flatMap((e) => [e.result.task?.status?.timestamp, e.result.statusUpdate?.status?.timestamp]).filter((x) => x !== undefined);
   t.ok(stamps.length >= 2, "the task and its status updates carry timestamps");
   for (const stamp of stamps) t.match(stamp, PROTOBUF_TIMESTAMP, `stream: ${stamp}`);
@@ -176,19 +239,27 @@ t.test("ListTasks pages the tasks of an assistant", async (t) => {
   const ids: string[] = [];
   for (let i = 0; i < 3; i++) ids.push((await rpc(url, "delay", send(`n${i}`))).json.result.id);
   const page1 = await rpc(url, "delay", { jsonrpc: "2.0", id: 1, method: "ListTasks", params: { pageSize: 2, includeArtifacts: true } });
-  t.same(page1.json.result.tasks.map((x: { id: string }) => x.id), [ids[2], ids[1]], "newest first");
+  t.same(
+    page1.json.result.tasks.map((x: { id: string }) => x.id),
+    [ids[2], ids[1]],
+    "newest first",
+  );
   t.equal(page1.json.result.nextPageToken, "2");
   t.equal(page1.json.result.totalSize, 3);
   t.ok(page1.json.result.tasks[0].artifacts[0].parts[0].text.startsWith("waited"));
   const page2 = await rpc(url, "delay", { jsonrpc: "2.0", id: 2, method: "ListTasks", params: { pageSize: 2, pageToken: "2" } });
-  t.same(page2.json.result.tasks.map((x: { id: string }) => x.id), [ids[0]]);
+  t.same(
+    page2.json.result.tasks.map((x: { id: string }) => x.id),
+    [ids[0]],
+  );
   t.equal(page2.json.result.nextPageToken, "");
   const failed = await rpc(url, "delay", { jsonrpc: "2.0", id: 3, method: "ListTasks", params: { status: "TASK_STATE_FAILED" } });
   t.same(failed.json.result.tasks, []);
 });
 
 t.test("ListTasks and tasks/get over the runs table: a resumed task is one task; state and time filters; a deleted context takes its tasks", async (t) => {
-  const list = async (params: Record<string, unknown> = {}) => (await rpc(url, "interrupt", { jsonrpc: "2.0", id: "l", method: "ListTasks", params }, { "A2A-Version": "1.0" })).json.result;
+  const list = async (params: Record<string, unknown> = {}) =>
+    (await rpc(url, "interrupt", { jsonrpc: "2.0", id: "l", method: "ListTasks", params }, { "A2A-Version": "1.0" })).json.result;
   const get = async (id: string) => (await rpc(url, "interrupt", { jsonrpc: "2.0", id: "g", method: "tasks/get", params: { id } })).json;
   const before = (await list()).totalSize as number;
   const a = (await rpc(url, "interrupt", send("start a"))).json.result;
@@ -200,16 +271,43 @@ t.test("ListTasks and tasks/get over the runs table: a resumed task is one task;
   t.equal(resumed.status.state, "completed");
 
   const all = await list({ pageSize: 2 });
-  t.same(all.tasks.map((x: { id: string }) => x.id), [b.id, a.id], "newest first; the run that resumed a is not a task of its own");
+  t.same(
+    all.tasks.map((x: { id: string }) => x.id),
+    [b.id, a.id],
+    "newest first; the run that resumed a is not a task of its own",
+  );
   t.equal(all.totalSize, before + 2);
-  t.same(all.tasks.map((x: { status: { state: string } }) => x.status.state), ["TASK_STATE_INPUT_REQUIRED", "TASK_STATE_COMPLETED"], "a shows its resuming run's state");
-  t.same((await list({ status: "TASK_STATE_COMPLETED" })).tasks.map((x: { id: string }) => x.id), [a.id], "state filter follows the resuming run");
+  t.same(
+    all.tasks.map((x: { status: { state: string } }) => x.status.state),
+    ["TASK_STATE_INPUT_REQUIRED", "TASK_STATE_COMPLETED"],
+    "a shows its resuming run's state",
+  );
+  t.same(
+    (await list({ status: "TASK_STATE_COMPLETED" })).tasks.map((x: { id: string }) => x.id),
+    [a.id],
+    "state filter follows the resuming run",
+  );
   const waiting = await list({ status: "TASK_STATE_INPUT_REQUIRED", pageSize: 1 });
-  t.same(waiting.tasks.map((x: { id: string }) => x.id), [b.id]);
-  t.equal(waiting.totalSize, 1 + (await list({ status: "TASK_STATE_INPUT_REQUIRED", pageSize: 100, pageToken: "1" })).tasks.length, "totalSize counts every match");
+  t.same(
+    waiting.tasks.map((x: { id: string }) => x.id),
+    [b.id],
+  );
+  t.equal(
+    waiting.totalSize,
+    1 + (await list({ status: "TASK_STATE_INPUT_REQUIRED", pageSize: 100, pageToken: "1" })).tasks.length,
+    "totalSize counts every match",
+  );
   const later = await list({ statusTimestampAfter: b.status.timestamp });
-  t.same(later.tasks.map((x: { id: string }) => x.id), [a.id], "only tasks whose status changed after b's");
-  t.same((await list({ contextId: a.contextId })).tasks.map((x: { id: string }) => x.id), [a.id], "one context");
+  t.same(
+    later.tasks.map((x: { id: string }) => x.id),
+    [a.id],
+    "only tasks whose status changed after b's",
+  );
+  t.same(
+    (await list({ contextId: a.contextId })).tasks.map((x: { id: string }) => x.id),
+    [a.id],
+    "one context",
+  );
 
   // The run that resumed a, as the REST API lists it: its id is not a task id.
   const runs = (await (await fetch(`${url}/threads/${a.contextId}/runs`)).json()) as { run_id: string }[];
@@ -227,7 +325,12 @@ t.test("ListTasks and tasks/get over the runs table: a resumed task is one task;
 
 t.test("a reply too large for one event (written beside the run) reads back whole", async (t) => {
   const text = "x".repeat(300 * 1024);
-  const streamed = await rpc(url, "agent", { jsonrpc: "2.0", id: "big", method: "message/stream", params: { message: textMessage(text) } }, { accept: "text/event-stream" });
+  const streamed = await rpc(
+    url,
+    "agent",
+    { jsonrpc: "2.0", id: "big", method: "message/stream", params: { message: textMessage(text) } },
+    { accept: "text/event-stream" },
+  );
   const first = streamed.events[0].result;
   t.equal(first.kind, "task");
   t.equal(first.history[0].parts[0].text.length, text.length, "the task's history before the end: the run's input, resolved");
@@ -240,7 +343,12 @@ t.test("a reply too large for one event (written beside the run) reads back whol
 
 t.test("data parts are structured input; the seed's params.thread.threadId names the thread", async (t) => {
   const threadId = "8d1a8b5e-6c0c-4d5e-9f59-2f4c3b1c0e11";
-  const body = { jsonrpc: "2.0", id: "", method: "message/send", params: { message: { role: "user", parts: [{ kind: "data", data: { count: 40, by: 2 } }] }, messageId: "", thread: { threadId } } };
+  const body = {
+    jsonrpc: "2.0",
+    id: "",
+    method: "message/send",
+    params: { message: { role: "user", parts: [{ kind: "data", data: { count: 40, by: 2 } }] }, messageId: "", thread: { threadId } },
+  };
   const res = await rpc(url, "counter", body);
   t.equal(res.json.id, "", "an empty-string id is echoed");
   const task = res.json.result;
@@ -254,7 +362,15 @@ t.test("data parts are structured input; the seed's params.thread.threadId names
 t.test("params.thread.threadId continues an existing thread: its state, metadata and runs", async (t) => {
   const thread = await s.client.threads.create({ metadata: { owner: "ada" } });
   t.match(await s.client.runs.wait(thread.thread_id, "counter", { input: { count: 40, by: 2 } }), { count: 42 });
-  const body = { jsonrpc: "2.0", id: "c", method: "message/send", params: { message: { role: "user", messageId: "m-cont", parts: [{ kind: "data", data: { by: 3 } }] }, thread: { threadId: thread.thread_id.toUpperCase() } } };
+  const body = {
+    jsonrpc: "2.0",
+    id: "c",
+    method: "message/send",
+    params: {
+      message: { role: "user", messageId: "m-cont", parts: [{ kind: "data", data: { by: 3 } }] },
+      thread: { threadId: thread.thread_id.toUpperCase() },
+    },
+  };
   const task = (await rpc(url, "counter", body)).json.result;
   t.equal(task.contextId, thread.thread_id, "the existing thread is the context (ids compared without case)");
   t.equal(task.status.state, "completed");
@@ -264,7 +380,10 @@ t.test("params.thread.threadId continues an existing thread: its state, metadata
   t.match(after.metadata, { owner: "ada" }, "the thread's metadata is kept");
   const runs = await s.client.runs.list(thread.thread_id);
   t.equal(runs.length, 2, "the A2A run joined the thread's runs");
-  t.ok(runs.some((r) => r.run_id === task.id), "the task is a run of the thread");
+  t.ok(
+    runs.some((r) => r.run_id === task.id),
+    "the task is a run of the thread",
+  );
 });
 
 t.test("a failing graph gives a failed task", async (t) => {
@@ -274,16 +393,32 @@ t.test("a failing graph gives a failed task", async (t) => {
 });
 
 t.test("streaming methods answer SSE; an error after the envelope is an event of that stream", async (t) => {
-  const res = await rpc(url, "nope", { jsonrpc: "2.0", id: 11, method: "message/stream", params: { message: textMessage("x") } }, { accept: "text/event-stream" });
+  const res = await rpc(
+    url,
+    "nope",
+    { jsonrpc: "2.0", id: 11, method: "message/stream", params: { message: textMessage("x") } },
+    { accept: "text/event-stream" },
+  );
   t.match(res.contentType, /^text\/event-stream/);
   t.equal(res.events.length, 1);
   t.equal(res.events[0].id, 11);
   t.equal(res.events[0].error.code, -32602);
-  const sub = await rpc(url, "agent", { jsonrpc: "2.0", id: 12, method: "SubscribeToTask", params: { id: "00000000-0000-4000-8000-000000000000" } }, { "A2A-Version": "1.0" });
+  const sub = await rpc(
+    url,
+    "agent",
+    { jsonrpc: "2.0", id: 12, method: "SubscribeToTask", params: { id: "00000000-0000-4000-8000-000000000000" } },
+    { "A2A-Version": "1.0" },
+  );
   t.equal(sub.events[0].error.code, -32001);
   const ok = await rpc(url, "agent", { jsonrpc: "2.0", id: 13, method: "message/stream", params: { message: textMessage("streamed") } });
-  t.ok(ok.events.every((e) => e.id === 13 && e.jsonrpc === "2.0"), "every data line is a complete response with the request id");
-  t.same(ok.events.map((e) => e.result.kind).filter((k, i, a) => a.indexOf(k) === i), ["task", "status-update", "artifact-update"]);
+  t.ok(
+    ok.events.every((e) => e.id === 13 && e.jsonrpc === "2.0"),
+    "every data line is a complete response with the request id",
+  );
+  t.same(
+    ok.events.map((e) => e.result.kind).filter((k, i, a) => a.indexOf(k) === i),
+    ["task", "status-update", "artifact-update"],
+  );
   const last = ok.events[ok.events.length - 1].result;
   t.equal(last.final, true);
   t.equal(last.status.state, "completed");
@@ -292,7 +427,10 @@ t.test("streaming methods answer SSE; an error after the envelope is an event of
   // Terminal task: v0.3 resubscribe replays the end; v1.0 SubscribeToTask is -32004.
   const taskId = ok.events[0].result.id;
   const re = await rpc(url, "agent", { jsonrpc: "2.0", id: 14, method: "tasks/resubscribe", params: { id: taskId } });
-  t.same(re.events.map((e) => e.result.kind), ["task", "artifact-update", "status-update"]);
+  t.same(
+    re.events.map((e) => e.result.kind),
+    ["task", "artifact-update", "status-update"],
+  );
   const v1 = await rpc(url, "agent", { jsonrpc: "2.0", id: 15, method: "SubscribeToTask", params: { id: taskId } }, { "A2A-Version": "1.0" });
   t.equal(v1.events[0].error.code, -32004);
 });
@@ -324,7 +462,11 @@ t.test("agent card", async (t) => {
   t.equal(missing.status, 404);
   t.match(((await missing.json()) as { detail: string }).detail, /nope/);
 
-  const proxied = (await (await fetch(`${url}/.well-known/agent-card.json?assistant_id=agent`, { headers: { "x-forwarded-proto": "https", "x-forwarded-host": "agents.example.com" } })).json()) as Card;
+  const proxied = (await (
+    await fetch(`${url}/.well-known/agent-card.json?assistant_id=agent`, {
+      headers: { "x-forwarded-proto": "https", "x-forwarded-host": "agents.example.com" },
+    })
+  ).json()) as Card;
   t.equal(proxied.url, `https://agents.example.com/a2a/${id}`);
 });
 

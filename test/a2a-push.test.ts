@@ -28,9 +28,7 @@ async function pushConfigFile(): Promise<string> {
   const source = JSON.parse(await readFile(A2A_GRAPHS, "utf8")) as { graphs: Record<string, string | { path: string }> };
   const dir = path.dirname(A2A_GRAPHS);
   const absolute = (p: string) => path.join(dir, p);
-  const graphs = Object.fromEntries(
-    Object.entries(source.graphs).map(([k, v]) => [k, typeof v === "string" ? absolute(v) : { ...v, path: absolute(v.path) }]),
-  );
+  const graphs = Object.fromEntries(Object.entries(source.graphs).map(([k, v]) => [k, typeof v === "string" ? absolute(v) : { ...v, path: absolute(v.path) }]));
   const out = path.join(await mkdtemp(path.join(os.tmpdir(), "a2a-push-")), "langgraph.json");
   await writeFile(out, JSON.stringify({ graphs, env: {}, webhooks: { url: { disable_private_ips: false, disable_loopback: false } } }));
   return out;
@@ -65,7 +63,10 @@ t.test("the card says pushNotifications: true", async (t) => {
 
 t.test("message/send with a pushNotificationConfig: the task is POSTed with the token, signed, and logged", async (t) => {
   const before = receiver.requests.length;
-  const res = await call("message/send", { message: textMessage("push me"), configuration: { pushNotificationConfig: { url: `${receiver.url}/push`, token: "tok-1" } } });
+  const res = await call("message/send", {
+    message: textMessage("push me"),
+    configuration: { pushNotificationConfig: { url: `${receiver.url}/push`, token: "tok-1" } },
+  });
   const task = res.json.result;
   t.equal(task.status.state, "completed");
   const got = await receiver.nth(before + 1);
@@ -84,7 +85,14 @@ t.test("message/send with a pushNotificationConfig: the task is POSTed with the 
   t.same(get.json.result, { taskId: task.id, pushNotificationConfig: { id: task.id, url: `${receiver.url}/push`, token: "tok-1" } });
   const log = (await (await fetch(`${s.url}/runs/${task.id}/webhooks`)).json()) as unknown[];
   t.match(log, [
-    { event: "attempt", attempt: 1, status_code: 200, outcome: "delivered", delivery_id: got.headers["x-webhook-id"], a2a_push: { task_id: task.id, config_id: task.id } },
+    {
+      event: "attempt",
+      attempt: 1,
+      status_code: 200,
+      outcome: "delivered",
+      delivery_id: got.headers["x-webhook-id"],
+      a2a_push: { task_id: task.id, config_id: task.id },
+    },
     { event: "delivered", attempts: 1, a2a_push: { task_id: task.id } },
   ]);
 });
@@ -95,18 +103,39 @@ t.test("set/get/list/delete round trip (raw v0.3 and v1.0); errors", async (t) =
     taskId: task.id,
     pushNotificationConfig: { id: "cfg-a", url: `${receiver.url}/a`, token: "ta", authentication: { schemes: ["Bearer"], credentials: "secret-a" } },
   });
-  t.same(set.json.result, { taskId: task.id, pushNotificationConfig: { id: "cfg-a", url: `${receiver.url}/a`, token: "ta", authentication: { schemes: ["Bearer"], credentials: "secret-a" } } });
-  const v1 = await call("CreateTaskPushNotificationConfig", { taskId: task.id, id: "cfg-b", url: `${receiver.url}/b`, authentication: { scheme: "Basic", credentials: "dTpw" } });
-  t.same(v1.json.result, { taskId: task.id, id: "cfg-b", url: `${receiver.url}/b`, authentication: { scheme: "Basic", credentials: "dTpw" } });
-  t.same((await call("tasks/pushNotificationConfig/get", { id: task.id, pushNotificationConfigId: "cfg-b" })).json.result.pushNotificationConfig.authentication, {
-    schemes: ["Basic"], credentials: "dTpw",
+  t.same(set.json.result, {
+    taskId: task.id,
+    pushNotificationConfig: { id: "cfg-a", url: `${receiver.url}/a`, token: "ta", authentication: { schemes: ["Bearer"], credentials: "secret-a" } },
   });
+  const v1 = await call("CreateTaskPushNotificationConfig", {
+    taskId: task.id,
+    id: "cfg-b",
+    url: `${receiver.url}/b`,
+    authentication: { scheme: "Basic", credentials: "dTpw" },
+  });
+  t.same(v1.json.result, { taskId: task.id, id: "cfg-b", url: `${receiver.url}/b`, authentication: { scheme: "Basic", credentials: "dTpw" } });
+  t.same(
+    (await call("tasks/pushNotificationConfig/get", { id: task.id, pushNotificationConfigId: "cfg-b" })).json.result.pushNotificationConfig.authentication,
+    {
+      schemes: ["Basic"],
+      credentials: "dTpw",
+    },
+  );
   const list = await call("tasks/pushNotificationConfig/list", { id: task.id });
-  t.same(list.json.result.map((c: { pushNotificationConfig: { id: string } }) => c.pushNotificationConfig.id), ["cfg-a", "cfg-b"]);
+  t.same(
+    list.json.result.map((c: { pushNotificationConfig: { id: string } }) => c.pushNotificationConfig.id),
+    ["cfg-a", "cfg-b"],
+  );
   const listV1 = await call("ListTaskPushNotificationConfigs", { taskId: task.id });
-  t.same(listV1.json.result.configs.map((c: { id: string }) => c.id), ["cfg-a", "cfg-b"]);
+  t.same(
+    listV1.json.result.configs.map((c: { id: string }) => c.id),
+    ["cfg-a", "cfg-b"],
+  );
   t.equal(listV1.json.result.nextPageToken, "");
-  t.same((await call("GetTaskPushNotificationConfig", { taskId: task.id, id: "cfg-a" })).json.result.authentication, { scheme: "Bearer", credentials: "secret-a" });
+  t.same((await call("GetTaskPushNotificationConfig", { taskId: task.id, id: "cfg-a" })).json.result.authentication, {
+    scheme: "Bearer",
+    credentials: "secret-a",
+  });
   t.same((await call("tasks/pushNotificationConfig/delete", { id: task.id, pushNotificationConfigId: "cfg-a" })).json, { jsonrpc: "2.0", id: 1, result: null });
   t.same((await call("DeleteTaskPushNotificationConfig", { taskId: task.id, id: "cfg-b" })).json.result, null);
   t.same((await call("tasks/pushNotificationConfig/list", { id: task.id })).json.result, [], "both deleted");
@@ -135,10 +164,17 @@ t.test("set/get/list/delete round trip (raw v0.3 and v1.0); errors", async (t) =
 
 t.test("input-required and then completed: one push per state, Authorization from the config", async (t) => {
   const before = receiver.requests.length;
-  const asked = (await call("message/send", {
-    message: textMessage("start"),
-    configuration: { pushNotificationConfig: { id: "hitl", url: `${receiver.url}/hitl`, authentication: { schemes: ["Bearer"], credentials: "abc" } } },
-  }, {}, "interrupt")).json.result;
+  const asked = (
+    await call(
+      "message/send",
+      {
+        message: textMessage("start"),
+        configuration: { pushNotificationConfig: { id: "hitl", url: `${receiver.url}/hitl`, authentication: { schemes: ["Bearer"], credentials: "abc" } } },
+      },
+      {},
+      "interrupt",
+    )
+  ).json.result;
   t.equal(asked.status.state, "input-required");
   const first = await receiver.nth(before + 1);
   t.equal(JSON.parse(first.body).status.state, "input-required");
@@ -154,24 +190,35 @@ t.test("input-required and then completed: one push per state, Authorization fro
 t.test("a 500 is retried with the same delivery id", async (t) => {
   const before = receiver.requests.length;
   receiver.script.push({ status: 500 });
-  const task = (await call("message/send", { message: textMessage("retry"), configuration: { pushNotificationConfig: { id: "r", url: `${receiver.url}/retry` } } })).json.result;
+  const task = (
+    await call("message/send", { message: textMessage("retry"), configuration: { pushNotificationConfig: { id: "r", url: `${receiver.url}/retry` } } })
+  ).json.result;
   const [a, b] = [await receiver.nth(before + 1), await receiver.nth(before + 2)];
   t.equal(a.headers["x-webhook-id"], b.headers["x-webhook-id"]);
   t.equal((await pushEnd(s.server.store, task.id, "r")).type, "WebhookDelivered");
   const log = (await (await fetch(`${s.url}/runs/${task.id}/webhooks`)).json()) as { event: string; outcome?: string; status_code?: number }[];
-  t.match(log, [{ event: "attempt", status_code: 500, outcome: "retry" }, { event: "attempt", status_code: 200, outcome: "delivered" }, { event: "delivered", attempts: 2 }]);
+  t.match(log, [
+    { event: "attempt", status_code: 500, outcome: "retry" },
+    { event: "attempt", status_code: 200, outcome: "delivered" },
+    { event: "delivered", attempts: 2 },
+  ]);
 });
 
 t.test("purging the context's thread removes its push configs and push delivery logs from the log", async (t) => {
-  const task = (await call("message/send", {
-    message: textMessage("forget my push"),
-    configuration: { pushNotificationConfig: { id: "gone", url: `${receiver.url}/purged-receiver`, token: "purge-secret" } },
-  })).json.result;
+  const task = (
+    await call("message/send", {
+      message: textMessage("forget my push"),
+      configuration: { pushNotificationConfig: { id: "gone", url: `${receiver.url}/purged-receiver`, token: "purge-secret" } },
+    })
+  ).json.result;
   t.equal((await pushEnd(s.server.store, task.id, "gone")).type, "WebhookDelivered");
   const streams = [a2aPushStream(task.id), webhookStream(pushDeliveryKey(task.id, "gone"))];
   const text = async (stream: string) => JSON.stringify((await s.server.store.readStream(stream)).map((e) => ({ type: e.type, data: e.data })));
   t.ok((await text(streams[0])).includes("purge-secret"), "the config stream holds the token before");
-  t.ok((await s.server.store.readStream(streams[1])).some((e) => e.type === "WebhookDelivered"), "the push delivery log holds the delivery before");
+  t.ok(
+    (await s.server.store.readStream(streams[1])).some((e) => e.type === "WebhookDelivered"),
+    "the push delivery log holds the delivery before",
+  );
   t.equal((await fetch(`${s.url}/threads/${task.contextId}?purge=true`, { method: "DELETE" })).status, 204);
   for (const stream of streams) {
     const left = await s.server.store.readStream(stream);
@@ -192,10 +239,14 @@ t.test("a push due while the server was down is sent after the restart", async (
   t.teardown(async () => {
     await (restarted ?? slow).close();
   });
-  const task = (await rpc(slow.url, "agent", {
-    jsonrpc: "2.0", id: 1, method: "message/send",
-    params: { message: textMessage("later"), configuration: { pushNotificationConfig: { id: "later", url: `http://127.0.0.1:${port}/later` } } },
-  })).json.result;
+  const task = (
+    await rpc(slow.url, "agent", {
+      jsonrpc: "2.0",
+      id: 1,
+      method: "message/send",
+      params: { message: textMessage("later"), configuration: { pushNotificationConfig: { id: "later", url: `http://127.0.0.1:${port}/later` } } },
+    })
+  ).json.result;
   const key = pushDeliveryKey(task.id, "later");
   // Wait for the failed first attempt in the log, then stop the server before the retry.
   const sub = slow.server.store.subscribeToStream(webhookStream(key));
@@ -218,7 +269,12 @@ t.test("a config set on a task waiting for input: the run that resumes it is pus
   const asked = (await call("message/send", { message: textMessage("start") }, {}, "interrupt")).json.result;
   t.equal(asked.status.state, "input-required");
   const before = receiver.requests.length;
-  const set = await call("tasks/pushNotificationConfig/set", { taskId: asked.id, pushNotificationConfig: { id: "late", url: `${receiver.url}/late` } }, {}, "interrupt");
+  const set = await call(
+    "tasks/pushNotificationConfig/set",
+    { taskId: asked.id, pushNotificationConfig: { id: "late", url: `${receiver.url}/late` } },
+    {},
+    "interrupt",
+  );
   t.equal(set.json.result.pushNotificationConfig.id, "late");
   const answered = (await call("message/send", { message: textMessage("ok", { taskId: asked.id }) }, {}, "interrupt")).json.result;
   t.equal(answered.status.state, "completed");
@@ -238,7 +294,10 @@ t.test("with http.disable_webhooks: -32003 and the card says pushNotifications: 
   const offCall = (method: string, params: unknown) => rpc(off.url, "agent", { jsonrpc: "2.0", id: 1, method, params });
   const task = (await offCall("message/send", { message: textMessage("no push") })).json.result;
   t.equal((await offCall("tasks/pushNotificationConfig/list", { id: task.id })).json.error.code, -32003);
-  t.equal((await offCall("tasks/pushNotificationConfig/set", { taskId: task.id, pushNotificationConfig: { url: `${receiver.url}/x` } })).json.error.code, -32003);
+  t.equal(
+    (await offCall("tasks/pushNotificationConfig/set", { taskId: task.id, pushNotificationConfig: { url: `${receiver.url}/x` } })).json.error.code,
+    -32003,
+  );
   const v1 = await offCall("GetTaskPushNotificationConfig", { taskId: task.id, id: "x" });
   t.match(v1.json.error, { code: -32003, data: [{ reason: "PUSH_NOTIFICATION_NOT_SUPPORTED" }] });
   const send = await offCall("message/send", { message: textMessage("push?"), configuration: { pushNotificationConfig: { url: `${receiver.url}/x` } } });
@@ -262,19 +321,46 @@ t.test("@a2a-js/sdk 1.x client: create, get, list, delete; a push set in SendMes
   const before = receiver.requests.length;
   const sent = await client.sendMessage({
     tenant: "",
-    message: { messageId: randomUUID(), contextId: "", taskId: "", role: Role.ROLE_USER, parts: [{ content: { $case: "text", value: "v1 push" }, metadata: undefined, filename: "", mediaType: "" }], metadata: undefined, extensions: [], referenceTaskIds: [] },
-    configuration: { acceptedOutputModes: [], taskPushNotificationConfig: { tenant: "", id: "v1", taskId: "", url: `${receiver.url}/v1`, token: "tv1", authentication: undefined }, historyLength: undefined, returnImmediately: false },
+    message: {
+      messageId: randomUUID(),
+      contextId: "",
+      taskId: "",
+      role: Role.ROLE_USER,
+      parts: [{ content: { $case: "text", value: "v1 push" }, metadata: undefined, filename: "", mediaType: "" }],
+      metadata: undefined,
+      extensions: [],
+      referenceTaskIds: [],
+    },
+    configuration: {
+      acceptedOutputModes: [],
+      taskPushNotificationConfig: { tenant: "", id: "v1", taskId: "", url: `${receiver.url}/v1`, token: "tv1", authentication: undefined },
+      historyLength: undefined,
+      returnImmediately: false,
+    },
     metadata: undefined,
   });
   const taskId = (sent as { id: string }).id;
   const got = await receiver.nth(before + 1);
   t.equal(got.headers["x-a2a-notification-token"], "tv1");
   t.match(JSON.parse(got.body), { task: { id: taskId, status: { state: "TASK_STATE_COMPLETED" } } }, "v1.0: StreamResponse {task}");
-  const created = await client.createTaskPushNotificationConfig({ tenant: "", id: "v1b", taskId, url: `${receiver.url}/v1b`, token: "", authentication: undefined });
+  const created = await client.createTaskPushNotificationConfig({
+    tenant: "",
+    id: "v1b",
+    taskId,
+    url: `${receiver.url}/v1b`,
+    token: "",
+    authentication: undefined,
+  });
   t.match(created, { id: "v1b", taskId, url: `${receiver.url}/v1b` });
   t.match(await client.getTaskPushNotificationConfig({ tenant: "", taskId, id: "v1" }), { id: "v1", token: "tv1" });
   const listed = await client.listTaskPushNotificationConfig({ tenant: "", taskId, pageSize: 0, pageToken: "" });
-  t.same(listed.configs.map((c) => c.id), ["v1", "v1b"]);
+  t.same(
+    listed.configs.map((c) => c.id),
+    ["v1", "v1b"],
+  );
   await client.deleteTaskPushNotificationConfig({ tenant: "", taskId, id: "v1b" });
-  t.same((await client.listTaskPushNotificationConfig({ tenant: "", taskId, pageSize: 0, pageToken: "" })).configs.map((c) => c.id), ["v1"]);
+  t.same(
+    (await client.listTaskPushNotificationConfig({ tenant: "", taskId, pageSize: 0, pageToken: "" })).configs.map((c) => c.id),
+    ["v1"],
+  );
 });

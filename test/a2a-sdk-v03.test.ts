@@ -36,9 +36,15 @@ t.test("a conversation continued on one contextId: the thread holds every turn",
   const second = asTask(await client.sendMessage({ message: textMessage("two", { contextId: first.contextId }) }));
   t.equal(second.contextId, first.contextId);
   t.not(second.id, first.id, "each message is a new task (run)");
-  t.same(second.history?.map((m) => (m.parts[0] as { text: string }).text), ["one", "You said: one", "two", "You said: two"]);
+  t.same(
+    second.history?.map((m) => (m.parts[0] as { text: string }).text),
+    ["one", "You said: one", "two", "You said: two"],
+  );
   const state = await s.client.threads.getState<{ messages: { content: string }[] }>(first.contextId);
-  t.same(state.values.messages.map((m) => m.content), ["one", "You said: one", "two", "You said: two"]);
+  t.same(
+    state.values.messages.map((m) => m.content),
+    ["one", "You said: one", "two", "You said: two"],
+  );
 });
 
 t.test("stream: task, working, artifact with the whole reply, final status; the SDK aggregates", async (t) => {
@@ -60,10 +66,18 @@ t.test("stream: task, working, artifact with the whole reply, final status; the 
 
 t.test("cancel a running task", async (t) => {
   const client = await clientFor("delay");
-  const started = asTask(await client.sendMessage({
-    message: { ...textMessage("slow"), parts: [{ kind: "text", text: "slow" }, { kind: "data", data: { delay: 60_000 } }] },
-    configuration: { blocking: false },
-  }));
+  const started = asTask(
+    await client.sendMessage({
+      message: {
+        ...textMessage("slow"),
+        parts: [
+          { kind: "text", text: "slow" },
+          { kind: "data", data: { delay: 60_000 } },
+        ],
+      },
+      configuration: { blocking: false },
+    }),
+  );
   t.match(started.status.state, /submitted|working/);
   const canceled = await client.cancelTask({ id: started.id });
   t.equal(canceled.status.state, "canceled");
@@ -78,7 +92,13 @@ t.test("resubscribe after a disconnect replays from the task and ends with the f
   let taskId = "";
   // The task waits at its gate until the client has re-attached.
   const gates = makeGates(t);
-  const message = { ...textMessage("wait"), parts: [{ kind: "text" as const, text: "wait" }, { kind: "data" as const, data: { gate: gates.path("wait") } }] };
+  const message = {
+    ...textMessage("wait"),
+    parts: [
+      { kind: "text" as const, text: "wait" },
+      { kind: "data" as const, data: { gate: gates.path("wait") } },
+    ],
+  };
   try {
     for await (const event of client.sendMessageStream({ message }, { signal: controller.signal })) {
       if (event.kind === "task") {
@@ -130,5 +150,8 @@ t.test("a task is read back after a restart (read model, no memory of the proces
   const got = await after.getTask({ id: task.id });
   t.equal(got.status.state, "completed");
   t.equal((got.artifacts?.[0]?.parts[0] as { text: string }).text, "You said: remember me");
-  t.same(got.history?.map((m) => m.role), ["user", "agent"]);
+  t.same(
+    got.history?.map((m) => m.role),
+    ["user", "agent"],
+  );
 });

@@ -20,8 +20,19 @@ const data = (value: Record<string, unknown>): Part => ({ content: { $case: "dat
 function request(parts: Part[], o: { contextId?: string; taskId?: string; returnImmediately?: boolean } = {}): SendMessageRequest {
   return {
     tenant: "",
-    message: { messageId: randomUUID(), contextId: o.contextId ?? "", taskId: o.taskId ?? "", role: Role.ROLE_USER, parts, metadata: undefined, extensions: [], referenceTaskIds: [] },
-    configuration: o.returnImmediately ? { acceptedOutputModes: [], taskPushNotificationConfig: undefined, historyLength: undefined, returnImmediately: true } : undefined,
+    message: {
+      messageId: randomUUID(),
+      contextId: o.contextId ?? "",
+      taskId: o.taskId ?? "",
+      role: Role.ROLE_USER,
+      parts,
+      metadata: undefined,
+      extensions: [],
+      referenceTaskIds: [],
+    },
+    configuration: o.returnImmediately
+      ? { acceptedOutputModes: [], taskPushNotificationConfig: undefined, historyLength: undefined, returnImmediately: true }
+      : undefined,
     metadata: undefined,
   };
 }
@@ -46,12 +57,24 @@ t.test("the client picks the 1.0 interface; send, get and list", async (t) => {
   const got = await client.getTask({ tenant: "", id: task.id, historyLength: undefined });
   t.equal(replyOf(got), "You said: hello v1");
   t.equal(got.status?.timestamp, task.status?.timestamp, "GetTask: the same timestamp");
-  t.same(got.history.map((m) => m.role), [Role.ROLE_USER, Role.ROLE_AGENT]);
+  t.same(
+    got.history.map((m) => m.role),
+    [Role.ROLE_USER, Role.ROLE_AGENT],
+  );
   const list = await client.listTasks({
-    tenant: "", contextId: task.contextId, status: TaskState.TASK_STATE_UNSPECIFIED, pageSize: 10, pageToken: "",
-    historyLength: 0, statusTimestampAfter: undefined, includeArtifacts: true,
+    tenant: "",
+    contextId: task.contextId,
+    status: TaskState.TASK_STATE_UNSPECIFIED,
+    pageSize: 10,
+    pageToken: "",
+    historyLength: 0,
+    statusTimestampAfter: undefined,
+    includeArtifacts: true,
   });
-  t.same(list.tasks.map((x) => x.id), [again.id, task.id]);
+  t.same(
+    list.tasks.map((x) => x.id),
+    [again.id, task.id],
+  );
   t.equal(list.totalSize, 2);
   t.equal(list.tasks[0].history.length, 0, "historyLength 0: no history");
   t.equal(replyOf(list.tasks[0]), "You said: second");
@@ -65,7 +88,8 @@ t.test("stream: task, status updates, one artifact, final status", async (t) => 
   for await (const event of client.sendMessageStream(request([text("stream v1")]))) {
     const p = event.payload!;
     cases.push(p.$case);
-    if (p.$case === "artifactUpdate") reply = p.value.artifact?.parts[0]?.content?.$case === "text" ? (p.value.artifact.parts[0].content.value as string) : undefined;
+    if (p.$case === "artifactUpdate")
+      reply = p.value.artifact?.parts[0]?.content?.$case === "text" ? (p.value.artifact.parts[0].content.value as string) : undefined;
     if (p.$case === "statusUpdate") last = p.value.status?.state;
   }
   t.equal(cases[0], "task");
@@ -102,7 +126,8 @@ t.test("cancel, subscribe after a disconnect, and subscribe to a terminal task",
     gates.open("wait");
     const p = event.payload!;
     if (p.$case === "task" || p.$case === "statusUpdate") states.push(p.value.status?.state);
-    if (p.$case === "artifactUpdate") reply = p.value.artifact?.parts[0]?.content?.$case === "text" ? (p.value.artifact.parts[0].content.value as string) : undefined;
+    if (p.$case === "artifactUpdate")
+      reply = p.value.artifact?.parts[0]?.content?.$case === "text" ? (p.value.artifact.parts[0].content.value as string) : undefined;
   }
   t.ok(states[0] === TaskState.TASK_STATE_SUBMITTED || states[0] === TaskState.TASK_STATE_WORKING, "re-attached to a running task");
   t.equal(states[states.length - 1], TaskState.TASK_STATE_COMPLETED);
@@ -111,7 +136,10 @@ t.test("cancel, subscribe after a disconnect, and subscribe to a terminal task",
   const terminal = async () => {
     for await (const _ of client.resubscribeTask({ tenant: "", id: taskId })) void _;
   };
-  const error = await terminal().then(() => undefined, (e: Error & { cause?: { name?: string } }) => e);
+  const error = await terminal().then(
+    () => undefined,
+    (e: Error & { cause?: { name?: string } }) => e,
+  );
   t.equal(error?.cause?.name, "UnsupportedOperationError", "SubscribeToTask on a terminal task is -32004");
 });
 

@@ -27,7 +27,11 @@ t.test("assistants", async (t) => {
 
   t.test("create, get, patch (new version, metadata merged), versions, latest, delete", async (t) => {
     const created = await client.assistants.create({
-      graphId: "agent", config: { configurable: { model_name: "x" } }, metadata: { team: "a", n: 1 }, name: "mine", description: "d",
+      graphId: "agent",
+      config: { configurable: { model_name: "x" } },
+      metadata: { team: "a", n: 1 },
+      name: "mine",
+      description: "d",
     });
     t.equal(created.graph_id, "agent");
     t.equal(created.version, 1);
@@ -43,7 +47,11 @@ t.test("assistants", async (t) => {
     t.same(patched.config, created.config, "config kept when not given");
 
     const versions = await client.assistants.getVersions(created.assistant_id);
-    t.same(versions.map((v) => v.version), [2, 1], "newest first");
+    t.same(
+      versions.map((v) => v.version),
+      [2, 1],
+      "newest first",
+    );
 
     const restored = await client.assistants.setLatest(created.assistant_id, 1);
     t.equal(restored.version, 1);
@@ -83,12 +91,29 @@ t.test("assistants", async (t) => {
     }
     const all = await client.assistants.search({ metadata: { tag }, limit: 10 });
     t.equal(all.length, 3);
-    t.same(all.map((a) => a.name), ["Gamma", "beta", "Alpha"], "default sort created_at desc");
+    t.same(
+      all.map((a) => a.name),
+      ["Gamma", "beta", "Alpha"],
+      "default sort created_at desc",
+    );
     const asc = await client.assistants.search({ metadata: { tag }, sortBy: "name", sortOrder: "asc" });
-    t.same(asc.map((a) => a.name), ["Alpha", "Gamma", "beta"]);
-    t.same((await client.assistants.search({ metadata: { tag, nested: { k: 1 } } })).map((a) => a.name), ["beta"]);
-    t.same((await client.assistants.search({ metadata: { tag }, graphId: "error" })).map((a) => a.name), ["Gamma"]);
-    t.same((await client.assistants.search({ metadata: { tag }, name: "ALP" })).map((a) => a.name), ["Alpha"], "name is a case-insensitive substring");
+    t.same(
+      asc.map((a) => a.name),
+      ["Alpha", "Gamma", "beta"],
+    );
+    t.same(
+      (await client.assistants.search({ metadata: { tag, nested: { k: 1 } } })).map((a) => a.name),
+      ["beta"],
+    );
+    t.same(
+      (await client.assistants.search({ metadata: { tag }, graphId: "error" })).map((a) => a.name),
+      ["Gamma"],
+    );
+    t.same(
+      (await client.assistants.search({ metadata: { tag }, name: "ALP" })).map((a) => a.name),
+      ["Alpha"],
+      "name is a case-insensitive substring",
+    );
     const page = await client.assistants.search({ metadata: { tag }, limit: 2, offset: 0, includePagination: true });
     t.equal(page.assistants.length, 2);
     t.equal(page.next, "2");
@@ -103,21 +128,31 @@ t.test("assistants", async (t) => {
 
   t.test("graph, schemas and subgraphs", async (t) => {
     const graph = await client.assistants.getGraph("agent");
-    t.ok(graph.nodes.some((n) => n.id === "agent"), "node agent drawn");
+    t.ok(
+      graph.nodes.some((n) => n.id === "agent"),
+      "node agent drawn",
+    );
     const schemas = await client.assistants.getSchemas(AGENT_DEFAULT);
     t.equal(schemas.graph_id, "agent");
     t.ok(Object.hasOwn((schemas.state_schema as { properties: object }).properties, "messages"));
     const subgraphs = await client.assistants.getSubgraphs("subgraph");
     t.ok(Object.keys(subgraphs).includes("child"), `namespaces: ${Object.keys(subgraphs)}`);
     const recursive = await client.assistants.getSubgraphs("subgraph", { recurse: true });
-    t.ok(Object.keys(recursive).some((k) => k.includes("|")), "recursion reaches nested subgraphs");
+    t.ok(
+      Object.keys(recursive).some((k) => k.includes("|")),
+      "recursion reaches nested subgraphs",
+    );
     const one = await client.assistants.getSubgraphs("subgraph", { namespace: "child" });
     t.same(Object.keys(one), ["child"], "one namespace");
     t.ok(one.child.state_schema, "with its schemas");
   });
 
   t.test("bad input: 404 unknown graph (listing known ones), 422 with field and reason, never 500", async (t) => {
-    const unknownGraph = await fetch(`${srv.url}/assistants`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ graph_id: "nope" }) });
+    const unknownGraph = await fetch(`${srv.url}/assistants`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ graph_id: "nope" }),
+    });
     t.equal(unknownGraph.status, 404);
     t.match(((await unknownGraph.json()) as { detail: string }).detail, /Graph 'nope' not found. Expected one of: .*"agent"/);
 
@@ -144,7 +179,6 @@ t.test("assistants", async (t) => {
     const def = await client.assistants.get("agent");
     t.equal(def.version, 1, "rejected requests changed nothing");
   });
-
 });
 
 t.test("assistants survive a restart and default assistants are not duplicated", async (t) => {

@@ -53,7 +53,10 @@ t.test("a Hono app: its routes answer first, its middleware wraps the built-in r
   // A body the middleware changed is what the built-in route gets.
   const headerClient = new Client({ apiUrl: srv.url, defaultHeaders: { "x-configurable-header": "from-header" } });
   const run = await headerClient.runs.create(thread.thread_id, "agent", { input: { messages: [{ role: "human", content: "hi" }] } });
-  t.equal((run as unknown as { kwargs: { config: { configurable: Record<string, unknown> } } }).kwargs.config.configurable["x-configurable-header"], "from-header");
+  t.equal(
+    (run as unknown as { kwargs: { config: { configurable: Record<string, unknown> } } }).kwargs.config.configurable["x-configurable-header"],
+    "from-header",
+  );
   await srv.client.runs.join(thread.thread_id, run.run_id);
 
   const missing = await fetch(`${srv.url}/nothing-here`);
@@ -73,12 +76,18 @@ t.test("a custom route calls the server's API in-process with the SDK's Client()
 t.test("a plain object with fetch(Request): a 404 answer falls through", async (t) => {
   const dir = await mkdtemp(path.join(os.tmpdir(), "agent-server-app-"));
   t.teardown(() => rm(dir, { recursive: true, force: true }));
-  await writeFile(path.join(dir, "app.mjs"), `export default { async fetch(req) {
+  await writeFile(
+    path.join(dir, "app.mjs"),
+    `export default { async fetch(req) {
     const url = new URL(req.url);
     if (url.pathname === "/hello") return Response.json({ hello: await req.text() || "world" });
     return new Response("no", { status: 404 });
-  } };`);
-  await writeFile(path.join(dir, "langgraph.json"), JSON.stringify({ graphs: { agent: path.join(graphsDir, "agent.ts") + ":graph" }, http: { app: "./app.mjs" } }));
+  } };`,
+  );
+  await writeFile(
+    path.join(dir, "langgraph.json"),
+    JSON.stringify({ graphs: { agent: path.join(graphsDir, "agent.ts") + ":graph" }, http: { app: "./app.mjs" } }),
+  );
   const srv = await startTestServer({ env: { LANGGRAPH_JSON: path.join(dir, "langgraph.json") } });
   t.teardown(() => srv.close());
   t.same(await (await fetch(`${srv.url}/hello`)).json(), { hello: "world" });
@@ -89,7 +98,10 @@ t.test("a plain object with fetch(Request): a 404 answer falls through", async (
 });
 
 t.test("an http.app that cannot be loaded stops the start with one line", async (t) => {
-  const file = await configFile(t, { graphs: { agent: path.join(graphsDir, "agent.ts") + ":graph" }, http: { app: path.join(graphsDir, "parity", "app.ts") + ":nope" } });
+  const file = await configFile(t, {
+    graphs: { agent: path.join(graphsDir, "agent.ts") + ":graph" },
+    http: { app: path.join(graphsDir, "parity", "app.ts") + ":nope" },
+  });
   await t.rejects(startTestServer({ env: { LANGGRAPH_JSON: file } }), /http\.app: .*app\.ts has no export "nope"/);
 });
 
@@ -108,7 +120,11 @@ t.test("http.disable_* leave route groups out; http.mount_prefix serves everythi
   const outside = await fetch(`${srv.url}/threads/${thread.thread_id}`);
   t.equal(outside.status, 404);
   t.match(((await outside.json()) as { detail: string }).detail, new RegExp(`/threads/${thread.thread_id}$`));
-  t.equal((await fetch(`${srv.url}/my-api/assistants/search`, { method: "POST", body: "{}", headers: { "content-type": "application/json" } })).status, 404, "assistants disabled");
+  t.equal(
+    (await fetch(`${srv.url}/my-api/assistants/search`, { method: "POST", body: "{}", headers: { "content-type": "application/json" } })).status,
+    404,
+    "assistants disabled",
+  );
   t.equal((await fetch(`${srv.url}/my-api/threads/${thread.thread_id}/runs`)).status, 404, "runs disabled");
 
   const metaOff = await configFile(t, { graphs: { agent: path.join(graphsDir, "agent.ts") + ":graph" }, http: { disable_meta: true, disable_threads: true } });

@@ -47,9 +47,15 @@ t.test("edge behaviours", async (t) => {
     await client.runs.join(thread.thread_id, winner.run_id);
     for (const gone of [slow, queued]) await t.rejects(client.runs.get(thread.thread_id, gone.run_id), /404/, `${gone.run_id} is gone`);
     const runs = await client.runs.list(thread.thread_id);
-    t.same(runs.map((r) => r.run_id), [winner.run_id]);
+    t.same(
+      runs.map((r) => r.run_id),
+      [winner.run_id],
+    );
     const history = await client.threads.getHistory(thread.thread_id, { limit: 100 });
-    t.notOk(history.some((s) => s.metadata?.run_id === slow.run_id || s.metadata?.run_id === queued.run_id), "their checkpoints are gone");
+    t.notOk(
+      history.some((s) => s.metadata?.run_id === slow.run_id || s.metadata?.run_id === queued.run_id),
+      "their checkpoints are gone",
+    );
   });
 
   t.test("subgraph state: {thread_id, checkpoint_ns} for a subgraph task, the nested state with subgraphs=true", async (t) => {
@@ -70,7 +76,11 @@ t.test("edge behaviours", async (t) => {
     const recursive = await client.threads.getState(thread.thread_id, undefined, { subgraphs: true });
     const [outer] = recursive.tasks;
     t.equal(outer.checkpoint, null, "with subgraphs=true the nested state replaces the checkpoint");
-    const inner = outer.state as { next: string[]; tasks: { name: string; interrupts: { value: unknown }[]; checkpoint: unknown; state: unknown }[]; checkpoint: { checkpoint_ns: string } };
+    const inner = outer.state as {
+      next: string[];
+      tasks: { name: string; interrupts: { value: unknown }[]; checkpoint: unknown; state: unknown }[];
+      checkpoint: { checkpoint_ns: string };
+    };
     t.same(inner.next, ["ask"]);
     t.match(inner.checkpoint.checkpoint_ns, /^child:/);
     t.match(inner.tasks, [{ name: "ask", interrupts: [{ value: { question: "Which city?" } }], checkpoint: null, state: null }]);

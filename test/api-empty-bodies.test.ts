@@ -43,7 +43,9 @@ const finishedRun = async () => {
 type Check = (t: Test, json: unknown) => Promise<void> | void;
 const ROUTES: { method: "POST" | "PATCH" | "DELETE"; path: () => Promise<string>; status: number; check?: Check }[] = [
   {
-    method: "POST", path: async () => "/threads", status: 200,
+    method: "POST",
+    path: async () => "/threads",
+    status: 200,
     check: async (t, json) => {
       const id = (json as { thread_id: string }).thread_id;
       t.match(await client.threads.get(id), { thread_id: id, metadata: {}, status: "idle" }, "the thread exists");
@@ -53,18 +55,40 @@ const ROUTES: { method: "POST" | "PATCH" | "DELETE"; path: () => Promise<string>
   { method: "POST", path: async () => "/threads/count", status: 200, check: (t, json) => void t.type(json, "number") },
   { method: "POST", path: async () => `/threads/${await newThread()}/history`, status: 200, check: (t, json) => void t.ok(Array.isArray(json)) },
   { method: "POST", path: async () => `/threads/${await newThread()}/copy`, status: 200, check: (t, json) => void t.match(json, { thread_id: String }) },
-  { method: "POST", path: async () => "/assistants/search", status: 200, check: (t, json) => void t.ok((json as unknown[]).length >= 1, "the default assistants") },
+  {
+    method: "POST",
+    path: async () => "/assistants/search",
+    status: 200,
+    check: (t, json) => void t.ok((json as unknown[]).length >= 1, "the default assistants"),
+  },
   { method: "POST", path: async () => "/assistants/count", status: 200, check: (t, json) => void t.ok((json as number) >= 1) },
-  { method: "POST", path: async () => `/assistants/${await newAssistant()}/versions`, status: 200, check: (t, json) => void t.equal((json as unknown[]).length, 1) },
+  {
+    method: "POST",
+    path: async () => `/assistants/${await newAssistant()}/versions`,
+    status: 200,
+    check: (t, json) => void t.equal((json as unknown[]).length, 1),
+  },
   { method: "POST", path: async () => "/runs/crons/search", status: 200, check: (t, json) => void t.ok(Array.isArray(json)) },
   { method: "POST", path: async () => "/runs/crons/count", status: 200, check: (t, json) => void t.type(json, "number") },
   { method: "POST", path: async () => "/store/items/search", status: 200, check: (t, json) => void t.match(json, { items: Array }) },
   { method: "POST", path: async () => "/store/namespaces", status: 200, check: (t, json) => void t.match(json, { namespaces: Array }) },
-  { method: "PATCH", path: async () => `/threads/${await newThread()}`, status: 200, check: (t, json) => void t.match(json, { thread_id: String, metadata: {} }) },
-  { method: "PATCH", path: async () => `/assistants/${await newAssistant()}`, status: 200, check: (t, json) => void t.match(json, { graph_id: "agent", version: 2 }) },
+  {
+    method: "PATCH",
+    path: async () => `/threads/${await newThread()}`,
+    status: 200,
+    check: (t, json) => void t.match(json, { thread_id: String, metadata: {} }),
+  },
+  {
+    method: "PATCH",
+    path: async () => `/assistants/${await newAssistant()}`,
+    status: 200,
+    check: (t, json) => void t.match(json, { graph_id: "agent", version: 2 }),
+  },
   { method: "PATCH", path: async () => `/runs/crons/${await newCron()}`, status: 200, check: (t, json) => void t.match(json, { schedule: "0 0 1 1 *" }) },
   {
-    method: "DELETE", path: async () => `/threads/${await newThread()}`, status: 204,
+    method: "DELETE",
+    path: async () => `/threads/${await newThread()}`,
+    status: 204,
   },
   { method: "DELETE", path: async () => `/assistants/${await newAssistant()}`, status: 204 },
   { method: "DELETE", path: async () => `/runs/crons/${await newCron()}`, status: 204 },

@@ -32,7 +32,13 @@ t.test("OpenAPI document and docs are generated from the route schemas", async (
   t.teardown(() => srv.close());
   const res = await fetch(`${srv.url}/openapi.json`);
   t.equal(res.status, 200);
-  const doc = (await res.json()) as { openapi: string; paths: Record<string, Record<string, { requestBody?: { content: Record<string, { schema: { properties?: Record<string, unknown>; required?: string[] } }> } }>> };
+  const doc = (await res.json()) as {
+    openapi: string;
+    paths: Record<
+      string,
+      Record<string, { requestBody?: { content: Record<string, { schema: { properties?: Record<string, unknown>; required?: string[] } }> } }>
+    >;
+  };
   t.match(doc.openapi, /^3\./);
   for (const path of ["/assistants", "/assistants/search", "/threads", "/threads/{thread_id}", "/threads/{thread_id}/state", "/threads/{thread_id}/history"]) {
     t.ok(doc.paths[path], `documents ${path}`);

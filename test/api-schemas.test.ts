@@ -22,24 +22,36 @@ t.test("schemas through the SDK", async (t) => {
   t.test("zod v4 with LangGraph registry metadata and a context schema", async (t) => {
     const s = await client.assistants.getSchemas("zod4");
     t.equal(s.graph_id, "zod4");
-    t.match(s.state_schema, {
-      type: "object",
-      properties: { items: { type: "string", langgraph_type: "messages", title: "Items" }, count: { type: "number" }, status: { enum: ["idle", "busy"] } },
-    }, "the update schema, as the official server: a reduced field takes its reducer's input");
+    t.match(
+      s.state_schema,
+      {
+        type: "object",
+        properties: { items: { type: "string", langgraph_type: "messages", title: "Items" }, count: { type: "number" }, status: { enum: ["idle", "busy"] } },
+      },
+      "the update schema, as the official server: a reduced field takes its reducer's input",
+    );
     t.notOk((s.state_schema as { required?: string[] }).required?.includes("count"), "the state schema is the update schema (nothing with a default required)");
-    t.match(s.input_schema, { type: "object", properties: { items: { type: "string", langgraph_type: "messages" }, count: {}, status: {} } }, "input takes the reducer's update type");
+    t.match(
+      s.input_schema,
+      { type: "object", properties: { items: { type: "string", langgraph_type: "messages" }, count: {}, status: {} } },
+      "input takes the reducer's update type",
+    );
     t.match(s.output_schema, { type: "object", properties: { items: { type: "array" }, count: { type: "number" } } });
     t.match(s.config_schema, { type: "object", properties: { model: { type: "string", description: "The model to call" } } });
     t.same(s.context_schema, s.config_schema, "context_schema = config_schema, as the JS server");
 
     const subgraphs = (await client.assistants.getSubgraphs("zod4")) as unknown as Record<string, Record<string, unknown>>;
     t.same(Object.keys(subgraphs), ["inner"]);
-    t.match(subgraphs.inner, {
-      state: { properties: { inner_note: { type: "string" } } },
-      state_schema: { properties: { inner_note: { type: "string" } } },
-      input: { properties: { inner_note: {} } },
-      input_schema: { properties: { inner_note: {} } },
-    }, "the JS shape and the Python shape side by side");
+    t.match(
+      subgraphs.inner,
+      {
+        state: { properties: { inner_note: { type: "string" } } },
+        state_schema: { properties: { inner_note: { type: "string" } } },
+        input: { properties: { inner_note: {} } },
+        input_schema: { properties: { inner_note: {} } },
+      },
+      "the JS shape and the Python shape side by side",
+    );
   });
 
   t.test("zod v3 converted directly", async (t) => {
@@ -52,12 +64,16 @@ t.test("schemas through the SDK", async (t) => {
   t.test("Annotation: typed from the TypeScript types, messages channels marked", async (t) => {
     const s = await client.assistants.getSchemas("annotation");
     const state = s.state_schema as { properties: Record<string, unknown>; definitions: Record<string, unknown> };
-    t.same(state.properties, {
-      tags: { type: "array", items: { type: "string" } },
-      score: { type: "number" },
-      note: { type: "string" },
-      messages: { type: "array", items: { $ref: BASE_MESSAGE_REF }, langgraph_type: "messages" },
-    }, "each channel's declared type (the channel's runtime guess said only `{}` for note and `array` for tags)");
+    t.same(
+      state.properties,
+      {
+        tags: { type: "array", items: { type: "string" } },
+        score: { type: "number" },
+        note: { type: "string" },
+        messages: { type: "array", items: { $ref: BASE_MESSAGE_REF }, langgraph_type: "messages" },
+      },
+      "each channel's declared type (the channel's runtime guess said only `{}` for note and `array` for tags)",
+    );
     t.ok(state.definitions["BaseMessage<MessageStructure<MessageToolSet>,MessageType>"], "the message type is defined");
     t.same(s.input_schema, s.state_schema);
     t.same(s.config_schema, { type: "object", $schema: DRAFT_07 }, "no config annotation: an empty object, as the official JS server's parser answers");
@@ -73,7 +89,10 @@ t.test("schemas through the SDK", async (t) => {
       $schema: DRAFT_07,
     });
     const definitions = (s.state_schema as { definitions: Record<string, { description?: string; oneOf?: unknown[] }> }).definitions;
-    t.match(definitions["BaseMessage<MessageStructure<MessageToolSet>,MessageType>"], { description: /Base class for all types of messages/, oneOf: [{ $ref: "#/definitions/RemoveMessage" }] });
+    t.match(definitions["BaseMessage<MessageStructure<MessageToolSet>,MessageType>"], {
+      description: /Base class for all types of messages/,
+      oneOf: [{ $ref: "#/definitions/RemoveMessage" }],
+    });
     t.notOk(JSON.stringify(s).includes("node_modules"), "no path of this machine in the definitions");
     t.match(s.input_schema, { type: "object", properties: { messages: { type: "array" }, sharedStateValue: {} } });
     t.match(s.output_schema, { type: "object", properties: { messages: { type: "array" }, sharedStateValue: {} } });
@@ -93,7 +112,12 @@ t.test("schemas through the SDK", async (t) => {
     const recursive = (await client.assistants.getSubgraphs("nested", { recurse: true })) as unknown as Record<string, Record<string, unknown>>;
     t.same(Object.keys(recursive), ["gp_two", "gp_two|p_two"]);
     t.match(recursive, {
-      gp_two: { state: { type: "object", properties: { parent: { type: "string", enum: ["parent_one", "parent_two"] }, messages: { type: "array", items: { type: "string" } } } } },
+      gp_two: {
+        state: {
+          type: "object",
+          properties: { parent: { type: "string", enum: ["parent_one", "parent_two"] }, messages: { type: "array", items: { type: "string" } } },
+        },
+      },
       "gp_two|p_two": { state: { type: "object", properties: { child: { type: "string", enum: ["child_one", "child_two"] }, messages: { type: "array" } } } },
     });
     t.same(recursive["gp_two|p_two"].state_schema, recursive["gp_two|p_two"].state, "the Python key holds the same schema");
@@ -165,7 +189,10 @@ t.test("close() during a TypeScript pass ends it: the waiting request gets the r
   const srv = await startTestServer({ env: { LANGGRAPH_JSON: PARITY } });
   let closed = false;
   t.teardown(() => (closed ? undefined : srv.close()));
-  const asked = fetch(`${srv.url}/assistants/configured/schemas`).then(async (res) => ({ status: res.status, body: (await res.json()) as { state_schema: unknown; config_schema: unknown } }));
+  const asked = fetch(`${srv.url}/assistants/configured/schemas`).then(async (res) => ({
+    status: res.status,
+    body: (await res.json()) as { state_schema: unknown; config_schema: unknown },
+  }));
   // No event tells that the pass started: poll its counter, with a deadline.
   const deadline = Date.now() + 10_000;
   while (srv.server.typeSchemas.passes === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
@@ -176,6 +203,10 @@ t.test("close() during a TypeScript pass ends it: the waiting request gets the r
   t.ok(Date.now() - started < 10_000, `close() did not wait for the pass (${Date.now() - started} ms)`);
   const { status, body } = await asked;
   t.equal(status, 200);
-  t.match(body.state_schema, { properties: { messages: { langgraph_type: "messages", items: { type: "object" } }, sharedStateValue: {} } }, "the channels' schema");
+  t.match(
+    body.state_schema,
+    { properties: { messages: { langgraph_type: "messages", items: { type: "object" } }, sharedStateValue: {} } },
+    "the channels' schema",
+  );
   t.equal(body.config_schema, null);
 });

@@ -23,7 +23,11 @@ t.test("store:* handlers scope every store operation to the user", async (t) => 
   t.same((await alice.store.getItem(["memories"], "m"))?.value, { who: "alice" });
   t.same((await bob.store.getItem(["memories"], "m"))?.value, { who: "bob" });
   const found = (await alice.store.searchItems(["memories"])).items;
-  t.same(found.map((i) => [i.namespace, i.value]), [[["alice", "memories"], { who: "alice" }]], "stored under the rewritten namespace");
+  t.same(
+    found.map((i) => [i.namespace, i.value]),
+    [[["alice", "memories"], { who: "alice" }]],
+    "stored under the rewritten namespace",
+  );
   t.same((await alice.store.searchItems([])).items.length, 1, "an empty prefix is the user's own namespace");
   t.same((await bob.store.listNamespaces()).namespaces, [["bob", "memories"]]);
 
@@ -61,7 +65,10 @@ t.test("store filters returned by a handler are applied to every item: search, n
   t.equal((await alice.store.searchItems([], { limit: 3, offset: 1 })).items.length, 3, "a full page of the caller's items");
 
   t.same((await alice.store.listNamespaces()).namespaces, [["alice", "notes"]], "listNamespaces({}): only alice's");
-  t.same((await bob.store.listNamespaces()).namespaces, [["bob", "notes"], ["team", "bob"]]);
+  t.same((await bob.store.listNamespaces()).namespaces, [
+    ["bob", "notes"],
+    ["team", "bob"],
+  ]);
   t.same((await bob.store.listNamespaces({ maxDepth: 1 })).namespaces, [["bob"]], "cut to max_depth, then filtered: [team] does not hold bob");
   t.same((await bob.store.listNamespaces({ limit: 1, offset: 1 })).namespaces, [["team", "bob"]], "paging over the caller's namespaces");
 
@@ -79,6 +86,10 @@ t.test("store filters returned by a handler are applied to every item: search, n
   const tagged = as("tagged");
   await t.rejects(tagged.store.putItem(["any"], "k", { owner: "someone" }), /HTTP 403/);
   await tagged.store.putItem(["any"], "k", { owner: "tagged", text: "mine" });
-  t.same((await tagged.store.searchItems([])).items.map((i) => i.value), [{ owner: "tagged", text: "mine" }], "matched on the value's owner");
+  t.same(
+    (await tagged.store.searchItems([])).items.map((i) => i.value),
+    [{ owner: "tagged", text: "mine" }],
+    "matched on the value's owner",
+  );
   t.same((await alice.store.searchItems([])).items.length, 3, "alice still sees only her own");
 });

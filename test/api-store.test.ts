@@ -15,7 +15,11 @@ t.test("store items: put, get, delete, search filters, namespaces, validation", 
   const { client } = srv;
 
   t.test("put, get (shape), overwrite keeps created_at, delete", async (t) => {
-    const put = await fetch(`${srv.url}/store/items`, { method: "PUT", headers: { "content-type": "application/json" }, body: JSON.stringify({ namespace: ["docs", "a"], key: "k1", value: { title: "one", n: 1 } }) });
+    const put = await fetch(`${srv.url}/store/items`, {
+      method: "PUT",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ namespace: ["docs", "a"], key: "k1", value: { title: "one", n: 1 } }),
+    });
     t.equal(put.status, 204);
     t.equal(await put.text(), "");
     const res = await fetch(`${srv.url}/store/items?namespace=docs.a&key=k1`);
@@ -76,8 +80,18 @@ t.test("store items: put, get, delete, search filters, namespaces, validation", 
     t.equal(page1.length, 2);
     t.equal(page2.length, 2);
     t.same([...page1, ...page2].map((i) => i.key).sort(), ["apple", "banana", "leek", "lemon"], "pages do not overlap");
-    t.same(page1.map((i) => i.key), ["leek", "lemon"], "most recently updated first");
-    const wire = (await (await fetch(`${srv.url}/store/items/search`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ namespace_prefix: ["shop", "veg"] }) })).json()) as { items: Record<string, unknown>[] };
+    t.same(
+      page1.map((i) => i.key),
+      ["leek", "lemon"],
+      "most recently updated first",
+    );
+    const wire = (await (
+      await fetch(`${srv.url}/store/items/search`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ namespace_prefix: ["shop", "veg"] }),
+      })
+    ).json()) as { items: Record<string, unknown>[] };
     t.same(Object.keys(wire.items[0]).sort(), ["created_at", "key", "namespace", "score", "updated_at", "value"]);
     t.equal(wire.items[0].score, null, "no query: no score");
   });
@@ -87,14 +101,47 @@ t.test("store items: put, get, delete, search filters, namespaces, validation", 
       await client.store.putItem(ns, "x", { v: 1 });
     }
     const list = (o: Parameters<typeof client.store.listNamespaces>[0]) => client.store.listNamespaces(o).then((r) => r.namespaces);
-    t.same(await list({ prefix: ["org"] }), [["org", "a", "teams"], ["org", "a", "users"], ["org", "b", "users"], ["org", "b", "users", "archive"]], "sorted");
-    t.same(await list({ prefix: ["org"], suffix: ["users"] }), [["org", "a", "users"], ["org", "b", "users"]]);
-    t.same(await list({ prefix: ["org", "*", "users"] }), [["org", "a", "users"], ["org", "b", "users"], ["org", "b", "users", "archive"]], "* matches one label");
-    t.same(await list({ suffix: ["*", "users"], prefix: ["org"] }), [["org", "a", "users"], ["org", "b", "users"]]);
-    t.same(await list({ prefix: ["org"], maxDepth: 2 }), [["org", "a"], ["org", "b"]], "cut to max_depth, distinct");
+    t.same(
+      await list({ prefix: ["org"] }),
+      [
+        ["org", "a", "teams"],
+        ["org", "a", "users"],
+        ["org", "b", "users"],
+        ["org", "b", "users", "archive"],
+      ],
+      "sorted",
+    );
+    t.same(await list({ prefix: ["org"], suffix: ["users"] }), [
+      ["org", "a", "users"],
+      ["org", "b", "users"],
+    ]);
+    t.same(
+      await list({ prefix: ["org", "*", "users"] }),
+      [
+        ["org", "a", "users"],
+        ["org", "b", "users"],
+        ["org", "b", "users", "archive"],
+      ],
+      "* matches one label",
+    );
+    t.same(await list({ suffix: ["*", "users"], prefix: ["org"] }), [
+      ["org", "a", "users"],
+      ["org", "b", "users"],
+    ]);
+    t.same(
+      await list({ prefix: ["org"], maxDepth: 2 }),
+      [
+        ["org", "a"],
+        ["org", "b"],
+      ],
+      "cut to max_depth, distinct",
+    );
     t.same(await list({ prefix: ["org"], suffix: ["archive"], maxDepth: 2 }), [["org", "b"]], "suffix before the cut");
     t.same(await list({ prefix: ["other"], maxDepth: 3 }), [["other"]], "shorter namespaces stay as they are");
-    t.same(await list({ prefix: ["org"], limit: 2, offset: 1 }), [["org", "a", "users"], ["org", "b", "users"]]);
+    t.same(await list({ prefix: ["org"], limit: 2, offset: 1 }), [
+      ["org", "a", "users"],
+      ["org", "b", "users"],
+    ]);
     await client.store.deleteItem(["org", "a", "teams"], "x");
     t.same(await list({ prefix: ["org", "a"] }), [["org", "a", "users"]], "a namespace whose last item was deleted is gone");
   });
@@ -121,7 +168,11 @@ t.test("store items: put, get, delete, search filters, namespaces, validation", 
   });
 
   t.test("/internal/truncate is not served outside development mode", async (t) => {
-    const res = await fetch(`${srv.url}/internal/truncate`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ store: true }) });
+    const res = await fetch(`${srv.url}/internal/truncate`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ store: true }),
+    });
     t.equal(res.status, 404);
   });
 });
@@ -144,7 +195,11 @@ t.test("TTL: expiry under an injected clock, refresh on read, swept as events", 
   await clock.advance(31_000); // 61 s: "short" is due and swept
   t.equal(await client.store.getItem(["ttl"], "short"), null);
   const events = await srv.server.store.readStream(storeItemStream(["ttl"], "short"));
-  t.same(events.map((e) => e.type), ["StoreItemPut", "StoreItemExpired"], "the expiry is an event of the item's stream");
+  t.same(
+    events.map((e) => e.type),
+    ["StoreItemPut", "StoreItemExpired"],
+    "the expiry is an event of the item's stream",
+  );
 
   // Between its expiry and the sweep an item is already hidden.
   await clock.advance(9 * 60_000); // 10 min 1 s after the start; "long" was refreshed at 30 s
@@ -153,10 +208,17 @@ t.test("TTL: expiry under an injected clock, refresh on read, swept as events", 
   await clock.advance(10 * 60_000 - 1);
   t.same((await client.store.searchItems(["ttl"], { refreshTtl: false })).items.map((i) => i.key).sort(), ["forever", "long"]);
   await clock.advance(1);
-  t.same((await client.store.searchItems(["ttl"])).items.map((i) => i.key), ["forever"], "expired by the refreshed time");
+  t.same(
+    (await client.store.searchItems(["ttl"])).items.map((i) => i.key),
+    ["forever"],
+    "expired by the refreshed time",
+  );
   t.same((await client.store.listNamespaces({ prefix: ["ttl"] })).namespaces, [["ttl"]]);
   const long = await srv.server.store.readStream(storeItemStream(["ttl"], "long"));
-  t.same(long.map((e) => e.type), ["StoreItemPut", "StoreItemTtlRefreshed", "StoreItemTtlRefreshed", "StoreItemExpired"]);
+  t.same(
+    long.map((e) => e.type),
+    ["StoreItemPut", "StoreItemTtlRefreshed", "StoreItemTtlRefreshed", "StoreItemExpired"],
+  );
   t.equal(clock.pending().length, 0, "nothing left to expire: no timer");
 
   t.test("a restart re-arms the timer from the read model", async (t) => {
@@ -182,13 +244,21 @@ t.test("semantic search with store.index and an offline embedding function; a gr
     await client.store.putItem(["pets"], "c", { text: "a bird", kind: "pet" });
     await client.store.putItem(["pets"], "d", { text: "cat cat cat", kind: "pet" }, { index: false });
     const found = (await client.store.searchItems(["pets"], { query: "cats" })).items;
-    t.same(found.map((i) => i.key), ["a", "c", "b", "d"], "best first; ties by most recent update; unscored last");
+    t.same(
+      found.map((i) => i.key),
+      ["a", "c", "b", "d"],
+      "best first; ties by most recent update; unscored last",
+    );
     t.equal((found[0] as { score?: number }).score, 1);
     t.equal((found.find((i) => i.key === "b") as { score?: number }).score, 0);
     t.equal(found.at(-1)?.key, "d", "an item put with index: false has no vector: last");
     t.equal((found.at(-1) as { score?: number | null }).score, null);
     const dogs = (await client.store.searchItems(["pets"], { query: "dog", filter: { kind: "pet" }, limit: 1 })).items;
-    t.same(dogs.map((i) => i.key), ["b"], "filters and limit apply to the ranking");
+    t.same(
+      dogs.map((i) => i.key),
+      ["b"],
+      "filters and limit apply to the ranking",
+    );
     t.ok(Math.abs(((dogs[0] as { score?: number }).score ?? 0) - Math.SQRT1_2) < 1e-6, "cosine of (1 dog) and (1 dog, 1 fish)");
     await client.store.putItem(["pets"], "e", { text: "plane", other: "dog dog" }, { index: ["other"] });
     t.equal((await client.store.searchItems(["pets"], { query: "dog", limit: 1 })).items[0].key, "e", "a put's own index fields");
@@ -213,7 +283,8 @@ t.test("semantic search with store.index and an offline embedding function; a gr
     await client.runs.wait(thread.thread_id, "store", { input: { user: "u2", note: "bye" } });
     const assistant = await client.assistants.create({ graphId: "store" });
     const res = await fetch(`${srv.url}/internal/truncate`, {
-      method: "POST", headers: { "content-type": "application/json" },
+      method: "POST",
+      headers: { "content-type": "application/json" },
       body: JSON.stringify({ runs: true, threads: true, assistants: true, checkpointer: true, store: true }),
     });
     t.equal(res.status, 200);

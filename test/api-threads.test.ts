@@ -15,7 +15,10 @@ t.test("threads", async (t) => {
     const res = await fetch(`${srv.url}/threads`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
     t.equal(res.status, 200);
     const thread = (await res.json()) as Record<string, unknown>;
-    t.same(Object.keys(thread).sort(), ["config", "created_at", "interrupts", "metadata", "state_updated_at", "status", "thread_id", "updated_at", "values"].sort());
+    t.same(
+      Object.keys(thread).sort(),
+      ["config", "created_at", "interrupts", "metadata", "state_updated_at", "status", "thread_id", "updated_at", "values"].sort(),
+    );
     t.match(thread.thread_id, /^[0-9a-f-]{36}$/);
     t.same(thread.metadata, {});
     t.equal(thread.status, "idle");
@@ -63,9 +66,19 @@ t.test("threads", async (t) => {
     const made = [];
     for (let i = 0; i < 3; i++) made.push(await client.threads.create({ metadata: { tag, i } }));
     const found = await client.threads.search({ metadata: { tag } });
-    t.same(found.map((x) => x.thread_id), made.map((x) => x.thread_id).reverse(), "newest first");
-    t.same((await client.threads.search({ metadata: { tag }, sortBy: "created_at", sortOrder: "asc" })).map((x) => x.thread_id), made.map((x) => x.thread_id));
-    t.same((await client.threads.search({ ids: [made[1].thread_id] })).map((x) => x.thread_id), [made[1].thread_id]);
+    t.same(
+      found.map((x) => x.thread_id),
+      made.map((x) => x.thread_id).reverse(),
+      "newest first",
+    );
+    t.same(
+      (await client.threads.search({ metadata: { tag }, sortBy: "created_at", sortOrder: "asc" })).map((x) => x.thread_id),
+      made.map((x) => x.thread_id),
+    );
+    t.same(
+      (await client.threads.search({ ids: [made[1].thread_id] })).map((x) => x.thread_id),
+      [made[1].thread_id],
+    );
     t.equal((await client.threads.search({ metadata: { tag }, status: "busy" })).length, 0);
     t.equal((await client.threads.search({ metadata: { tag }, limit: 2, offset: 2 })).length, 1);
     const sel = await client.threads.search({ metadata: { tag }, select: ["thread_id", "status"], limit: 1 });
@@ -95,10 +108,14 @@ t.test("threads", async (t) => {
     const atFirst = await client.threads.getState(thread.thread_id, first.checkpoint.checkpoint_id!);
     t.equal((atFirst.values as { messages: unknown[] }).messages.length, 1, "state at an older checkpoint");
     const viaPost = await fetch(`${srv.url}/threads/${thread.thread_id}/state/checkpoint`, {
-      method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ checkpoint: { checkpoint_id: first.checkpoint.checkpoint_id } }),
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ checkpoint: { checkpoint_id: first.checkpoint.checkpoint_id } }),
     });
     t.equal(((await viaPost.json()) as { checkpoint: { checkpoint_id: string } }).checkpoint.checkpoint_id, first.checkpoint.checkpoint_id);
-    const before = await client.threads.getHistory(thread.thread_id, { before: { configurable: { checkpoint_id: history[0].checkpoint.checkpoint_id } } as never });
+    const before = await client.threads.getHistory(thread.thread_id, {
+      before: { configurable: { checkpoint_id: history[0].checkpoint.checkpoint_id } } as never,
+    });
     t.equal(before.length, 1, "history before a checkpoint");
     const getHistory = await fetch(`${srv.url}/threads/${thread.thread_id}/history?limit=1`);
     t.equal(((await getHistory.json()) as unknown[]).length, 1);
@@ -139,7 +156,8 @@ t.test("threads", async (t) => {
     ];
     await expectErrors(t, srv.url, cases);
     const huge = await fetch(`${srv.url}/threads`, {
-      method: "POST", headers: { "content-type": "application/json" },
+      method: "POST",
+      headers: { "content-type": "application/json" },
       body: JSON.stringify({ metadata: { blob: "x".repeat(11 * 1024 * 1024) } }),
     });
     t.equal(huge.status, 413);
@@ -173,7 +191,11 @@ t.test("a thread belongs to no assistant: a second assistant continues the first
   const after = (await client.runs.wait(thread.thread_id, second.assistant_id, { input: { messages: [human("two")] } })) as {
     messages: { type: string; content: string }[];
   };
-  t.same(after.messages.map((m) => m.content), ["one", "You said: one", "two", "second: two"], "the second assistant saw the first one's messages");
+  t.same(
+    after.messages.map((m) => m.content),
+    ["one", "You said: one", "two", "second: two"],
+    "the second assistant saw the first one's messages",
+  );
   const state = await client.threads.getState<{ messages: unknown[] }>(thread.thread_id);
   t.equal(state.values.messages.length, 4);
   const history = await client.threads.getHistory(thread.thread_id, { limit: 100 });
@@ -187,7 +209,9 @@ t.test("state updates are refused with 409 while a run is pending or running", a
   const thread = await client.threads.create({ graphId: "delay" });
   const run = await client.runs.create(thread.thread_id, "delay", { input: { delay: 60_000 } });
   const res = await fetch(`${srv.url}/threads/${thread.thread_id}/state`, {
-    method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ values: {} }),
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ values: {} }),
   });
   t.equal(res.status, 409);
   t.match(((await res.json()) as { detail: string }).detail, /busy/);

@@ -34,16 +34,27 @@ t.test("POST /ui/{agent} and the bundled assets", async (t) => {
   t.equal(css.status, 200);
   t.equal(css.headers.get("content-type"), "text/css; charset=utf-8");
   t.match(await css.text(), /\.weather\s*\{\s*color: rebeccapurple;/);
-  const keyless = await fetch(`${base}/ui/agent-alias`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ name: "weather-component" }) });
+  const keyless = await fetch(`${base}/ui/agent-alias`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ name: "weather-component" }),
+  });
   t.equal(keyless.status, 401, "POST /ui needs the API key as every API route");
 
   t.test("the bundle renders the named component through the host page's store", async (t) => {
     // The host page's side of LoadExternalComponent: a shadow root, LGUI_EXT_STORE, LGUI_REQUIRE.
     const rendered: { shadowRootId: string; component: unknown; into: unknown }[] = [];
-    const shadowRoot = { children: [] as unknown[], appendChild(el: unknown) { this.children.push(el); } };
+    const shadowRoot = {
+      children: [] as unknown[],
+      appendChild(el: unknown) {
+        this.children.push(el);
+      },
+    };
     const jsx = (type: unknown, props: Record<string, unknown>) => ({ type, props });
     const window: Record<PropertyKey, unknown> = {
-      [Symbol.for("LGUI_EXT_STORE")]: { respond: (shadowRootId: string, component: unknown, into: unknown) => rendered.push({ shadowRootId, component, into }) },
+      [Symbol.for("LGUI_EXT_STORE")]: {
+        respond: (shadowRootId: string, component: unknown, into: unknown) => rendered.push({ shadowRootId, component, into }),
+      },
     };
     const sandbox: Record<PropertyKey, unknown> = {
       window,
@@ -62,7 +73,11 @@ t.test("POST /ui/{agent} and the bundled assets", async (t) => {
     t.same(shadowRoot.children, [{ tag: "div" }], "a render element in the shadow root");
     t.equal(rendered[0].into, shadowRoot.children[0]);
     const element = (rendered[0].component as (p: { city: string }) => { type: string; props: { className: string; children: unknown[] } })({ city: "Paris" });
-    t.same(element, { type: "div", props: { className: "weather", children: ["Weather for ", "Paris"] } }, "the user's component, compiled with the automatic JSX runtime");
+    t.same(
+      element,
+      { type: "div", props: { className: "weather", children: ["Weather for ", "Paris"] } },
+      "the user's component, compiled with the automatic JSX runtime",
+    );
   });
 
   t.test("unknown agents and files: 404; a body without a name: 422", async (t) => {
@@ -92,7 +107,11 @@ t.test("POST /ui/{agent} and the bundled assets", async (t) => {
 t.test("http.disable_ui: no UI routes", async (t) => {
   const srv = await startTestServer({ env: { LANGGRAPH_JSON: UI_DISABLED } });
   t.teardown(() => srv.close());
-  const res = await fetch(`${srv.url}/ui/agent-alias`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ name: "weather-component" }) });
+  const res = await fetch(`${srv.url}/ui/agent-alias`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ name: "weather-component" }),
+  });
   t.equal(res.status, 404);
   t.equal((await fetch(`${srv.url}/ui/agent-alias/entrypoint.js`)).status, 404);
 });

@@ -14,11 +14,16 @@ const root = path.resolve(import.meta.dirname, "..");
 test("imports point down the layers, with no cycle", async (t) => {
   const bin = path.join(root, "node_modules", ".bin", "depcruise");
   const { stdout } = await promisify(execFile)(bin, ["src", "projections", "--config", ".dependency-cruiser.cjs", "--output-type", "json"], {
-    cwd: root, maxBuffer: 64 * 1024 * 1024,
+    cwd: root,
+    maxBuffer: 64 * 1024 * 1024,
   }).catch((error: { stdout?: string }) => ({ stdout: error.stdout ?? "" }));
   const result = JSON.parse(stdout) as { summary: { violations: { rule: { name: string }; from: string; to: string }[]; totalCruised: number } };
   t.ok(result.summary.totalCruised > 150, `every module was cruised (${result.summary.totalCruised})`);
-  t.same(result.summary.violations.map((v) => `${v.rule.name}: ${v.from} -> ${v.to}`), [], "no layer violation");
+  t.same(
+    result.summary.violations.map((v) => `${v.rule.name}: ${v.from} -> ${v.to}`),
+    [],
+    "no layer violation",
+  );
 });
 
 /** The value imports of zod in `text` other than a namespace import (type-only imports are erased by the build). */
@@ -34,8 +39,14 @@ function zodValueImports(text: string): string[] {
  */
 test("zod is imported as a namespace, so that the bundle keeps only the zod the server uses", async (t) => {
   t.same(
-    ['import { z } from "zod";', 'import { z, type ZodType } from "zod";', 'import z from "zod";', 'import { string } from "zod/v4";', 'import type { ZodType } from "zod";', 'import * as z from "zod";']
-      .map((line) => zodValueImports(line).length),
+    [
+      'import { z } from "zod";',
+      'import { z, type ZodType } from "zod";',
+      'import z from "zod";',
+      'import { string } from "zod/v4";',
+      'import type { ZodType } from "zod";',
+      'import * as z from "zod";',
+    ].map((line) => zodValueImports(line).length),
     [1, 1, 1, 1, 0, 0],
     "the check catches named and default imports and lets namespace and type-only imports through",
   );
@@ -43,5 +54,9 @@ test("zod is imported as a namespace, so that the bundle keeps only the zod the 
     (readdirSync(path.join(root, dir), { recursive: true }) as string[]).filter((f) => f.endsWith(".ts")).map((f) => path.join(dir, f)),
   );
   t.ok(files.length > 150, `every source file was read (${files.length})`);
-  t.same(files.flatMap((f) => zodValueImports(readFileSync(path.join(root, f), "utf8")).map((i) => `${f}: ${i}`)), [], "no named or default import of zod");
+  t.same(
+    files.flatMap((f) => zodValueImports(readFileSync(path.join(root, f), "utf8")).map((i) => `${f}: ${i}`)),
+    [],
+    "no named or default import of zod",
+  );
 });

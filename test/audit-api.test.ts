@@ -8,7 +8,15 @@ import { expectErrors } from "./support/http.js";
 /** Auditors through the HTTP API: attribution, /events, /replay, purge, TTL, /metrics, /info. */
 
 const human = (content: string) => ({ role: "user", content });
-type AuditEvent = { position: string; stream: string; revision: string; type: string; time: string; metadata: Record<string, unknown>; data: Record<string, unknown> };
+type AuditEvent = {
+  position: string;
+  stream: string;
+  revision: string;
+  type: string;
+  time: string;
+  metadata: Record<string, unknown>;
+  data: Record<string, unknown>;
+};
 
 async function getJson<T>(url: string, headers: Record<string, string> = {}): Promise<{ status: number; body: T; headers: Headers }> {
   const res = await fetch(url, { headers });
@@ -21,7 +29,11 @@ t.test("attribution, history, replay and purge", async (t) => {
   const { client, url } = srv;
 
   t.test("X-Request-Id is kept or generated, echoed, and on the events the request appended", async (t) => {
-    const res = await fetch(`${url}/threads`, { method: "POST", headers: { "content-type": "application/json", "x-request-id": "req-audit-1" }, body: JSON.stringify({ metadata: { case: "attr" } }) });
+    const res = await fetch(`${url}/threads`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-request-id": "req-audit-1" },
+      body: JSON.stringify({ metadata: { case: "attr" } }),
+    });
     t.equal(res.headers.get("x-request-id"), "req-audit-1");
     const thread = (await res.json()) as { thread_id: string };
     const generated = await fetch(`${url}/ok`);
@@ -38,7 +50,7 @@ t.test("attribution, history, replay and purge", async (t) => {
 
   t.test("a run: request events carry the request, worker events the worker and the run", async (t) => {
     const thread = await client.threads.create({ metadata: { case: "run" } });
-    await client.runs.wait(thread.thread_id, "agent", { input: { messages: [human("hi")] } }, );
+    await client.runs.wait(thread.thread_id, "agent", { input: { messages: [human("hi")] } });
     const [run] = await client.runs.list(thread.thread_id);
     const { body: events } = await getJson<AuditEvent[]>(`${url}/threads/${thread.thread_id}/events?limit=1000`);
     const enqueued = events.find((e) => e.type === "RunEnqueued")!;
@@ -53,44 +65,90 @@ t.test("attribution, history, replay and purge", async (t) => {
     t.notOk(claimed.metadata.request_id);
     const checkpoint = events.find((e) => e.stream.startsWith("checkpoints-"))!;
     t.match(checkpoint.metadata, { actor: /^worker:/, correlation_id: run.run_id });
-    t.notOk(events.some((e) => e.type === "RunOutput"), "output chunks are left out by default");
+    t.notOk(
+      events.some((e) => e.type === "RunOutput"),
+      "output chunks are left out by default",
+    );
     const positions = events.map((e) => BigInt(e.position));
-    t.same(positions, [...positions].sort((a, b) => (a < b ? -1 : 1)), "log order");
+    t.same(
+      positions,
+      [...positions].sort((a, b) => (a < b ? -1 : 1)),
+      "log order",
+    );
 
     const withOutput = await getJson<AuditEvent[]>(`${url}/threads/${thread.thread_id}/events?include_output=true&limit=1000`);
     t.ok(withOutput.body.some((e) => e.type === "RunOutput"));
     const onlyRun = await getJson<AuditEvent[]>(`${url}/threads/${thread.thread_id}/events?run_id=${run.run_id}&limit=1000`);
     t.ok(onlyRun.body.length > 0 && onlyRun.body.every((e) => e.type !== "ThreadCreated"));
     const typed = await getJson<AuditEvent[]>(`${url}/threads/${thread.thread_id}/events?types=ThreadCreated,RunEnded`);
-    t.same(typed.body.map((e) => e.type), ["ThreadCreated", "RunEnded"]);
+    t.same(
+      typed.body.map((e) => e.type),
+      ["ThreadCreated", "RunEnded"],
+    );
     const page1 = await getJson<AuditEvent[]>(`${url}/threads/${thread.thread_id}/events?limit=2`);
     const page2 = await getJson<AuditEvent[]>(`${url}/threads/${thread.thread_id}/events?limit=2&after=${page1.body[1].position}`);
-    t.same([...page1.body, ...page2.body].map((e) => e.position), events.slice(0, 4).map((e) => e.position), "after + limit page through");
+    t.same(
+      [...page1.body, ...page2.body].map((e) => e.position),
+      events.slice(0, 4).map((e) => e.position),
+      "after + limit page through",
+    );
 
     const ndjson = await fetch(`${url}/threads/${thread.thread_id}/events`, { headers: { accept: "application/x-ndjson" } });
     t.match(ndjson.headers.get("content-type"), /application\/x-ndjson/);
-    const lines = (await ndjson.text()).trim().split("\n").map((l) => JSON.parse(l) as AuditEvent);
-    t.same(lines.map((e) => e.position), events.map((e) => e.position), "the whole history as NDJSON");
+    const lines = (await ndjson.text())
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as AuditEvent);
+    t.same(
+      lines.map((e) => e.position),
+      events.map((e) => e.position),
+      "the whole history as NDJSON",
+    );
 
     // Replay: at the enqueue the run is pending and the thread busy; now it is idle with the answer.
-    const atEnqueue = await getJson<{ thread: { status: string }; runs: { status: string }[] }>(`${url}/threads/${thread.thread_id}/replay?at=${enqueued.position}`);
+    const atEnqueue = await getJson<{ thread: { status: string }; runs: { status: string }[] }>(
+      `${url}/threads/${thread.thread_id}/replay?at=${enqueued.position}`,
+    );
     t.equal(atEnqueue.body.thread.status, "busy");
-    t.same(atEnqueue.body.runs.map((r) => r.status), ["pending"]);
-    const now = await getJson<{ thread: { status: string; values: { messages: { content: string }[] } }; runs: { status: string }[] }>(`${url}/threads/${thread.thread_id}/replay`);
+    t.same(
+      atEnqueue.body.runs.map((r) => r.status),
+      ["pending"],
+    );
+    const now = await getJson<{ thread: { status: string; values: { messages: { content: string }[] } }; runs: { status: string }[] }>(
+      `${url}/threads/${thread.thread_id}/replay`,
+    );
     t.equal(now.body.thread.status, "idle");
-    t.same(now.body.thread.values.messages.map((m) => m.content), ["hi", "You said: hi"]);
-    t.same(now.body.runs.map((r) => r.status), ["success"]);
-    const byTime = await getJson<{ thread: { status: string } }>(`${url}/threads/${thread.thread_id}/replay?at=${encodeURIComponent(new Date().toISOString())}`);
+    t.same(
+      now.body.thread.values.messages.map((m) => m.content),
+      ["hi", "You said: hi"],
+    );
+    t.same(
+      now.body.runs.map((r) => r.status),
+      ["success"],
+    );
+    const byTime = await getJson<{ thread: { status: string } }>(
+      `${url}/threads/${thread.thread_id}/replay?at=${encodeURIComponent(new Date().toISOString())}`,
+    );
     t.equal(byTime.body.thread.status, "idle");
     const diffed = await getJson<{ diff: { changes: { path: unknown[] }[] } }>(`${url}/threads/${thread.thread_id}/replay?diff=${enqueued.position}`);
-    t.ok(diffed.body.diff.changes.some((c) => c.path[0] === "thread" && c.path[1] === "status"), "the diff names the status change");
+    t.ok(
+      diffed.body.diff.changes.some((c) => c.path[0] === "thread" && c.path[1] === "status"),
+      "the diff names the status change",
+    );
   });
 
   t.test("configurable: only what http.configurable_headers lets through (nothing by default)", async (t) => {
     const thread = await client.threads.create();
     const res = await fetch(`${url}/threads/${thread.thread_id}/runs/wait`, {
       method: "POST",
-      headers: { "content-type": "application/json", "x-secret-token": "s3cret", "user-agent": "ua/1", authorization: "Bearer x", "x-request-id": "req-cfg", "langsmith-trace": "trace-1" },
+      headers: {
+        "content-type": "application/json",
+        "x-secret-token": "s3cret",
+        "user-agent": "ua/1",
+        authorization: "Bearer x",
+        "x-request-id": "req-cfg",
+        "langsmith-trace": "trace-1",
+      },
       body: JSON.stringify({ assistant_id: "agent", input: { messages: [human("x")] } }),
     });
     t.equal(res.status, 200);
@@ -120,10 +178,20 @@ t.test("attribution, history, replay and purge", async (t) => {
     t.notOk(JSON.stringify(after.body).includes("secret words"), "the content left the log");
     const last = after.body[after.body.length - 1];
     t.match(last, { type: "ThreadPurged", data: { thread_id: thread.thread_id, purged_by: "anonymous" }, metadata: { request_id: "req-purge" } });
-    t.ok(after.body.slice(0, -1).every((e) => e.type === "EventPurged"), "every earlier event is a tombstone");
-    t.ok(after.body.some((e) => e.stream.startsWith("run-")), "run streams are purged too");
+    t.ok(
+      after.body.slice(0, -1).every((e) => e.type === "EventPurged"),
+      "every earlier event is a tombstone",
+    );
+    t.ok(
+      after.body.some((e) => e.stream.startsWith("run-")),
+      "run streams are purged too",
+    );
     const tombstones = after.body.slice(0, -1);
-    t.same(tombstones.filter((e) => !e.stream.startsWith("run-")).map((e) => e.position), deleted.body.filter((e) => !e.stream.startsWith("run-")).map((e) => e.position), "tombstones keep their places");
+    t.same(
+      tombstones.filter((e) => !e.stream.startsWith("run-")).map((e) => e.position),
+      deleted.body.filter((e) => !e.stream.startsWith("run-")).map((e) => e.position),
+      "tombstones keep their places",
+    );
     const replay = await getJson<{ thread: { status: string; purged: boolean; values: unknown } }>(`${url}/threads/${thread.thread_id}/replay`);
     t.match(replay.body.thread, { status: "deleted", purged: true, values: null });
     t.equal((await fetch(`${url}/threads/${thread.thread_id}?purge=true`, { method: "DELETE" })).status, 404, "purged once only");
@@ -160,8 +228,14 @@ t.test("attribution, history, replay and purge", async (t) => {
     t.match(metrics, /agent_server_projection_lag_events \d+/);
     // Start-up phases, in the order they ran, each a non-negative duration.
     const phases = [...metrics.matchAll(/^agent_server_startup_phase_seconds\{phase="([^"]+)"\} (\S+)$/gm)];
-    t.same(phases.map((m) => m[1]), ["modules", "configuration", "event store", "read models", "default assistants", "http routes", "listening", "schedulers", "graph runtime", "run worker"]);
-    t.ok(phases.every((m) => Number(m[2]) >= 0), "each phase took a non-negative time");
+    t.same(
+      phases.map((m) => m[1]),
+      ["modules", "configuration", "event store", "read models", "default assistants", "http routes", "listening", "schedulers", "graph runtime", "run worker"],
+    );
+    t.ok(
+      phases.every((m) => Number(m[2]) >= 0),
+      "each phase took a non-negative time",
+    );
 
     /** One sample's value (NaN when the line is missing, so a missing metric fails every check). */
     const scrape = async () => {
@@ -208,7 +282,9 @@ t.test("attribution, history, replay and purge", async (t) => {
 
     // An append the log refuses (a stream that exists, appended as if new) is counted once.
     const [created] = await srv.server.store.readStream(`thread-${ok.thread_id}`, { maxCount: 1 });
-    await t.rejects(srv.server.store.append(`thread-${ok.thread_id}`, [{ type: created.type, data: created.data }], "no_stream"), { name: "WrongExpectedVersionError" });
+    await t.rejects(srv.server.store.append(`thread-${ok.thread_id}`, [{ type: created.type, data: created.data }], "no_stream"), {
+      name: "WrongExpectedVersionError",
+    });
     t.equal((await scrape()).appendFailures - ended.appendFailures, 1, "append_failures_total: exactly one more");
 
     // A running run and one queued behind it: running +1, pending +1; both gone once cancelled.
@@ -232,7 +308,7 @@ t.test("attribution, history, replay and purge", async (t) => {
     t.equal(info.body.store.kind, "sqlite");
     t.ok(BigInt(info.body.store.head_position) > 0n);
     const names = info.body.projections.map((p) => p.name);
-      for (const name of ["assistants", "runs", "threads"]) t.ok(names.includes(name), `projection ${name} listed`);
+    for (const name of ["assistants", "runs", "threads"]) t.ok(names.includes(name), `projection ${name} listed`);
   });
 });
 
@@ -240,16 +316,27 @@ t.test("configurable_headers includes and excludes from langgraph.json", async (
   const dir = await mkdtemp(path.join(os.tmpdir(), "audit-cfg-"));
   t.teardown(() => rm(dir, { recursive: true, force: true }));
   const config = path.join(dir, "langgraph.json");
-  await writeFile(config, JSON.stringify({
-    graphs: { agent: path.join(repoRoot, "test/graphs/agent.ts:graph") },
-    http: { configurable_headers: { includes: ["x-user-*", "user-agent", "x-api-key"], excludes: ["x-user-secret"] } },
-  }));
+  await writeFile(
+    config,
+    JSON.stringify({
+      graphs: { agent: path.join(repoRoot, "test/graphs/agent.ts:graph") },
+      http: { configurable_headers: { includes: ["x-user-*", "user-agent", "x-api-key"], excludes: ["x-user-secret"] } },
+    }),
+  );
   const srv = await startTestServer({ env: { LANGGRAPH_JSON: config } });
   t.teardown(() => srv.close());
   const thread = await srv.client.threads.create();
   await fetch(`${srv.url}/threads/${thread.thread_id}/runs/wait`, {
     method: "POST",
-    headers: { "content-type": "application/json", "x-user-id": "u1", "X-User-Org": "o1", "x-user-secret": "no", "user-agent": "ua/1", "x-other": "no", "x-api-key": "never" },
+    headers: {
+      "content-type": "application/json",
+      "x-user-id": "u1",
+      "X-User-Org": "o1",
+      "x-user-secret": "no",
+      "user-agent": "ua/1",
+      "x-other": "no",
+      "x-api-key": "never",
+    },
     body: JSON.stringify({ assistant_id: "agent", input: { messages: [human("x")] } }),
   });
   const [run] = await srv.client.runs.list(thread.thread_id);

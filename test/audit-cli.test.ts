@@ -7,8 +7,11 @@ import { startTestServer, repoRoot, TEST_GRAPHS } from "./support/server.js";
 
 function replayCli(env: Record<string, string>, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    execFile(process.execPath, ["--import", "tsx", "src/app/replay-cli.ts", ...args], { cwd: repoRoot, env: { ...process.env, LANGGRAPH_JSON: TEST_GRAPHS, ...env } }, (error, stdout, stderr) =>
-      resolve({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+    execFile(
+      process.execPath,
+      ["--import", "tsx", "src/app/replay-cli.ts", ...args],
+      { cwd: repoRoot, env: { ...process.env, LANGGRAPH_JSON: TEST_GRAPHS, ...env } },
+      (error, stdout, stderr) => resolve({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stdout, stderr }),
     );
   });
 }
@@ -33,16 +36,28 @@ t.test("replay CLI", async (t) => {
   const alone = await replayCli(env, ["--thread", thread.thread_id, "--at", enqueued]);
   t.equal(alone.code, 0, alone.stderr);
   t.same(JSON.parse(alone.stdout), fromApi, "on the data directory alone: the same state");
-  const latest = JSON.parse((await replayCli(env, ["--thread", thread.thread_id])).stdout) as { thread: { status: string; values: { messages: { content: string }[] } }; runs: { status: string }[] };
+  const latest = JSON.parse((await replayCli(env, ["--thread", thread.thread_id])).stdout) as {
+    thread: { status: string; values: { messages: { content: string }[] } };
+    runs: { status: string }[];
+  };
   t.equal(latest.thread.status, "idle");
-  t.same(latest.thread.values.messages.map((m) => m.content), ["hello", "You said: hello"]);
-  t.same(latest.runs.map((r) => r.status), ["success"]);
+  t.same(
+    latest.thread.values.messages.map((m) => m.content),
+    ["hello", "You said: hello"],
+  );
+  t.same(
+    latest.runs.map((r) => r.status),
+    ["success"],
+  );
 
   const diff = await replayCli(env, ["--thread", thread.thread_id, "--diff", enqueued]);
   t.equal(diff.code, 0, diff.stderr);
   const changes = JSON.parse(diff.stdout) as { from: { position: string }; changes: { path: string[]; value?: unknown; oldValue?: unknown }[] };
   t.equal(changes.from.position, enqueued);
-  t.ok(changes.changes.some((c) => c.path.join(".") === "thread.status" && c.oldValue === "busy" && c.value === "idle"), "the diff shows busy → idle");
+  t.ok(
+    changes.changes.some((c) => c.path.join(".") === "thread.status" && c.oldValue === "busy" && c.value === "idle"),
+    "the diff shows busy → idle",
+  );
 
   const bad = await replayCli(env, ["--thread", thread.thread_id, "--at", "not-a-time"]);
   t.equal(bad.code, 2);

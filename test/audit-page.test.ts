@@ -33,7 +33,10 @@ t.test("audit page", { skip: skipWithoutBrowser() }, async (t) => {
   const threadActors = await page.$$eval('section.group[data-run="thread"] td.actor', (cells) => cells.map((c) => c.textContent));
   t.ok(threadActors.length > 0 && threadActors.every((a) => a === "api-key"), "requests made with the key are the key's");
   const runActors = await page.$$eval(`section.group[data-run="${run.run_id}"] td.actor`, (cells) => cells.map((c) => c.textContent ?? ""));
-  t.ok(runActors.some((a) => a.startsWith("worker:")), "the worker's events are its own");
+  t.ok(
+    runActors.some((a) => a.startsWith("worker:")),
+    "the worker's events are its own",
+  );
   const runTypes = await page.$$eval(`section.group[data-run="${run.run_id}"] td.type`, (cells) => cells.map((c) => c.textContent));
   t.ok(runTypes.includes("RunEnded") && !runTypes.includes("RunOutput"));
   t.match(await page.textContent(`section.group[data-run="${run.run_id}"] details.outputs summary`), /\d+ output chunks/);
@@ -45,7 +48,10 @@ t.test("audit page", { skip: skipWithoutBrowser() }, async (t) => {
   await page.click(`section.group[data-run="${run.run_id}"] tr.event:has(td.type:text-is("RunEnded"))`);
   await page.waitForFunction(`(document.getElementById("state").textContent || "").includes('"runs"')`);
   const state = JSON.parse((await page.textContent("#state")) ?? "{}") as { runs: { status: string }[] };
-  t.same(state.runs.map((r) => r.status), ["success"]);
+  t.same(
+    state.runs.map((r) => r.status),
+    ["success"],
+  );
   await page.click(`section.group[data-run="${run.run_id}"] tr.event:has(td.type:text-is("RunFinished"))`);
   await page.waitForFunction(`(document.getElementById("diff").textContent || "").includes("thread.status")`);
   t.match(await page.textContent("#diff"), /thread\.status: "busy" → "idle"/);

@@ -18,13 +18,16 @@ const json = async <T>(url: string, init?: RequestInit) => (await (await fetch(u
 t.test("thread TTL: one timer at the next expiry; the sweeper deletes as the system", async (t) => {
   const dataDir = await mkdtemp(path.join(os.tmpdir(), "audit-ttl-"));
   const clock = new FakeClock(Date.now());
-  const server = await startServer(loadConfig({ LANGGRAPH_JSON: TEST_GRAPHS, LOG_LEVEL: "silent", HOST: "127.0.0.1", PORT: "0", DATA_DIR: dataDir }), { clock });
+  const server = await startServer(loadConfig({ LANGGRAPH_JSON: TEST_GRAPHS, LOG_LEVEL: "silent", HOST: "127.0.0.1", PORT: "0", DATA_DIR: dataDir }), {
+    clock,
+  });
   t.teardown(async () => {
     await server.close();
     await rm(dataDir, { recursive: true, force: true });
   });
   const url = server.url;
-  const create = (body: unknown) => json<{ thread_id: string }>(`${url}/threads`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+  const create = (body: unknown) =>
+    json<{ thread_id: string }>(`${url}/threads`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
   t.same(clock.pending(), [], "no thread with a TTL: no timer");
   const soon = await create({ ttl: { strategy: "delete", ttl: 5 } });
   const later = await create({ ttl: 30 });
@@ -39,8 +42,14 @@ t.test("thread TTL: one timer at the next expiry; the sweeper deletes as the sys
   t.equal((await fetch(`${url}/threads/${later.thread_id}`)).status, 200);
   t.equal((await fetch(`${url}/threads/${keep.thread_id}`)).status, 200);
   const events = await json<AuditEvent[]>(`${url}/threads/${soon.thread_id}/events`);
-  t.match(events.find((e) => e.type === "ThreadDeleted"), { metadata: { actor: "system", causation_id: "ttl-sweeper" } });
-  t.ok(Math.abs(server.ttlSweeper.nextSweep ? Date.parse(server.ttlSweeper.nextSweep) - (Date.now() + 30 * 60_000) : Infinity) < 60_000, "re-armed for the next one");
+  t.match(
+    events.find((e) => e.type === "ThreadDeleted"),
+    { metadata: { actor: "system", causation_id: "ttl-sweeper" } },
+  );
+  t.ok(
+    Math.abs(server.ttlSweeper.nextSweep ? Date.parse(server.ttlSweeper.nextSweep) - (Date.now() + 30 * 60_000) : Infinity) < 60_000,
+    "re-armed for the next one",
+  );
 
   // A PATCH with a TTL moves the expiry.
   await fetch(`${url}/threads/${later.thread_id}`, { method: "PATCH", headers: { "content-type": "application/json" }, body: JSON.stringify({ ttl: 120 }) });
@@ -63,7 +72,10 @@ t.test("SQLite: the read models are rebuilt from a purged log", async (t) => {
   srv = await srv.restart();
   t.equal((await fetch(`${srv.url}/threads/${purged.thread_id}`)).status, 404);
   const again = await srv.client.threads.get(kept.thread_id);
-  t.same((again.values as { messages: { content: string }[] }).messages.map((m) => m.content), ["keep me", "You said: keep me"]);
+  t.same(
+    (again.values as { messages: { content: string }[] }).messages.map((m) => m.content),
+    ["keep me", "You said: keep me"],
+  );
   const [run] = await srv.client.runs.list(kept.thread_id);
   t.equal(run.status, "success");
   const events = await json<AuditEvent[]>(`${srv.url}/threads/${purged.thread_id}/events?limit=1000`);
@@ -82,7 +94,11 @@ t.test("EventStoreDB: a purge deletes the thread's streams", async (t) => {
   await srv.client.runs.wait(thread.thread_id, "agent", { input: { messages: [human("esdb secret")] } });
   t.equal((await fetch(`${srv.url}/threads/${thread.thread_id}?purge=true`, { method: "DELETE" })).status, 204);
   const events = await json<AuditEvent[]>(`${srv.url}/threads/${thread.thread_id}/events?include_output=true&limit=1000`);
-  t.same(events.map((e) => e.type), ["ThreadPurged"], "only the record of the purge is left");
+  t.same(
+    events.map((e) => e.type),
+    ["ThreadPurged"],
+    "only the record of the purge is left",
+  );
   t.notOk(JSON.stringify(events).includes("esdb secret"));
   t.equal((await fetch(`${srv.url}/threads/${thread.thread_id}`)).status, 404);
   // Another process on the same log folds it from the start: the thread is gone there too.

@@ -37,12 +37,14 @@ t.test("replay at every step equals what the API answered", async (t) => {
       }
       for (const step of seen) {
         const replay = (await (await fetch(`${url}/threads/${thread.thread_id}/replay?at=${step.position}`)).json()) as {
-          thread: { values: unknown; status: string }; runs: { run_id: string; status: string }[];
+          thread: { values: unknown; status: string };
+          runs: { run_id: string; status: string }[];
         };
         if (JSON.stringify(replay.thread.values) !== JSON.stringify(step.values)) throw new Error(`values differ at ${step.position}`);
         if (replay.thread.status !== step.status) throw new Error(`status ${replay.thread.status} ≠ ${step.status} at ${step.position}`);
         const runs = replay.runs.map((r) => [r.run_id, r.status]).sort();
-        if (JSON.stringify(runs) !== JSON.stringify(step.runs)) throw new Error(`runs differ at ${step.position}: ${JSON.stringify(runs)} ≠ ${JSON.stringify(step.runs)}`);
+        if (JSON.stringify(runs) !== JSON.stringify(step.runs))
+          throw new Error(`runs differ at ${step.position}: ${JSON.stringify(runs)} ≠ ${JSON.stringify(step.runs)}`);
       }
     }),
     { numRuns: 8 },

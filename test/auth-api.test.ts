@@ -52,7 +52,11 @@ t.test("custom auth", async (t) => {
     t.equal(none.headers.get("www-authenticate"), "Bearer");
     const forged = await signToken("alice", ALL_SCOPES, { secret: new TextEncoder().encode("not-the-secret-not-the-secret-000") });
     const expired = await signToken("alice", ALL_SCOPES, { expiresIn: "-1 min" });
-    for (const [name, token] of [["forged", forged], ["expired", expired], ["garbage", "abc.def.ghi"]]) {
+    for (const [name, token] of [
+      ["forged", forged],
+      ["expired", expired],
+      ["garbage", "abc.def.ghi"],
+    ]) {
       const res = await call(srv, "GET", "/threads/00000000-0000-4000-8000-000000000000", token);
       t.equal(res.status, 401, name);
       t.same(res.json, { detail: "Invalid token" }, name);
@@ -183,7 +187,11 @@ t.test("custom auth", async (t) => {
     const mine = await bob.threads.create({ metadata: { tag: "isolation" } });
     const theirs = await alice.threads.create({ metadata: { tag: "isolation" } });
     const found = await bob.threads.search({ metadata: { tag: "isolation" } });
-    t.same(found.map((x) => x.thread_id), [mine.thread_id], "threads search");
+    t.same(
+      found.map((x) => x.thread_id),
+      [mine.thread_id],
+      "threads search",
+    );
     t.equal(await bob.threads.count({ metadata: { tag: "isolation" } }), 1, "threads count");
     await bob.assistants.create({ graphId: "agent", name: "bob's own" });
     await alice.assistants.create({ graphId: "agent", name: "alice's own" });

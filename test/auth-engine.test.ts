@@ -11,7 +11,11 @@ const handlersOf = (auth: Auth): AuthHandlers => {
   return { authenticate: h.authenticate ?? (() => "anon"), callbacks: h.callbacks };
 };
 const alice = normalizeUser({ identity: "alice", permissions: ["threads:write"], org: "acme" });
-const rejects = async (p: Promise<unknown>) => p.then(() => undefined, (e: unknown) => e);
+const rejects = async (p: Promise<unknown>) =>
+  p.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
 
 t.test("authenticate: string or object users, HTTPException statuses, other failures a bare 401", async (t) => {
   const req = new Request("http://127.0.0.1/threads", { headers: { authorization: "Bearer x" } });
@@ -40,7 +44,11 @@ t.test("authenticate: string or object users, HTTPException statuses, other fail
   t.same([e2.status, e2.detail], [418, "I'm a Teapot"]);
 
   const logged: unknown[] = [];
-  const leaky = handlersOf(new Auth().authenticate(() => { throw new Error("secret=hunter2"); }));
+  const leaky = handlersOf(
+    new Auth().authenticate(() => {
+      throw new Error("secret=hunter2");
+    }),
+  );
   const e3 = (await rejects(authenticate(leaky, req, (e) => logged.push(e)))) as AuthError;
   t.same([e3.status, e3.detail], [401, "Unauthorized"], "no detail leaked");
   t.equal(logged.length, 1, "but logged");
@@ -62,8 +70,13 @@ t.test("handlers are matched from most to least specific, for every resource and
     .on("*", () => void calls.push("*"));
   const h = handlersOf(auth);
   const expected: Record<string, string> = {
-    "threads:create": "threads:create", "threads:read": "threads", "threads:create_run": "threads",
-    "assistants:read": "*:read", "crons:read": "*:read", "store:put": "store:put", "store:get": "*",
+    "threads:create": "threads:create",
+    "threads:read": "threads",
+    "threads:create_run": "threads",
+    "assistants:read": "*:read",
+    "crons:read": "*:read",
+    "store:put": "store:put",
+    "store:get": "*",
   };
   for (const [resource, actions] of Object.entries(AUTH_ACTIONS)) {
     for (const action of actions) {
@@ -98,18 +111,31 @@ t.test("the handler receives user, permissions, action, resource and value; may 
 });
 
 t.test("results: nothing or true → no filters; false → 403; HTTPException → its status; bad filters → error", async (t) => {
-  const run = (fn: () => unknown) => authorize(handlersOf(new Auth().on("assistants:delete", fn as never)), alice, "assistants", "delete", { assistant_id: "a" });
+  const run = (fn: () => unknown) =>
+    authorize(handlersOf(new Auth().on("assistants:delete", fn as never)), alice, "assistants", "delete", { assistant_id: "a" });
   t.same((await run(() => undefined)).filters, undefined);
   t.same((await run(() => true)).filters, undefined);
   t.same((await run(() => ({}))).filters, undefined, "empty filters are no filters");
   t.same((await run(() => ({ team: { $contains: "x" } }))).filters, { team: { $contains: "x" } });
   const forbidden = (await rejects(run(() => false))) as AuthError;
   t.same([forbidden.status, forbidden.detail], [403, "Forbidden"]);
-  const scopes = (await rejects(run(() => { throw new HTTPException(403, { message: "Missing scope assistants:write" }); }))) as AuthError;
+  const scopes = (await rejects(
+    run(() => {
+      throw new HTTPException(403, { message: "Missing scope assistants:write" });
+    }),
+  )) as AuthError;
   t.same([scopes.status, scopes.detail], [403, "Missing scope assistants:write"]);
-  const gone = (await rejects(run(() => { throw new HTTPException(404); }))) as AuthError;
+  const gone = (await rejects(
+    run(() => {
+      throw new HTTPException(404);
+    }),
+  )) as AuthError;
   t.same([gone.status, gone.detail], [404, "Not Found"]);
-  const bug = (await rejects(run(() => { throw new TypeError("oops"); }))) as Error;
+  const bug = (await rejects(
+    run(() => {
+      throw new TypeError("oops");
+    }),
+  )) as Error;
   t.notOk(bug instanceof AuthError, "a bug in the handler stays a server error");
   const bad = (await rejects(run(() => ({ owner: { $in: ["a"] } })))) as Error;
   t.match(bad.message, /assistants:delete returned invalid filters: owner/);
@@ -127,8 +153,14 @@ t.test("no auth configured, or no user: the value passes unchanged", async (t) =
 t.test("crons and store handlers run too (their routes do not exist yet)", async (t) => {
   const seen: string[] = [];
   const auth = new Auth()
-    .on("crons:create", ({ value }) => { seen.push(`cron ${value.schedule}`); return { owner: "alice" }; })
-    .on("store", ({ value, action }) => { seen.push(`${action} ${JSON.stringify(value.namespace)}`); if (action === "delete") throw new HTTPException(403); });
+    .on("crons:create", ({ value }) => {
+      seen.push(`cron ${value.schedule}`);
+      return { owner: "alice" };
+    })
+    .on("store", ({ value, action }) => {
+      seen.push(`${action} ${JSON.stringify(value.namespace)}`);
+      if (action === "delete") throw new HTTPException(403);
+    });
   const h = handlersOf(auth);
   t.same((await authorize(h, alice, "crons", "create", { schedule: "* * * * *" })).filters, { owner: "alice" });
   for (const action of AUTH_ACTIONS.store.filter((a) => a !== "delete")) await authorize(h, alice, "store", action, { namespace: ["alice"], key: "k" });

@@ -112,13 +112,17 @@ t.test("every REST form of run creation: 404 for bob, as for an unknown assistan
   await t.rejects(bob.crons.createForThread(bobThread, aid, { schedule: "0 0 * * *" }), /404/, "crons.createForThread");
   // Nothing bob tried left a run, a thread or a cron.
   t.same(await bob.runs.list(bobThread), [], "no run on bob's thread");
-  t.same((await bob.threads.search({ limit: 100 })).map((x) => x.thread_id), [bobThread], "no thread made for a stateless run");
+  t.same(
+    (await bob.threads.search({ limit: 100 })).map((x) => x.thread_id),
+    [bobThread],
+    "no thread made for a stateless run",
+  );
   t.same(await bob.crons.search(), [], "no cron");
 });
 
 t.test("alice runs her assistant through each of the same forms", async (t) => {
   const run = await alice.runs.create(aliceThread, aid, { input });
-  t.equal((await alice.runs.join(aliceThread, run.run_id) as { messages: unknown[] }).messages.length, 2);
+  t.equal(((await alice.runs.join(aliceThread, run.run_id)) as { messages: unknown[] }).messages.length, 2);
   t.match(await alice.runs.wait(aliceThread, aid, { input }), { messages: Array });
   const streamed: string[] = [];
   for await (const chunk of alice.runs.stream(aliceThread, aid, { input })) streamed.push(chunk.event);
@@ -165,14 +169,20 @@ t.test("MCP: alice's assistant is no tool of bob's; it is alice's", async (t) =>
   const bobMcp = await mcpAs("bob");
   t.teardown(() => bobMcp.close());
   const bobTools = (await bobMcp.listTools()).tools;
-  t.notOk(bobTools.some((x) => x.name === "alice_private" || x.description === "alice's private helper"), "tools/list does not list it");
+  t.notOk(
+    bobTools.some((x) => x.name === "alice_private" || x.description === "alice's private helper"),
+    "tools/list does not list it",
+  );
   const refused = await bobMcp.callTool({ name: "alice_private", arguments: { messages: [human("x")] } }).catch((e: unknown) => e);
   t.ok(refused instanceof McpError, "tools/call is refused");
   t.equal((refused as McpError).code, -32602);
   t.notOk(String((refused as McpError).message).includes(SECRET));
   const aliceMcp = await mcpAs("alice");
   t.teardown(() => aliceMcp.close());
-  t.ok((await aliceMcp.listTools()).tools.some((x) => x.name === "alice_private"), "alice's own tool");
+  t.ok(
+    (await aliceMcp.listTools()).tools.some((x) => x.name === "alice_private"),
+    "alice's own tool",
+  );
   const result = (await aliceMcp.callTool({ name: "alice_private", arguments: { messages: [human("via mcp")] } })) as CallToolResult;
   t.notOk(result.isError, JSON.stringify(result.content));
 });
@@ -250,9 +260,17 @@ t.test("graph defaults: readable and runnable by every user; a user's own `creat
   t.equal((await call("alice", "POST", `/threads/${aliceThread}/runs`, { assistant_id: forged.assistant_id })).status, 404);
   // A handler's refusal of `assistants:read` is the run's refusal too, as on GET /assistants/{id}.
   const noRead = await signToken("carol", ["threads:read", "threads:write"]);
-  const carolThread = await fetch(`${srv.url}/threads`, { method: "POST", headers: { authorization: `Bearer ${noRead}`, "content-type": "application/json" }, body: "{}" });
+  const carolThread = await fetch(`${srv.url}/threads`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${noRead}`, "content-type": "application/json" },
+    body: "{}",
+  });
   const { thread_id } = (await carolThread.json()) as { thread_id: string };
-  const refused = await fetch(`${srv.url}/threads/${thread_id}/runs`, { method: "POST", headers: { authorization: `Bearer ${noRead}`, "content-type": "application/json" }, body: JSON.stringify({ assistant_id: "agent" }) });
+  const refused = await fetch(`${srv.url}/threads/${thread_id}/runs`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${noRead}`, "content-type": "application/json" },
+    body: JSON.stringify({ assistant_id: "agent" }),
+  });
   t.same([refused.status, await refused.json()], [403, { detail: "Missing scope assistants:read" }]);
 });
 

@@ -21,7 +21,9 @@ async function projectWith(t: Test, authPath: string, files: Record<string, stri
 }
 
 const start = (dir: string) =>
-  startServer(loadConfig({ LANGGRAPH_JSON: path.join(dir, "langgraph.json"), DATA_DIR: path.join(dir, "data"), HOST: "127.0.0.1", PORT: "0", LOG_LEVEL: "silent" }));
+  startServer(
+    loadConfig({ LANGGRAPH_JSON: path.join(dir, "langgraph.json"), DATA_DIR: path.join(dir, "data"), HOST: "127.0.0.1", PORT: "0", LOG_LEVEL: "silent" }),
+  );
 
 t.test("every way of naming an unusable auth is refused with one line naming the file and the export", async (t) => {
   const cases: [string, string, Record<string, string>, RegExp][] = [
@@ -52,5 +54,8 @@ t.test("the process exits non-zero with that line and never listens", async (t) 
   const { code } = await proc.exited;
   t.equal(code, 1);
   t.equal(proc.url, undefined, "never printed a listening line");
-  t.equal(proc.stderr.trim(), 'agent-server: langgraph.json: auth.path "./fake.mjs:auth": export "auth" of ./fake.mjs is not an Auth instance (new Auth() from @langchain/langgraph-sdk/auth)');
+  t.equal(
+    proc.stderr.trim(),
+    'agent-server: langgraph.json: auth.path "./fake.mjs:auth": export "auth" of ./fake.mjs is not an Auth instance (new Auth() from @langchain/langgraph-sdk/auth)',
+  );
 });

@@ -27,7 +27,13 @@ t.test("parseBenchOptions: flags or environment", async (t) => {
 
 t.test("percentile and summary of latencies", async (t) => {
   const ms = Array.from({ length: 100 }, (_, i) => 100 - i); // 100 … 1, unsorted
-  t.equal(percentile([...ms].sort((a, b) => a - b), 50), 51);
+  t.equal(
+    percentile(
+      [...ms].sort((a, b) => a - b),
+      50,
+    ),
+    51,
+  );
   t.same(summary(ms), { n: 100, p50_ms: 51, p99_ms: 100, mean_ms: 50.5 });
   t.same(summary([3.14159]), { n: 1, p50_ms: 3.14, p99_ms: 3.14, mean_ms: 3.14 });
   t.throws(() => percentile([], 50), /no samples/);
@@ -47,10 +53,11 @@ t.test("check: upper and lower bounds, unmeasured values", async (t) => {
   t.same(check(3999, { min: 4000, unit: "threads/s" }), { value: 3999, target: "≥ 4000 threads/s", pass: false });
   t.same(check(null, { min: 50_000, unit: "events/s" }), { value: null, target: "≥ 50000 events/s", pass: null });
   t.same(check(Number.NaN, { max: 1, unit: "ms" }).pass, null);
-  t.same(
-    tally({ a: check(1, { max: 2, unit: "" }), b: check(3, { max: 2, unit: "" }), c: check(null, { max: 2, unit: "" }) }),
-    { passed: 1, failed: 1, not_measured: 1 },
-  );
+  t.same(tally({ a: check(1, { max: 2, unit: "" }), b: check(3, { max: 2, unit: "" }), c: check(null, { max: 2, unit: "" }) }), {
+    passed: 1,
+    failed: 1,
+    not_measured: 1,
+  });
 });
 
 t.test("findEventsPerSecond: the rebuild script's number, wherever it sits", async (t) => {
@@ -62,13 +69,24 @@ t.test("findEventsPerSecond: the rebuild script's number, wherever it sits", asy
 });
 
 t.test("store work per job from two /metrics scrapes: unlabelled samples, means, no division by zero", async (t) => {
-  const text = ["# HELP agent_server_wal_syncs_total x", "# TYPE agent_server_wal_syncs_total counter", "agent_server_wal_syncs_total 12", 'agent_server_runs{status="success"} 3', "agent_server_wal_syncs_total_extra 9", ""].join("\n");
+  const text = [
+    "# HELP agent_server_wal_syncs_total x",
+    "# TYPE agent_server_wal_syncs_total counter",
+    "agent_server_wal_syncs_total 12",
+    'agent_server_runs{status="success"} 3',
+    "agent_server_wal_syncs_total_extra 9",
+    "",
+  ].join("\n");
   t.equal(sampleOf(text, "agent_server_wal_syncs_total"), 12);
   t.ok(Number.isNaN(sampleOf(text, "agent_server_projection_batches_total")), "a missing sample is NaN");
   const before = { syncs: 10, syncSeconds: 0.01, folds: 4, foldSeconds: 0.002 };
   const after = { syncs: 30, syncSeconds: 0.03, folds: 14, foldSeconds: 0.004 };
   t.same(storeWorkPerJob(before, after, 10), { wal_syncs: 2, wal_sync_mean_ms: 1, fold_transactions: 1, fold_mean_ms: 0.2 });
-  t.same(storeWorkPerJob(before, { ...before }, 10), { wal_syncs: 0, wal_sync_mean_ms: null, fold_transactions: 0, fold_mean_ms: null }, "no syncs (synchronous NORMAL): no mean");
+  t.same(
+    storeWorkPerJob(before, { ...before }, 10),
+    { wal_syncs: 0, wal_sync_mean_ms: null, fold_transactions: 0, fold_mean_ms: null },
+    "no syncs (synchronous NORMAL): no mean",
+  );
 });
 
 t.test("I/O calls per job from two /proc/<pid>/io readings", async (t) => {
@@ -163,9 +181,26 @@ t.test("the critical-path probe's timeline: the median of each point over the re
   const { CRITICAL_PATH_CHANNEL } = await import("../src/util/trace-points.js");
   t.equal(probe.CHANNEL, CRITICAL_PATH_CHANNEL, "the probe listens where the server's trace points are published");
   const timeline = probe.medianTimeline([
-    [["request", 0], ["log.commit.start", 1], ["graph.start", 2], ["log.commit.start", 5], ["response.finish", 9]],
-    [["request", 0], ["log.commit.start", 3], ["graph.start", 4], ["log.commit.start", 7], ["response.finish", 11]],
-    [["request", 0], ["graph.start", 3.5], ["log.commit.start", 6], ["response.finish", 10]],
+    [
+      ["request", 0],
+      ["log.commit.start", 1],
+      ["graph.start", 2],
+      ["log.commit.start", 5],
+      ["response.finish", 9],
+    ],
+    [
+      ["request", 0],
+      ["log.commit.start", 3],
+      ["graph.start", 4],
+      ["log.commit.start", 7],
+      ["response.finish", 11],
+    ],
+    [
+      ["request", 0],
+      ["graph.start", 3.5],
+      ["log.commit.start", 6],
+      ["response.finish", 10],
+    ],
   ]);
   t.same(timeline, [
     { point: "request", median_ms: 0, n: 3 },
@@ -201,8 +236,20 @@ t.test("the sequential budget: the time outside the graph, what the target leave
     server_work_outside_graph_ms: 2.5,
   });
   t.equal(sequentialBudget(timeline, 8.5, null), null, "no engine time, no target");
-  t.equal(sequentialBudget(timeline.filter((r) => r.point !== "wait.result"), 8.5, 4), null, "a missing point");
-  const noSync = sequentialBudget(timeline.filter((r) => !r.point.startsWith("log.sync")), 8.5, 4);
+  t.equal(
+    sequentialBudget(
+      timeline.filter((r) => r.point !== "wait.result"),
+      8.5,
+      4,
+    ),
+    null,
+    "a missing point",
+  );
+  const noSync = sequentialBudget(
+    timeline.filter((r) => !r.point.startsWith("log.sync")),
+    8.5,
+    4,
+  );
   t.equal(noSync?.disk_sync_after_end_ms, null, "without WAL syncs (synchronous NORMAL) the disk's part is unknown");
   t.equal(noSync?.server_work_outside_graph_ms, null);
 });
@@ -213,10 +260,17 @@ t.test("parseCallgrindTotal: the total callgrind prints at the end, in either fo
   t.equal(parseCallgrindTotal("node: bad option\n"), undefined, "no total: undefined");
 });
 
-
 t.test("mediansOf and pairedRatios: each metric's median, and the ratios b/a round by round", async (t) => {
-  const a = [{ x: 2, y: 10 }, { x: 4, y: 10 }, { x: 3, y: 20 }];
-  const b = [{ x: 3, y: 5 }, { x: 4, y: 10 }, { x: 6, y: 10 }];
+  const a = [
+    { x: 2, y: 10 },
+    { x: 4, y: 10 },
+    { x: 3, y: 20 },
+  ];
+  const b = [
+    { x: 3, y: 5 },
+    { x: 4, y: 10 },
+    { x: 6, y: 10 },
+  ];
   t.same(mediansOf(a, ["x", "y"]), { x: 3, y: 10 });
   t.same(pairedRatios(a, b, ["x", "y"]), {
     x: { median: 1.5, min: 1, max: 2, rounds: [1.5, 1, 2] },

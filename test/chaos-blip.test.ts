@@ -31,7 +31,10 @@ t.test("a 3 s blip during 50 runs in flight: every run succeeds once, every SSE 
 
   // An undisturbed run shows what each run must write.
   const control = await client.threads.create();
-  const controlRun = await client.runs.create(control.thread_id, "delay", { input: { delay: 10, messages: [human("control")] }, streamMode: ["values", "updates"] });
+  const controlRun = await client.runs.create(control.thread_id, "delay", {
+    input: { delay: 10, messages: [human("control")] },
+    streamMode: ["values", "updates"],
+  });
   await client.runs.join(control.thread_id, controlRun.run_id);
   const expected = await runLog(log, controlRun.run_id);
   t.match(expected, { claims: 1, starts: 1, ends: 1, status: "success" });
@@ -42,7 +45,10 @@ t.test("a 3 s blip during 50 runs in flight: every run succeeds once, every SSE 
   const runs = await allSettled(
     Array.from({ length: RUNS }, async (_, i) => {
       const thread = await client.threads.create();
-      return client.runs.create(thread.thread_id, "delay", { input: { gate: gates.path(`r${i}`), messages: [human(`r${i}`)] }, streamMode: ["values", "updates"] });
+      return client.runs.create(thread.thread_id, "delay", {
+        input: { gate: gates.path(`r${i}`), messages: [human(`r${i}`)] },
+        streamMode: ["values", "updates"],
+      });
     }),
   );
   const streams = runs.map((r) => sseLines(client, r.thread_id, r.run_id));
@@ -67,12 +73,32 @@ t.test("a 3 s blip during 50 runs in flight: every run succeeds once, every SSE 
   await allSettled(runs.map((r) => firstEventOf(log, runStream(r.run_id), ["RunEnded"])));
   const logs = await allSettled(runs.map((r) => runLog(log, r.run_id)));
   const statuses = await allSettled(runs.map((r) => client.runs.get(r.thread_id, r.run_id)));
-  t.same(statuses.map((s) => s.status), runs.map(() => "success"), "every run ended success (API)");
-  t.same(logs.map((l) => [l.claims, l.starts, l.ends, l.status]), runs.map(() => [1, 1, 1, "success"]), "every run claimed, started and ended once (log)");
-  t.same(logs.map((l) => l.outputs.map((o) => o.split(" ")[1])), runs.map(() => expected.outputs.map((o) => o.split(" ")[1])), "every run wrote the outputs of an undisturbed run, once");
-  t.same(seen, logs.map((l) => l.outputs), "every SSE client saw each output of its run once, in order (ids from the log revisions)");
+  t.same(
+    statuses.map((s) => s.status),
+    runs.map(() => "success"),
+    "every run ended success (API)",
+  );
+  t.same(
+    logs.map((l) => [l.claims, l.starts, l.ends, l.status]),
+    runs.map(() => [1, 1, 1, "success"]),
+    "every run claimed, started and ended once (log)",
+  );
+  t.same(
+    logs.map((l) => l.outputs.map((o) => o.split(" ")[1])),
+    runs.map(() => expected.outputs.map((o) => o.split(" ")[1])),
+    "every run wrote the outputs of an undisturbed run, once",
+  );
+  t.same(
+    seen,
+    logs.map((l) => l.outputs),
+    "every SSE client saw each output of its run once, in order (ids from the log revisions)",
+  );
   const states = await allSettled(runs.map((r) => client.threads.getState<{ messages: { content: string }[] }>(r.thread_id)));
-  t.same(states.map((s) => s.values.messages.length), runs.map(() => 2), "each thread holds its input and one reply");
+  t.same(
+    states.map((s) => s.values.messages.length),
+    runs.map(() => 2),
+    "each thread holds its input and one reply",
+  );
 
   const metrics = await (await fetch(`${rig.url}/metrics`)).text();
   t.match(metrics, /^agent_server_log_reconnects_total [1-9]\d*$/m, "the server saw the blip and reconnected");

@@ -48,7 +48,10 @@ interface Member {
 }
 
 /** A cron's fired ticks (epoch ms, in order) and the ticks whose run was recorded. */
-async function cronTicks(log: EventStore, cronId: string): Promise<{ fired: number[]; owners: Map<number, string>; recorded: { tick: number; run_id?: string }[] }> {
+async function cronTicks(
+  log: EventStore,
+  cronId: string,
+): Promise<{ fired: number[]; owners: Map<number, string>; recorded: { tick: number; run_id?: string }[] }> {
   const events = await log.readStream(cronStream(cronId));
   const fired = events.filter((e) => e.type === "CronFired").map((e) => e.data as { tick: string; owner: string });
   return {
@@ -98,7 +101,11 @@ t.test("three processes, one killed with SIGKILL and the log cut for 3 s: nothin
   t.teardown(() => log.close());
 
   // The cron: once a (fast) minute, each run with a webhook.
-  const cron = await members[0].client.crons.create("agent", { schedule: "* * * * *", input: { messages: [human("tick")] }, webhook: `${receiver.url}/hook/cron` });
+  const cron = await members[0].client.crons.create("agent", {
+    schedule: "* * * * *",
+    input: { messages: [human("tick")] },
+    webhook: `${receiver.url}/hook/cron`,
+  });
   // The victim: killed as soon as it executes runs (each run waits at its gate, so they are still in flight).
   const [victim, ...survivors] = [members[2], members[0], members[1]];
   // The owner ids its claims carry in the log.
@@ -111,7 +118,10 @@ t.test("three processes, one killed with SIGKILL and the log cut for 3 s: nothin
     Array.from({ length: RUNS }, async (_, i) => {
       const { client } = survivors[i % 2];
       const thread = await client.threads.create();
-      return client.runs.create(thread.thread_id, "delay", { input: { gate: gates.path(`run-${i}`), messages: [human(`r${i}`)] }, webhook: `${receiver.url}/hook/run-${i}` });
+      return client.runs.create(thread.thread_id, "delay", {
+        input: { gate: gates.path(`run-${i}`), messages: [human(`r${i}`)] },
+        webhook: `${receiver.url}/hook/run-${i}`,
+      });
     }),
   );
   // Two runs at once: at least one is a gated run (a cron tick's run takes milliseconds, and ticks are 2 s apart).
@@ -137,25 +147,53 @@ t.test("three processes, one killed with SIGKILL and the log cut for 3 s: nothin
 
   // Every run ends: the survivors' own, and the victim's once their leases expired.
   const ends = await allSettled(runs.map((r) => firstEventOf(log, runStream(r.run_id), ["RunEnded"])));
-  t.same(ends.map((e) => (e.data as { status: string }).status), runs.map(() => "success"), "every run ended success");
+  t.same(
+    ends.map((e) => (e.data as { status: string }).status),
+    runs.map(() => "success"),
+    "every run ended success",
+  );
   const logs = await allSettled(runs.map((r) => runLog(log, r.run_id)));
-  t.same(logs.map((l) => l.ends), runs.map(() => 1), "each ended once");
+  t.same(
+    logs.map((l) => l.ends),
+    runs.map(() => 1),
+    "each ended once",
+  );
   for (const [i, l] of logs.entries()) {
     if (l.ends === 1 && l.claims <= 2) continue;
     // What went wrong, event by event (type, owner or status, when).
     const events = await log.readStream(runStream(runs[i].run_id));
-    t.comment(`run ${i}: ${events.map((e) => `${e.type}${(e.data as { owner?: string }).owner ? `(${(e.data as { owner: string }).owner.slice(-6)})` : ""}${(e.data as { status?: string }).status ? `(${(e.data as { status: string }).status})` : ""}${e.type === "RunOutput" ? `(${(e.data as { event: string }).event})` : ""}@${e.created.toISOString().slice(11, 23)}`).join(" ")}`);
+    t.comment(
+      `run ${i}: ${events.map((e) => `${e.type}${(e.data as { owner?: string }).owner ? `(${(e.data as { owner: string }).owner.slice(-6)})` : ""}${(e.data as { status?: string }).status ? `(${(e.data as { status: string }).status})` : ""}${e.type === "RunOutput" ? `(${(e.data as { event: string }).event})` : ""}@${e.created.toISOString().slice(11, 23)}`).join(" ")}`,
+    );
   }
-  t.ok(logs.every((l) => l.claims <= 2), "no run claimed more than twice");
-  const claims = await allSettled(runs.map(async (r) => (await log.readStream(runStream(r.run_id))).filter((e) => e.type === "RunClaimed").map((e) => e.data as { owner: string; attempt: number; recovered_from?: string })));
+  t.ok(
+    logs.every((l) => l.claims <= 2),
+    "no run claimed more than twice",
+  );
+  const claims = await allSettled(
+    runs.map(async (r) =>
+      (await log.readStream(runStream(r.run_id)))
+        .filter((e) => e.type === "RunClaimed")
+        .map((e) => e.data as { owner: string; attempt: number; recovered_from?: string }),
+    ),
+  );
   const takeovers = claims.filter((c) => c.length === 2).map((c) => c[1]);
   t.ok(takeovers.length > 0, `${takeovers.length} run(s) taken over`);
-  t.ok(takeovers.every((c) => c.attempt === 2 && c.recovered_from !== undefined), "each takeover is the second attempt and names the owner it recovered from");
+  t.ok(
+    takeovers.every((c) => c.attempt === 2 && c.recovered_from !== undefined),
+    "each takeover is the second attempt and names the owner it recovered from",
+  );
   t.same([...new Set(takeovers.map((c) => c.recovered_from))], [victimOwner.run], "only the dead process's runs were taken over");
   const dead = [victimOwner.run];
   const orphans = runs.filter((r, i) => claims[i][0].owner === dead[0] && !endedAtKill.has(r.run_id));
-  t.ok(orphans.length > 0 && orphans.every((r) => claims[runs.indexOf(r)].length === 2), `every run the dead process left unfinished (${orphans.length}) was taken over by a survivor`);
-  t.ok(takeovers.every((c) => c.owner !== dead[0]), "by a survivor");
+  t.ok(
+    orphans.length > 0 && orphans.every((r) => claims[runs.indexOf(r)].length === 2),
+    `every run the dead process left unfinished (${orphans.length}) was taken over by a survivor`,
+  );
+  t.ok(
+    takeovers.every((c) => c.owner !== dead[0]),
+    "by a survivor",
+  );
 
   // The cron keeps firing after the heal: wait for two more ticks, then delete it.
   const firedAtHeal = (await cronTicks(log, cron.cron_id)).fired.length;
@@ -171,7 +209,11 @@ t.test("three processes, one killed with SIGKILL and the log cut for 3 s: nothin
   const ticks = await cronTicks(log, cron.cron_id);
   t.ok(ticks.fired.length >= 4, `${ticks.fired.length} ticks fired`);
   t.same(ticks.fired, [...new Set(ticks.fired)], "every tick fired once");
-  t.same(ticks.fired.slice(1).map((tick, i) => tick - ticks.fired[i]), ticks.fired.slice(1).map(() => TICK_MS), "no tick skipped (those due during the cut fired after it)");
+  t.same(
+    ticks.fired.slice(1).map((tick, i) => tick - ticks.fired[i]),
+    ticks.fired.slice(1).map(() => TICK_MS),
+    "no tick skipped (those due during the cut fired after it)",
+  );
   // A tick's run is recorded after the next tick may have been fired (by another process): compare sorted.
   const recorded = ticks.recorded.map((r) => r.tick).sort((a, b) => a - b);
   t.same(recorded, [...new Set(recorded)], "no tick recorded twice");
@@ -180,33 +222,66 @@ t.test("three processes, one killed with SIGKILL and the log cut for 3 s: nothin
   // longer than this test: only the killed scheduler may leave one unrecorded here.
   const unrecorded = ticks.fired.filter((tick) => !recorded.includes(tick));
   if (unrecorded.length > 0 || recorded.length !== new Set(recorded).size) {
-    for (const e of await log.readStream(cronStream(cron.cron_id))) t.comment(`cron: ${e.type} ${JSON.stringify(e.data).slice(0, 160)} @${e.created.toISOString().slice(11, 23)}`);
+    for (const e of await log.readStream(cronStream(cron.cron_id)))
+      t.comment(`cron: ${e.type} ${JSON.stringify(e.data).slice(0, 160)} @${e.created.toISOString().slice(11, 23)}`);
   }
-  t.ok(unrecorded.length <= 1 && unrecorded.every((tick) => ticks.owners.get(tick) === victimOwner.cron), `every tick recorded its run, but for one the killed process fired just before it died (${unrecorded.length})`);
-  t.same(recorded, ticks.fired.filter((tick) => !unrecorded.includes(tick)), "each recorded tick was fired");
+  t.ok(
+    unrecorded.length <= 1 && unrecorded.every((tick) => ticks.owners.get(tick) === victimOwner.cron),
+    `every tick recorded its run, but for one the killed process fired just before it died (${unrecorded.length})`,
+  );
+  t.same(
+    recorded,
+    ticks.fired.filter((tick) => !unrecorded.includes(tick)),
+    "each recorded tick was fired",
+  );
   const cronRuns = ticks.recorded.map((r) => r.run_id).filter((id): id is string => id !== undefined);
   t.equal(cronRuns.length, recorded.length, "each recorded tick started a run");
   const cronEnds = await allSettled(cronRuns.map((id) => firstEventOf(log, runStream(id), ["RunEnded"])));
-  t.same(cronEnds.map((e) => (e.data as { status: string }).status), cronRuns.map(() => "success"), "every cron run ended success");
+  t.same(
+    cronEnds.map((e) => (e.data as { status: string }).status),
+    cronRuns.map(() => "success"),
+    "every cron run ended success",
+  );
 
   // Every webhook delivered, at least once, each delivery under one id.
   const all = [...runs.map((r) => r.run_id), ...cronRuns];
   const deliveries = await allSettled(all.map((id) => deliveryEnd(log, id)));
-  t.same(deliveries.map((d) => d.type), all.map(() => "WebhookDelivered"), `every webhook delivered (${all.length})`);
+  t.same(
+    deliveries.map((d) => d.type),
+    all.map(() => "WebhookDelivered"),
+    `every webhook delivered (${all.length})`,
+  );
   // Each run's webhook under one X-Webhook-Id (a redelivery reuses it), and no two runs under the same one.
   const heard = receiver.requests.map((r) => ({ runId: (JSON.parse(r.body) as { run_id: string }).run_id, hookId: r.headers["x-webhook-id"], url: r.url }));
   const idsByRun = new Map<string, Set<unknown>>();
   for (const h of heard) idsByRun.set(h.runId, (idsByRun.get(h.runId) ?? new Set()).add(h.hookId));
-  t.same(all.filter((id) => !idsByRun.has(id)), [], "the receiver heard every run's webhook");
-  t.same([...idsByRun].filter(([, ids]) => ids.size !== 1).map(([id]) => id), [], "each run's deliveries came under one X-Webhook-Id");
+  t.same(
+    all.filter((id) => !idsByRun.has(id)),
+    [],
+    "the receiver heard every run's webhook",
+  );
+  t.same(
+    [...idsByRun].filter(([, ids]) => ids.size !== 1).map(([id]) => id),
+    [],
+    "each run's deliveries came under one X-Webhook-Id",
+  );
   t.equal(new Set(heard.map((h) => h.hookId)).size, idsByRun.size, "each run under its own X-Webhook-Id");
   // The killed scheduler may have created the run of the tick it fired just before it died without recording it:
   // that run still executes (a survivor takes it over) and its webhook is delivered too.
   const unlisted = [...idsByRun.keys()].filter((id) => !all.includes(id));
-  t.ok(unlisted.length <= unrecorded.length, `runs heard beyond the recorded ones (${unlisted.length}) are at most the unrecorded ticks' (${unrecorded.length})`);
-  t.ok(heard.every((h) => !unlisted.includes(h.runId) || h.url === "/hook/cron"), "and they are the cron's");
+  t.ok(
+    unlisted.length <= unrecorded.length,
+    `runs heard beyond the recorded ones (${unlisted.length}) are at most the unrecorded ticks' (${unrecorded.length})`,
+  );
+  t.ok(
+    heard.every((h) => !unlisted.includes(h.runId) || h.url === "/hook/cron"),
+    "and they are the cron's",
+  );
   for (let i = 0; i < RUNS; i++) {
-    t.ok(receiver.requests.some((r) => r.url === `/hook/run-${i}`), `run ${i}'s webhook arrived`);
+    t.ok(
+      receiver.requests.some((r) => r.url === `/hook/run-${i}`),
+      `run ${i}'s webhook arrived`,
+    );
   }
 
   // Every process raced for every tick: the survivors' schedulers really tried, and some of their claims lost.

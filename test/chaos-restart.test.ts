@@ -68,12 +68,21 @@ t.test("a restart of EventStoreDB with runs in flight and webhooks pending", asy
   const slow = [];
   for (let i = 0; i < 10; i++) {
     const thread = await client.threads.create();
-    slow.push(await client.runs.create(thread.thread_id, "delay", { input: { gate: gates.path(`s${i}`), messages: [human(`s${i}`)] }, webhook: `${receiver.url}/hook/slow-${i}` }));
+    slow.push(
+      await client.runs.create(thread.thread_id, "delay", {
+        input: { gate: gates.path(`s${i}`), messages: [human(`s${i}`)] },
+        webhook: `${receiver.url}/hook/slow-${i}`,
+      }),
+    );
   }
   await allSettled(slow.map((r) => firstEventOf(log, runStream(r.run_id), ["RunClaimed"])));
   const all = [...quick, ...slow];
   const pending = await allSettled(quick.map(async (r) => (await log.readStream(webhookStream(r.run_id))).map((e) => e.type)));
-  t.same(pending.map((types) => types.filter((type) => type === "WebhookDelivered").length), quick.map(() => 0), "the five refused webhooks are pending when the log stops");
+  t.same(
+    pending.map((types) => types.filter((type) => type === "WebhookDelivered").length),
+    quick.map(() => 0),
+    "the five refused webhooks are pending when the log stops",
+  );
   t.equal((await allSettled(slow.map((r) => runLog(log, r.run_id)))).filter((l) => l.ends > 0).length, 0, "the ten slow runs are in flight when the log stops");
 
   await esdb.stop();
@@ -98,20 +107,42 @@ t.test("a restart of EventStoreDB with runs in flight and webhooks pending", asy
   t.pass("keeps succeeding");
 
   const ends = await allSettled(all.map((r) => firstEventOf(log, runStream(r.run_id), ["RunEnded"])));
-  t.same(ends.map((e) => (e.data as { status: string }).status), all.map(() => "success"), "every run ended, with success");
+  t.same(
+    ends.map((e) => (e.data as { status: string }).status),
+    all.map(() => "success"),
+    "every run ended, with success",
+  );
   const logs = await allSettled(all.map((r) => runLog(log, r.run_id)));
-  t.same(logs.map((l) => [l.claims, l.ends]), all.map(() => [1, 1]), "each claimed and ended once");
+  t.same(
+    logs.map((l) => [l.claims, l.ends]),
+    all.map(() => [1, 1]),
+    "each claimed and ended once",
+  );
   const deliveries = await allSettled(all.map((r) => deliveryEnd(log, r.run_id)));
-  t.same(deliveries.map((d) => d.type), all.map(() => "WebhookDelivered"), "every webhook delivered");
+  t.same(
+    deliveries.map((d) => d.type),
+    all.map(() => "WebhookDelivered"),
+    "every webhook delivered",
+  );
 
   // What the receiver saw: each delivery at least once, every request of one delivery under its one id.
   const hooks = all.map((_, i) => (i < quick.length ? `/hook/quick-${i}` : `/hook/slow-${i - quick.length}`));
   const idsPerHook = hooks.map((hook) => [...new Set(receiver.requests.filter((r) => r.url === hook).map((r) => r.headers["x-webhook-id"]))]);
-  t.same(idsPerHook.map((ids) => ids.length), hooks.map(() => 1), "one X-Webhook-Id per delivery, shared by its retries");
+  t.same(
+    idsPerHook.map((ids) => ids.length),
+    hooks.map(() => 1),
+    "one X-Webhook-Id per delivery, shared by its retries",
+  );
   t.equal(new Set(idsPerHook.flat()).size, hooks.length, "distinct deliveries have distinct ids");
-  t.ok(idsPerHook.every((ids) => typeof ids[0] === "string" && ids[0].length > 0), "every request carries an id");
+  t.ok(
+    idsPerHook.every((ids) => typeof ids[0] === "string" && ids[0].length > 0),
+    "every request carries an id",
+  );
   const retried = hooks.filter((hook) => receiver.requests.filter((r) => r.url === hook).length > 1);
-  t.ok(quick.every((_, i) => retried.includes(`/hook/quick-${i}`)), "the five refused deliveries were sent again after the restart");
+  t.ok(
+    quick.every((_, i) => retried.includes(`/hook/quick-${i}`)),
+    "the five refused deliveries were sent again after the restart",
+  );
   for (const r of quick) {
     const attempts = (await log.readStream(webhookStream(r.run_id))).filter((e) => e.type === "WebhookAttempted");
     t.same(new Set(attempts.map((e) => (e.data as { delivery_id: string }).delivery_id)).size, 1, "its attempts in the log name one delivery id");

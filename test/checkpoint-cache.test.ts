@@ -30,7 +30,6 @@ async function openStore(t: { teardown(fn: () => Promise<void>): void }): Promis
   return store;
 }
 
-
 const thread = (id: string): RunnableConfig => ({ configurable: { thread_id: id } });
 const contents = (messages: BaseMessage[]) => messages.map((m) => [m.getType(), m.content]);
 
@@ -77,7 +76,14 @@ t.test("eviction: a thread dropped from the cache reads back identical from its 
   t.same(describeThread(await saver.cache.get("a")), heldState, "the reloaded fold equals the incrementally built one");
 
   const third = await graph.invoke({ messages: [new HumanMessage({ id: "h-3", content: "three" })] }, thread("a"));
-  t.same(contents(third.messages).slice(-2), [["human", "three"], ["ai", "echo: three"]], "the thread goes on after the reload");
+  t.same(
+    contents(third.messages).slice(-2),
+    [
+      ["human", "three"],
+      ["ai", "echo: three"],
+    ],
+    "the thread goes on after the reload",
+  );
   t.same(describeThread(await saver.cache.get("a")), await refolded(store, "a"));
 });
 
@@ -225,7 +231,11 @@ t.test("memory stays bounded in entry count; list() over all threads does not fl
   t.equal(all.length, 51, "list without thread_id sees every thread in the log");
   t.same(new Set(all.map((c) => c.config.configurable?.thread_id)).size, 51);
   t.equal(all[all.length - 1].config.configurable?.thread_id, "t-49", "in order of first appearance, past the first page");
-  t.same(Array.from({ length: 50 }, (_, i) => `t-${i}`).filter((id) => saver.cache.has(id)), held, "the scan kept the cache as it was");
+  t.same(
+    Array.from({ length: 50 }, (_, i) => `t-${i}`).filter((id) => saver.cache.has(id)),
+    held,
+    "the scan kept the cache as it was",
+  );
 
   await saver.deleteThread("t-3");
   t.equal((await collect(saver.list({ configurable: {} }))).length, 50, "a deleted thread is not listed");
@@ -248,5 +258,8 @@ t.test("the cache accounts each event it folds by the length of the JSON text th
   await saver.putWrites(config, [["messages", "x".repeat(3000)]], "task-1");
   const logged = await store.readStream(checkpointStream(threadId));
   t.ok(logged.length >= 3, "puts and writes are in the thread's stream");
-  t.equal(saver.cache.bytes, logged.reduce((sum, e) => sum + JSON.stringify(e.data).length, 0));
+  t.equal(
+    saver.cache.bytes,
+    logged.reduce((sum, e) => sum + JSON.stringify(e.data).length, 0),
+  );
 });

@@ -48,9 +48,24 @@ t.test("plainJsonCopy: anything the serializer encodes its own way is left to it
 
 t.test("the codec's checkpoint event has the serializer's JSON form, plain or not", async (t) => {
   const codec = new CheckpointCodec(serde, true);
-  const checkpoint = { v: 4, id: "1f0-a", ts: "2026-01-01T00:00:00.000Z", channel_values: { messages: ["hi"] }, channel_versions: { messages: 2 }, versions_seen: { agent: { messages: 1 } } };
-  for (const metadata of [{ source: "loop", step: 1, parents: {} }, { source: "loop", step: 1, parents: {}, at: new Date(0), gone: undefined }]) {
-    const event = await codec.checkpointSaved({ configurable: { thread_id: "t", user: "u", __internal: 1 }, metadata: { run_id: "r" } }, checkpoint as never, metadata as never, { messages: 2 });
+  const checkpoint = {
+    v: 4,
+    id: "1f0-a",
+    ts: "2026-01-01T00:00:00.000Z",
+    channel_values: { messages: ["hi"] },
+    channel_versions: { messages: 2 },
+    versions_seen: { agent: { messages: 1 } },
+  };
+  for (const metadata of [
+    { source: "loop", step: 1, parents: {} },
+    { source: "loop", step: 1, parents: {}, at: new Date(0), gone: undefined },
+  ]) {
+    const event = await codec.checkpointSaved(
+      { configurable: { thread_id: "t", user: "u", __internal: 1 }, metadata: { run_id: "r" } },
+      checkpoint as never,
+      metadata as never,
+      { messages: 2 },
+    );
     const { channel_values: _values, ...stored } = checkpoint;
     t.same(event.checkpoint, await serdeForm(stored), "the checkpoint, without its values");
     t.same(event.metadata, await serdeForm({ user: "u", run_id: "r", ...metadata }), "the metadata, with the run's configurable values");
@@ -65,11 +80,32 @@ const rawSerde = {
 
 t.test("channel values are stored as their UTF-8 text when they are UTF-8, else base64, and read back exactly", async (t) => {
   const codec = new CheckpointCodec(serde, false);
-  const checkpoint = { v: 4, id: "1f0-b", ts: "2026-01-01T00:00:00.000Z", channel_values: { messages: [{ role: "user", content: "héllo \"quoted\" 日本 😀" }] }, channel_versions: { messages: 1 }, versions_seen: {} };
-  const event = await codec.checkpointSaved({ configurable: { thread_id: "t" } }, checkpoint as never, { source: "input", step: -1, parents: {} } as never, { messages: 1 });
+  const checkpoint = {
+    v: 4,
+    id: "1f0-b",
+    ts: "2026-01-01T00:00:00.000Z",
+    channel_values: { messages: [{ role: "user", content: 'héllo "quoted" 日本 😀' }] },
+    channel_versions: { messages: 1 },
+    versions_seen: {},
+  };
+  const event = await codec.checkpointSaved({ configurable: { thread_id: "t" } }, checkpoint as never, { source: "input", step: -1, parents: {} } as never, {
+    messages: 1,
+  });
   const [type, bytes] = await serde.dumpsTyped(checkpoint.channel_values.messages);
   t.same(event.blobs[0].value, [type, Buffer.from(bytes).toString("utf8"), "utf8"], "the serializer's JSON, readable in the event");
-  const tuple = await codec.tuple({ threadId: "t", checkpointNs: "", checkpointId: "1f0-b", parentId: null, checkpoint: event.checkpoint, metadata: event.metadata, values: [["messages", event.blobs[0].value as never]], pendingWrites: [] }, () => 1);
+  const tuple = await codec.tuple(
+    {
+      threadId: "t",
+      checkpointNs: "",
+      checkpointId: "1f0-b",
+      parentId: null,
+      checkpoint: event.checkpoint,
+      metadata: event.metadata,
+      values: [["messages", event.blobs[0].value as never]],
+      pendingWrites: [],
+    },
+    () => 1,
+  );
   t.same(tuple.checkpoint.channel_values, checkpoint.channel_values, "read back");
 
   const raw = new CheckpointCodec(rawSerde as never, false);
@@ -84,7 +120,19 @@ t.test("channel values are stored as their UTF-8 text when they are UTF-8, else 
     const saved = await raw.pendingWritesSaved({ configurable: { thread_id: "t", checkpoint_id: "c" } }, [["ch", value]], "task");
     const stored = saved.writes[0].value;
     t.equal(stored.length === 3 ? "utf8" : "base64", form, `${what}: stored as ${form}`);
-    const back = await raw.tuple({ threadId: "t", checkpointNs: "", checkpointId: "c", parentId: null, checkpoint: { v: 4, id: "c", ts: "", channel_versions: {}, versions_seen: {} }, metadata: {}, values: [], pendingWrites: [["task", "ch", stored as never]] }, () => 1);
+    const back = await raw.tuple(
+      {
+        threadId: "t",
+        checkpointNs: "",
+        checkpointId: "c",
+        parentId: null,
+        checkpoint: { v: 4, id: "c", ts: "", channel_versions: {}, versions_seen: {} },
+        metadata: {},
+        values: [],
+        pendingWrites: [["task", "ch", stored as never]],
+      },
+      () => 1,
+    );
     t.same([...(back.pendingWrites?.[0][2] as [string, Uint8Array])[1]], byteList, `${what}: the very bytes come back`);
   }
 });
@@ -92,6 +140,18 @@ t.test("channel values are stored as their UTF-8 text when they are UTF-8, else 
 t.test("a value stored as base64 (every log before UTF-8 text) still reads", async (t) => {
   const codec = new CheckpointCodec(serde, false);
   const [type, bytes] = await serde.dumpsTyped({ messages: ["old"] });
-  const tuple = await codec.tuple({ threadId: "t", checkpointNs: "", checkpointId: "c", parentId: null, checkpoint: { v: 4, id: "c", ts: "", channel_values: {}, channel_versions: { state: 1 }, versions_seen: {} } as never, metadata: {}, values: [["state", [type, Buffer.from(bytes).toString("base64")]]], pendingWrites: [] }, () => 1);
+  const tuple = await codec.tuple(
+    {
+      threadId: "t",
+      checkpointNs: "",
+      checkpointId: "c",
+      parentId: null,
+      checkpoint: { v: 4, id: "c", ts: "", channel_values: {}, channel_versions: { state: 1 }, versions_seen: {} } as never,
+      metadata: {},
+      values: [["state", [type, Buffer.from(bytes).toString("base64")]]],
+      pendingWrites: [],
+    },
+    () => 1,
+  );
   t.same(tuple.checkpoint.channel_values, { state: { messages: ["old"] } });
 });

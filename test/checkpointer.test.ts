@@ -16,7 +16,6 @@ import { ChatState, chatGraph } from "./support/chat-graph.js";
 
 // Tiny offline graphs: a counter that answers every human message, and one that asks a question.
 
-
 function askGraph(checkpointer: EventSourcedCheckpointSaver) {
   return new StateGraph(ChatState)
     .addNode("ask", () => {
@@ -120,18 +119,24 @@ t.test("a compiled StateGraph keeps its state on the event log", async (t) => {
     t.same(before.history[i].parentConfig?.configurable?.checkpoint_id, before.history[i + 1].config.configurable?.checkpoint_id);
   }
   t.equal(before.history[5].parentConfig, undefined, "the first checkpoint has no parent");
-  t.same(before.history[3].messages, [["human", "hello"], ["ai", "echo: hello"]], "history has past values");
+  t.same(
+    before.history[3].messages,
+    [
+      ["human", "hello"],
+      ["ai", "echo: hello"],
+    ],
+    "history has past values",
+  );
 
   // Time travel: the state as of an earlier checkpoint.
   const past = await graph.getState(before.history[3].config);
-  t.same(contents((past.values as { messages: BaseMessage[] }).messages), [["human", "hello"], ["ai", "echo: hello"]]);
+  t.same(contents((past.values as { messages: BaseMessage[] }).messages), [
+    ["human", "hello"],
+    ["ai", "echo: hello"],
+  ]);
 
   const events = await opened.store.readStream(checkpointStream("t-1"));
-  t.same(
-    [...new Set(events.map((e) => e.type))].sort(),
-    ["CheckpointSaved", "PendingWritesSaved"],
-    "the graph's checkpoints are events",
-  );
+  t.same([...new Set(events.map((e) => e.type))].sort(), ["CheckpointSaved", "PendingWritesSaved"], "the graph's checkpoints are events");
   t.equal(events.filter((e) => e.type === "CheckpointSaved").length, 6);
 
   // Close and reopen: the new saver folds the thread's stream from the start and gives the same state.
@@ -155,7 +160,14 @@ t.test("a compiled StateGraph keeps its state on the event log", async (t) => {
   t.equal(log[log.length - 1].type, "CheckpointsDeleted", "deletion is an event; the log keeps the past");
 
   const fresh = await graph.invoke({ messages: [new HumanMessage({ id: "h-9", content: "new start" })] }, thread("t-1"));
-  t.same(contents(fresh.messages), [["human", "new start"], ["ai", "echo: new start"]], "a deleted thread starts afresh");
+  t.same(
+    contents(fresh.messages),
+    [
+      ["human", "new start"],
+      ["ai", "echo: new start"],
+    ],
+    "a deleted thread starts afresh",
+  );
 });
 
 t.test("an interrupted run resumes after a restart, from the log alone", async (t) => {
@@ -167,17 +179,27 @@ t.test("an interrupted run resumes after a restart, from the log alone", async (
   await graph.invoke({ messages: [new HumanMessage({ id: "h-1", content: "go" })] }, thread("t-ask"));
   let state = await graph.getState(thread("t-ask"));
   t.same(state.next, ["ask"]);
-  t.same(state.tasks[0]?.interrupts.map((i) => i.value), [{ question: "Continue?" }], "the interrupt is a pending write");
+  t.same(
+    state.tasks[0]?.interrupts.map((i) => i.value),
+    [{ question: "Continue?" }],
+    "the interrupt is a pending write",
+  );
 
   await opened.close();
   opened = await open(dir);
   graph = askGraph(opened.saver);
   state = await graph.getState(thread("t-ask"));
   t.same(state.next, ["ask"], "still waiting after the restart");
-  t.same(state.tasks[0]?.interrupts.map((i) => i.value), [{ question: "Continue?" }]);
+  t.same(
+    state.tasks[0]?.interrupts.map((i) => i.value),
+    [{ question: "Continue?" }],
+  );
 
   const resumed = await graph.invoke(new Command({ resume: "yes" }), thread("t-ask"));
-  t.same(contents(resumed.messages), [["human", "go"], ["ai", "You answered: yes"]]);
+  t.same(contents(resumed.messages), [
+    ["human", "go"],
+    ["ai", "You answered: yes"],
+  ]);
   t.same((await graph.getState(thread("t-ask"))).next, []);
 });
 
@@ -193,8 +215,7 @@ t.test("copyThread gives the target the same state and history, then they diverg
 
   const src = await picture(graph, thread("src"));
   const dst = await picture(graph, thread("dst"));
-  const withoutThread = (p: typeof src) =>
-    JSON.parse(JSON.stringify(p).replaceAll('"thread_id":"src"', '"thread_id":"dst"'));
+  const withoutThread = (p: typeof src) => JSON.parse(JSON.stringify(p).replaceAll('"thread_id":"src"', '"thread_id":"dst"'));
   t.same(dst, withoutThread(src), "same values, checkpoints, parents and metadata, on the new thread id");
 
   const copied = await opened.store.readStream(checkpointStream("dst"));
@@ -207,8 +228,7 @@ t.test("copyThread gives the target the same state and history, then they diverg
   t.equal(((await graph.getState(thread("src"))).values as { messages: BaseMessage[] }).messages.length, 4, "the source is untouched");
 
   // The pending writes of every checkpoint were copied too.
-  const pending = async (id: string) =>
-    (await collect(opened.saver.list(thread(id)))).map((tuple: CheckpointTuple) => tuple.pendingWrites?.length ?? 0);
+  const pending = async (id: string) => (await collect(opened.saver.list(thread(id)))).map((tuple: CheckpointTuple) => tuple.pendingWrites?.length ?? 0);
   t.same((await pending("dst")).slice(-6), await pending("src"));
 });
 
@@ -227,8 +247,22 @@ t.test("putWrites: a retry appends nothing, special writes replace, copy of an u
   };
   const config = await saver.put(thread("w"), checkpoint, { source: "input", step: -1, parents: {} }, {});
 
-  await saver.putWrites(config, [["a", 1], ["constructor", 2]], "task");
-  await saver.putWrites(config, [["a", 1], ["constructor", 2]], "task");
+  await saver.putWrites(
+    config,
+    [
+      ["a", 1],
+      ["constructor", 2],
+    ],
+    "task",
+  );
+  await saver.putWrites(
+    config,
+    [
+      ["a", 1],
+      ["constructor", 2],
+    ],
+    "task",
+  );
   await saver.putWrites(config, [["__error__", "first"]], "task");
   await saver.putWrites(config, [["__error__", "second"]], "task");
   const types = (await store.readStream(checkpointStream("w"))).map((e) => e.type);
@@ -285,7 +319,12 @@ t.test("a run's deferred writes: put returns before the commit, reads wait for i
 
   const first = await saver.put(deferred("d"), checkpointAt(1), { source: "input", step: -1, parents: {} }, { n: 1 });
   t.equal(held.length, 1, "put returned while its append was still unacknowledged");
-  const second = await saver.put({ configurable: { ...first.configurable, [DEFER_CHECKPOINT_WRITES]: true } }, checkpointAt(2), { source: "loop", step: 0, parents: {} }, { n: 2 });
+  const second = await saver.put(
+    { configurable: { ...first.configurable, [DEFER_CHECKPOINT_WRITES]: true } },
+    checkpointAt(2),
+    { source: "loop", step: 0, parents: {} },
+    { n: 2 },
+  );
   t.equal(held.length, 2, "the next put did not wait for the first commit either");
   let read = false;
   const reading = saver.getTuple(thread("d")).then((tuple) => ((read = true), tuple));
@@ -293,7 +332,11 @@ t.test("a run's deferred writes: put returns before the commit, reads wait for i
   t.notOk(read, "a read waits for the thread's deferred writes");
   for (const h of held.splice(0)) h.release();
   t.equal((await reading)?.checkpoint.id, second.configurable?.checkpoint_id, "then it sees the latest");
-  t.same((await opened.store.readStream(checkpointStream("d"))).map((e) => (e.data as { checkpoint_id: string }).checkpoint_id), [checkpointAt(1).id, checkpointAt(2).id], "in put order");
+  t.same(
+    (await opened.store.readStream(checkpointStream("d"))).map((e) => (e.data as { checkpoint_id: string }).checkpoint_id),
+    [checkpointAt(1).id, checkpointAt(2).id],
+    "in put order",
+  );
   await saver.flush("d");
 
   await saver.put(deferred("e"), checkpointAt(3), { source: "input", step: -1, parents: {} }, {});
@@ -321,5 +364,8 @@ t.test("over a store whose appends may commit out of call order, a thread's defe
   while (held.length === 0) await new Promise((resolve) => setImmediate(resolve));
   held.shift()!.release();
   await saver.flush("o");
-  t.same((await opened.store.readStream(checkpointStream("o"))).map((e) => (e.data as { checkpoint_id: string }).checkpoint_id), [checkpointAt(1).id, checkpointAt(2).id]);
+  t.same(
+    (await opened.store.readStream(checkpointStream("o"))).map((e) => (e.data as { checkpoint_id: string }).checkpoint_id),
+    [checkpointAt(1).id, checkpointAt(2).id],
+  );
 });

@@ -177,9 +177,23 @@ for (const kind of ["sqlite", "esdb"] as const) {
 
     // A pending write over the limit too, with small ones beside it.
     const huge = payload(9, 1536 * 1024);
-    await saver.putWrites(tuple!.config, [["big", huge], ["small", 1]], "task-huge");
+    await saver.putWrites(
+      tuple!.config,
+      [
+        ["big", huge],
+        ["small", 1],
+      ],
+      "task-huge",
+    );
     const writes = (await new EventSourcedCheckpointSaver({ store }).getTuple(thread("big")))?.pendingWrites ?? [];
-    t.same(writes.filter(([task]) => task === "task-huge"), [["task-huge", "big", huge], ["task-huge", "small", 1]], "the pending write reads back");
+    t.same(
+      writes.filter(([task]) => task === "task-huge"),
+      [
+        ["task-huge", "big", huge],
+        ["task-huge", "small", 1],
+      ],
+      "the pending write reads back",
+    );
   });
 
   t.test(`${kind}: copyThread of a thread of several MiB, and a crash in the middle then a retry`, async (t) => {

@@ -102,15 +102,23 @@ function ns(state: ThreadCheckpoints | undefined, name = ""): NamespaceCheckpoin
   return found;
 }
 
-const decoded = (v: SerializedValue | null | undefined) =>
-  v ? JSON.parse(Buffer.from(v[1] as string, "base64").toString("utf8")) : v;
+const decoded = (v: SerializedValue | null | undefined) => (v ? JSON.parse(Buffer.from(v[1] as string, "base64").toString("utf8")) : v);
 
 const history = () => [
   saved("t1", "c1", { versions: { messages: 1, count: 1 }, blobs: { messages: [1, ["hi"]], count: [1, 1] }, source: "input" }),
   writes("t1", "c1", "task-a", [[0, "messages", ["hello"]]]),
   saved("t1", "c2", { parent: "c1", versions: { messages: 2, count: 1 }, blobs: { messages: [2, ["hi", "hello"]] } }),
   saved("t1", "s1", { ns: "sub:1", versions: { x: 1 }, blobs: { x: [1, "x"] } }),
-  writes("t1", "c2", "task-b", [[0, "count", 2], [1, "messages", ["bye"]]], { taskPath: "~__pregel_pull, b" }),
+  writes(
+    "t1",
+    "c2",
+    "task-b",
+    [
+      [0, "count", 2],
+      [1, "messages", ["bye"]],
+    ],
+    { taskPath: "~__pregel_pull, b" },
+  ),
   saved("t1", "c3", { parent: "c2", versions: { messages: 2, count: 2 }, blobs: { count: [2, undefined] } }),
 ];
 
@@ -121,8 +129,7 @@ t.test("the catalogue validates checkpoint events", async (t) => {
   bad.checkpoint.id = "other";
   t.notOk(checkpointEventSchemas.CheckpointSaved.safeParse(bad).success, "checkpoint.id must match checkpoint_id");
   t.notOk(
-    checkpointEventSchemas.PendingWritesSaved.safeParse({ ...(all[1].data as object), writes: [{ idx: 0.5, channel: "c", value: ["json", ""] }] })
-      .success,
+    checkpointEventSchemas.PendingWritesSaved.safeParse({ ...(all[1].data as object), writes: [{ idx: 0.5, channel: "c", value: ["json", ""] }] }).success,
     "write index must be an integer",
   );
   t.ok(checkpointEventSchemas.CheckpointsDeleted.safeParse({ thread_id: "t1" }).success);
@@ -198,7 +205,16 @@ t.test("pending writes: regular writes are idempotent, special ones are replaced
   const state = fold([
     saved("t4", "c1"),
     writes("t4", "c1", "task-z", [[0, "a", "z0"]], { taskPath: "b" }),
-    writes("t4", "c1", "task-y", [[0, "a", "y0"], [1, "a", "y1"]], { taskPath: "a" }),
+    writes(
+      "t4",
+      "c1",
+      "task-y",
+      [
+        [0, "a", "y0"],
+        [1, "a", "y1"],
+      ],
+      { taskPath: "a" },
+    ),
     writes("t4", "c1", "task-y", [[0, "a", "retried"]], { taskPath: "a" }),
     writes("t4", "c1", "task-y", [[-1, "__error__", "boom"]], { taskPath: "a" }),
     writes("t4", "c1", "task-y", [[-1, "__error__", "boom again"]], { taskPath: "a" }),
@@ -253,9 +269,18 @@ t.test("evolve is pure: earlier states never change, forks are independent", asy
   const left = checkpointsProjection.evolve(base, saved("t1", "c9-left", { parent: "c2" }))!;
   const right = checkpointsProjection.evolve(base, saved("t1", "c9-right", { parent: "c2" }))!;
   t.equal(JSON.stringify(describeThread(base)), pictureOfBase, "base unchanged after forks");
-  t.same(checkpointsNewestFirst(ns(left)).map((c) => c.checkpoint_id), ["c9-left", "c2", "c1"]);
-  t.same(checkpointsNewestFirst(ns(right)).map((c) => c.checkpoint_id), ["c9-right", "c2", "c1"]);
-  t.same(checkpointsNewestFirst(ns(next)).map((c) => c.checkpoint_id), ["c3", "c2", "c1"]);
+  t.same(
+    checkpointsNewestFirst(ns(left)).map((c) => c.checkpoint_id),
+    ["c9-left", "c2", "c1"],
+  );
+  t.same(
+    checkpointsNewestFirst(ns(right)).map((c) => c.checkpoint_id),
+    ["c9-right", "c2", "c1"],
+  );
+  t.same(
+    checkpointsNewestFirst(ns(next)).map((c) => c.checkpoint_id),
+    ["c3", "c2", "c1"],
+  );
 
   // The event itself is not mutated either.
   const e = saved("t1", "c10");
@@ -271,10 +296,7 @@ t.test("per-event work is constant: successive states share their journals", asy
   let shared = 0;
   for (let i = 0; i < n; i += 1) {
     const id = `c${String(i).padStart(5, "0")}`;
-    state = checkpointsProjection.evolve(
-      state,
-      saved("big", id, { versions: { counter: i + 1 }, blobs: { counter: [i + 1, i] } }),
-    );
+    state = checkpointsProjection.evolve(state, saved("big", id, { versions: { counter: i + 1 }, blobs: { counter: [i + 1, i] } }));
     const current = ns(state);
     if (previous && previous.checkpoints.journal === current.checkpoints.journal) shared += 1;
     previous = current;
@@ -295,7 +317,10 @@ t.test("CheckpointsDeleted removes the thread; later saves start afresh", async 
   t.equal(models.get("checkpoints")!.has("t1"), false, "the runner drops the entity");
 
   const reborn = fold([recorded("t1", "CheckpointsDeleted", { thread_id: "t1" }), saved("t1", "n1")]);
-  t.same(checkpointsNewestFirst(ns(reborn)).map((c) => c.checkpoint_id), ["n1"]);
+  t.same(
+    checkpointsNewestFirst(ns(reborn)).map((c) => c.checkpoint_id),
+    ["n1"],
+  );
   t.same(namespacesOf(reborn!), [""]);
 });
 
@@ -310,7 +335,10 @@ t.test("CheckpointsCopied replaces the target with the copied events that follow
   const copied = fold(copyEvents, target)!;
   t.equal(copied.copied_from, "t1");
   t.same(namespacesOf(copied), [""], "the target's own checkpoints are gone");
-  t.same(checkpointsNewestFirst(ns(copied)).map((c) => c.checkpoint_id), ["c2", "c1"]);
+  t.same(
+    checkpointsNewestFirst(ns(copied)).map((c) => c.checkpoint_id),
+    ["c2", "c1"],
+  );
   t.same(decoded(blobOf(ns(copied), "messages", 2)), ["hi", "hello"]);
   t.equal(pendingWritesOf(ns(copied), "c1").length, 1);
 

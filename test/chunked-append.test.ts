@@ -3,15 +3,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import t from "tap";
-import {
-  APPEND_BUDGET,
-  appendInBatches,
-  getLargeJson,
-  operationEventId,
-  planBatches,
-  putLargeJson,
-  sizeOfEvent,
-} from "../src/eventstore/chunked-append.js";
+import { APPEND_BUDGET, appendInBatches, getLargeJson, operationEventId, planBatches, putLargeJson, sizeOfEvent } from "../src/eventstore/chunked-append.js";
 import { openSqliteStore } from "../src/eventstore/sqlite.js";
 import { AppendTooLargeError, MAX_APPEND_SIZE, type EventData } from "../src/eventstore/types.js";
 
@@ -23,7 +15,10 @@ t.test("planBatches: in order, each batch within the budget, an event over it re
   const events = Array.from({ length: 25 }, (_, i) => event(100_000 + i));
   const batches = planBatches("s", events, 300_000);
   t.same(batches.flat(), events, "every event once, in order");
-  t.ok(batches.every((b) => b.reduce((n, e) => n + sizeOfEvent(e), 0) <= 300_000), "each batch within the budget");
+  t.ok(
+    batches.every((b) => b.reduce((n, e) => n + sizeOfEvent(e), 0) <= 300_000),
+    "each batch within the budget",
+  );
   t.equal(batches.length, 13, "two per batch (three would not fit)");
   t.throws(() => planBatches("s", [event(10), event(300_001)], 300_000), AppendTooLargeError);
   t.same(planBatches("s", []), []);
@@ -48,7 +43,10 @@ t.test("appendInBatches on SQLite: over the limit in several appends; running it
   const last = await appendInBatches(store, "big-1", events, { operationId: "op-1", onAppended: (batch) => void seen.push(batch.length) });
   t.equal(last, 11n);
   t.ok(seen.length >= 4, `${seen.length} appends`);
-  t.same(seen.reduce((a, b) => a + b, 0), 12);
+  t.same(
+    seen.reduce((a, b) => a + b, 0),
+    12,
+  );
   t.equal(await appendInBatches(store, "big-1", events, { operationId: "op-1" }), 11n, "a retry acknowledges the same revisions");
   t.equal((await store.readStream("big-1")).length, 12, "and writes nothing");
   await t.rejects(store.append("big-1", [event(MAX_APPEND_SIZE + 1)]), AppendTooLargeError, "one append over the limit is refused");

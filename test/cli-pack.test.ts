@@ -29,10 +29,21 @@ t.test("npm pack, the tarball installed into a project, its agent-server dev", a
   const { stdout: packed } = await run(npm, ["pack", "--ignore-scripts", "--json", "--pack-destination", packs], { cwd: packageDir, env: cleanEnv() });
   const [info] = JSON.parse(packed) as { filename: string; files: { path: string }[] }[];
   const shipped = info!.files.map((f) => f.path);
-  for (const file of ["bin/agent-server.mjs", "dist/cli.js", "dist/main.js", "dist/index.js", "dist/webhooks/sender-worker.js", "dist/runtime/type-schemas/worker.js", "package.json"]) {
+  for (const file of [
+    "bin/agent-server.mjs",
+    "dist/cli.js",
+    "dist/main.js",
+    "dist/index.js",
+    "dist/webhooks/sender-worker.js",
+    "dist/runtime/type-schemas/worker.js",
+    "package.json",
+  ]) {
     t.ok(shipped.includes(file), `the tarball holds ${file}`);
   }
-  t.notOk(shipped.some((f) => f.startsWith("src/") && f.endsWith(".ts")), "no TypeScript sources");
+  t.notOk(
+    shipped.some((f) => f.startsWith("src/") && f.endsWith(".ts")),
+    "no TypeScript sources",
+  );
 
   const project = makeProject({ nodeModules: "none" });
   t.teardown(() => removeAll(project));
@@ -64,7 +75,11 @@ t.test("npm pack, the tarball installed into a project, its agent-server dev", a
   t.ok(existsSync(path.join(modules, repoPackage.name, "dist", "cli.js")), "the unpacked package holds its built server");
   const projectLangGraph = JSON.parse(readFileSync(path.join(modules, "@langchain", "langgraph", "package.json"), "utf8")) as { version: string };
   const ownLangGraph = JSON.parse(readFileSync(path.join(repoModules, "@langchain", "langgraph", "package.json"), "utf8")) as { version: string };
-  t.not(projectLangGraph.version.split(".").slice(0, 2).join("."), ownLangGraph.version.split(".").slice(0, 2).join("."), `the project's @langchain/langgraph ${projectLangGraph.version} is another minor than ${ownLangGraph.version}`);
+  t.not(
+    projectLangGraph.version.split(".").slice(0, 2).join("."),
+    ownLangGraph.version.split(".").slice(0, 2).join("."),
+    `the project's @langchain/langgraph ${projectLangGraph.version} is another minor than ${ownLangGraph.version}`,
+  );
 
   const bin = path.join(project, "node_modules", ".bin", "agent-server");
   const dataDir = path.join(tempDir("data"), "store");

@@ -144,6 +144,10 @@ t.test("version ranges and the store named on the start line", async (t) => {
     t.ok(semver.satisfies(installed.version, range), `the installed ${name} ${installed.version} is in its peer range ${range}`);
   }
   const { describeStore } = await import("../src/cli/serve.js");
-  t.equal(describeStore({ eventstoreUrl: "esdb://admin:changeit@db1:2113,db2:2113?tls=false", dataDir: "/d" }), "EventStoreDB esdb://db1:2113,db2:2113?tls=false", "no credentials");
+  t.equal(
+    describeStore({ eventstoreUrl: "esdb://admin:changeit@db1:2113,db2:2113?tls=false", dataDir: "/d" }),
+    "EventStoreDB esdb://db1:2113,db2:2113?tls=false",
+    "no credentials",
+  );
   t.equal(describeStore({ eventstoreUrl: undefined, dataDir: "/d" }), "SQLite /d/events.sqlite");
 });

@@ -89,10 +89,13 @@ t.test("a browser client on another origin", { skip: skipWithoutBrowser() }, asy
     const dir = await mkdtemp(path.join(os.tmpdir(), "agent-server-cors-"));
     t.teardown(() => rm(dir, { recursive: true, force: true }));
     const config = path.join(dir, "langgraph.json");
-    await writeFile(config, JSON.stringify({
-      graphs: { agent: `${path.join(path.dirname(TEST_GRAPHS), "agent.ts")}:graph` },
-      http: { cors: { allow_origins: ["https://app.example.com"] } },
-    }));
+    await writeFile(
+      config,
+      JSON.stringify({
+        graphs: { agent: `${path.join(path.dirname(TEST_GRAPHS), "agent.ts")}:graph` },
+        http: { cors: { allow_origins: ["https://app.example.com"] } },
+      }),
+    );
     const srv = await startTestServer({ env: { LANGGRAPH_JSON: config } });
     t.teardown(() => srv.close());
     const outcome = await runIn(srv);

@@ -41,7 +41,11 @@ t.test("default policy: like the official server", async (t) => {
     ["POST", "/threads/search", { limit: 0 }, 422],
     ["GET", "/nowhere", undefined, 404],
   ] as const) {
-    const res = await fetch(`${srv.url}${url}`, { method, headers: { origin: ORIGIN, ...(body ? { "content-type": "application/json" } : {}) }, body: body && JSON.stringify(body) });
+    const res = await fetch(`${srv.url}${url}`, {
+      method,
+      headers: { origin: ORIGIN, ...(body ? { "content-type": "application/json" } : {}) },
+      body: body && JSON.stringify(body),
+    });
     t.equal(res.status, status, `${method} ${url}`);
     t.equal(res.headers.get("access-control-allow-origin"), "*", `${status} carries CORS headers`);
   }
@@ -77,7 +81,12 @@ t.test("http.cors replaces the default", async (t) => {
   });
 
   t.test("allow_origin_regex, credentials and expose_headers", async (t) => {
-    const srv = await withCors(t, { allow_origin_regex: "^https://[a-z]+\\.example\\.org$", allow_credentials: true, expose_headers: ["X-Custom"], allow_methods: ["GET", "POST"] });
+    const srv = await withCors(t, {
+      allow_origin_regex: "^https://[a-z]+\\.example\\.org$",
+      allow_credentials: true,
+      expose_headers: ["X-Custom"],
+      allow_methods: ["GET", "POST"],
+    });
     const ok = await preflight(`${srv.url}/threads`, "https://team.example.org");
     t.equal(ok.headers.get("access-control-allow-origin"), "https://team.example.org");
     t.equal(ok.headers.get("access-control-allow-credentials"), "true");

@@ -19,13 +19,29 @@ const minute = (m: number) => Date.parse(`2026-06-01T00:0${m}:00Z`);
 async function logWithCron(t: Test, schedule: string) {
   const { store, readModels } = await logWithReadModels(t, "cron-race-", { synchronous: "NORMAL" });
   const cronId = randomUUID();
-  const created = await store.append(cronStream(cronId), [{
-    type: "CronCreated",
-    data: {
-      cron_id: cronId, created_at: "2026-06-01T00:00:30.000Z", assistant_id: "agent", thread_id: null, schedule, timezone: "UTC",
-      end_time: null, enabled: true, on_run_completed: null, metadata: {}, user_id: null, payload: {},
-    },
-  }], "no_stream");
+  const created = await store.append(
+    cronStream(cronId),
+    [
+      {
+        type: "CronCreated",
+        data: {
+          cron_id: cronId,
+          created_at: "2026-06-01T00:00:30.000Z",
+          assistant_id: "agent",
+          thread_id: null,
+          schedule,
+          timezone: "UTC",
+          end_time: null,
+          enabled: true,
+          on_run_completed: null,
+          metadata: {},
+          user_id: null,
+          payload: {},
+        },
+      },
+    ],
+    "no_stream",
+  );
   await readModels.runner.waitFor(created.position);
   return { store, readModels, cronId };
 }
@@ -53,7 +69,11 @@ t.test("a tick fired by another process between our claim and our record is not 
   const clock = new FakeClock(Date.parse("2026-06-01T00:03:10Z"));
   let runs = 0;
   const scheduler = new CronScheduler({
-    store: racing, readModels, clock, catchUpMs: 3_600_000, owner: "me",
+    store: racing,
+    readModels,
+    clock,
+    catchUpMs: 3_600_000,
+    owner: "me",
     startRun: async () => ({ run_id: `run-${++runs}`, thread_id: randomUUID() }),
   });
   scheduler.start();
@@ -62,7 +82,15 @@ t.test("a tick fired by another process between our claim and our record is not 
   await scheduler.idle();
   t.ok(interposed, "the other process fired in between");
   const fired = (await store.readStream(cronStream(cronId))).filter((e) => e.type === "CronFired").map((e) => e.data as { tick: string; owner: string });
-  t.same(fired.map((f) => [f.tick, f.owner]), [[isoOf(minute(1)), "me"], [isoOf(minute(2)), "other"], [isoOf(minute(3)), "me"]], "every tick fired once");
+  t.same(
+    fired.map((f) => [f.tick, f.owner]),
+    [
+      [isoOf(minute(1)), "me"],
+      [isoOf(minute(2)), "other"],
+      [isoOf(minute(3)), "me"],
+    ],
+    "every tick fired once",
+  );
   t.equal(runs, 2, "one run per tick this scheduler fired");
 });
 
@@ -75,19 +103,28 @@ t.test("a tick whose claimer died before recording its run is completed by anoth
   const { store, readModels, cronId } = await logWithCron(t, "0 0 1 1 *");
   // The dead process claimed a tick at 00:01:00 and never recorded its run.
   const orphanTick = minute(1);
-  const fired = await store.append(cronStream(cronId), [{ type: "CronFired", data: { tick: isoOf(orphanTick), owner: "dead", fired_at: isoOf(minute(1)) } }], 0n);
+  const fired = await store.append(
+    cronStream(cronId),
+    [{ type: "CronFired", data: { tick: isoOf(orphanTick), owner: "dead", fired_at: isoOf(minute(1)) } }],
+    0n,
+  );
   await readModels.runner.waitFor(fired.position);
   t.same(readModels.crons.get(cronId)?.unrecorded_ticks, [{ tick_ms: orphanTick, fired_at_ms: minute(1) }], "the read model knows the unrecorded tick");
 
   const clock = new FakeClock(minute(1) + 30_000);
   const started: { owner: string; tick: number }[] = [];
-  const schedulerOf = (owner: string) => new CronScheduler({
-    store, readModels, clock, catchUpMs: 3_600_000, owner,
-    startRun: async (_cron, tick) => {
-      started.push({ owner, tick });
-      return { run_id: `run-of-${tick}`, thread_id: randomUUID() };
-    },
-  });
+  const schedulerOf = (owner: string) =>
+    new CronScheduler({
+      store,
+      readModels,
+      clock,
+      catchUpMs: 3_600_000,
+      owner,
+      startRun: async (_cron, tick) => {
+        started.push({ owner, tick });
+        return { run_id: `run-of-${tick}`, thread_id: randomUUID() };
+      },
+    });
   const [a, b] = [schedulerOf("a"), schedulerOf("b")];
   a.start();
   b.start();
@@ -102,8 +139,13 @@ t.test("a tick whose claimer died before recording its run is completed by anoth
   a.wake();
   b.wake();
   await Promise.all([a.idle(), b.idle()]);
-  t.ok(started.length >= 1 && started.every((s) => s.tick === orphanTick), `the orphan tick's run was created (${started.length} attempt(s), keyed by the tick)`);
-  const records = (await store.readStream(cronStream(cronId))).filter((e) => e.type === "CronRunCreated").map((e) => e.data as { tick: string; run_id: string; thread_id: string });
+  t.ok(
+    started.length >= 1 && started.every((s) => s.tick === orphanTick),
+    `the orphan tick's run was created (${started.length} attempt(s), keyed by the tick)`,
+  );
+  const records = (await store.readStream(cronStream(cronId)))
+    .filter((e) => e.type === "CronRunCreated")
+    .map((e) => e.data as { tick: string; run_id: string; thread_id: string });
   t.same(records, [{ tick: isoOf(orphanTick), run_id: `run-of-${orphanTick}`, thread_id: records[0]?.thread_id }], "recorded once");
   t.equal(a.stats.completed + b.stats.completed, 1, "one process completed it");
   t.same(readModels.crons.get(cronId)?.unrecorded_ticks, [], "nothing left unrecorded");

@@ -59,8 +59,22 @@ t.test("crons", async (t) => {
   });
 
   t.test("a stateless cron: exact ticks, one run per tick on a new thread, its webhook, no catch-up of the same tick", async (t) => {
-    const cron = await server.client.crons.create("agent", { schedule: "*/5 * * * *", input, webhook: `${receiver.url}/cron?token=t`, metadata: { kind: "stateless" } });
-    t.match(cron, { schedule: "*/5 * * * *", timezone: "UTC", thread_id: null, on_run_completed: "delete", enabled: true, next_run_date: "2026-01-01T00:05:00.000+00:00", metadata: { kind: "stateless" }, payload: { input } });
+    const cron = await server.client.crons.create("agent", {
+      schedule: "*/5 * * * *",
+      input,
+      webhook: `${receiver.url}/cron?token=t`,
+      metadata: { kind: "stateless" },
+    });
+    t.match(cron, {
+      schedule: "*/5 * * * *",
+      timezone: "UTC",
+      thread_id: null,
+      on_run_completed: "delete",
+      enabled: true,
+      next_run_date: "2026-01-01T00:05:00.000+00:00",
+      metadata: { kind: "stateless" },
+      payload: { input },
+    });
     await moveTo(server, clock, "2026-01-01T00:04:59Z");
     t.same(await fired(server, cron.cron_id), [], "not before its tick");
     await moveTo(server, clock, "2026-01-01T00:05:00Z");
@@ -73,8 +87,14 @@ t.test("crons", async (t) => {
     await moveTo(server, clock, "2026-01-01T00:05:30Z");
     await moveTo(server, clock, "2026-01-01T00:10:00Z");
     await moveTo(server, clock, "2026-01-01T00:15:00Z");
-    t.same(await fired(server, cron.cron_id), ["00:05", "00:10", "00:15"].map((m) => `2026-01-01T${m}:00.000+00:00`), "each tick once");
-    const created = (await server.server.store.readStream(cronStream(cron.cron_id))).filter((e) => e.type === "CronRunCreated").map((e) => e.data as { thread_id: string });
+    t.same(
+      await fired(server, cron.cron_id),
+      ["00:05", "00:10", "00:15"].map((m) => `2026-01-01T${m}:00.000+00:00`),
+      "each tick once",
+    );
+    const created = (await server.server.store.readStream(cronStream(cron.cron_id)))
+      .filter((e) => e.type === "CronRunCreated")
+      .map((e) => e.data as { thread_id: string });
     t.equal(new Set(created.map((c) => c.thread_id)).size, 3, "a new thread per tick");
     // on_run_completed "delete" (the default): each tick's thread is deleted once its run ended.
     for (const { thread_id } of created) {
@@ -104,10 +124,18 @@ t.test("crons", async (t) => {
     t.same(selected, [{ cron_id: cron.cron_id, next_run_date: "2026-01-01T02:00:00.000+00:00" }]);
     // Minute 30 in Kolkata (UTC+5:30) is minute 0 in UTC; ticks count from the change (01:00 UTC), strictly after it.
     const patched = await server.client.crons.update(cron.cron_id, { schedule: "30 * * * *", timezone: "Asia/Kolkata", endTime: "2026-01-01T03:00:00Z" });
-    t.match(patched, { schedule: "30 * * * *", timezone: "Asia/Kolkata", end_time: "2026-01-01T03:00:00.000+00:00", next_run_date: "2026-01-01T02:00:00.000+00:00" });
+    t.match(patched, {
+      schedule: "30 * * * *",
+      timezone: "Asia/Kolkata",
+      end_time: "2026-01-01T03:00:00.000+00:00",
+      next_run_date: "2026-01-01T02:00:00.000+00:00",
+    });
     await moveTo(server, clock, "2026-01-01T02:00:00Z");
     await moveTo(server, clock, "2026-01-01T03:00:00Z");
-    t.same(await fired(server, cron.cron_id), ["01:00", "02:00", "03:00"].map((h) => `2026-01-01T${h}:00.000+00:00`));
+    t.same(
+      await fired(server, cron.cron_id),
+      ["01:00", "02:00", "03:00"].map((h) => `2026-01-01T${h}:00.000+00:00`),
+    );
     const [ended] = await server.client.crons.search({ threadId: thread.thread_id });
     t.equal(ended.next_run_date, null, "past end_time: no next run");
     await moveTo(server, clock, "2026-01-01T05:00:00Z");
@@ -152,7 +180,11 @@ t.test("crons", async (t) => {
     clock.set("2026-04-01T00:13:30Z");
     server = await startTestServer({ env: { LANGGRAPH_JSON: config, CRON_CATCHUP_SECS: "150" }, dataDir, deps: { clock } });
     await server.server.crons.idle();
-    t.same(await fired(server, cron.cron_id), ["00:10", "00:11", "00:12", "00:13"].map((m) => `2026-04-01T${m}:00.000+00:00`), "a 150 s window (from 00:11:00): every missed tick within it, in order");
+    t.same(
+      await fired(server, cron.cron_id),
+      ["00:10", "00:11", "00:12", "00:13"].map((m) => `2026-04-01T${m}:00.000+00:00`),
+      "a 150 s window (from 00:11:00): every missed tick within it, in order",
+    );
     await server.server.crons.stop();
     await server.client.crons.delete(cron.cron_id);
   });

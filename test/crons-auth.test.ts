@@ -34,7 +34,9 @@ t.test("crons and webhook logs under custom auth", async (t) => {
   t.equal(mine.status, 200);
   const theirs = await fetch(`${srv.url}/runs/${run.run_id}/webhooks`, { headers: { authorization: `Bearer ${await signToken("bob", SCOPES)}` } });
   t.equal(theirs.status, 404, "bob cannot read alice's delivery log");
-  const threadForm = await fetch(`${srv.url}/threads/${thread.thread_id}/runs/${run.run_id}/webhooks`, { headers: { authorization: `Bearer ${await signToken("bob", SCOPES)}` } });
+  const threadForm = await fetch(`${srv.url}/threads/${thread.thread_id}/runs/${run.run_id}/webhooks`, {
+    headers: { authorization: `Bearer ${await signToken("bob", SCOPES)}` },
+  });
   t.equal(threadForm.status, 404);
   await alice.crons.delete(cron.cron_id);
 });

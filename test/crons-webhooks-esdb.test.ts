@@ -32,7 +32,8 @@ t.test("two servers on one EventStoreDB", async (t) => {
 
   t.test("each cron tick fires once", async (t) => {
     const crons = [];
-    for (let i = 0; i < 3; i++) crons.push(await a.client.crons.create("agent", { schedule: "* * * * *", input: { messages: [{ role: "user", content: `c${i}` }] } }));
+    for (let i = 0; i < 3; i++)
+      crons.push(await a.client.crons.create("agent", { schedule: "* * * * *", input: { messages: [{ role: "user", content: `c${i}` }] } }));
     // Both schedulers must know the crons before the clock moves.
     await b.server.readModels.runner.waitFor(await store.headPosition());
     for (const minute of ["01", "02", "03", "04"]) {
@@ -43,7 +44,11 @@ t.test("two servers on one EventStoreDB", async (t) => {
     for (const cron of crons) {
       const events = await store.readStream(cronStream(cron.cron_id));
       const fired = events.filter((e) => e.type === "CronFired").map((e) => e.data as { tick: string; owner: string });
-      t.same(fired.map((f) => f.tick), ["01", "02", "03", "04"].map((m) => `2026-06-01T00:${m}:00.000+00:00`), "each tick once, in order");
+      t.same(
+        fired.map((f) => f.tick),
+        ["01", "02", "03", "04"].map((m) => `2026-06-01T00:${m}:00.000+00:00`),
+        "each tick once, in order",
+      );
       t.equal(events.filter((e) => e.type === "CronRunCreated").length, 4, "one run per tick");
       for (const f of fired) owners.add(f.owner);
     }
@@ -103,7 +108,10 @@ t.test("two servers on one EventStoreDB", async (t) => {
     // a and b take no part: only c and d deliver.
     await a.server.webhooks!.stop();
     await b.server.webhooks!.stop();
-    const run = await c.client.runs.create(null, "agent", { input: { messages: [{ role: "user", content: "lease" }] }, webhook: `http://127.0.0.1:${(silentFirst.address() as AddressInfo).port}/lease` });
+    const run = await c.client.runs.create(null, "agent", {
+      input: { messages: [{ role: "user", content: "lease" }] },
+      webhook: `http://127.0.0.1:${(silentFirst.address() as AddressInfo).port}/lease`,
+    });
     await held;
     const [claim] = (await store.readStream(webhookStream(run.run_id))).filter((e) => e.type === "WebhookClaimed");
     const owner = (claim.data as { owner: string }).owner;
@@ -114,8 +122,16 @@ t.test("two servers on one EventStoreDB", async (t) => {
     t.equal(end.type, "WebhookDelivered");
     const events = await store.readStream(webhookStream(run.run_id));
     const claims = events.filter((e) => e.type === "WebhookClaimed").map((e) => e.data as { owner: string; claimed_at: string; lease_expires_at: number });
-    t.same(claims.map((x) => x.owner), [owner, survivor.server.webhooks!.owner], "claimed again by the other server");
+    t.same(
+      claims.map((x) => x.owner),
+      [owner, survivor.server.webhooks!.owner],
+      "claimed again by the other server",
+    );
     t.ok(Date.parse(claims[1].claimed_at) >= claims[0].lease_expires_at - 5, "only after the first lease lapsed");
-    t.same(events.filter((e) => e.type === "WebhookAttempted").map((e) => (e.data as { owner: string }).owner), [survivor.server.webhooks!.owner], "the dead sender recorded nothing");
+    t.same(
+      events.filter((e) => e.type === "WebhookAttempted").map((e) => (e.data as { owner: string }).owner),
+      [survivor.server.webhooks!.owner],
+      "the dead sender recorded nothing",
+    );
   });
 });

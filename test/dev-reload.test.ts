@@ -114,9 +114,16 @@ test("dev reload: new runs get the new code, runs in flight the old, a broken ve
   const failed = nextReload(false, "the syntax error");
   writeFileSync(path.join(src, "answer.ts"), "export const answer = (): string => ;\n");
   const failure = await failed;
-  t.match(failure.message, /reload failed, the last good graphs keep serving: Graph "dev": cannot load \.\/src\/graph\.ts: src\/answer\.ts:1:\d+: \S/, "one line with the file and the error");
+  t.match(
+    failure.message,
+    /reload failed, the last good graphs keep serving: Graph "dev": cannot load \.\/src\/graph\.ts: src\/answer\.ts:1:\d+: \S/,
+    "one line with the file and the error",
+  );
   t.notMatch(failure.message, /\n/);
-  t.ok(printed.some((line) => line === failure.message), "the failure is printed");
+  t.ok(
+    printed.some((line) => line === failure.message),
+    "the failure is printed",
+  );
   t.equal(await answer(), "B", "the last good version keeps serving");
 
   const reloadedToC = nextReload(true, "the fix");
@@ -181,6 +188,9 @@ export const graph = new StateGraph(State)
   const afterConfig = nextReload("the langgraph.json edit");
   writeFileSync(langgraphJson, JSON.stringify({ graphs: { greet: "./graph.ts:graph", other: "./graph.ts:graph" }, env: ".env" }));
   t.ok((await afterConfig).ok, "the current graphs are reloaded");
-  t.ok(printed.some((line) => /graphs were added, removed or pointed elsewhere: restart agent-server/.test(line)), "a restart is asked for");
+  t.ok(
+    printed.some((line) => /graphs were added, removed or pointed elsewhere: restart agent-server/.test(line)),
+    "a restart is asked for",
+  );
   t.equal(await greeting(), "bonjour", "the current graphs keep serving");
 });

@@ -30,7 +30,11 @@ t.test("development mode with custom auth: truncate is refused for every user", 
   t.equal(none.status, 401, "no token: the auth handler's answer");
   t.same(await none.json(), { detail: "Missing bearer token" });
 
-  for (const [user, scopes] of [["bob", ALL_SCOPES], ["alice", ALL_SCOPES], ["carol", []]] as const) {
+  for (const [user, scopes] of [
+    ["bob", ALL_SCOPES],
+    ["alice", ALL_SCOPES],
+    ["carol", []],
+  ] as const) {
     const res = await truncate(srv.url, { authorization: `Bearer ${await signToken(user, [...scopes])}` });
     t.equal(res.status, 403, `${user} is refused`);
     const { detail } = (await res.json()) as { detail: string };

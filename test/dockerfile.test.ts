@@ -17,7 +17,25 @@ function instructions(text: string): string[] {
   return text.split("\n").filter((l) => l.trim() !== "" && !l.startsWith("#"));
 }
 
-const KEYWORDS = new Set(["FROM", "RUN", "COPY", "ADD", "WORKDIR", "ENV", "ARG", "VOLUME", "EXPOSE", "HEALTHCHECK", "CMD", "ENTRYPOINT", "USER", "LABEL", "SHELL", "STOPSIGNAL", "ONBUILD"]);
+const KEYWORDS = new Set([
+  "FROM",
+  "RUN",
+  "COPY",
+  "ADD",
+  "WORKDIR",
+  "ENV",
+  "ARG",
+  "VOLUME",
+  "EXPOSE",
+  "HEALTHCHECK",
+  "CMD",
+  "ENTRYPOINT",
+  "USER",
+  "LABEL",
+  "SHELL",
+  "STOPSIGNAL",
+  "ONBUILD",
+]);
 
 /** What hadolint would refuse first: an unknown instruction, or an exec form that is not a JSON array. */
 function checkSyntax(t: Test, text: string): void {
@@ -97,7 +115,11 @@ t.test("dependencies: '.' is the project; './a' is inside its copy; package spec
 });
 
 t.test("dockerfile_lines go verbatim, in order, right after FROM (the official place)", async (t) => {
-  const extra = ["ARG NPM_TOKEN", "RUN apt-get update && apt-get install -y --no-install-recommends libvips && rm -rf /var/lib/apt/lists/*", "ENV NODE_OPTIONS=--max-old-space-size=2048"];
+  const extra = [
+    "ARG NPM_TOKEN",
+    "RUN apt-get update && apt-get install -y --no-install-recommends libvips && rm -rf /var/lib/apt/lists/*",
+    "ENV NODE_OPTIONS=--max-old-space-size=2048",
+  ];
   const lines = instructions(dockerfileFor({ graphs, dockerfile_lines: extra }, opts));
   t.equal(lines[0], "FROM node:20-bookworm-slim");
   t.same(lines.slice(1, 4), extra);
@@ -109,7 +131,10 @@ t.test("dockerfile_lines go verbatim, in order, right after FROM (the official p
 t.test("the lockfile picks the install", async (t) => {
   const installs = (lockfile: DockerfileOptions["lockfile"]) =>
     instructions(dockerfileFor({ graphs }, { ...opts, lockfile })).filter((l) => /^RUN (npm|yarn|pnpm|bun|corepack|if)\b|corepack|npm install -g/.test(l));
-  t.same(installs(null), ["RUN npm install --no-audit --no-fund", `RUN if [ -e node_modules/agent-server/package.json ]; then echo "agent-server: the project's own version"; else npm install --no-save --no-audit --no-fund 'agent-server@0.1.0'; fi`]);
+  t.same(installs(null), [
+    "RUN npm install --no-audit --no-fund",
+    `RUN if [ -e node_modules/agent-server/package.json ]; then echo "agent-server: the project's own version"; else npm install --no-save --no-audit --no-fund 'agent-server@0.1.0'; fi`,
+  ]);
   const corepack = "RUN npm install -g --force --no-audit --no-fund corepack && corepack enable";
   t.same(installs("yarn.lock").slice(0, 2), [corepack, "RUN yarn install --frozen-lockfile"]);
   t.match(installs("yarn.lock")[2], /else yarn add 'agent-server@0\.1\.0'; fi$/);
@@ -163,7 +188,10 @@ t.test("docker-compose.yml: KurrentDB with its volume, the server on it with a d
   const store = services.find(([, s]) => typeof s.image === "string" && /^(kurrentplatform\/kurrentdb|eventstore\/eventstore)/.test(s.image));
   t.ok(store, "a KurrentDB / EventStoreDB service");
   const [storeName, storeService] = store!;
-  t.ok((storeService.volumes as string[]).some((v) => v.startsWith("eventstore-data:")), "the log on a named volume");
+  t.ok(
+    (storeService.volumes as string[]).some((v) => v.startsWith("eventstore-data:")),
+    "the log on a named volume",
+  );
   t.ok(storeService.healthcheck, "a health check the server waits for");
 
   const server = services.find(([, s]) => s.build !== undefined);

@@ -16,8 +16,14 @@ import type { Decision } from "../src/domain/decision.js";
 
 const ID = "2b9f9c3e-7a4d-4a8f-9c1e-000000000001";
 const create: CreateAssistant = {
-  assistant_id: ID, graph_id: "agent", config: { configurable: { a: 1 } }, context: {}, metadata: { team: "x" },
-  name: "n", description: null, if_exists: "raise",
+  assistant_id: ID,
+  graph_id: "agent",
+  config: { configurable: { a: 1 } },
+  context: {},
+  metadata: { team: "x" },
+  name: "n",
+  description: null,
+  if_exists: "raise",
 };
 
 /** Applies a decision's events to a state, checking each against its schema as the store would. */
@@ -35,7 +41,18 @@ function apply(state: AssistantState | undefined, decision: Decision): Assistant
 t.test("create → version 1 with the given fields; raise vs do_nothing on an existing one", async (t) => {
   const s = apply(undefined, decideCreateAssistant(undefined, create, "T1"));
   t.equal(s.revision, 0n);
-  t.same(s.current, { assistant_id: ID, graph_id: "agent", config: { configurable: { a: 1 } }, context: {}, metadata: { team: "x" }, name: "n", description: null, version: 1, created_at: "T1", updated_at: "T1" });
+  t.same(s.current, {
+    assistant_id: ID,
+    graph_id: "agent",
+    config: { configurable: { a: 1 } },
+    context: {},
+    metadata: { team: "x" },
+    name: "n",
+    description: null,
+    version: 1,
+    created_at: "T1",
+    updated_at: "T1",
+  });
   t.same(decideCreateAssistant(s, create, "T2"), { ok: false, kind: "conflict", detail: "Assistant already exists" });
   t.same(decideCreateAssistant(s, { ...create, if_exists: "do_nothing" }, "T2"), { ok: true, events: [] });
 });

@@ -7,8 +7,14 @@ const KINDS: FailureKind[] = ["not_found", "conflict", "invalid", "precondition"
 
 t.test("each helper raises its kind with the detail", async (t) => {
   const made = [notFound("a"), conflict("b"), invalid("c"), precondition("d")];
-  t.same(made.map((e) => e.kind), KINDS);
-  t.same(made.map((e) => e.detail), ["a", "b", "c", "d"]);
+  t.same(
+    made.map((e) => e.kind),
+    KINDS,
+  );
+  t.same(
+    made.map((e) => e.detail),
+    ["a", "b", "c", "d"],
+  );
   t.ok(made.every((e) => e instanceof DomainError && e instanceof Error));
   t.ok(isNotFound(notFound("x")));
   t.notOk(isNotFound(conflict("x")));
@@ -16,7 +22,10 @@ t.test("each helper raises its kind with the detail", async (t) => {
 });
 
 t.test("the HTTP edge gives each kind its status", async (t) => {
-  t.same(KINDS.map((k) => STATUS_OF_FAILURE[k]), [404, 409, 422, 400]);
+  t.same(
+    KINDS.map((k) => STATUS_OF_FAILURE[k]),
+    [404, 409, 422, 400],
+  );
 });
 
 t.test("the JSON-RPC edge gives each kind its code, by what the call was about", async (t) => {

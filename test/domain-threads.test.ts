@@ -33,8 +33,14 @@ function ok(decision: { ok: boolean; events?: EventData[]; detail?: string }): E
 }
 
 const run = (id: string, strategy: RunRecord["multitask_strategy"] = "enqueue"): RunRecord => ({
-  run_id: id, thread_id: TID, assistant_id: "a", created_at: `C-${id}`, updated_at: `C-${id}`, status: "pending",
-  metadata: {}, multitask_strategy: strategy,
+  run_id: id,
+  thread_id: TID,
+  assistant_id: "a",
+  created_at: `C-${id}`,
+  updated_at: `C-${id}`,
+  status: "pending",
+  metadata: {},
+  multitask_strategy: strategy,
   kwargs: { config: {}, context: {}, stream_mode: ["values"], temporary: false, subgraphs: false, resumable: false },
 });
 
@@ -42,7 +48,17 @@ const created = () => fold(undefined, ok(decideCreateThread(undefined, { thread_
 
 t.test("a new thread is idle with empty config, null values and no interrupts", async (t) => {
   const s = created();
-  t.same(s.thread, { thread_id: TID, created_at: "T0", updated_at: "T0", state_updated_at: "T0", metadata: { a: 1 }, status: "idle", config: {}, values: null, interrupts: {} });
+  t.same(s.thread, {
+    thread_id: TID,
+    created_at: "T0",
+    updated_at: "T0",
+    state_updated_at: "T0",
+    metadata: { a: 1 },
+    status: "idle",
+    config: {},
+    values: null,
+    interrupts: {},
+  });
   t.same(decideCreateThread(s, { thread_id: TID, metadata: {}, if_exists: "raise" }, "T1"), { ok: false, kind: "conflict", detail: "Thread already exists" });
   t.same(decideCreateThread(s, { thread_id: TID, metadata: {}, if_exists: "do_nothing" }, "T1"), { ok: true, events: [] });
 });
@@ -66,7 +82,12 @@ t.test("runs make the thread busy; status after the last run follows its outcome
   t.same(s.activeRuns, ["r1", "r2"], "FIFO");
   s = fold(s, [{ type: "RunFinished", data: { run_id: "r1", status: "error", error: { error: "E", message: "m" }, finished_at: "T3" } }]);
   t.equal(s.thread.status, "busy", "still busy while r2 is pending");
-  s = fold(s, [{ type: "RunFinished", data: { run_id: "r2", status: "interrupted", values: { x: 1 }, interrupts: { task: [{ id: "i", value: "q" }] }, finished_at: "T4" } }]);
+  s = fold(s, [
+    {
+      type: "RunFinished",
+      data: { run_id: "r2", status: "interrupted", values: { x: 1 }, interrupts: { task: [{ id: "i", value: "q" }] }, finished_at: "T4" },
+    },
+  ]);
   t.equal(s.thread.status, "interrupted");
   t.same(s.thread.values, { x: 1 });
   t.same(s.thread.interrupts, { task: [{ id: "i", value: "q" }] });
@@ -84,7 +105,9 @@ t.test("double-texting: reject refuses, enqueue waits, interrupt and rollback na
   t.same((decideEnqueueRun(s, run("x", "reject"), {}) as { cancel: string[] }).cancel, [], "reject on an idle thread is accepted");
   s = fold(s, ok(decideEnqueueRun(s, run("r1"), {})));
   t.same(decideEnqueueRun(s, run("r2", "reject"), {}), {
-    ok: false, kind: "conflict", detail: "Thread is already running a task. Wait for it to finish or choose a different multitask strategy.",
+    ok: false,
+    kind: "conflict",
+    detail: "Thread is already running a task. Wait for it to finish or choose a different multitask strategy.",
   });
   const enqueue = decideEnqueueRun(s, run("r2", "enqueue"), {});
   t.same(enqueue.ok && enqueue.cancel, []);

@@ -108,7 +108,11 @@ t.test("file-backed mode: a restart on the same port and file continues the same
   // The first call of a client after a restart may still meet the old connection: retried, as a server does.
   const store2 = await eventually(() => adapter(t, second.connectionString));
   const after = await store2.readAll();
-  t.same(after.map((e) => [e.streamId, e.revision, e.position, e.id]), before.map((e) => [e.streamId, e.revision, e.position, e.id]), "same events, positions, revisions and ids");
+  t.same(
+    after.map((e) => [e.streamId, e.revision, e.position, e.id]),
+    before.map((e) => [e.streamId, e.revision, e.position, e.id]),
+    "same events, positions, revisions and ids",
+  );
   t.same(dataOf(await store2.readStream("restart-gone")), [], "a soft delete survives the restart");
   const next = await store2.append("restart-a", [ev("Three", { n: 3 })], a.nextExpectedRevision);
   t.equal(next.nextExpectedRevision, 2n, "revisions go on");
@@ -123,7 +127,10 @@ t.test("file-backed mode: a restart on the same port and file continues the same
   const third = await second.restart();
   t.teardown(() => third.close());
   const store3 = await adapter(t, third.connectionString);
-  t.same((await store3.readStream("restart-a")).map((e) => e.type), ["One", "Two", "Three"]);
+  t.same(
+    (await store3.readStream("restart-a")).map((e) => e.type),
+    ["One", "Two", "Three"],
+  );
   const inMemory = await double(t);
   t.match(await rejection(inMemory.restart()), /file-backed/, "restart needs a data file");
 });
@@ -215,25 +222,28 @@ for (const [mode, options, how] of [
   ["BatchAppend, commit timeout", {}, "timeout"],
   ["Append, connection dropped", { batchAppend: false }, "drop"],
 ] as const) {
-  t.test(`failAppendsAfterApplying (${mode}): the events are stored, the client gets an error, our adapter's retry with the same ids is idempotent`, async (t) => {
-    const d = await double(t, options);
-    const store = await adapter(t, d.connectionString);
-    await store.append("ambiguous-a", [ev("Zero", {})]);
-    d.failAppendsAfterApplying(1, how);
-    const ids = [randomUUID(), randomUUID()];
-    // Our adapter takes the failure as transient and retries with the same ids: the store answers
-    // the retry from the events it had already applied.
-    const first = await store.append("ambiguous-a", [ev("One", { n: 1 }, ids[0]), ev("Two", { n: 2 }, ids[1])], 0n);
-    t.equal(first.nextExpectedRevision, 2n, "the append succeeds through the adapter's retry");
-    t.equal(d.stats.ambiguousAppends, 1, "the first attempt was applied and answered with an error");
-    const stored = await eventually(() => store.readStream("ambiguous-a"));
-    t.same(stored.map((e) => e.id).slice(1), ids, "the events are in the log");
-    const retried = await eventually(() => store.append("ambiguous-a", [ev("One", { n: 1 }, ids[0]), ev("Two", { n: 2 }, ids[1])], 0n));
-    t.equal(retried.nextExpectedRevision, 2n, "a further retry succeeds without writing again");
-    t.equal((await store.readStream("ambiguous-a")).length, 3, "no duplicate");
-    const next = await store.append("ambiguous-a", [ev("Three", {})], 2n);
-    t.equal(next.nextExpectedRevision, 3n, "only one append was failed");
-  });
+  t.test(
+    `failAppendsAfterApplying (${mode}): the events are stored, the client gets an error, our adapter's retry with the same ids is idempotent`,
+    async (t) => {
+      const d = await double(t, options);
+      const store = await adapter(t, d.connectionString);
+      await store.append("ambiguous-a", [ev("Zero", {})]);
+      d.failAppendsAfterApplying(1, how);
+      const ids = [randomUUID(), randomUUID()];
+      // Our adapter takes the failure as transient and retries with the same ids: the store answers
+      // the retry from the events it had already applied.
+      const first = await store.append("ambiguous-a", [ev("One", { n: 1 }, ids[0]), ev("Two", { n: 2 }, ids[1])], 0n);
+      t.equal(first.nextExpectedRevision, 2n, "the append succeeds through the adapter's retry");
+      t.equal(d.stats.ambiguousAppends, 1, "the first attempt was applied and answered with an error");
+      const stored = await eventually(() => store.readStream("ambiguous-a"));
+      t.same(stored.map((e) => e.id).slice(1), ids, "the events are in the log");
+      const retried = await eventually(() => store.append("ambiguous-a", [ev("One", { n: 1 }, ids[0]), ev("Two", { n: 2 }, ids[1])], 0n));
+      t.equal(retried.nextExpectedRevision, 2n, "a further retry succeeds without writing again");
+      t.equal((await store.readStream("ambiguous-a")).length, 3, "no duplicate");
+      const next = await store.append("ambiguous-a", [ev("Three", {})], 2n);
+      t.equal(next.nextExpectedRevision, 3n, "only one append was failed");
+    },
+  );
 }
 
 t.test("soft delete: gone from stream reads, still in $all and $all subscriptions until a scavenge", async (t) => {
@@ -266,15 +276,24 @@ t.test("soft delete: gone from stream reads, still in $all and $all subscription
   t.equal(inAll(seen), 2, "and so does a subscription to $all");
   const metadata = await raw.getStreamMetadata("soft-gone");
   t.ok(metadata.metadata?.truncateBefore !== undefined, "the stream's metadata carries a truncate-before, as the server's soft delete writes it");
-  t.ok((await readFile(dataFile, "utf8")).includes(Buffer.from(JSON.stringify({ marker })).toString("base64").slice(0, 20)), "the file holds the events before the scavenge");
+  t.ok(
+    (await readFile(dataFile, "utf8")).includes(Buffer.from(JSON.stringify({ marker })).toString("base64").slice(0, 20)),
+    "the file holds the events before the scavenge",
+  );
 
   t.equal(d.scavenge(), 2, "a scavenge removes them");
   t.equal(inAll(await store.readAll()), 0, "gone from $all");
   const after = await store.append("soft-gone", [ev("Again", { n: 3 })], "any");
   t.equal(after.nextExpectedRevision, 2n, "a later append continues after the last revision");
-  t.same((await store.readStream("soft-gone")).map((e) => e.type), ["Again"]);
+  t.same(
+    (await store.readStream("soft-gone")).map((e) => e.type),
+    ["Again"],
+  );
   t.same(dataOf(await store.readStream("soft-kept")), [{ n: 1 }], "other streams are untouched");
-  t.notOk((await readFile(dataFile, "utf8")).includes(Buffer.from(JSON.stringify({ marker })).toString("base64").slice(0, 20)), "the file no longer holds them");
+  t.notOk(
+    (await readFile(dataFile, "utf8")).includes(Buffer.from(JSON.stringify({ marker })).toString("base64").slice(0, 20)),
+    "the file no longer holds them",
+  );
 
   // The same through the real Operations.StartScavenge call, after a restart of the file-backed double.
   await store.purgeStreams(["soft-kept"]);
@@ -285,7 +304,12 @@ t.test("soft delete: gone from stream reads, still in $all and $all subscription
   const require = createRequire(import.meta.url);
   const generated = path.dirname(require.resolve("@eventstore/db-client/generated/operations_pb.js"));
   const pb = require(path.join(generated, "operations_pb.js")) as typeof import("@eventstore/db-client/generated/operations_pb.js");
-  const grpcPb = require(path.join(generated, "operations_grpc_pb.js")) as { OperationsClient: new (address: string, credentials: grpc.ChannelCredentials) => grpc.Client & { startScavenge(req: unknown, cb: (e: grpc.ServiceError | null, r: InstanceType<typeof pb.ScavengeResp>) => void): void } };
+  const grpcPb = require(path.join(generated, "operations_grpc_pb.js")) as {
+    OperationsClient: new (
+      address: string,
+      credentials: grpc.ChannelCredentials,
+    ) => grpc.Client & { startScavenge(req: unknown, cb: (e: grpc.ServiceError | null, r: InstanceType<typeof pb.ScavengeResp>) => void): void };
+  };
   const operations = new grpcPb.OperationsClient(`127.0.0.1:${restarted.port}`, grpc.credentials.createInsecure());
   t.teardown(() => operations.close());
   const request = new pb.StartScavengeReq();
@@ -293,7 +317,9 @@ t.test("soft delete: gone from stream reads, still in $all and $all subscription
   options.setThreadCount(1);
   options.setStartFromChunk(0);
   request.setOptions(options);
-  const response = await new Promise<InstanceType<typeof pb.ScavengeResp>>((resolve, reject) => operations.startScavenge(request, (e, r) => (e ? reject(e) : resolve(r))));
+  const response = await new Promise<InstanceType<typeof pb.ScavengeResp>>((resolve, reject) =>
+    operations.startScavenge(request, (e, r) => (e ? reject(e) : resolve(r))),
+  );
   t.equal(response.getScavengeResult(), pb.ScavengeResp.ScavengeResult.STARTED);
   t.equal((await store2.readAll()).filter((e) => e.streamId === "soft-kept").length, 0, "Operations.StartScavenge scavenged");
 });
@@ -309,7 +335,10 @@ t.test("TLS with a generated CA, and basic-auth credentials", async (t) => {
 
   const wrong = await rejection(openEsdbStore({ connectionString: d.connectionString.replace("changeit", "wrong") }));
   t.match(String(wrong), /EventStoreDB/, `wrong credentials fail at open (${String(wrong)})`);
-  t.ok((wrong as { cause?: unknown }).cause instanceof AccessDeniedError || String(wrong).match(/denied|credentials|password|unauthenticated/i), "as access denied");
+  t.ok(
+    (wrong as { cause?: unknown }).cause instanceof AccessDeniedError || String(wrong).match(/denied|credentials|password|unauthenticated/i),
+    "as access denied",
+  );
   const anonymous = await rejection(openEsdbStore({ connectionString: d.connectionString.replace("admin:changeit@", "") }));
   t.ok(anonymous instanceof Error, "no credentials: refused too");
   const untrusted = await rejection(openEsdbStore({ connectionString: d.connectionString.replace(/&tlsCAFile=[^&]*/, "") }));
@@ -345,7 +374,10 @@ t.test("the server over TLS with credentials (EVENTSTORE_URL esdb://admin:change
     t.teardown(() => srv.close());
     const thread = await srv.client.threads.create();
     const values = (await srv.client.runs.wait(thread.thread_id, "agent", { input: { messages: [human("over tls")] } })) as { messages: { content: string }[] };
-    t.ok(values.messages.some((m) => m.content === "over tls"), `a thread and a run through ${url.split(":")[0]}://`);
+    t.ok(
+      values.messages.some((m) => m.content === "over tls"),
+      `a thread and a run through ${url.split(":")[0]}://`,
+    );
     await srv.close();
   }
   const wrong = await rejection(startTestServer({ env: { EVENTSTORE_URL: d.connectionString.replace("changeit", "wrong") } }));
@@ -366,12 +398,22 @@ t.test("purgedOwnerOf / PurgedContent: which events a later purge hides", async 
     [`a2a-push-${run}`, run],
     [`assistant-${thread}`, undefined],
     [`cron-${thread}`, undefined],
-  ] as const) t.equal(purgedOwnerOf(stream), owner, stream);
+  ] as const)
+    t.equal(purgedOwnerOf(stream), owner, stream);
 
   const db = new Database(":memory:");
   t.teardown(() => db.close());
   const purged = new PurgedContent(db);
-  const event = (streamId: string, position: bigint) => ({ streamId, position, id: randomUUID(), type: "X", revision: 0n, data: {}, metadata: {}, created: new Date() });
+  const event = (streamId: string, position: bigint) => ({
+    streamId,
+    position,
+    id: randomUUID(),
+    type: "X",
+    revision: 0n,
+    data: {},
+    metadata: {},
+    created: new Date(),
+  });
   purged.record({ ...event(`thread-${thread}`, 100n), type: "ThreadPurged", data: { thread_id: thread, run_ids: [run] } });
   t.ok(purged.hides(event(`thread-${thread}`, 10n)), "the thread's events before the purge");
   t.ok(purged.hides(event(`run-output-${run}`, 99n)), "its runs' events before the purge");
@@ -382,8 +424,11 @@ t.test("purgedOwnerOf / PurgedContent: which events a later purge hides", async 
 
 function replayCli(env: Record<string, string>, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    execFile(process.execPath, ["--import", "tsx", "src/app/replay-cli.ts", ...args], { cwd: repoRoot, env: { ...process.env, LANGGRAPH_JSON: TEST_GRAPHS, ...env } }, (error, stdout, stderr) =>
-      resolve({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+    execFile(
+      process.execPath,
+      ["--import", "tsx", "src/app/replay-cli.ts", ...args],
+      { cwd: repoRoot, env: { ...process.env, LANGGRAPH_JSON: TEST_GRAPHS, ...env } },
+      (error, stdout, stderr) => resolve({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stdout, stderr }),
     );
   });
 }
@@ -427,11 +472,24 @@ t.test("a purge on EventStoreDB (soft delete, no scavenge yet) is not resurrecte
     t.equal((await fetch(`${server.url}/threads/${purged.thread_id}`)).status, 404, `${where}: the thread is gone`);
     t.equal((await fetch(`${server.url}/runs/${runs[0].run_id}`)).status, 404, `${where}: its run is gone`);
     t.equal((await fetch(`${server.url}/threads/${purged.thread_id}/runs/${runs[0].run_id}`)).status, 404, `${where}: its run is gone`);
-    t.same((await server.client.threads.search({ metadata: { tag } })).map((x) => x.thread_id), [kept.thread_id], `${where}: search finds only the kept thread`);
+    t.same(
+      (await server.client.threads.search({ metadata: { tag } })).map((x) => x.thread_id),
+      [kept.thread_id],
+      `${where}: search finds only the kept thread`,
+    );
     t.same(await server.client.threads.search({ metadata: { marker: metadataMarker } }), [], `${where}: nothing by the purged metadata`);
-    const count = (await (await fetch(`${server.url}/threads/count`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ metadata: { tag } }) })).json()) as number;
+    const count = (await (
+      await fetch(`${server.url}/threads/count`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ metadata: { tag } }),
+      })
+    ).json()) as number;
     t.equal(count, 1, `${where}: count agrees`);
-    const replay = (await (await fetch(`${server.url}/threads/${purged.thread_id}/replay`)).json()) as { thread: { purged: boolean; metadata: unknown } | null; runs: unknown[] };
+    const replay = (await (await fetch(`${server.url}/threads/${purged.thread_id}/replay`)).json()) as {
+      thread: { purged: boolean; metadata: unknown } | null;
+      runs: unknown[];
+    };
     t.match(replay, { thread: { purged: true, metadata: {} }, runs: [] }, `${where}: the replay shows a purged, empty thread`);
     t.notOk(JSON.stringify(replay).includes(metadataMarker) || JSON.stringify(replay).includes(inputMarker), `${where}: no purged content in the replay`);
   }

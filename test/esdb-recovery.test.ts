@@ -57,7 +57,11 @@ t.test("an SSE stream open across a 3 s cut resumes without losing or repeating 
   // The node waits at its gate until after the heal: the cut falls between the events before it and those after it.
   const gates = makeGates(t);
   const run = await json<{ run_id: string }>(
-    post(`${rig.url}/threads/${thread.thread_id}/runs`, { assistant_id: "delay", input: { messages: [human("s")], gate: gates.path("s") }, stream_mode: ["values", "updates", "debug"] }),
+    post(`${rig.url}/threads/${thread.thread_id}/runs`, {
+      assistant_id: "delay",
+      input: { messages: [human("s")], gate: gates.path("s") },
+      stream_mode: ["values", "updates", "debug"],
+    }),
   );
   const res = await fetch(`${rig.url}/threads/${thread.thread_id}/runs/${run.run_id}/stream`, { headers: { accept: "text/event-stream" } });
   t.equal(res.status, 200);
@@ -72,11 +76,21 @@ t.test("an SSE stream open across a 3 s cut resumes without losing or repeating 
   gates.open("s");
   const seen = await reading;
 
-  const replay = await readSse(await fetch(`${rig.url}/threads/${thread.thread_id}/runs/${run.run_id}/stream`, { headers: { accept: "text/event-stream", "last-event-id": "-1" } }), () => undefined);
+  const replay = await readSse(
+    await fetch(`${rig.url}/threads/${thread.thread_id}/runs/${run.run_id}/stream`, { headers: { accept: "text/event-stream", "last-event-id": "-1" } }),
+    () => undefined,
+  );
   const ids = seen.map((e) => e.id).filter((id) => id !== "");
   t.same(ids, [...new Set(ids)], "no event twice");
-  t.same(seen.filter((e) => e.id !== ""), replay.filter((e) => e.id !== ""), "every event of the run, in order (as a replay from the log shows them)");
-  t.ok(seen.some((e) => e.event === "updates"), "events after the cut arrived");
+  t.same(
+    seen.filter((e) => e.id !== ""),
+    replay.filter((e) => e.id !== ""),
+    "every event of the run, in order (as a replay from the log shows them)",
+  );
+  t.ok(
+    seen.some((e) => e.event === "updates"),
+    "events after the cut arrived",
+  );
   const status = await json<{ status: string }>(fetch(`${rig.url}/threads/${thread.thread_id}/runs/${run.run_id}`));
   t.equal(status.status, "success", "the run ended well");
 });

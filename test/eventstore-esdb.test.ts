@@ -8,12 +8,7 @@ import net from "node:net";
 import t from "tap";
 import { openEsdbStore } from "../src/eventstore/esdb.js";
 import { fromClientPosition, redactConnectionString, toAppendOptions, toClientPosition, toCurrentRevision } from "../src/eventstore/esdb-mapping.js";
-import {
-  StoreUnavailableError,
-  WrongExpectedVersionError,
-  type EventStore,
-  type SubscriptionItem,
-} from "../src/eventstore/types.js";
+import { StoreUnavailableError, WrongExpectedVersionError, type EventStore, type SubscriptionItem } from "../src/eventstore/types.js";
 import { eventStoreContract } from "./contract/eventstore-contract.js";
 import { LogHealth } from "../src/eventstore/log-health.js";
 import { startEsdbTestDouble, type EsdbTestDoubleOptions } from "./support/esdb-test-double.js";
@@ -155,7 +150,11 @@ t.test("StreamNotFound reads as empty; WrongExpectedVersion carries stream, expe
   const error = await store.append(s, [{ type: "E", data: {} }], "no_stream").catch((e: unknown) => e);
   t.ok(error instanceof WrongExpectedVersionError);
   t.same(
-    { stream: (error as WrongExpectedVersionError).stream, expected: (error as WrongExpectedVersionError).expected, actual: (error as WrongExpectedVersionError).actual },
+    {
+      stream: (error as WrongExpectedVersionError).stream,
+      expected: (error as WrongExpectedVersionError).expected,
+      actual: (error as WrongExpectedVersionError).actual,
+    },
     { stream: s, expected: "no_stream", actual: 0n },
   );
 });
@@ -206,7 +205,10 @@ t.test("store.close() waits for in-flight appends, then refuses new work", async
   const appends = Array.from({ length: 20 }, (_, i) => store.append(s, [{ type: "E", data: { i } }]));
   await store.close();
   const results = await Promise.allSettled(appends);
-  t.ok(results.every((r) => r.status === "fulfilled"), "every append issued before close() completed");
+  t.ok(
+    results.every((r) => r.status === "fulfilled"),
+    "every append issued before close() completed",
+  );
   await t.rejects(store.readStream(s), StoreUnavailableError, "reads after close are refused");
   const again: EventStore = await openEsdbStore({ connectionString: double.connectionString });
   t.equal((await again.readStream(s)).length, 20, "all 20 events are in the log");

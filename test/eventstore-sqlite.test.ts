@@ -156,7 +156,11 @@ t.test("an urgent append commits before the turn's check phase, taking what is q
   t.equal(store.stats().transactions - before.transactions, 1, "in one transaction");
   await new Promise((resolve) => setImmediate(resolve));
   t.equal(store.stats().transactions - before.transactions, 1, "the check phase found nothing left to commit");
-  t.same((await store.readStream("urgent-1")).map((e) => e.type), ["End"], "durable and readable");
+  t.same(
+    (await store.readStream("urgent-1")).map((e) => e.type),
+    ["End"],
+    "durable and readable",
+  );
 });
 
 t.test("after: a dependant goes into the transaction of the queued appends it depends on, and is undone alone when one of them fails", async (t) => {
@@ -183,8 +187,16 @@ t.test("after: a dependant goes into the transaction of the queued appends it de
     store.append("end-1", [{ type: "Ended", data: {} }], "any", { after: [refused], urgent: true }),
   ]);
   t.equal(store.stats().transactions - before.transactions, 1, "one transaction");
-  t.same(outcomes.map((o) => o.status), ["rejected", "fulfilled", "rejected"], "the dependant fails with what it depends on; the rest commits");
-  t.same((await store.readStream("end-1")).map((e) => e.type), ["Opened", "Ended"], "nothing of the refused dependant was written");
+  t.same(
+    outcomes.map((o) => o.status),
+    ["rejected", "fulfilled", "rejected"],
+    "the dependant fails with what it depends on; the rest commits",
+  );
+  t.same(
+    (await store.readStream("end-1")).map((e) => e.type),
+    ["Opened", "Ended"],
+    "nothing of the refused dependant was written",
+  );
 });
 
 t.test("subscriptions release their listener when closed or abandoned, and on store close", async (t) => {
@@ -353,7 +365,11 @@ t.test("filtered reads over skewed types: one type fills pages while another wai
   const file = path.join(await tempDir(t), "events.sqlite");
   const writer = await openSqliteStore({ path: file });
   // 2,500 of one type, then 1,200 of another, then both interleaved: page ends come from either type.
-  const plan = [...Array(2_500).fill("Created"), ...Array(1_200).fill("Enqueued"), ...Array.from({ length: 1_100 }, (_, i) => (i % 3 ? "Created" : "Enqueued"))];
+  const plan = [
+    ...Array(2_500).fill("Created"),
+    ...Array(1_200).fill("Enqueued"),
+    ...Array.from({ length: 1_100 }, (_, i) => (i % 3 ? "Created" : "Enqueued")),
+  ];
   for (let i = 0; i < plan.length; i += 400) {
     await Promise.all(plan.slice(i, i + 400).map((type, k) => writer.append(`s-${(i + k) % 11}`, [{ type, data: { i: i + k } }])));
   }
@@ -363,7 +379,11 @@ t.test("filtered reads over skewed types: one type fills pages while another wai
   // A store just opened holds no recent events: every read goes to the database's type index.
   const store = await openSqliteStore({ path: file });
   t.teardown(() => store.close());
-  for (const filter of [{ eventTypes: ["Created", "Enqueued"] }, { eventTypes: ["Enqueued"] }, { eventTypes: ["Created", "Enqueued", "Noise"] }] as EventFilter[]) {
+  for (const filter of [
+    { eventTypes: ["Created", "Enqueued"] },
+    { eventTypes: ["Enqueued"] },
+    { eventTypes: ["Created", "Enqueued", "Noise"] },
+  ] as EventFilter[]) {
     const expected = everything.filter((e) => matchesFilter(e.streamId, e.type, filter));
     const seen: RecordedEvent[] = [];
     for await (const item of store.subscribeToAll({ filter })) {
@@ -371,7 +391,10 @@ t.test("filtered reads over skewed types: one type fills pages while another wai
       seen.push(item.event);
     }
     t.same(positions(seen), positions(expected), `subscribeToAll ${JSON.stringify(filter)}`);
-    t.same(positions(await store.readAll({ filter, fromPosition: everything[3_000].position })), positions(expected.filter((e) => e.position >= everything[3_000].position)));
+    t.same(
+      positions(await store.readAll({ filter, fromPosition: everything[3_000].position })),
+      positions(expected.filter((e) => e.position >= everything[3_000].position)),
+    );
   }
 });
 
@@ -402,12 +425,20 @@ for (const version of [1, 2] as const) {
   t.test(`a version ${version} file is upgraded in place: type index, no streams table, events and revisions kept`, async (t) => {
     const file = await olderFile(t, version);
     const store = await openSqliteStore({ path: file });
-    t.same((await store.readAll({ filter: { eventTypes: ["Placed"] } })).map((e) => e.data), [{ total: 3 }], "events kept, filtered read works");
+    t.same(
+      (await store.readAll({ filter: { eventTypes: ["Placed"] } })).map((e) => e.data),
+      [{ total: 3 }],
+      "events kept, filtered read works",
+    );
     await t.rejects(store.append("order-1", [{ type: "Paid", data: {} }], 0n), { name: "WrongExpectedVersionError" }, "the stream's revision is still 1");
     const paid = await store.append("order-1", [{ type: "Paid", data: {} }], 1n);
     t.equal(paid.nextExpectedRevision, 2n);
     t.equal(paid.position, 3n, "positions go on after the file's last one");
-    t.same((await store.readStream("order-1", { fromRevision: "end", direction: "backwards", maxCount: 1 })).map((e) => e.type), ["Paid"], "read from the end finds the new last event");
+    t.same(
+      (await store.readStream("order-1", { fromRevision: "end", direction: "backwards", maxCount: 1 })).map((e) => e.type),
+      ["Paid"],
+      "read from the end finds the new last event",
+    );
     await store.close();
 
     const db = new Database(file, { readonly: true });
@@ -415,9 +446,9 @@ for (const version of [1, 2] as const) {
     t.equal(db.pragma("user_version", { simple: true }), 3, "schema version 3");
     t.ok(db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = 'events_type_position'").get(), "type index exists");
     t.notOk(db.prepare("SELECT 1 FROM sqlite_master WHERE name = 'streams'").get(), "the streams table is gone");
-    const plan = db
-      .prepare("EXPLAIN QUERY PLAN SELECT data FROM events WHERE type = ? AND position >= ? ORDER BY position LIMIT ?")
-      .all("Placed", 0, 10) as { detail: string }[];
+    const plan = db.prepare("EXPLAIN QUERY PLAN SELECT data FROM events WHERE type = ? AND position >= ? ORDER BY position LIMIT ?").all("Placed", 0, 10) as {
+      detail: string;
+    }[];
     t.match(plan.map((p) => p.detail).join("; "), /USING INDEX events_type_position/, "a type read is an index range scan");
   });
 }
@@ -425,7 +456,10 @@ for (const version of [1, 2] as const) {
 t.test("a read-only open (npm run replay) reads a version 2 file as it is, and refuses a version 1 file", async (t) => {
   const v2 = await olderFile(t, 2);
   const reader = openSqliteStoreReadOnly(v2);
-  t.same((await reader.readStream("order-1", { fromRevision: "end", direction: "backwards" })).map((e) => e.type), ["Packed", "Placed"]);
+  t.same(
+    (await reader.readStream("order-1", { fromRevision: "end", direction: "backwards" })).map((e) => e.type),
+    ["Packed", "Placed"],
+  );
   await reader.close();
   const db = new Database(v2, { readonly: true });
   t.teardown(() => db.close());
@@ -437,7 +471,14 @@ t.test("a read-only open (npm run replay) reads a version 2 file as it is, and r
 t.test("a new file: a stream's revision comes from the (stream_id, revision) index, positions from the rowid, never reused", async (t) => {
   const file = path.join(await tempDir(t), "events.sqlite");
   const store = await openSqliteStore({ path: file });
-  const first = await store.append("order-1", [{ type: "Placed", data: {} }, { type: "Packed", data: {} }], "no_stream");
+  const first = await store.append(
+    "order-1",
+    [
+      { type: "Placed", data: {} },
+      { type: "Packed", data: {} },
+    ],
+    "no_stream",
+  );
   // A refused append in the same group commit as a good one: its rows are undone, its positions not handed out.
   const [refused, other] = await Promise.allSettled([
     store.append("order-1", [{ type: "Paid", data: {} }], 0n),
@@ -453,10 +494,28 @@ t.test("a new file: a stream's revision comes from the (stream_id, revision) ind
   t.teardown(() => db.close());
   db.defaultSafeIntegers(true);
   t.notOk(db.prepare("SELECT 1 FROM sqlite_master WHERE name IN ('streams', 'sqlite_sequence')").get(), "no streams table, no AUTOINCREMENT counter");
-  const rows = db.prepare("SELECT position, stream_id, revision FROM events ORDER BY position").all() as { position: bigint; stream_id: string; revision: bigint }[];
-  t.same(rows.map((r) => [r.stream_id, Number(r.revision)]), [["order-1", 0], ["order-1", 1], ["order-2", 0], ["order-1", 2]]);
-  t.same(rows.map((r) => r.position), [first.position - 1n, first.position, first.position + 1n, next.position], "strictly increasing, in commit order");
-  const plan = db.prepare("EXPLAIN QUERY PLAN SELECT revision FROM events WHERE stream_id = ? ORDER BY revision DESC LIMIT 1").all("order-1") as { detail: string }[];
+  const rows = db.prepare("SELECT position, stream_id, revision FROM events ORDER BY position").all() as {
+    position: bigint;
+    stream_id: string;
+    revision: bigint;
+  }[];
+  t.same(
+    rows.map((r) => [r.stream_id, Number(r.revision)]),
+    [
+      ["order-1", 0],
+      ["order-1", 1],
+      ["order-2", 0],
+      ["order-1", 2],
+    ],
+  );
+  t.same(
+    rows.map((r) => r.position),
+    [first.position - 1n, first.position, first.position + 1n, next.position],
+    "strictly increasing, in commit order",
+  );
+  const plan = db.prepare("EXPLAIN QUERY PLAN SELECT revision FROM events WHERE stream_id = ? ORDER BY revision DESC LIMIT 1").all("order-1") as {
+    detail: string;
+  }[];
   t.match(plan.map((p) => p.detail).join("; "), /COVERING INDEX/, "a stream's revision is one seek in the index");
 });
 
@@ -471,14 +530,31 @@ t.test("a stream's head for an append: written earlier in the same batch, held i
   // appends after it in the batch see the head without it.
   const outcomes = await Promise.allSettled([
     store.append("cart-1", [{ type: "Added", data: { n: 1 } }], 0n),
-    store.append("cart-1", [{ id: randomUUID(), type: "Added", data: { n: 2 } }, { id: taken, type: "Added", data: { n: 3 } }], 1n),
+    store.append(
+      "cart-1",
+      [
+        { id: randomUUID(), type: "Added", data: { n: 2 } },
+        { id: taken, type: "Added", data: { n: 3 } },
+      ],
+      1n,
+    ),
     store.append("cart-1", [{ type: "Added", data: { n: 4 } }], 1n),
     store.append("cart-1", [{ type: "Added", data: { n: 5 } }], 1n), // stale: the previous one in this batch moved the head
   ]);
   t.equal(store.stats().transactions - before.transactions, 1, "one transaction");
-  t.same(outcomes.map((o) => o.status), ["fulfilled", "rejected", "fulfilled", "rejected"]);
+  t.same(
+    outcomes.map((o) => o.status),
+    ["fulfilled", "rejected", "fulfilled", "rejected"],
+  );
   t.equal(((outcomes[3] as PromiseRejectedResult).reason as WrongExpectedVersionError).actual, 2n, "the stale one saw the batch's head");
-  t.same((await store.readStream("cart-1")).map((e) => [e.revision, (e.data as { n?: number }).n]), [[0n, undefined], [1n, 1], [2n, 4]]);
+  t.same(
+    (await store.readStream("cart-1")).map((e) => [e.revision, (e.data as { n?: number }).n]),
+    [
+      [0n, undefined],
+      [1n, 1],
+      [2n, 4],
+    ],
+  );
   t.equal((await store.append("cart-1", [{ type: "Added", data: { n: 6 } }], 2n)).nextExpectedRevision, 3n, "held in memory after the commit");
   await store.close();
 
@@ -503,9 +579,13 @@ t.test("committed events reach every reader parsed once, frozen, and recent read
   const event = (a as { event: RecordedEvent }).event;
   t.equal((await store.readStream("order-1"))[0], event, "a read of recent history gets it too");
   t.ok(Object.isFrozen(event) && Object.isFrozen(event.data) && Object.isFrozen((event.data as { lines: object[] }).lines[0]), "deep-frozen");
-  t.throws(() => {
-    (event.data as { lines: { qty: number }[] }).lines[0].qty = 2;
-  }, TypeError, "a reader cannot change what the others see");
+  t.throws(
+    () => {
+      (event.data as { lines: { qty: number }[] }).lines[0].qty = 2;
+    },
+    TypeError,
+    "a reader cannot change what the others see",
+  );
   t.equal(store.stats().recentEvents, 1);
 });
 
@@ -518,25 +598,53 @@ t.test("RecentEvents: holds the last events, answers only what it holds entirely
   t.equal(recent.streamFrom("s", 0n, 100), undefined, "a stream with nothing held: unknown");
   recent.add([e(11, "s", 4), e(12, "t", 0)]);
   recent.add([e(13, "s", 5)]);
-  t.same(recent.after(10n, 100)?.map((x) => x.position), [11n, 12n, 13n]);
-  t.same(recent.after(11n, 1)?.map((x) => x.position), [12n], "limit");
-  t.same(recent.streamFrom("s", 4n, 100)?.map((x) => x.revision), [4n, 5n]);
+  t.same(
+    recent.after(10n, 100)?.map((x) => x.position),
+    [11n, 12n, 13n],
+  );
+  t.same(
+    recent.after(11n, 1)?.map((x) => x.position),
+    [12n],
+    "limit",
+  );
+  t.same(
+    recent.streamFrom("s", 4n, 100)?.map((x) => x.revision),
+    [4n, 5n],
+  );
   t.same(recent.streamFrom("s", 6n, 100), [], "after the end of the stream: nothing");
   t.equal(recent.streamFrom("s", 3n, 100), undefined, "revision 3 is older than what is held");
-  t.same(recent.streamBackwards("s", 5n, 1)?.map((x) => x.revision), [5n], "backwards from the end: the last one");
-  t.same(recent.streamBackwards("s", 100n, 2)?.map((x) => x.revision), [5n, 4n], "newest first");
+  t.same(
+    recent.streamBackwards("s", 5n, 1)?.map((x) => x.revision),
+    [5n],
+    "backwards from the end: the last one",
+  );
+  t.same(
+    recent.streamBackwards("s", 100n, 2)?.map((x) => x.revision),
+    [5n, 4n],
+    "newest first",
+  );
   t.equal(recent.streamBackwards("s", 5n, 3), undefined, "more than is held of a stream that starts earlier: not answered");
   t.equal(recent.streamBackwards("s", 3n, 1), undefined, "older than what is held");
-  t.same(recent.streamBackwards("t", 100n, 5)?.map((x) => x.revision), [0n], "a whole stream, shorter than the limit");
+  t.same(
+    recent.streamBackwards("t", 100n, 5)?.map((x) => x.revision),
+    [0n],
+    "a whole stream, shorter than the limit",
+  );
   t.equal(recent.streamBackwards("u", 100n, 5), undefined, "a stream with nothing held: unknown");
   t.equal(recent.lastRevision("s"), 5n, "a held stream's last revision");
   t.equal(recent.lastRevision("u"), undefined, "a stream with nothing held: unknown");
   recent.add([e(14, "t", 1)]); // evicts position 11
   t.equal(recent.size, 3);
   t.equal(recent.after(10n, 100), undefined, "evicted: position 11 is no longer held");
-  t.same(recent.after(11n, 100)?.map((x) => x.position), [12n, 13n, 14n]);
+  t.same(
+    recent.after(11n, 100)?.map((x) => x.position),
+    [12n, 13n, 14n],
+  );
   t.equal(recent.streamFrom("s", 4n, 100), undefined, "s@4 evicted");
-  t.same(recent.streamFrom("s", 5n, 100)?.map((x) => x.position), [13n]);
+  t.same(
+    recent.streamFrom("s", 5n, 100)?.map((x) => x.position),
+    [13n],
+  );
   t.equal(recent.lastRevision("s"), 5n, "still its last revision after its oldest held event went");
   t.same(recent.after(11n, 100)?.[0].event.data, { p: 12 }, "parsed on demand");
   t.equal(recent.after(11n, 100)?.[0].event, recent.after(11n, 100)?.[0].event, "once");
@@ -591,5 +699,8 @@ t.test("an append reports the length of each event's data as the JSON text it st
   const stored = db.prepare("SELECT length(data) FROM events WHERE stream_id = 'notes-1' ORDER BY revision").pluck().all() as number[];
   t.same(first.dataLengths, stored, "the lengths of the stored texts");
   t.same(retried.dataLengths, stored, "the same on the retry");
-  t.same(stored, events.map((e) => JSON.stringify(e.data).length));
+  t.same(
+    stored,
+    events.map((e) => JSON.stringify(e.data).length),
+  );
 });

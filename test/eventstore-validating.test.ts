@@ -61,7 +61,10 @@ async function drain(items: AsyncIterable<SubscriptionItem>, upTo: number): Prom
 
 t.test("valid events pass both ways", async (t) => {
   const { checked } = await stores(t);
-  await checked.append("user-1", [{ type: "Created", data: { name: "Ada" } }, { type: "Renamed", data: { name: "Ada L." } }]);
+  await checked.append("user-1", [
+    { type: "Created", data: { name: "Ada" } },
+    { type: "Renamed", data: { name: "Ada L." } },
+  ]);
   t.same(
     (await checked.readStream("user-1")).map((e) => e.data),
     [{ name: "Ada" }, { name: "Ada L." }],
@@ -80,7 +83,11 @@ t.test("append refuses unknown types and bad payloads, and writes nothing", asyn
   );
   await expectInvalid(
     t,
-    async () => checked.append("user-1", [{ type: "Created", data: { name: "ok" } }, { type: "Renamed", data: { name: "" } }]),
+    async () =>
+      checked.append("user-1", [
+        { type: "Created", data: { name: "ok" } },
+        { type: "Renamed", data: { name: "" } },
+      ]),
     { stream: "user-1", revision: undefined, eventType: "Renamed", reason: /^name: / },
     "bad payload in the second event",
   );
@@ -101,10 +108,22 @@ t.test("reads trust the log: an event written around the schema check is read as
     { type: "Archived", data: {} }, // not in the catalogue
   ]);
   const expected = [{ name: "Ada" }, { name: "" }, {}];
-  t.same((await checked.readStream("user-1")).map((e) => e.data), expected, "readStream");
-  t.same((await checked.readAll()).map((e) => e.data), expected, "readAll");
+  t.same(
+    (await checked.readStream("user-1")).map((e) => e.data),
+    expected,
+    "readStream",
+  );
+  t.same(
+    (await checked.readAll()).map((e) => e.data),
+    expected,
+    "readAll",
+  );
   const items = await drain(checked.subscribeToAll(), 4);
-  t.same(items.map((i) => (i.kind === "event" ? i.event.data : i.kind)), [...expected, "caughtUp"], "subscribeToAll");
+  t.same(
+    items.map((i) => (i.kind === "event" ? i.event.data : i.kind)),
+    [...expected, "caughtUp"],
+    "subscribeToAll",
+  );
 });
 
 t.test("data that is not JSON is an error naming its stream and revision", async (t) => {
@@ -141,11 +160,22 @@ t.test("data that is not JSON is an error naming its stream and revision", async
 t.test("unchecked types skip their schema but must be in the catalogue; the other events of the append are still checked", async (t) => {
   const { raw } = await stores(t);
   const checked = withSchemas(raw, (type) => catalogue[type], new Set(["Renamed"]));
-  await checked.append("user-1", [{ type: "Created", data: { name: "Ada" } }, { type: "Renamed", data: { name: "" } }]);
-  t.same((await raw.readStream("user-1")).map((e) => e.data), [{ name: "Ada" }, { name: "" }], "the unchecked event is written as given");
+  await checked.append("user-1", [
+    { type: "Created", data: { name: "Ada" } },
+    { type: "Renamed", data: { name: "" } },
+  ]);
+  t.same(
+    (await raw.readStream("user-1")).map((e) => e.data),
+    [{ name: "Ada" }, { name: "" }],
+    "the unchecked event is written as given",
+  );
   await expectInvalid(
     t,
-    async () => checked.append("user-2", [{ type: "Renamed", data: { name: "x" } }, { type: "Created", data: { name: 1 } }]),
+    async () =>
+      checked.append("user-2", [
+        { type: "Renamed", data: { name: "x" } },
+        { type: "Created", data: { name: 1 } },
+      ]),
     { stream: "user-2", revision: undefined, eventType: "Created", reason: /name/ },
     "a checked type beside an unchecked one",
   );
@@ -156,7 +186,11 @@ t.test("unchecked types skip their schema but must be in the catalogue; the othe
     { stream: "user-3", revision: undefined, eventType: "Archived", reason: /unknown event type/ },
     "an unchecked type not in the catalogue",
   );
-  t.same((await raw.readAll()).map((e) => e.streamId), ["user-1", "user-1"], "nothing else was written");
+  t.same(
+    (await raw.readAll()).map((e) => e.streamId),
+    ["user-1", "user-1"],
+    "nothing else was written",
+  );
 });
 
 t.test("EVENT_SCHEMA_CHECKS: lifecycle by default (the step events of runs unchecked), all on request, nothing else accepted", async (t) => {
@@ -194,11 +228,18 @@ t.test("data nested beyond the log's limits is refused for every type, unchecked
     } catch (error) {
       t.ok(error instanceof EventLimitError, `${type}: EventLimitError`);
       t.ok(error instanceof InputLimitError, `${type}: answered as bad input at the edges`);
-      t.match((error as Error).message, new RegExp(`^Event ${type} for "user-2" refused: data\\.values\\[0\\].*nested deeper than ${LOG_LIMITS.maxDepth} levels`));
+      t.match(
+        (error as Error).message,
+        new RegExp(`^Event ${type} for "user-2" refused: data\\.values\\[0\\].*nested deeper than ${LOG_LIMITS.maxDepth} levels`),
+      );
     }
   }
   let atLimit: unknown = "leaf";
   for (let i = 0; i < LOG_LIMITS.maxDepth - 2; i++) atLimit = [atLimit];
   await checked.append("user-3", [{ type: "Step", data: { values: atLimit } }]);
-  t.same((await raw.readAll()).map((e) => e.streamId), ["user-1", "user-3"], "only the events within the limit were written");
+  t.same(
+    (await raw.readAll()).map((e) => e.streamId),
+    ["user-1", "user-3"],
+    "only the events within the limit were written",
+  );
 });

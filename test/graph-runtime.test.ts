@@ -15,8 +15,14 @@ t.test("getLogger() works in a graph, at import time and in a node (lines carry 
   const client = new Client({ apiUrl: proc.url! });
   const result = (await client.runs.wait(null, "logger", { input: {} })) as { said: string };
   t.equal(result.said, "logged");
-  const lines = proc.stdout.split("\n").filter((l) => l.startsWith("{")).map((l) => JSON.parse(l) as Record<string, unknown>);
-  t.ok(lines.find((l) => l.msg === "logger graph imported"), "the import-time line");
+  const lines = proc.stdout
+    .split("\n")
+    .filter((l) => l.startsWith("{"))
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
+  t.ok(
+    lines.find((l) => l.msg === "logger graph imported"),
+    "the import-time line",
+  );
   const inNode = lines.find((l) => l.msg === "hello from a node");
   t.ok(inNode, "the node's line");
   t.equal(inNode?.marker, "parity-logger", "meta fields are merged");
@@ -43,7 +49,9 @@ t.test("a factory graph is made with the config in effect (assistant ⊕ thread 
 
   // The run's own config counts too: the default assistant plus a run config selecting the variant.
   const thread2 = await client.threads.create();
-  const values = (await client.runs.wait(thread2.thread_id, "variant", { input: {}, config: { configurable: { variant: "extended" } } })) as { visited: string[] };
+  const values = (await client.runs.wait(thread2.thread_id, "variant", { input: {}, config: { configurable: { variant: "extended" } } })) as {
+    visited: string[];
+  };
   t.same(values.visited, ["base", "extra"]);
   const plain = (await client.runs.wait(null, "variant", { input: {} })) as { visited: string[] };
   t.same(plain.visited, ["base"]);
@@ -56,7 +64,10 @@ t.test("run metadata is on the run's checkpoints: history filters by it", async 
   const thread = await client.threads.create({ metadata: { owner: "ann" } });
   const first = await client.runs.create(thread.thread_id, "agent", { input: { messages: [{ role: "human", content: "one" }] }, metadata: { batch: "first" } });
   await client.runs.join(thread.thread_id, first.run_id);
-  const second = await client.runs.create(thread.thread_id, "agent", { input: { messages: [{ role: "human", content: "two" }] }, metadata: { batch: "second" } });
+  const second = await client.runs.create(thread.thread_id, "agent", {
+    input: { messages: [{ role: "human", content: "two" }] },
+    metadata: { batch: "second" },
+  });
   await client.runs.join(thread.thread_id, second.run_id);
 
   const firstOnes = await client.threads.getHistory(thread.thread_id, { metadata: { batch: "first" }, limit: 100 });

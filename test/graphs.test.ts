@@ -3,28 +3,12 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { AIMessage, type BaseMessage, HumanMessage } from "@langchain/core/messages";
-import {
-  Annotation,
-  Command,
-  MemorySaver,
-  MessagesAnnotation,
-  MessagesValue,
-  START,
-  StateGraph,
-  StateSchema,
-} from "@langchain/langgraph";
+import { Annotation, Command, MemorySaver, MessagesAnnotation, MessagesValue, START, StateGraph, StateSchema } from "@langchain/langgraph";
 import { z } from "zod";
 import t from "tap";
 import { TypeSchemaReader } from "../src/runtime/type-schemas/reader.js";
 import { UiBundleError, bundleUi } from "../src/runtime/ui-bundles.js";
-import {
-  GraphLoadError,
-  GraphNotFoundError,
-  type GraphRegistry,
-  defaultAssistantId,
-  graphSchemas,
-  loadGraphRegistry,
-} from "../src/runtime/graphs.js";
+import { GraphLoadError, GraphNotFoundError, type GraphRegistry, defaultAssistantId, graphSchemas, loadGraphRegistry } from "../src/runtime/graphs.js";
 import {
   LanggraphConfigError,
   applyEnv,
@@ -98,7 +82,10 @@ t.test("repository langgraph.json and the example graph", async (t) => {
   t.ok(registry.description("agent")!.length > 0);
 
   const drawable = await registry.drawable("agent", { xray: true });
-  t.ok(drawable.nodes.some((n) => n.id === "agent"), "node agent");
+  t.ok(
+    drawable.nodes.some((n) => n.id === "agent"),
+    "node agent",
+  );
   t.ok(drawable.nodes.some((n) => n.id === "__start__"));
   t.ok(drawable.edges.some((e) => e.source === "__start__" && e.target === "agent"));
   t.ok(drawable.edges.some((e) => e.source === "agent" && e.target === "__end__"));
@@ -116,10 +103,7 @@ t.test("repository langgraph.json and the example graph", async (t) => {
   t.equal(await registry.get("agent", {}), graph, "compiled graphs are cached");
 
   // {role, content} form, plus a model_name without an endpoint: still offline.
-  const a = await graph.invoke(
-    { messages: [{ role: "user", content: "hello" }] },
-    { configurable: { model_name: "gpt-test" } },
-  );
+  const a = await graph.invoke({ messages: [{ role: "user", content: "hello" }] }, { configurable: { model_name: "gpt-test" } });
   t.equal(a.messages.length, 2);
   t.equal(a.messages[0].getType(), "human");
   t.equal(lastMessage(a).getType(), "ai");
@@ -244,19 +228,17 @@ t.test("test graphs", async (t) => {
     const recursive = await registry.subgraphs("subgraph", { recurse: true });
     t.same(Object.keys(recursive).sort(), ["child", "child|grandchild"]);
     t.same(Object.keys(await registry.subgraphs("subgraph", { namespace: "child" })), ["child"]);
-    t.same(Object.keys(await registry.subgraphs("subgraph", { namespace: "child|grandchild", recurse: true })), [
-      "child|grandchild",
-    ]);
+    t.same(Object.keys(await registry.subgraphs("subgraph", { namespace: "child|grandchild", recurse: true })), ["child|grandchild"]);
 
     const drawable = await registry.drawable("subgraph", { xray: true });
-    t.ok(drawable.nodes.some((n) => String(n.id).includes("inner")), "xray shows subgraph nodes");
+    t.ok(
+      drawable.nodes.some((n) => String(n.id).includes("inner")),
+      "xray shows subgraph nodes",
+    );
 
     const graph = await registry.get("subgraph");
     const namespaces = new Set<string>();
-    for await (const [ns] of await graph.stream(
-      { messages: [{ role: "user", content: "x" }] },
-      { streamMode: "updates", subgraphs: true },
-    )) {
+    for await (const [ns] of await graph.stream({ messages: [{ role: "user", content: "x" }] }, { streamMode: "updates", subgraphs: true })) {
       namespaces.add((ns as string[]).map((part) => part.split(":")[0]).join("|"));
     }
     t.same([...namespaces].sort(), ["", "child", "child|grandchild"]);
@@ -292,7 +274,10 @@ t.test("test graphs", async (t) => {
 
 t.test("schemas of Annotation state and of a context schema", async (t) => {
   const A = Annotation.Root({ ...MessagesAnnotation.spec, count: Annotation<number>() });
-  const annotated = new StateGraph(A).addNode("n", () => ({})).addEdge(START, "n").compile();
+  const annotated = new StateGraph(A)
+    .addNode("n", () => ({}))
+    .addEdge(START, "n")
+    .compile();
   t.same(graphSchemas(annotated).state_schema, {
     type: "object",
     properties: { messages: { type: "array", items: { type: "object" }, langgraph_type: "messages", description: "A list of chat messages" }, count: {} },
@@ -322,7 +307,10 @@ t.test("type schemas: one compiler pass per batch, a failed target or pass answe
   t.match(annotation, { annotation: { state: { type: "object", properties: { score: { type: "number" }, note: { type: "string" } } } } });
   t.equal(missing, undefined, "an export the file does not have: undefined, the batch's other graphs still answer");
   t.equal(reader.passes, 1, "both graphs in one compiler pass");
-  const [again, missingAgain] = await reader.read([{ sourceFile: otherFile, exportSymbol: "annotation" }, { sourceFile: otherFile, exportSymbol: "nope" }]);
+  const [again, missingAgain] = await reader.read([
+    { sourceFile: otherFile, exportSymbol: "annotation" },
+    { sourceFile: otherFile, exportSymbol: "nope" },
+  ]);
   t.equal(again, annotation, "answered from memory the second time");
   t.equal(missingAgain, undefined);
   t.equal(reader.passes, 1, "a graph whose types cannot be read is not read again");
@@ -330,7 +318,10 @@ t.test("type schemas: one compiler pass per batch, a failed target or pass answe
   // A pass that cannot finish in time: the registry answers what the channels tell, never an error.
   const slow = new TypeSchemaReader({ timeoutMs: 1 });
   t.teardown(() => slow.close());
-  const registry = await loadGraphRegistry(parseLanggraphConfig({ graphs: { annotation: `${otherFile}:annotation` } }), tmp, { graphDefaults: {}, typeSchemas: slow });
+  const registry = await loadGraphRegistry(parseLanggraphConfig({ graphs: { annotation: `${otherFile}:annotation` } }), tmp, {
+    graphDefaults: {},
+    typeSchemas: slow,
+  });
   const schemas = await registry.schemas("annotation");
   t.same(schemas.state_schema, {
     type: "object",
@@ -350,8 +341,14 @@ t.test("generative UI bundles: errors name the agent and the file", async (t) =>
   const dir = path.join(tmp, "ui");
   await import("node:fs/promises").then((fs) => fs.mkdir(dir, { recursive: true }));
   await writeFile(path.join(dir, "broken.jsx"), "export default { a: () => <div> };\n");
-  await t.rejects(bundleUi({ chat: "./broken.jsx" }, { cwd: dir }), { name: "UiBundleError", message: /^langgraph\.json: ui\.chat: cannot bundle \.\/broken\.jsx: / });
-  await t.rejects(bundleUi({ chat: "../outside.jsx" }, { cwd: dir }), new UiBundleError("langgraph.json: ui.chat: cannot bundle ../outside.jsx: the UI path must be inside the project (../outside.jsx)"));
+  await t.rejects(bundleUi({ chat: "./broken.jsx" }, { cwd: dir }), {
+    name: "UiBundleError",
+    message: /^langgraph\.json: ui\.chat: cannot bundle \.\/broken\.jsx: /,
+  });
+  await t.rejects(
+    bundleUi({ chat: "../outside.jsx" }, { cwd: dir }),
+    new UiBundleError("langgraph.json: ui.chat: cannot bundle ../outside.jsx: the UI path must be inside the project (../outside.jsx)"),
+  );
   await writeFile(path.join(dir, "ok.jsx"), "export default { hello: () => <b>hi</b> };\n");
   const bundles = await bundleUi({ "my agent": "./ok.jsx" }, { cwd: dir });
   const [js] = bundles.get("my agent")!;
@@ -431,10 +428,7 @@ t.test("env: object and .env file, without overriding what is set", async (t) =>
   const obj = await loadLanggraphConfig(objFile);
   t.same(obj.env, { GT_FOUR: "4", GT_FIVE: "true" });
   t.equal(process.env.GT_FOUR, "4", "applied to process.env by default");
-  const noApply = await loadLanggraphConfig(
-    await writeConfig("env-noapply", { graphs: { a: "./a.ts:g" }, env: { [name]: "v" } }),
-    { applyEnv: false },
-  );
+  const noApply = await loadLanggraphConfig(await writeConfig("env-noapply", { graphs: { a: "./a.ts:g" }, env: { [name]: "v" } }), { applyEnv: false });
   t.same(noApply.appliedEnv, []);
   t.equal(process.env[name], undefined);
 
@@ -522,9 +516,7 @@ t.test("LANGGRAPH_CONFIG", async (t) => {
   const loaded = await loadLanggraphConfig(path.join(root, "langgraph.json"), { applyEnv: false });
   const registry = await loadGraphRegistry(loaded.config, loaded.baseDir);
   t.same(registry.defaults("agent"), { config: { configurable: { model_name: "m" } }, context: { c: 1 } });
-  t.match(registry.defaultAssistants(), [
-    { graph_id: "agent", config: { configurable: { model_name: "m" } }, context: { c: 1 } },
-  ]);
+  t.match(registry.defaultAssistants(), [{ graph_id: "agent", config: { configurable: { model_name: "m" } }, context: { c: 1 } }]);
 });
 
 /** Child processes of this process whose command line mentions esbuild (from /proc: Linux). */
@@ -569,7 +561,10 @@ t.test("no esbuild service process is left once the graphs are loaded", { skip: 
   // The probe sees the service while it runs (else the assertions below would prove nothing).
   const esbuild = await import("esbuild");
   await esbuild.transform("const a: number = 1", { loader: "ts" });
-  t.ok((await esbuildChildren()).some((pid) => !before.includes(pid)), "the probe sees esbuild's service process");
+  t.ok(
+    (await esbuildChildren()).some((pid) => !before.includes(pid)),
+    "the probe sees esbuild's service process",
+  );
   await esbuild.stop();
   t.same(await newEsbuildChildrenAfterExit(before), [], "stop() ends it");
 

@@ -11,7 +11,19 @@ t.test("parsed with a default of 50; 0 leaves V8's own factor; out of range is r
   t.equal(loadConfig({ HEAP_GROWING_PERCENT: "25" }).heapGrowingPercent, 25);
   for (const bad of ["-1", "401", "1.5", "lots"]) {
     t.throws(() => loadConfig({ HEAP_GROWING_PERCENT: bad }), ConfigError, `"${bad}" refused`);
-    t.match(String((() => { try { loadConfig({ HEAP_GROWING_PERCENT: bad }); } catch (e) { return (e as Error).message; } })()), /HEAP_GROWING_PERCENT/, `"${bad}": the message names the variable`);
+    t.match(
+      String(
+        (() => {
+          try {
+            loadConfig({ HEAP_GROWING_PERCENT: bad });
+          } catch (e) {
+            return (e as Error).message;
+          }
+        })(),
+      ),
+      /HEAP_GROWING_PERCENT/,
+      `"${bad}": the message names the variable`,
+    );
   }
 });
 

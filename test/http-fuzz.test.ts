@@ -72,7 +72,10 @@ function fuzzCases(random: () => number): Fuzzed[] {
     let method = method0;
     let target = target0;
     let body = json === undefined ? "" : JSON.stringify(json);
-    let headers: [string, string][] = [["Host", "127.0.0.1"], ["Connection", pick(["close", "keep-alive"])]];
+    let headers: [string, string][] = [
+      ["Host", "127.0.0.1"],
+      ["Connection", pick(["close", "keep-alive"])],
+    ];
     if (json !== undefined) headers.push(["Content-Type", "application/json"]);
     let framing: "length" | "chunked" | "none" = json === undefined ? "none" : "length";
     let lengthDelta = 0;
@@ -86,42 +89,174 @@ function fuzzCases(random: () => number): Fuzzed[] {
     const count = 1 + Math.floor(random() * 2);
     for (let m = 0; m < count; m++) {
       const mutation = pick([
-        "short-body", "long-body", "chunked", "chunked-unfinished", "content-type", "no-content-type", "get-with-body",
-        "invalid-utf8", "invalid-json", "deep-json", "huge-header", "slow-loris", "expect-continue", "expect-other",
-        "bad-content-length", "two-content-lengths", "te-and-cl", "bad-method", "bad-version", "odd-target",
-        "no-host", "two-hosts", "bad-host", "header-no-colon", "pipelined", "flip-byte", "cut", "connect", "half-close",
+        "short-body",
+        "long-body",
+        "chunked",
+        "chunked-unfinished",
+        "content-type",
+        "no-content-type",
+        "get-with-body",
+        "invalid-utf8",
+        "invalid-json",
+        "deep-json",
+        "huge-header",
+        "slow-loris",
+        "expect-continue",
+        "expect-other",
+        "bad-content-length",
+        "two-content-lengths",
+        "te-and-cl",
+        "bad-method",
+        "bad-version",
+        "odd-target",
+        "no-host",
+        "two-hosts",
+        "bad-host",
+        "header-no-colon",
+        "pipelined",
+        "flip-byte",
+        "cut",
+        "connect",
+        "half-close",
       ] as const);
       mutations.push(mutation);
       switch (mutation) {
-        case "short-body": framing = "length"; body ||= "{}"; lengthDelta = 1 + Math.floor(random() * 50); break;
-        case "long-body": framing = "length"; body = `${body || "{}"}${"x".repeat(1 + Math.floor(random() * 20))}`; lengthDelta = -Math.min(body.length - 1, 1 + Math.floor(random() * 20)); break;
-        case "chunked": framing = "chunked"; body ||= "{}"; break;
-        case "chunked-unfinished": framing = "chunked"; body ||= "{}"; chunkedEnd = false; break;
-        case "content-type": headers = headers.filter(([n]) => n !== "Content-Type"); headers.push(["Content-Type", pick(["application/xml", "text/plain", "multipart/form-data", "application/x-www-form-urlencoded", "application/json; charset=latin1", "", "application/json, text/html"])]); break;
-        case "no-content-type": headers = headers.filter(([n]) => n !== "Content-Type"); break;
-        case "get-with-body": method = "GET"; body ||= '{"a":1}'; framing = "length"; break;
-        case "invalid-utf8": body = `{"a":"\xff\xfe\xc0"}`; framing = framing === "none" ? "length" : framing; break;
-        case "invalid-json": body = pick(['{"a":', "[1,2", "nul", '{"a":1}}', "\u0000", '{"__proto__":{"x":1}}', '{"constructor":{"prototype":{}}}']); framing = framing === "none" ? "length" : framing; break;
-        case "deep-json": body = `${"[".repeat(5000)}${"]".repeat(5000)}`; framing = framing === "none" ? "length" : framing; break;
-        case "huge-header": headers.push(["X-Huge", "h".repeat(20_000 + Math.floor(random() * 60_000))]); break;
-        case "slow-loris": headersEnd = false; break;
-        case "expect-continue": headers.push(["Expect", "100-continue"]); if (random() < 0.5) { body ||= "{}"; framing = "length"; cut = 0; } break;
-        case "expect-other": headers.push(["Expect", "something-else"]); break;
-        case "bad-content-length": headers.push(["Content-Length", pick(["abc", "-1", "1e3", " 5", "99999999999999999999"])]); framing = "none"; break;
-        case "two-content-lengths": headers.push(["Content-Length", "1"], ["Content-Length", "2"]); framing = "none"; break;
-        case "te-and-cl": headers.push(["Transfer-Encoding", pick(["chunked", "gzip", "chunked, gzip", "identity"])], ["Content-Length", "2"]); framing = "none"; break;
-        case "bad-method": method = pick(["FOO", "GETT", "get", "PRI", "TRACE", "PROPFIND", "M-SEARCH"]); break;
-        case "bad-version": version = pick(["HTTP/2.0", "HTTP/1.2", "HTTP/0.9", "HTTPS/1.1", "", "HTTP/1.1 extra"]); break;
-        case "odd-target": target = pick(["/docs/../custom/secret", "/%2e%2e/x", "*", "http://127.0.0.1/ok", "/a\\b", "/ok#x", "/ok?x=/../y", "//ok", "/ok;a", "/%", "/%FF", "/threads/%00", `/threads/${"a".repeat(3000)}`, "/ok?" + "q".repeat(9000), "/ú", "/ok\t"]); break;
-        case "no-host": headers = headers.filter(([n]) => n !== "Host"); break;
-        case "two-hosts": headers.push(["Host", "other"]); break;
-        case "bad-host": headers = headers.filter(([n]) => n !== "Host"); headers.push(["Host", pick(["x/custom/secret?", "a@b", "[::1", "x:99999999", "x y", ""])]); break;
-        case "header-no-colon": rawLines.push(pick(["Bogus", "Bad Name: 1", "X-\u0001: 1", " folded"])); break;
-        case "pipelined": break;
-        case "flip-byte": cut = -1; break;
-        case "cut": cut = Math.floor(random() * 200); break;
-        case "connect": method = "CONNECT"; target = "127.0.0.1:443"; break;
-        case "half-close": break;
+        case "short-body":
+          framing = "length";
+          body ||= "{}";
+          lengthDelta = 1 + Math.floor(random() * 50);
+          break;
+        case "long-body":
+          framing = "length";
+          body = `${body || "{}"}${"x".repeat(1 + Math.floor(random() * 20))}`;
+          lengthDelta = -Math.min(body.length - 1, 1 + Math.floor(random() * 20));
+          break;
+        case "chunked":
+          framing = "chunked";
+          body ||= "{}";
+          break;
+        case "chunked-unfinished":
+          framing = "chunked";
+          body ||= "{}";
+          chunkedEnd = false;
+          break;
+        case "content-type":
+          headers = headers.filter(([n]) => n !== "Content-Type");
+          headers.push([
+            "Content-Type",
+            pick([
+              "application/xml",
+              "text/plain",
+              "multipart/form-data",
+              "application/x-www-form-urlencoded",
+              "application/json; charset=latin1",
+              "",
+              "application/json, text/html",
+            ]),
+          ]);
+          break;
+        case "no-content-type":
+          headers = headers.filter(([n]) => n !== "Content-Type");
+          break;
+        case "get-with-body":
+          method = "GET";
+          body ||= '{"a":1}';
+          framing = "length";
+          break;
+        case "invalid-utf8":
+          body = `{"a":"\xff\xfe\xc0"}`;
+          framing = framing === "none" ? "length" : framing;
+          break;
+        case "invalid-json":
+          body = pick(['{"a":', "[1,2", "nul", '{"a":1}}', "\u0000", '{"__proto__":{"x":1}}', '{"constructor":{"prototype":{}}}']);
+          framing = framing === "none" ? "length" : framing;
+          break;
+        case "deep-json":
+          body = `${"[".repeat(5000)}${"]".repeat(5000)}`;
+          framing = framing === "none" ? "length" : framing;
+          break;
+        case "huge-header":
+          headers.push(["X-Huge", "h".repeat(20_000 + Math.floor(random() * 60_000))]);
+          break;
+        case "slow-loris":
+          headersEnd = false;
+          break;
+        case "expect-continue":
+          headers.push(["Expect", "100-continue"]);
+          if (random() < 0.5) {
+            body ||= "{}";
+            framing = "length";
+            cut = 0;
+          }
+          break;
+        case "expect-other":
+          headers.push(["Expect", "something-else"]);
+          break;
+        case "bad-content-length":
+          headers.push(["Content-Length", pick(["abc", "-1", "1e3", " 5", "99999999999999999999"])]);
+          framing = "none";
+          break;
+        case "two-content-lengths":
+          headers.push(["Content-Length", "1"], ["Content-Length", "2"]);
+          framing = "none";
+          break;
+        case "te-and-cl":
+          headers.push(["Transfer-Encoding", pick(["chunked", "gzip", "chunked, gzip", "identity"])], ["Content-Length", "2"]);
+          framing = "none";
+          break;
+        case "bad-method":
+          method = pick(["FOO", "GETT", "get", "PRI", "TRACE", "PROPFIND", "M-SEARCH"]);
+          break;
+        case "bad-version":
+          version = pick(["HTTP/2.0", "HTTP/1.2", "HTTP/0.9", "HTTPS/1.1", "", "HTTP/1.1 extra"]);
+          break;
+        case "odd-target":
+          target = pick([
+            "/docs/../custom/secret",
+            "/%2e%2e/x",
+            "*",
+            "http://127.0.0.1/ok",
+            "/a\\b",
+            "/ok#x",
+            "/ok?x=/../y",
+            "//ok",
+            "/ok;a",
+            "/%",
+            "/%FF",
+            "/threads/%00",
+            `/threads/${"a".repeat(3000)}`,
+            "/ok?" + "q".repeat(9000),
+            "/ú",
+            "/ok\t",
+          ]);
+          break;
+        case "no-host":
+          headers = headers.filter(([n]) => n !== "Host");
+          break;
+        case "two-hosts":
+          headers.push(["Host", "other"]);
+          break;
+        case "bad-host":
+          headers = headers.filter(([n]) => n !== "Host");
+          headers.push(["Host", pick(["x/custom/secret?", "a@b", "[::1", "x:99999999", "x y", ""])]);
+          break;
+        case "header-no-colon":
+          rawLines.push(pick(["Bogus", "Bad Name: 1", "X-\u0001: 1", " folded"]));
+          break;
+        case "pipelined":
+          break;
+        case "flip-byte":
+          cut = -1;
+          break;
+        case "cut":
+          cut = Math.floor(random() * 200);
+          break;
+        case "connect":
+          method = "CONNECT";
+          target = "127.0.0.1:443";
+          break;
+        case "half-close":
+          break;
       }
     }
     const lines = [`${method} ${target} ${version}`.trimEnd(), ...headers.map(([name, value]) => `${name}: ${value}`), ...rawLines];
@@ -152,10 +287,13 @@ function fuzzCases(random: () => number): Fuzzed[] {
 t.test("malformed requests each get an answer in time; the server keeps serving", async (t) => {
   const dir = await mkdtemp(path.join(os.tmpdir(), "agent-server-fuzz-"));
   t.teardown(() => rm(dir, { recursive: true, force: true }));
-  await writeFile(path.join(dir, "langgraph.json"), JSON.stringify({
-    graphs: { agent: path.join(repoRoot, "test", "graphs", "agent.ts") + ":graph" },
-    http: { app: path.join(repoRoot, "test", "graphs", "secret-app.ts") + ":app" },
-  }));
+  await writeFile(
+    path.join(dir, "langgraph.json"),
+    JSON.stringify({
+      graphs: { agent: path.join(repoRoot, "test", "graphs", "agent.ts") + ":graph" },
+      http: { app: path.join(repoRoot, "test", "graphs", "secret-app.ts") + ":app" },
+    }),
+  );
   const srv = await startTestServer({ env: { LANGGRAPH_JSON: path.join(dir, "langgraph.json") } });
   t.teardown(() => srv.close());
   const server = srv.server.http.server;
@@ -191,7 +329,10 @@ t.test("malformed requests each get an answer in time; the server keeps serving"
   t.same(failures, [], "every request answered, none with a 5xx");
   t.comment(`${cases.length} requests in ${Date.now() - fuzzStarted} ms; statuses: ${JSON.stringify(Object.fromEntries([...statuses].sort()))}`);
   t.ok((statuses.get(408) ?? 0) > 0, "some requests were only answered by the receive timeout");
-  t.ok([...statuses.keys()].some((s) => typeof s === "number" && s < 300), "some mutations were harmless and answered normally");
+  t.ok(
+    [...statuses.keys()].some((s) => typeof s === "number" && s < 300),
+    "some mutations were harmless and answered normally",
+  );
 
   server.headersTimeout = RECEIVE_TIMEOUTS.headersMs;
   server.requestTimeout = RECEIVE_TIMEOUTS.requestMs;

@@ -22,11 +22,26 @@ const T0 = Date.parse("2026-01-01T00:00:00Z");
 const TTL = 60 * 60 * 1000;
 const stream = idempotencyStream("key-1", "alice");
 const cmd = (over: Partial<Parameters<typeof decideIdempotentCreate>[1]> = {}) => ({
-  stream, requestHash: requestHash(null, { assistant_id: "agent" }), runId: "run-1", threadId: null,
-  nowMs: T0, now: new Date(T0).toISOString(), ttlMs: TTL, ...over,
+  stream,
+  requestHash: requestHash(null, { assistant_id: "agent" }),
+  runId: "run-1",
+  threadId: null,
+  nowMs: T0,
+  now: new Date(T0).toISOString(),
+  ttlMs: TTL,
+  ...over,
 });
-const run = { run_id: "run-1", thread_id: "thread-1", assistant_id: "a", created_at: "x", updated_at: "x", status: "pending", metadata: {},
-  multitask_strategy: "enqueue", kwargs: { config: {}, context: {}, stream_mode: ["values"], temporary: true, subgraphs: false, resumable: false } } as RunRecord;
+const run = {
+  run_id: "run-1",
+  thread_id: "thread-1",
+  assistant_id: "a",
+  created_at: "x",
+  updated_at: "x",
+  status: "pending",
+  metadata: {},
+  multitask_strategy: "enqueue",
+  kwargs: { config: {}, context: {}, stream_mode: ["values"], temporary: true, subgraphs: false, resumable: false },
+} as RunRecord;
 
 function fold(events: { type: string; data: unknown }[]): IdempotencyState | undefined {
   return events.reduce<IdempotencyState | undefined>((s, e, i) => evolveIdempotency(s, e as IdempotencyEvent, BigInt(i)), undefined);

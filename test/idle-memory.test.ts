@@ -94,7 +94,12 @@ t.test("a failing release hook is reported, the others still run", async (t) => 
   let second = 0;
   const memory = new IdleMemory({
     gc: () => {},
-    release: [() => { throw new Error("db closed"); }, () => void second++],
+    release: [
+      () => {
+        throw new Error("db closed");
+      },
+      () => void second++,
+    ],
     log: (m) => logged.push(m),
   });
   memory.returnMemory();

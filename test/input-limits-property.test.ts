@@ -19,8 +19,7 @@ const chain = (depth: number, leaf: fc.JsonValue): fc.JsonValue => {
   for (let i = 0; i < depth; i++) value = i % 2 ? [value] : { k: value };
   return value;
 };
-const depthOf = (value: unknown): number =>
-  typeof value !== "object" || value === null ? 0 : 1 + Math.max(0, ...Object.values(value as object).map(depthOf));
+const depthOf = (value: unknown): number => (typeof value !== "object" || value === null ? 0 : 1 + Math.max(0, ...Object.values(value as object).map(depthOf)));
 /** Whether `{v: value}` is a filter a search takes. */
 const searchable = (value: unknown) => depthOf(value) + 1 <= FILTER_LIMITS.maxDepth;
 /** What a value is after a trip through JSON (-0 becomes 0). */
@@ -28,7 +27,12 @@ const asJson = (value: unknown) => JSON.parse(JSON.stringify(value)) as unknown;
 
 const values = fc.oneof(
   { weight: 4, arbitrary: fc.jsonValue({ maxDepth: 4 }) },
-  { weight: 1, arbitrary: fc.tuple(fc.integer({ min: REQUEST_LIMITS.maxDepth - 6, max: REQUEST_LIMITS.maxDepth + 4 }), fc.jsonValue({ maxDepth: 1 })).map(([d, leaf]) => chain(d, leaf)) },
+  {
+    weight: 1,
+    arbitrary: fc
+      .tuple(fc.integer({ min: REQUEST_LIMITS.maxDepth - 6, max: REQUEST_LIMITS.maxDepth + 4 }), fc.jsonValue({ maxDepth: 1 }))
+      .map(([d, leaf]) => chain(d, leaf)),
+  },
 );
 
 /** A thread as the tests read it (a search answers a list of them). */
@@ -70,10 +74,16 @@ t.test("a value the edges accept is stored, searched, replayed and rebuilt uncha
       const all = await post<Thread[]>(srv, "/threads/search", { limit: 1000 });
       if (all.status !== 200 || all.json.length !== accepted.length + 1) throw new Error(`search of all threads: ${all.status}`);
 
-      const run = await post(srv, `/threads/${threadId}/runs/wait`, { assistant_id: "agent", input: { messages: [{ role: "user", content: "hi" }] }, metadata: { v: value } });
+      const run = await post(srv, `/threads/${threadId}/runs/wait`, {
+        assistant_id: "agent",
+        input: { messages: [{ role: "user", content: "hi" }] },
+        metadata: { v: value },
+      });
       if (run.status !== 200) throw new Error(`run refused: ${run.status} ${JSON.stringify(run.json)}`);
       const events = await fetch(`${srv.url}/threads/${threadId}/events?limit=1000`);
-      const enqueued = ((await events.json()) as { type: string; data?: { run?: { metadata?: Record<string, unknown> } } }[]).find((e) => e.type === "RunEnqueued");
+      const enqueued = ((await events.json()) as { type: string; data?: { run?: { metadata?: Record<string, unknown> } } }[]).find(
+        (e) => e.type === "RunEnqueued",
+      );
       t.same(enqueued?.data?.run?.metadata?.v, asJson(value), "the run's metadata is in the thread's events");
       const replay = await fetch(`${srv.url}/threads/${threadId}/replay`);
       if (replay.status !== 200) throw new Error(`replay: ${replay.status}`);
@@ -92,6 +102,9 @@ t.test("a value the edges accept is stored, searched, replayed and rebuilt uncha
   for (const { threadId, value, tag, metadata } of accepted) {
     t.same((await srv.client.threads.get(threadId)).metadata, metadata, "equal after a rebuild");
     const found = await post<Thread[]>(srv, "/threads/search", { metadata: searchable(value) ? { v: value } : { tag }, limit: 1000 });
-    t.ok(found.json.some((th) => th.thread_id === threadId), "found after a rebuild");
+    t.ok(
+      found.json.some((th) => th.thread_id === threadId),
+      "found after a rebuild",
+    );
   }
 });

@@ -59,7 +59,12 @@ async function edgesRefuseAndServeOn(t: typeof import("tap").default, name: stri
           t.notMatch(res.text, /call stack/i, "never the stack's message");
         }
       }
-      const atLimit = await send(srv, "POST", "/runs/wait", JSON.stringify({ assistant_id: assistantId, input: { messages: [], x: nest(REQUEST_LIMITS.maxDepth - 3) } }));
+      const atLimit = await send(
+        srv,
+        "POST",
+        "/runs/wait",
+        JSON.stringify({ assistant_id: assistantId, input: { messages: [], x: nest(REQUEST_LIMITS.maxDepth - 3) } }),
+      );
       t.equal(atLimit.status, 200, "a value within the limit runs");
     });
 
@@ -98,35 +103,62 @@ async function edgesRefuseAndServeOn(t: typeof import("tap").default, name: stri
     });
 
     t.test("A2A and MCP: -32602 with the request's id", async (t) => {
-      const a2a = await send(srv, "POST", `/a2a/${assistantId}`, JSON.stringify({
-        jsonrpc: "2.0", id: "deep-1", method: "message/send",
-        params: { message: { role: "user", messageId: "m1", parts: [{ kind: "data", data: { x: nest(500) } }] } },
-      }));
+      const a2a = await send(
+        srv,
+        "POST",
+        `/a2a/${assistantId}`,
+        JSON.stringify({
+          jsonrpc: "2.0",
+          id: "deep-1",
+          method: "message/send",
+          params: { message: { role: "user", messageId: "m1", parts: [{ kind: "data", data: { x: nest(500) } }] } },
+        }),
+      );
       t.equal(a2a.json?.id, "deep-1");
       t.equal(a2a.json?.error?.code, -32602);
       t.match(a2a.json?.error?.message, /params\.message\.parts\[0\].*nested deeper than 100 levels/);
-      const a2aText = await send(srv, "POST", `/a2a/${assistantId}`, `{"jsonrpc":"2.0","id":"deep-2","method":"message/send","params":{"x":${deepText(50_000)}}}`);
+      const a2aText = await send(
+        srv,
+        "POST",
+        `/a2a/${assistantId}`,
+        `{"jsonrpc":"2.0","id":"deep-2","method":"message/send","params":{"x":${deepText(50_000)}}}`,
+      );
       t.equal(a2aText.json?.error?.code, -32602, "JSON deeper than any stack is refused the same way");
 
-      const mcp = await send(srv, "POST", "/mcp", JSON.stringify({ jsonrpc: "2.0", id: 7, method: "tools/call", params: { name: "agent", arguments: { x: nest(500) } } }), MCP_HEADERS);
+      const mcp = await send(
+        srv,
+        "POST",
+        "/mcp",
+        JSON.stringify({ jsonrpc: "2.0", id: 7, method: "tools/call", params: { name: "agent", arguments: { x: nest(500) } } }),
+        MCP_HEADERS,
+      );
       t.equal(mcp.json?.id, 7);
       t.equal(mcp.json?.error?.code, -32602);
       t.match(mcp.json?.error?.message, /params\.arguments\.x.*nested deeper/);
     });
 
     t.test("protocol v2: /commands answers 422, a WebSocket frame an error frame, and the socket goes on", async (t) => {
-      const cmd = await send(srv, "POST", `/threads/${thread.thread_id}/commands`, `{"id":1,"method":"run.start","params":{"assistant_id":"${assistantId}","input":${deepText(10_000)}}}`);
+      const cmd = await send(
+        srv,
+        "POST",
+        `/threads/${thread.thread_id}/commands`,
+        `{"id":1,"method":"run.start","params":{"assistant_id":"${assistantId}","input":${deepText(10_000)}}}`,
+      );
       t.equal(cmd.status, 422);
       t.notMatch(cmd.text, /call stack/i);
 
       const ws = new WebSocket(`${srv.url.replace("http", "ws")}/threads/${thread.thread_id}/stream/events`);
       const frames: { type: string; id?: number; error?: string; message?: string }[] = [];
-      const next = () => new Promise<(typeof frames)[number]>((resolve) => {
-        if (frames.length) return resolve(frames.shift()!);
-        ws.once("message", () => resolve(frames.shift()!));
-      });
+      const next = () =>
+        new Promise<(typeof frames)[number]>((resolve) => {
+          if (frames.length) return resolve(frames.shift()!);
+          ws.once("message", () => resolve(frames.shift()!));
+        });
       ws.on("message", (data) => frames.push(JSON.parse(String(data))));
-      await new Promise((resolve, reject) => { ws.once("open", resolve); ws.once("error", reject); });
+      await new Promise((resolve, reject) => {
+        ws.once("open", resolve);
+        ws.once("error", reject);
+      });
       t.teardown(() => ws.close());
       ws.send(`{"id":5,"method":"run.start","params":{"input":${deepText(REQUEST_LIMITS.maxDepth + 5)}}}`);
       const refused = await next();
@@ -140,7 +172,10 @@ async function edgesRefuseAndServeOn(t: typeof import("tap").default, name: stri
       const ok = await fetch(srv.url + "/ok");
       t.equal(ok.status, 200);
       const threads = await srv.client.threads.search({ limit: 100 });
-      t.ok(threads.every((th) => JSON.stringify(th.metadata).length < 1000), "no refused metadata was stored");
+      t.ok(
+        threads.every((th) => JSON.stringify(th.metadata).length < 1000),
+        "no refused metadata was stored",
+      );
       srv = await srv.restart();
       t.equal((await fetch(srv.url + "/ok")).status, 200, "a restart on the same data starts");
       const again = await srv.client.runs.wait(null, assistantId, { input: { messages: [{ role: "user", content: "hi" }] } });

@@ -9,8 +9,7 @@ const nestArrays = (depth: number, leaf: unknown = 1): unknown => {
 };
 
 /** Depth by the definition the limits use, computed by recursion (fine for the small values fast-check makes). */
-const depthOf = (value: unknown): number =>
-  typeof value !== "object" || value === null ? 0 : 1 + Math.max(0, ...Object.values(value as object).map(depthOf));
+const depthOf = (value: unknown): number => (typeof value !== "object" || value === null ? 0 : 1 + Math.max(0, ...Object.values(value as object).map(depthOf)));
 
 t.test("depth: a value at the limit passes, one level more is refused with its path", async (t) => {
   t.equal(findLimitViolation(nestArrays(REQUEST_LIMITS.maxDepth), REQUEST_LIMITS), undefined);

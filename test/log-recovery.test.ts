@@ -14,10 +14,26 @@ import { startEsdbTestDouble } from "./support/esdb-test-double.js";
 const policy: BackoffPolicy = { baseMs: 100, maxMs: 2_000 };
 
 t.test("backoff: doubles from the base, capped, with equal jitter", async (t) => {
-  t.same([0, 1, 2, 3, 4, 5, 10].map((n) => backoffDelay(n, policy, () => 0)), [50, 100, 200, 400, 800, 1000, 1000], "no jitter: half the step");
-  t.same([0, 1, 2, 3, 4, 5, 10].map((n) => backoffDelay(n, policy, () => 1)), [100, 200, 400, 800, 1600, 2000, 2000], "full jitter: the whole step, never above the cap");
-  t.equal(backoffDelay(1e9, policy, () => 0.5), 1500, "huge attempt numbers stay capped");
-  t.equal(backoffDelay(-3, policy, () => 0), 50, "negative attempts are the first");
+  t.same(
+    [0, 1, 2, 3, 4, 5, 10].map((n) => backoffDelay(n, policy, () => 0)),
+    [50, 100, 200, 400, 800, 1000, 1000],
+    "no jitter: half the step",
+  );
+  t.same(
+    [0, 1, 2, 3, 4, 5, 10].map((n) => backoffDelay(n, policy, () => 1)),
+    [100, 200, 400, 800, 1600, 2000, 2000],
+    "full jitter: the whole step, never above the cap",
+  );
+  t.equal(
+    backoffDelay(1e9, policy, () => 0.5),
+    1500,
+    "huge attempt numbers stay capped",
+  );
+  t.equal(
+    backoffDelay(-3, policy, () => 0),
+    50,
+    "negative attempts are the first",
+  );
 });
 
 /** A clock that only moves when someone sleeps on it. */
@@ -91,7 +107,10 @@ t.test("retryWithin: gives up at the deadline with the deadline error (the last 
 t.test("retryWithin: an attempt that hangs is abandoned at the deadline", async (t) => {
   const started = Date.now();
   const error = await retryWithin(() => new Promise<never>(() => undefined), {
-    deadlineMs: 200, policy, isTransient: () => true, deadlineError,
+    deadlineMs: 200,
+    policy,
+    isTransient: () => true,
+    deadlineError,
   }).catch((e: unknown) => e);
   t.ok(error instanceof StoreUnavailableError, "the deadline error");
   t.ok(Date.now() - started < 1_000, `answered after ${Date.now() - started} ms`);
@@ -235,7 +254,11 @@ t.test("EventStoreDB appends: a transient failure is retried with the same event
   t.equal(attempts, 3, "two failures, then written");
   t.equal(result.nextExpectedRevision, 0n);
   const events = await store.readStream(stream);
-  t.same(events.map((e) => e.id), [id], "written once, with the id the writer chose");
+  t.same(
+    events.map((e) => e.id),
+    [id],
+    "written once, with the id the writer chose",
+  );
   t.equal(health.state, "connected");
   t.ok(health.reconnects >= 1, "the failures and the recovery were reported");
 

@@ -37,11 +37,16 @@ function textOf(result: CallToolResult): string {
 
 /** A raw JSON-RPC POST (no client): status, content type and parsed body. */
 async function post(url: string, body: string, headers: Record<string, string> = {}) {
-  const res = await fetch(`${url}/mcp`, { method: "POST", headers: { "content-type": "application/json", accept: "application/json, text/event-stream", ...headers }, body });
+  const res = await fetch(`${url}/mcp`, {
+    method: "POST",
+    headers: { "content-type": "application/json", accept: "application/json, text/event-stream", ...headers },
+    body,
+  });
   const text = await res.text();
   return { status: res.status, type: res.headers.get("content-type"), text, json: text ? JSON.parse(text) : undefined };
 }
-const rpc = (method: string, params?: unknown, id: number | string = 1) => JSON.stringify({ jsonrpc: "2.0", id, method, ...(params === undefined ? {} : { params }) });
+const rpc = (method: string, params?: unknown, id: number | string = 1) =>
+  JSON.stringify({ jsonrpc: "2.0", id, method, ...(params === undefined ? {} : { params }) });
 
 t.test("tool names are valid MCP names, unique in order", async (t) => {
   t.equal(toolNameOf("My agent!"), "My_agent_");
@@ -61,7 +66,10 @@ t.test("input schemas, results and versions (pure)", async (t) => {
   const context = { $schema: "https://json-schema.org/draft/2020-12/schema", type: "object", properties: { user: { type: "string" } } };
   t.same(toolInput({ type: "object", properties: { context: { type: "string" } } }, context).takesContext, false, "an input with its own `context` keeps it");
   t.same(toolInput({ type: "object" }, { type: "object", properties: {} }).takesContext, false, "an empty context schema adds nothing");
-  t.same(toolInput({ type: "object", properties: { q: {} } }, context).inputSchema.properties, { q: {}, context: { type: "object", properties: { user: { type: "string" } }, description: "The run's context (the graph's context schema), not part of its input" } });
+  t.same(toolInput({ type: "object", properties: { q: {} } }, context).inputSchema.properties, {
+    q: {},
+    context: { type: "object", properties: { user: { type: "string" } }, description: "The run's context (the graph's context schema), not part of its input" },
+  });
   t.same(splitArguments({ q: 1, context: { user: "a" } }, true), { input: { q: 1 }, context: { user: "a" } });
   t.same(splitArguments({ q: 1, context: { user: "a" } }, false), { input: { q: 1, context: { user: "a" } } });
   t.same(toolResult(["a", 1]), { content: [{ type: "text", text: '["a",1]' }] }, "JSON text; structured only for objects");
@@ -95,15 +103,26 @@ t.test("the MCP client lists the assistants and calls them", async (t) => {
   t.equal(byName.My_agent_.description, "Mine", "the assistant's description");
   t.equal(byName.My_agent_.title, "My agent!");
   t.equal(byName.My_agent__2.description, byName.agent.description, "no description of its own: its graph's");
-  t.same(byName.agent.inputSchema, { type: "object", properties: { messages: { langgraph_type: "messages", description: "A list of chat messages" } } }, "the graph's input schema");
-  t.match(byName.greeter.inputSchema, { type: "object", properties: { messages: {}, context: { type: "object", properties: { user_name: { type: "string" } }, required: ["user_name"] } } }, "a context schema is offered as `context`");
+  t.same(
+    byName.agent.inputSchema,
+    { type: "object", properties: { messages: { langgraph_type: "messages", description: "A list of chat messages" } } },
+    "the graph's input schema",
+  );
+  t.match(
+    byName.greeter.inputSchema,
+    { type: "object", properties: { messages: {}, context: { type: "object", properties: { user_name: { type: "string" } }, required: ["user_name"] } } },
+    "a context schema is offered as `context`",
+  );
   for (const tool of tools) t.match(tool.name, TOOL_NAME);
 
   await t.test("calling the example graph returns its output as JSON", async (t) => {
     const result = (await client.callTool({ name: "agent", arguments: { messages: [{ role: "user", content: "hello over MCP" }] } })) as CallToolResult;
     t.notOk(result.isError);
     const output = JSON.parse(textOf(result));
-    t.match(output.messages, [{ type: "human", content: "hello over MCP" }, { type: "ai", content: "You said: hello over MCP", id: "ai-1" }]);
+    t.match(output.messages, [
+      { type: "human", content: "hello over MCP" },
+      { type: "ai", content: "You said: hello over MCP", id: "ai-1" },
+    ]);
     t.same(result.structuredContent, output, "the same output, structured");
     // A stateless run: its temporary thread is gone once it ended.
     t.same(await s.client.threads.search({ limit: 10 }), []);
@@ -112,7 +131,10 @@ t.test("the MCP client lists the assistants and calls them", async (t) => {
   await t.test("each assistant is its own tool; a context argument is the run's context", async (t) => {
     const mine = (await client.callTool({ name: "My_agent__2", arguments: { messages: [{ role: "user", content: "second" }] } })) as CallToolResult;
     t.equal(JSON.parse(textOf(mine)).messages[1].content, "You said: second");
-    const greeted = (await client.callTool({ name: "greeter", arguments: { messages: [{ role: "user", content: "hi" }], context: { user_name: "Ada" } } })) as CallToolResult;
+    const greeted = (await client.callTool({
+      name: "greeter",
+      arguments: { messages: [{ role: "user", content: "hi" }], context: { user_name: "Ada" } },
+    })) as CallToolResult;
     t.notOk(greeted.isError);
     const output = JSON.parse(textOf(greeted));
     t.equal(output.messages.at(-1).content, "Hello Ada: hi");
@@ -167,7 +189,13 @@ t.test("the transport and JSON-RPC rules, raw", async (t) => {
   t.teardown(() => s.close());
 
   await t.test("initialize answers the client's version when supported, else the latest", async (t) => {
-    for (const [asked, answered] of [["2024-11-05", "2024-11-05"], ["2025-03-26", "2025-03-26"], ["2025-06-18", "2025-06-18"], ["2025-11-25", "2025-11-25"], ["2099-01-01", "2025-11-25"]]) {
+    for (const [asked, answered] of [
+      ["2024-11-05", "2024-11-05"],
+      ["2025-03-26", "2025-03-26"],
+      ["2025-06-18", "2025-06-18"],
+      ["2025-11-25", "2025-11-25"],
+      ["2099-01-01", "2025-11-25"],
+    ]) {
       const res = await post(s.url, rpc("initialize", { protocolVersion: asked, capabilities: {}, clientInfo: { name: "raw", version: "0" } }));
       t.equal(res.status, 200);
       t.match(res.type, /^application\/json/);
@@ -219,9 +247,19 @@ t.test("the transport and JSON-RPC rules, raw", async (t) => {
   });
 
   await t.test("a batch gets one response per request, in an array", async (t) => {
-    const res = await post(s.url, JSON.stringify([{ jsonrpc: "2.0", id: 1, method: "ping" }, { jsonrpc: "2.0", method: "notifications/initialized" }, { jsonrpc: "2.0", id: 2, method: "nope" }]));
+    const res = await post(
+      s.url,
+      JSON.stringify([
+        { jsonrpc: "2.0", id: 1, method: "ping" },
+        { jsonrpc: "2.0", method: "notifications/initialized" },
+        { jsonrpc: "2.0", id: 2, method: "nope" },
+      ]),
+    );
     t.equal(res.status, 200);
-    t.same(res.json, [{ jsonrpc: "2.0", id: 1, result: {} }, { jsonrpc: "2.0", id: 2, error: { code: -32601, message: "Method not found: nope" } }]);
+    t.same(res.json, [
+      { jsonrpc: "2.0", id: 1, result: {} },
+      { jsonrpc: "2.0", id: 2, error: { code: -32601, message: "Method not found: nope" } },
+    ]);
     t.equal((await post(s.url, JSON.stringify([{ jsonrpc: "2.0", method: "notifications/initialized" }]))).status, 202);
   });
 
@@ -257,11 +295,17 @@ t.test("custom auth: each user sees their own assistants as tools, and the run i
   const s = await startTestServer({ env: { LANGGRAPH_JSON: AUTH_PROJECT } });
   t.teardown(() => s.close());
   const scopes = ["threads:read", "threads:write", "assistants:read", "assistants:write"];
-  const tokens = { alice: await signToken("alice", scopes), bob: await signToken("bob", scopes), reader: await signToken("reader", ["assistants:read", "threads:read"]) };
+  const tokens = {
+    alice: await signToken("alice", scopes),
+    bob: await signToken("bob", scopes),
+    reader: await signToken("reader", ["assistants:read", "threads:read"]),
+  };
   const sdk = (token: string) => new Client({ apiUrl: s.url, defaultHeaders: { authorization: `Bearer ${token}` } });
   await sdk(tokens.alice).assistants.create({ graphId: "agent", name: "alice agent" });
   await sdk(tokens.bob).assistants.create({ graphId: "agent", name: "bob agent" });
-  const reader = await sdk(tokens.reader).assistants.create({ graphId: "agent", name: "reader agent" }).catch((e: unknown) => e);
+  const reader = await sdk(tokens.reader)
+    .assistants.create({ graphId: "agent", name: "reader agent" })
+    .catch((e: unknown) => e);
   t.ok(reader instanceof Error, "the reader may not create assistants");
 
   const unauthenticated = await post(s.url, rpc("tools/list"));
@@ -270,10 +314,17 @@ t.test("custom auth: each user sees their own assistants as tools, and the run i
 
   const alice = await connect(s.url, { authorization: `Bearer ${tokens.alice}` });
   t.teardown(() => alice.close());
-  t.same((await alice.listTools()).tools.map((x) => x.name), ["alice_agent"], "the handler's filter: her own assistants only");
+  t.same(
+    (await alice.listTools()).tools.map((x) => x.name),
+    ["alice_agent"],
+    "the handler's filter: her own assistants only",
+  );
   const bob = await connect(s.url, { authorization: `Bearer ${tokens.bob}` });
   t.teardown(() => bob.close());
-  t.same((await bob.listTools()).tools.map((x) => x.name), ["bob_agent"]);
+  t.same(
+    (await bob.listTools()).tools.map((x) => x.name),
+    ["bob_agent"],
+  );
 
   const result = (await alice.callTool({ name: "alice_agent", arguments: { messages: [{ role: "user", content: "mine" }] } })) as CallToolResult;
   t.notOk(result.isError);

@@ -97,10 +97,18 @@ t.test("official shapes", async (t) => {
     const made = [];
     for (let i = 0; i < 4; i++) made.push(await client.runs.create(thread.thread_id, "agent", { input: { messages: [human(`r${i}`)] } }));
     const listed = await client.runs.list(thread.thread_id, { limit: 100 });
-    t.same(listed.map((r) => r.run_id), [delayed, ...made.reverse()].map((r) => r.run_id), "the delayed run is created when it may start: first");
+    t.same(
+      listed.map((r) => r.run_id),
+      [delayed, ...made.reverse()].map((r) => r.run_id),
+      "the delayed run is created when it may start: first",
+    );
     const key = (r: { created_at: string; run_id: string }) => `${r.created_at} ${r.run_id}`;
     t.same(listed.map(key), listed.map(key).sort().reverse(), "created_at desc, then run id desc");
-    t.same((await client.runs.list(thread.thread_id, { limit: 2, offset: 1 })).map((r) => r.run_id), listed.slice(1, 3).map((r) => r.run_id), "pages follow the order");
+    t.same(
+      (await client.runs.list(thread.thread_id, { limit: 2, offset: 1 })).map((r) => r.run_id),
+      listed.slice(1, 3).map((r) => r.run_id),
+      "pages follow the order",
+    );
     await client.runs.cancel(thread.thread_id, delayed.run_id);
   });
 
@@ -109,7 +117,14 @@ t.test("official shapes", async (t) => {
     await client.runs.wait(thread.thread_id, "agent", { input: { messages: [human("m")] }, metadata: { mine: 1 } });
     const state = await client.threads.getState(thread.thread_id);
     const metadata = state.metadata as Record<string, unknown>;
-    t.match(metadata, { run_attempt: 1, langgraph_version: LANGGRAPH_JS_VERSION, langgraph_host: "self-hosted", mine: 1, assistant_id: String, graph_id: "agent" });
+    t.match(metadata, {
+      run_attempt: 1,
+      langgraph_version: LANGGRAPH_JS_VERSION,
+      langgraph_host: "self-hosted",
+      mine: 1,
+      assistant_id: String,
+      graph_id: "agent",
+    });
     t.notOk("langgraph_plan" in metadata, "no plan: this server runs under none");
     t.notOk("langgraph_api_url" in metadata, "no URL unless LANGGRAPH_API_URL names one");
     t.notOk("user-agent" in metadata, "request headers reach a run only through http.configurable_headers");

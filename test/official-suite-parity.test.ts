@@ -59,14 +59,21 @@ t.test("a run's SSE ids count its events from 0, the first run and a resumed sub
   };
 
   const first = await collect(client.runs.stream(thread.thread_id, "nested_interrupt", { input: {}, streamMode: "values" }));
-  t.same(first.map((p) => p.event), ["metadata", "values"], "metadata, then the input until the interrupt");
+  t.same(
+    first.map((p) => p.event),
+    ["metadata", "values"],
+    "metadata, then the input until the interrupt",
+  );
   t.same(ids(first), upTo(first.length), "ids 0, 1 as the official server's");
   t.equal((await client.threads.get(thread.thread_id)).status, "interrupted");
 
   const resumed = await collect(
     client.runs.stream(thread.thread_id, "nested_interrupt", { command: { resume: "Paris" }, streamMode: ["values", "updates"], streamSubgraphs: true }),
   );
-  t.ok(resumed.some((p) => p.event.startsWith("updates|child:")), "subgraph events are streamed");
+  t.ok(
+    resumed.some((p) => p.event.startsWith("updates|child:")),
+    "subgraph events are streamed",
+  );
   t.same(ids(resumed), upTo(resumed.length), "the resumed run's ids start at 0 too");
 
   // Last-Event-ID is one of those ids: joining after id 0 gives exactly the events after it.
@@ -89,11 +96,17 @@ t.test("multitask rollback of a run that had started: gone as soon as the rollin
 
   const winner = await client.runs.create(thread.thread_id, "agent", { input: { messages: [human("second")] }, multitaskStrategy: "rollback" });
   await t.rejects(client.runs.get(thread.thread_id, slow.run_id), /404/, "the rolled-back run is deleted at once");
-  t.same((await client.runs.list(thread.thread_id)).map((r) => r.run_id), [winner.run_id]);
+  t.same(
+    (await client.runs.list(thread.thread_id)).map((r) => r.run_id),
+    [winner.run_id],
+  );
   await client.runs.join(thread.thread_id, winner.run_id);
   t.equal((await client.runs.get(thread.thread_id, winner.run_id)).status, "success");
   const state = await client.threads.getState<{ messages: { content: string }[] }>(thread.thread_id);
   t.equal(state.values.messages[0].content, "second", "the rolled-back run left nothing in the thread");
   const history = await client.threads.getHistory(thread.thread_id, { limit: 100 });
-  t.notOk(history.some((s) => s.metadata?.run_id === slow.run_id), "nor any checkpoint");
+  t.notOk(
+    history.some((s) => s.metadata?.run_id === slow.run_id),
+    "nor any checkpoint",
+  );
 });

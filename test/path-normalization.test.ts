@@ -92,7 +92,25 @@ t.test("the target check itself", async (t) => {
   t.same(checkRequestTarget("/store/a%20b;c=d"), { path: "/store/a%20b;c=d", url: "/store/a%20b;c=d" }, "other encodings and ; stay as they are");
   t.same(checkRequestTarget("//ok/"), { path: "//ok/", url: "//ok/" }, "duplicate and trailing slashes stay (the router keeps them too)");
   t.same(checkRequestTarget("/ui/agent/entrypoint.js"), { path: "/ui/agent/entrypoint.js", url: "/ui/agent/entrypoint.js" });
-  for (const bad of ["/a/..", "/a/.", "/%2e", "/a/%2E%2e/b", "/a%2Fb", "/a%5Cb", "/a\\b", "/a#b", "/a%zz", "/a%", "/%FF", "/a\u00e9", '/a"b', "/a{b}", "http://h/a", "*", ""]) {
+  for (const bad of [
+    "/a/..",
+    "/a/.",
+    "/%2e",
+    "/a/%2E%2e/b",
+    "/a%2Fb",
+    "/a%5Cb",
+    "/a\\b",
+    "/a#b",
+    "/a%zz",
+    "/a%",
+    "/%FF",
+    "/a\u00e9",
+    '/a"b',
+    "/a{b}",
+    "http://h/a",
+    "*",
+    "",
+  ]) {
     t.ok("refused" in checkRequestTarget(bad), `${JSON.stringify(bad)} is refused`);
   }
   for (const host of ["localhost:2024", "127.0.0.1", "[::1]:8080", "my_service.internal:80", "EXAMPLE.com."]) {
@@ -145,7 +163,18 @@ t.test("API key mode: traversals without x-api-key are refused; public paths and
   t.equal(twoHosts?.status, 400, "two Host headers → 400");
 
   // Legitimate paths, without the key (public) and with it.
-  for (const target of ["/ok", "/%6Fk", "/info", "/docs", "/docs/", "/openapi.json", "/.well-known/agent-card.json", "/.well-known/agent-card.json?assistant_id=agent", "/ui/agent-alias/entrypoint.js", "/metrics"]) {
+  for (const target of [
+    "/ok",
+    "/%6Fk",
+    "/info",
+    "/docs",
+    "/docs/",
+    "/openapi.json",
+    "/.well-known/agent-card.json",
+    "/.well-known/agent-card.json?assistant_id=agent",
+    "/ui/agent-alias/entrypoint.js",
+    "/metrics",
+  ]) {
     t.equal((await send(srv, "GET", target)).status, 200, `${target} is public`);
   }
   for (const host of ["localhost:2024", "127.0.0.1", "[::1]:8080", "my_service.internal:80", "EXAMPLE.com."]) {
@@ -179,13 +208,23 @@ t.test("custom auth: traversals without a token are refused; the handler's answe
 t.test("a plain fetch app under a mount prefix, API key mode", async (t) => {
   const apiKey = "prefix-key";
   const srv = await start(t, config({}, { app: `${SECRET_APP}:plain`, mount_prefix: "/my-api" }), { LANGGRAPH_API_KEY: apiKey });
-  for (const target of ["/my-api/docs/../custom/secret", "/my-api/docs/%2e%2e/custom/secret", "/my-api/../my-api/custom/secret", "/other/../my-api/custom/secret", "/my-api/ok/..%2F..%2Fcustom/secret"]) {
+  for (const target of [
+    "/my-api/docs/../custom/secret",
+    "/my-api/docs/%2e%2e/custom/secret",
+    "/my-api/../my-api/custom/secret",
+    "/other/../my-api/custom/secret",
+    "/my-api/ok/..%2F..%2Fcustom/secret",
+  ]) {
     const answer = await send(srv, "GET", target);
     t.equal(answer.status, 400, `${target} → 400`);
     t.notOk(answer.body.includes(SECRET));
   }
   t.equal((await send(srv, "GET", "/my-api/custom/secret")).status, 401);
-  t.same(JSON.parse((await send(srv, "GET", "/my-api/custom/secret", { "x-api-key": apiKey })).body), { secret: SECRET, path: "/custom/secret" }, "the app is given the path under the prefix");
+  t.same(
+    JSON.parse((await send(srv, "GET", "/my-api/custom/secret", { "x-api-key": apiKey })).body),
+    { secret: SECRET, path: "/custom/secret" },
+    "the app is given the path under the prefix",
+  );
   t.same(JSON.parse((await send(srv, "POST", "/my-api/custom/echo", { "x-api-key": apiKey })).body), { echoed: "hello", path: "/custom/echo" });
   t.equal((await send(srv, "GET", "/my-api/ok")).status, 200);
   t.equal((await send(srv, "GET", "/my-api/docs")).status, 200);

@@ -46,12 +46,18 @@ t.test("an unsupported LangGraph is named in the error", async (t) => {
 
 t.test("internal keys never reach message or checkpoint metadata", async (t) => {
   const mapper = new StreamModeMapper(["messages-tuple", "checkpoints"], false);
-  const [tuple] = mapper.fromChunk(undefined, "messages", [{ content: "x" }, { langgraph_node: "n", __pregel_task_id: "t", __agent_server_defer_checkpoint_writes: true }]);
+  const [tuple] = mapper.fromChunk(undefined, "messages", [
+    { content: "x" },
+    { langgraph_node: "n", __pregel_task_id: "t", __agent_server_defer_checkpoint_writes: true },
+  ]);
   t.same((tuple.data as unknown[])[1], { langgraph_node: "n" }, "messages-tuple metadata");
   const [checkpoint] = mapper.fromChunk(undefined, "checkpoints", { config: {}, metadata: { step: 1, __pregel_task_id: "t" }, values: {} });
   t.same((checkpoint.data as { metadata: unknown }).metadata, { step: 1 }, "checkpoints metadata");
   const legacy = new StreamModeMapper(["messages"], false);
-  const events = legacy.fromStreamEvent({ event: "on_chat_model_stream", data: { chunk: { id: "m1", content: "x" } }, metadata: { a: 1, __pregel_task_id: "t" } }, "root");
+  const events = legacy.fromStreamEvent(
+    { event: "on_chat_model_stream", data: { chunk: { id: "m1", content: "x" } }, metadata: { a: 1, __pregel_task_id: "t" } },
+    "root",
+  );
   t.same(events[0].data, { m1: { metadata: { a: 1 } } }, "messages/metadata");
 });
 

@@ -31,7 +31,10 @@ function threadStream(srv: TestServer, assistantId: string, transport: Transport
 function until(events: Event[], predicate: (events: Event[]) => boolean, listen: (cb: () => void) => void, ms = 10_000): Promise<void> {
   return new Promise((resolve, reject) => {
     if (predicate(events)) return resolve();
-    const timer = setTimeout(() => reject(new Error(`timed out; saw ${events.map((e) => `${e.method}:${JSON.stringify(e.params.data).slice(0, 60)}`).join(" | ")}`)), ms);
+    const timer = setTimeout(
+      () => reject(new Error(`timed out; saw ${events.map((e) => `${e.method}:${JSON.stringify(e.params.data).slice(0, 60)}`).join(" | ")}`)),
+      ms,
+    );
     listen(() => {
       if (predicate(events)) {
         clearTimeout(timer);
@@ -52,7 +55,8 @@ function record(thread: { onEvent(cb: (e: unknown) => void): unknown }) {
   return { events, wait };
 }
 
-const rootLifecycle = (events: Event[], status: string) => events.some((e) => e.method === "lifecycle" && e.params.namespace.length === 0 && e.params.data.event === status);
+const rootLifecycle = (events: Event[], status: string) =>
+  events.some((e) => e.method === "lifecycle" && e.params.namespace.length === 0 && e.params.data.event === status);
 
 t.test("ThreadStream over the thread streaming protocol", async (t) => {
   let srv = await startTestServer();
@@ -70,12 +74,21 @@ t.test("ThreadStream over the thread streaming protocol", async (t) => {
       const started = await thread.run.start({ input: { messages: [{ type: "human", content: "hi" }] } });
       t.match(started, { run_id: String });
       const values = (await thread.values) as { messages: { content: string }[] };
-      t.same(values.messages.map((m) => m.content), ["hi", "You said: hi"]);
+      t.same(
+        values.messages.map((m) => m.content),
+        ["hi", "You said: hi"],
+      );
       await wait((e) => rootLifecycle(e, "completed"));
       t.ok(rootLifecycle(events, "running"), "lifecycle running first");
       const seqs = events.map((e) => e.seq);
-      t.ok(seqs.every((s, i) => i === 0 || s > seqs[i - 1]!), `increasing seqs ${seqs}`);
-      t.ok(events.every((e) => e.event_id === String(e.seq)), "event_id is the seq");
+      t.ok(
+        seqs.every((s, i) => i === 0 || s > seqs[i - 1]!),
+        `increasing seqs ${seqs}`,
+      );
+      t.ok(
+        events.every((e) => e.event_id === String(e.seq)),
+        "event_id is the seq",
+      );
       await Promise.race([collecting, new Promise((r) => setTimeout(r, 2000))]);
       t.ok(messages.includes("You said: hi"), `assembled the AI message from the messages channel: ${JSON.stringify(messages)}`);
       const tree = await thread.agent.getTree();
@@ -96,7 +109,10 @@ t.test("ThreadStream over the thread streaming protocol", async (t) => {
       await thread.input.respond({ namespace: [], interrupt_id: requested.params.data.interrupt_id, response: "yes" } as never);
       await wait((e) => rootLifecycle(e, "completed"));
       const last = events.filter((e) => e.method === "values").at(-1)!;
-      t.same(last.params.data.messages.map((m: { content: string }) => m.content), ["go", "You answered: yes"]);
+      t.same(
+        last.params.data.messages.map((m: { content: string }) => m.content),
+        ["go", "You answered: yes"],
+      );
       const state = (await thread.state.get({ namespace: [] } as never)) as { values: { messages: unknown[] }; checkpoint?: { id: string } };
       t.equal(state.values.messages.length, 2);
       t.match(state.checkpoint, { id: String });
@@ -163,7 +179,10 @@ t.test("ThreadStream over the thread streaming protocol", async (t) => {
     controller.abort();
     const lifecycles = seen.filter((e) => e.method === "lifecycle").map((e) => e.params.data.event);
     t.same(lifecycles, ["running", "completed", "running", "completed"], "both runs, in order");
-    t.ok(seen.every((e, i) => i === 0 || e.seq > seen[i - 1]!.seq), "increasing seqs across runs");
+    t.ok(
+      seen.every((e, i) => i === 0 || e.seq > seen[i - 1]!.seq),
+      "increasing seqs across runs",
+    );
     const firstCompleted = seen.find((e) => e.method === "lifecycle" && e.params.data.event === "completed")!;
 
     // After a restart, the same stream resumes after any seq: here, after the first run's end.
@@ -176,8 +195,15 @@ t.test("ThreadStream over the thread streaming protocol", async (t) => {
       got.push(e);
       if (e.method === "lifecycle" && e.params.data.event === "completed") break;
     }
-    t.same(got.map((e) => e.method === "lifecycle" ? e.params.data.event : e.method), ["running", "values", "values", "completed"]);
-    t.same(got.map((e) => e.seq), seen.filter((e) => e.seq > firstCompleted.seq).map((e) => e.seq), "the same events, the same seqs");
+    t.same(
+      got.map((e) => (e.method === "lifecycle" ? e.params.data.event : e.method)),
+      ["running", "values", "values", "completed"],
+    );
+    t.same(
+      got.map((e) => e.seq),
+      seen.filter((e) => e.seq > firstCompleted.seq).map((e) => e.seq),
+      "the same events, the same seqs",
+    );
   });
 
   t.test("websocket: the SDK reconnects after a restart and follows the next run; since resumes over a WebSocket too", async (t) => {
@@ -198,8 +224,15 @@ t.test("ThreadStream over the thread streaming protocol", async (t) => {
     t.match(started, { run_id: String }, "a command after the restart goes through the new socket");
     await wait((e) => e.filter((x) => x.method === "lifecycle" && x.params.namespace.length === 0 && x.params.data.event === "completed").length === 2);
     const last = seen.filter((e) => e.method === "values").at(-1)!;
-    t.same(last.params.data.messages.map((m: { content: string }) => m.content), ["one", "You said: one", "two", "You said: two"], "the second run, live");
-    t.ok(seen.every((e, i) => i === 0 || e.seq > seen[i - 1]!.seq), "no event twice, in order");
+    t.same(
+      last.params.data.messages.map((m: { content: string }) => m.content),
+      ["one", "You said: one", "two", "You said: two"],
+      "the second run, live",
+    );
+    t.ok(
+      seen.every((e, i) => i === 0 || e.seq > seen[i - 1]!.seq),
+      "no event twice, in order",
+    );
 
     // A new socket resumes after the first event of the first run (not only from the latest run): both runs, the same seqs.
     const resumed = threadStream(srv, "agent", "websocket", threadId);
@@ -210,8 +243,15 @@ t.test("ThreadStream over the thread streaming protocol", async (t) => {
       got.push(e);
       if (got.filter((x) => x.method === "lifecycle" && x.params.data.event === "completed").length === 2) break;
     }
-    t.same(got.map((e) => e.seq), seen.slice(1).map((e) => e.seq), "the same events, the same seqs");
-    t.same(got.map((e) => (e.method === "lifecycle" ? e.params.data.event : e.method)), ["values", "values", "completed", "running", "values", "values", "completed"]);
+    t.same(
+      got.map((e) => e.seq),
+      seen.slice(1).map((e) => e.seq),
+      "the same events, the same seqs",
+    );
+    t.same(
+      got.map((e) => (e.method === "lifecycle" ? e.params.data.event : e.method)),
+      ["values", "values", "completed", "running", "values", "values", "completed"],
+    );
     const bad = await new Promise<unknown>((resolve) => {
       const socket = new WebSocket(`${srv.url.replace("http", "ws")}/threads/${threadId}/stream/events`);
       socket.on("open", () => socket.send(JSON.stringify({ id: 1, method: "subscription.subscribe", params: { channels: ["values"], since: -1 } })));
@@ -237,27 +277,45 @@ t.test("ThreadStream over the thread streaming protocol", async (t) => {
     gates.open("first");
     const ends = (e: Event[]) => e.filter((x) => x.params.namespace.length === 0 && ["completed", "failed"].includes(x.params.data.event));
     await wait((e) => ends(e).length === 2);
-    t.same(events.map((e) => e.params.data.event), ["running", "completed", "running", "completed"], "the first run's end, then the queued one");
+    t.same(
+      events.map((e) => e.params.data.event),
+      ["running", "completed", "running", "completed"],
+      "the first run's end, then the queued one",
+    );
     t.equal((await srv.client.runs.get(threadId, first.run_id)).status, "success");
   });
 
   t.test("bad input answers 4xx JSON", async (t) => {
     const threadId = "0190f1c2-0000-7000-8000-000000000001";
-    const badFilter = await fetch(`${srv.url}/threads/${threadId}/stream/events`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ channels: ["nope"] }) });
+    const badFilter = await fetch(`${srv.url}/threads/${threadId}/stream/events`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ channels: ["nope"] }),
+    });
     t.equal(badFilter.status, 422);
     t.match(await badFilter.json(), { detail: String });
-    const badCommand = await fetch(`${srv.url}/threads/${threadId}/commands`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ method: "run.start" }) });
+    const badCommand = await fetch(`${srv.url}/threads/${threadId}/commands`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ method: "run.start" }),
+    });
     t.equal(badCommand.status, 422);
     const noAssistant = await fetch(`${srv.url}/threads/${threadId}/commands`, {
-      method: "POST", headers: { "content-type": "application/json" },
+      method: "POST",
+      headers: { "content-type": "application/json" },
       body: JSON.stringify({ id: 1, method: "run.start", params: { assistant_id: "missing", input: {} } }),
     });
     t.equal(noAssistant.status, 200);
     t.match(await noAssistant.json(), { type: "error", id: 1, error: "invalid_argument", message: /No assistant found/ });
-    const unknown = await fetch(`${srv.url}/threads/${threadId}/commands`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ id: 2, method: "nope" }) });
+    const unknown = await fetch(`${srv.url}/threads/${threadId}/commands`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ id: 2, method: "nope" }),
+    });
     t.match(await unknown.json(), { type: "error", id: 2, error: "unknown_command" });
     const respond = await fetch(`${srv.url}/threads/${threadId}/commands`, {
-      method: "POST", headers: { "content-type": "application/json" },
+      method: "POST",
+      headers: { "content-type": "application/json" },
       body: JSON.stringify({ id: 3, method: "input.respond", params: { interrupt_id: "x", response: 1 } }),
     });
     t.match(await respond.json(), { type: "error", id: 3, error: "no_such_run" }, "a thread no run was started on: nothing to answer");
@@ -266,27 +324,66 @@ t.test("ThreadStream over the thread streaming protocol", async (t) => {
     const thread = await srv.client.threads.create();
     await srv.client.runs.wait(thread.thread_id, "agent", { input: { messages: [{ role: "user", content: "hi" }] } });
     const notInterrupted = await fetch(`${srv.url}/threads/${thread.thread_id}/commands`, {
-      method: "POST", headers: { "content-type": "application/json" },
+      method: "POST",
+      headers: { "content-type": "application/json" },
       body: JSON.stringify({ id: 4, method: "input.respond", params: { interrupt_id: "x", response: 1 } }),
     });
-    t.match(await notInterrupted.json(), { type: "error", id: 4, error: "invalid_argument", message: "input.respond can only be used while the run is interrupted." });
+    t.match(await notInterrupted.json(), {
+      type: "error",
+      id: 4,
+      error: "invalid_argument",
+      message: "input.respond can only be used while the run is interrupted.",
+    });
   });
 
   t.test("a never-used thread: getTree and subscribe answer no_such_run and create nothing; channels are checked first", async (t) => {
     const threadId = "0190f1c2-0000-7000-8000-0000000000aa";
-    const command = async (body: unknown) => (await fetch(`${srv.url}/threads/${threadId}/commands`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) })).json();
-    t.same(await command({ id: 1, method: "agent.getTree" }), { type: "error", id: 1, error: "no_such_run", message: "No active run is bound to this thread." });
-    t.match(await command({ id: 2, method: "subscription.subscribe", params: { channels: ["values", "nope"] } }), { type: "error", id: 2, error: "invalid_argument", message: "subscription.subscribe received an unsupported channel." });
+    const command = async (body: unknown) =>
+      (
+        await fetch(`${srv.url}/threads/${threadId}/commands`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) })
+      ).json();
+    t.same(await command({ id: 1, method: "agent.getTree" }), {
+      type: "error",
+      id: 1,
+      error: "no_such_run",
+      message: "No active run is bound to this thread.",
+    });
+    t.match(await command({ id: 2, method: "subscription.subscribe", params: { channels: ["values", "nope"] } }), {
+      type: "error",
+      id: 2,
+      error: "invalid_argument",
+      message: "subscription.subscribe received an unsupported channel.",
+    });
     t.match(await command({ id: 3, method: "subscription.subscribe", params: { channels: ["values"] } }), { type: "error", id: 3, error: "no_such_run" });
-    t.match(await command({ id: 4, method: "subscription.unsubscribe", params: { subscription_id: "s" } }), { type: "error", id: 4, error: "no_such_subscription" });
+    t.match(await command({ id: 4, method: "subscription.unsubscribe", params: { subscription_id: "s" } }), {
+      type: "error",
+      id: 4,
+      error: "no_such_subscription",
+    });
     t.equal((await fetch(`${srv.url}/threads/${threadId}`)).status, 404, "no thread was created");
 
     // Once a run was started, getTree names it; subscriptions are made on the event stream, not in a command's answer.
     const thread = await srv.client.threads.create();
     await srv.client.runs.wait(thread.thread_id, "agent", { input: { messages: [{ role: "user", content: "hi" }] } });
-    const used = async (body: unknown) => (await fetch(`${srv.url}/threads/${thread.thread_id}/commands`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) })).json();
-    t.match(await used({ id: 5, method: "agent.getTree" }), { type: "success", id: 5, result: { tree: { namespace: [], status: "completed", graph_name: "agent" } } });
-    t.match(await used({ id: 6, method: "subscription.subscribe", params: { channels: ["values"] } }), { type: "error", id: 6, error: "not_supported", message: /stream\/events/ });
+    const used = async (body: unknown) =>
+      (
+        await fetch(`${srv.url}/threads/${thread.thread_id}/commands`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify(body),
+        })
+      ).json();
+    t.match(await used({ id: 5, method: "agent.getTree" }), {
+      type: "success",
+      id: 5,
+      result: { tree: { namespace: [], status: "completed", graph_name: "agent" } },
+    });
+    t.match(await used({ id: 6, method: "subscription.subscribe", params: { channels: ["values"] } }), {
+      type: "error",
+      id: 6,
+      error: "not_supported",
+      message: /stream\/events/,
+    });
   });
 
   t.test("websocket: the subscribe answer counts the events it replays, and comes before them", async (t) => {
@@ -301,10 +398,11 @@ t.test("ThreadStream over the thread streaming protocol", async (t) => {
       notify();
     });
     await new Promise<void>((resolve, reject) => socket.once("open", () => resolve()).once("error", reject));
-    const waitFor = (predicate: () => boolean) => new Promise<void>((resolve) => {
-      if (predicate()) return resolve();
-      notify = () => predicate() && resolve();
-    });
+    const waitFor = (predicate: () => boolean) =>
+      new Promise<void>((resolve) => {
+        if (predicate()) return resolve();
+        notify = () => predicate() && resolve();
+      });
     socket.send(JSON.stringify({ id: 1, method: "subscription.subscribe", params: { channels: ["lifecycle", "values"] } }));
     await waitFor(() => frames.some((f) => f.type === "success" && f.id === 1));
     const ack = frames.find((f) => f.id === 1)!;
@@ -312,7 +410,15 @@ t.test("ThreadStream over the thread streaming protocol", async (t) => {
     const replayed = ack.result?.replayed_events;
     t.ok(typeof replayed === "number" && replayed > 0, `replayed_events counts the run's events (${replayed})`);
     // The run ended: its lifecycle ends with completed; every event of it is a replayed one.
-    await waitFor(() => frames.some((f) => f.type === "event" && f.method === "lifecycle" && (f as unknown as Event).params.namespace.length === 0 && (f as unknown as Event).params.data.event === "completed"));
+    await waitFor(() =>
+      frames.some(
+        (f) =>
+          f.type === "event" &&
+          f.method === "lifecycle" &&
+          (f as unknown as Event).params.namespace.length === 0 &&
+          (f as unknown as Event).params.data.event === "completed",
+      ),
+    );
     t.equal(frames.filter((f) => f.type === "event").length, replayed, "exactly that many events were replayed");
 
     // A second subscription, to another channel: its count is its own events only (none: the run streamed no messages).

@@ -87,7 +87,10 @@ t.test("a purge leaves no byte of the thread's content in DATA_DIR, WALs include
   t.equal((await callJson(`${url}/threads/${other.body.thread_id}`, "GET")).status, 200, "the other thread is kept");
   const events = await callJson<{ type: string }[]>(`${url}/threads/${threadId}/events?include_output=true&limit=1000`, "GET");
   t.equal(events.status, 200);
-  t.ok(events.body.some((e) => e.type === "ThreadPurged"), "the record of the purge stays in the log");
+  t.ok(
+    events.body.some((e) => e.type === "ThreadPurged"),
+    "the record of the purge stays in the log",
+  );
   const again = await callJson<unknown[]>(`${url}/threads/search`, "POST", { metadata: { secret: inMetadata } });
   t.same(again.body, [], "the metadata search no longer finds it");
 

@@ -17,7 +17,10 @@ import { callJson } from "./support/http.js";
 function streamTypes(file: string, prefix: string, id: string): Record<string, string[]> {
   const db = new Database(file, { readonly: true });
   try {
-    const rows = db.prepare("SELECT stream_id, type FROM events WHERE stream_id = ? ORDER BY position").all(`${prefix}${id}`) as { stream_id: string; type: string }[];
+    const rows = db.prepare("SELECT stream_id, type FROM events WHERE stream_id = ? ORDER BY position").all(`${prefix}${id}`) as {
+      stream_id: string;
+      type: string;
+    }[];
     const out: Record<string, string[]> = {};
     for (const r of rows) (out[r.stream_id] ??= []).push(r.type);
     return out;
@@ -38,7 +41,10 @@ t.test("a purge removes the large values written beside the thread and its runs"
   const threadId = thread.body.thread_id;
   // Over 256 KiB: the run's input and its final state are written beside it.
   const big = "large ".repeat(50_000);
-  const run = await callJson<{ run_id: string }>(`${url}/threads/${threadId}/runs`, "POST", { assistant_id: "agent", input: { messages: [{ role: "user", content: big }] } });
+  const run = await callJson<{ run_id: string }>(`${url}/threads/${threadId}/runs`, "POST", {
+    assistant_id: "agent",
+    input: { messages: [{ role: "user", content: big }] },
+  });
   t.equal(run.status, 200, JSON.stringify(run.body));
   const runId = run.body.run_id;
   const joined = await callJson<{ messages: { content: string }[] }>(`${url}/threads/${threadId}/runs/${runId}/join`, "GET");
@@ -51,7 +57,11 @@ t.test("a purge removes the large values written beside the thread and its runs"
   t.equal(patched.body.values?.messages?.[0]?.content, big, "a PATCH answers with the values, not a reference");
   // Interrupted before its node: the run answers its last values chunk, as the official servers do
   // ({"__interrupt__": []}), and the thread's state holds the large values read back.
-  const paused = await callJson<{ run_id: string }>(`${url}/threads/${threadId}/runs`, "POST", { assistant_id: "agent", input: { messages: [{ role: "user", content: "pause" }] }, interrupt_before: ["agent"] });
+  const paused = await callJson<{ run_id: string }>(`${url}/threads/${threadId}/runs`, "POST", {
+    assistant_id: "agent",
+    input: { messages: [{ role: "user", content: "pause" }] },
+    interrupt_before: ["agent"],
+  });
   t.equal(paused.status, 200, JSON.stringify(paused.body).slice(0, 300));
   const pausedRunId = paused.body.run_id;
   t.same((await callJson(`${url}/threads/${threadId}/runs/${pausedRunId}/join`, "GET")).body, { __interrupt__: [] });
@@ -65,7 +75,10 @@ t.test("a purge removes the large values written beside the thread and its runs"
 
   const purge = await callJson(`${url}/threads/${threadId}?purge=true`, "DELETE");
   t.equal(purge.status, 204, JSON.stringify(purge.body));
-  for (const [name, copy, count] of [["the copy made after the run", copyAfterRun, 2], ["the copy made after the update", copyAfterUpdate, 4]] as const) {
+  for (const [name, copy, count] of [
+    ["the copy made after the run", copyAfterRun, 2],
+    ["the copy made after the update", copyAfterUpdate, 4],
+  ] as const) {
     const got = await callJson<{ values: { messages: { content: string }[] } }>(`${url}/threads/${copy.body.thread_id}`, "GET");
     t.equal(got.status, 200, `${name}: ${JSON.stringify(got.body).slice(0, 300)}`);
     t.equal(got.body.values?.messages?.length, count, `${name} keeps its values`);
@@ -74,7 +87,11 @@ t.test("a purge removes the large values written beside the thread and its runs"
   t.equal(await stopServer(proc), 0, "a clean stop");
 
   const file = path.join(dataDir, "events.sqlite");
-  for (const [prefix, id] of [["run-input-", runId], ["run-values-", pausedRunId], ["thread-values-", threadId]] as const) {
+  for (const [prefix, id] of [
+    ["run-input-", runId],
+    ["run-values-", pausedRunId],
+    ["thread-values-", threadId],
+  ] as const) {
     const streams = streamTypes(file, prefix, id);
     const types = Object.values(streams).flat();
     t.ok(types.length > 0, `${prefix}: the value was written beside (${JSON.stringify(streams)})`);

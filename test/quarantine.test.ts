@@ -93,18 +93,34 @@ t.test("SQLite: a poisoned data directory starts, serves, reports its quarantine
   await okReports(t, srv, { "read-models": 5 });
   const entries = await quarantineList(srv.url);
   const at = (position: bigint) => entries.find((e) => e.subscriber === "read-models" && e.position === String(position));
-  t.match(at(deepAt), { stream: threadStream(a.threadId), revision: "3", type: "RunEnqueued", error: /Maximum call stack size exceeded/ }, "the deep input: where and why");
+  t.match(
+    at(deepAt),
+    { stream: threadStream(a.threadId), revision: "3", type: "RunEnqueued", error: /Maximum call stack size exceeded/ },
+    "the deep input: where and why",
+  );
   t.match(at(claimAt), { stream: runStream(a.runId), type: "RunClaimed", error: /TypeError/ }, "the claim without data");
   t.match(at(brokenAt), { stream: threadStream(brokenThread), revision: "0", type: "ThreadCreated", error: /not valid JSON/ }, "the broken JSON");
-  t.match(at(deeperAt), { stream: threadStream(deeperThread), revision: "0", type: "ThreadCreated", error: /nested too deeply to read/ }, "data too deep to read at all");
-  t.match(entries.find((e) => e.stream === threadStream(noKwargs.threadId)), { subscriber: "read-models", revision: "1", type: "RunEnqueued", error: /TypeError/ }, "the run record without kwargs");
+  t.match(
+    at(deeperAt),
+    { stream: threadStream(deeperThread), revision: "0", type: "ThreadCreated", error: /nested too deeply to read/ },
+    "data too deep to read at all",
+  );
+  t.match(
+    entries.find((e) => e.stream === threadStream(noKwargs.threadId)),
+    { subscriber: "read-models", revision: "1", type: "RunEnqueued", error: /TypeError/ },
+    "the run record without kwargs",
+  );
 
   await servesOthers(t, srv, "after the poison");
   t.equal((await srv.client.threads.get(a.threadId)).status, "idle", "the poisoned thread reads as its events before the poison");
   // A read that goes to the log for this one thread: a clear error naming the event, for this thread alone.
   const unreadable = await fetch(`${srv.url}/threads/${brokenThread}`);
   t.equal(unreadable.status, 500);
-  t.match(await unreadable.json(), { detail: new RegExp(`ThreadCreated in stream "thread-${brokenThread}" at revision 0: data is not valid JSON`) }, "the answer names the event");
+  t.match(
+    await unreadable.json(),
+    { detail: new RegExp(`ThreadCreated in stream "thread-${brokenThread}" at revision 0: data is not valid JSON`) },
+    "the answer names the event",
+  );
 
   // Again on the same data: nothing is folded or recorded twice.
   srv = await srv.restart();
@@ -116,13 +132,19 @@ t.test("SQLite: a poisoned data directory starts, serves, reports its quarantine
   // what folds now leaves the quarantine, the rest is quarantined again.
   await srv.server.close();
   rewriteStoredData(dataDir, brokenAt, JSON.stringify(created(brokenThread).data));
-  const { stdout } = await promisify(execFile)(process.execPath, ["--import", "tsx", "src/read-models/rebuild.ts"], { cwd: repoRoot, env: { ...process.env, DATA_DIR: dataDir } });
+  const { stdout } = await promisify(execFile)(process.execPath, ["--import", "tsx", "src/read-models/rebuild.ts"], {
+    cwd: repoRoot,
+    env: { ...process.env, DATA_DIR: dataDir },
+  });
   const report = JSON.parse(stdout.trim().split("\n").pop()!) as { rebuild: { quarantined: { entries: number } } };
   t.equal(report.rebuild.quarantined.entries, 4, "the rebuild reports what it still quarantined");
   srv = await startTestServer({ dataDir });
   await okReports(t, srv, { "read-models": 4 });
   t.equal((await srv.client.threads.get(brokenThread)).thread_id, brokenThread, "the repaired thread is served");
-  t.notOk((await quarantineList(srv.url)).some((e) => e.stream === threadStream(brokenThread)), "and is no longer quarantined");
+  t.notOk(
+    (await quarantineList(srv.url)).some((e) => e.stream === threadStream(brokenThread)),
+    "and is no longer quarantined",
+  );
 });
 
 t.test("EventStoreDB: poison appended live and found at start is quarantined; every start and restart serves", async (t) => {
@@ -136,7 +158,8 @@ t.test("EventStoreDB: poison appended live and found at start is quarantined; ev
   // Live: written by another client while the server follows the log, around its checks.
   const client = EventStoreDBClient.connectionString(esdb.connectionString);
   t.teardown(() => client.dispose());
-  const raw = async (stream: string, type: string, text: string) => (await client.appendToStream(stream, binaryEvent({ type, data: Buffer.from(text) }))).position!.commit;
+  const raw = async (stream: string, type: string, text: string) =>
+    (await client.appendToStream(stream, binaryEvent({ type, data: Buffer.from(text) }))).position!.commit;
   const deepAt = await raw(threadStream(a.threadId), "RunEnqueued", deepInputEnqueueText(a.enqueued, 100_000).text);
   const binaryThread = uuidv7();
   const binaryAt = await raw(threadStream(binaryThread), "ThreadCreated", '{"thread_id": ');
@@ -153,7 +176,11 @@ t.test("EventStoreDB: poison appended live and found at start is quarantined; ev
   t.match(at(deepAt), { stream: threadStream(a.threadId), type: "RunEnqueued", error: /Maximum call stack size exceeded/ }, "the deep input, live");
   t.match(at(claimAt), { stream: runStream(a.runId), type: "RunClaimed", error: /TypeError/ }, "the claim without data, live");
   t.match(at(binaryAt), { stream: threadStream(binaryThread), type: "ThreadCreated" }, "the data that is not JSON, live");
-  t.match(entries.find((e) => e.stream === threadStream(noKwargs.threadId)), { subscriber: "read-models", type: "RunEnqueued" }, "the run record without kwargs, live");
+  t.match(
+    entries.find((e) => e.stream === threadStream(noKwargs.threadId)),
+    { subscriber: "read-models", type: "RunEnqueued" },
+    "the run record without kwargs, live",
+  );
   await servesOthers(t, srv, "after live poison");
 
   // The same read models again, then new ones folded from the whole log (the start path meets every poison).
@@ -192,7 +219,11 @@ t.test("one batch: the events after a poisoned one are kept; a listener that thr
   t.equal(runner.foldStats.batches - batchesBefore, 1, "folded as one batch");
   t.match(readModels.threads.load(id), { revision: 2n, thread: { metadata: { after: "the poison" } } }, "the events before and after the poison are folded");
   const [entry] = runner.quarantine.list({ limit: 10 }).entries;
-  t.match(entry, { subscriber: "read-models", stream: threadStream(id), revision: 1n, position: appended.position - 1n, type: "ThreadUpdated", error: /TypeError/ }, "the poison is recorded where it is");
+  t.match(
+    entry,
+    { subscriber: "read-models", stream: threadStream(id), revision: 1n, position: appended.position - 1n, type: "ThreadUpdated", error: /TypeError/ },
+    "the poison is recorded where it is",
+  );
   t.same(heard.slice(-2), [appended.position - 2n, appended.position], "listeners hear the folded events, not the quarantined one");
 
   // A listener that throws: recorded under its name; the other listeners and the fold go on.
@@ -203,7 +234,11 @@ t.test("one batch: the events after a poisoned one are kept; a listener that thr
   t.ok(heard.includes(next.position) && heard.includes(last.position), "the other listener heard both events");
   t.ok(readModels.threads.load(failing) && readModels.threads.load(after), "both were folded");
   t.same(runner.quarantine.summary(), { entries: 2, by_subscriber: { "read-models": 1, "test-listener": 1 } });
-  t.match(runner.quarantine.list({ limit: 1 }).entries[0], { subscriber: "test-listener", position: next.position, error: "TypeError: this listener cannot handle it" });
+  t.match(runner.quarantine.list({ limit: 1 }).entries[0], {
+    subscriber: "test-listener",
+    position: next.position,
+    error: "TypeError: this listener cannot handle it",
+  });
 });
 
 t.test("the scheduler: a cron it cannot fire is quarantined once and left out, never fired in a loop; the others fire", async (t) => {
@@ -212,8 +247,18 @@ t.test("the scheduler: a cron it cannot fire is quarantined once and left out, n
   const created = (id: string) => ({
     type: "CronCreated",
     data: {
-      cron_id: id, assistant_id: uuidv7(), thread_id: null, schedule: "* * * * *", timezone: "UTC", end_time: null, enabled: true,
-      on_run_completed: null, metadata: {}, user_id: null, payload: {}, created_at: new Date(clock.now()).toISOString(),
+      cron_id: id,
+      assistant_id: uuidv7(),
+      thread_id: null,
+      schedule: "* * * * *",
+      timezone: "UTC",
+      end_time: null,
+      enabled: true,
+      on_run_completed: null,
+      metadata: {},
+      user_id: null,
+      payload: {},
+      created_at: new Date(clock.now()).toISOString(),
     },
   });
   const [bad, good] = [uuidv7(), uuidv7()];
@@ -225,7 +270,11 @@ t.test("the scheduler: a cron it cannot fire is quarantined once and left out, n
   const fired: string[] = [];
   const logs: string[] = [];
   const scheduler = new CronScheduler({
-    store, readModels, clock, catchUpMs: null, log: (m) => logs.push(m),
+    store,
+    readModels,
+    clock,
+    catchUpMs: null,
+    log: (m) => logs.push(m),
     startRun: async (cron) => {
       fired.push(cron.cron_id);
       return { run_id: uuidv7(), thread_id: uuidv7() };
@@ -240,7 +289,11 @@ t.test("the scheduler: a cron it cannot fire is quarantined once and left out, n
     await scheduler.idle();
   }
   t.same(fired, [good, good, good], "the other cron fired each minute");
-  t.match(readModels.runner.quarantine.list({ limit: 10 }).entries, [{ subscriber: "crons", stream: cronStream(bad), position: undefined, error: /CronPattern/ }], "the cron is quarantined");
+  t.match(
+    readModels.runner.quarantine.list({ limit: 10 }).entries,
+    [{ subscriber: "crons", stream: cronStream(bad), position: undefined, error: /CronPattern/ }],
+    "the cron is quarantined",
+  );
   t.equal(logs.filter((m) => m.includes(bad)).length, 1, "tried once, then left out");
   t.equal(readModels.crons.nextDue([]), clock.now() - 2 * 60_000, "its row still says it is due");
   t.equal(readModels.crons.nextDue([bad]), Date.parse("2030-01-01T00:04:00Z"), "left out, the next due time is the good cron's");

@@ -34,7 +34,9 @@ const aiTexts = (tab: Page) => tab.evaluate(() => (globalThis as unknown as { __
 const texts = (tab: Page, type: string) => tab.locator(`#messages li[data-type="${type}"]`).allTextContents();
 /** The message contents of the state the page shows (`useStream`'s values: messages as serialized LangChain messages). */
 async function stateMessages(tab: Page): Promise<unknown[] | undefined> {
-  const values = JSON.parse((await tab.locator("#state").textContent()) ?? "null") as { messages?: { kwargs?: { content: unknown }; content?: unknown }[] } | null;
+  const values = JSON.parse((await tab.locator("#state").textContent()) ?? "null") as {
+    messages?: { kwargs?: { content: unknown }; content?: unknown }[];
+  } | null;
   return values?.messages?.map((m) => textOf(m.kwargs?.content ?? m.content));
 }
 
@@ -45,7 +47,7 @@ const textOf = (content: unknown): unknown =>
 t.test("the README's useStream example is this page", async (t) => {
   const app = await readFile(APP, "utf8");
   const readme = await readFile(path.join(repoRoot, "README.md"), "utf8");
-  const code = app.slice(app.indexOf('import { useState }'));
+  const code = app.slice(app.indexOf("import { useState }"));
   t.ok(code.length > 500, "the page's code");
   t.ok(readme.includes(`\`\`\`tsx\n${code}\`\`\``), "README.md shows the page's code, unchanged");
 });
@@ -84,7 +86,10 @@ t.test("@langchain/react useStream in Chromium", { skip: skipWithoutBrowser() },
       await tab.locator('#messages li[data-type="ai"]', { hasText: "two" }).waitFor();
       const before = await aiTexts(tab);
       t.ok(before.length >= 3, `the reply was rendered in pieces: ${JSON.stringify(before)}`);
-      t.notOk(before.some((text) => text === FINAL("hello")), "not finished yet");
+      t.notOk(
+        before.some((text) => text === FINAL("hello")),
+        "not finished yet",
+      );
       t.same(await texts(tab, "human"), ["hello"]);
       const threadId = new URL(tab.url()).searchParams.get("thread");
       t.match(threadId, /^[0-9a-f-]{36}$/, "the page keeps its thread in the address");
@@ -112,7 +117,11 @@ t.test("@langchain/react useStream in Chromium", { skip: skipWithoutBrowser() },
       await tab.locator("#status", { hasText: "idle" }).waitFor();
       t.same(await texts(tab, "ai"), [FINAL("hello"), FINAL("again")]);
       const server = await srv.client.threads.getState<{ messages: { content: string }[] }>(threadId!);
-      t.same(server.values.messages.map((m) => m.content), ["hello", FINAL("hello"), "again", FINAL("again")], "the server's state agrees");
+      t.same(
+        server.values.messages.map((m) => m.content),
+        ["hello", FINAL("hello"), "again", FINAL("again")],
+        "the server's state agrees",
+      );
       t.same(errors, [], "nothing thrown in the page");
     });
 

@@ -22,7 +22,8 @@ function table() {
   db.exec(`CREATE TABLE items (id TEXT PRIMARY KEY, name TEXT, done INTEGER, tags TEXT, owner TEXT);
     CREATE INDEX items_name ON items (name); CREATE INDEX items_done ON items (done, id);
     CREATE TABLE named (col TEXT);`);
-  for (const c of ["name", "done", "tags", "owner"]) db.exec(`CREATE TRIGGER named_${c} AFTER UPDATE OF ${c} ON items BEGIN INSERT INTO named VALUES ('${c}'); END`);
+  for (const c of ["name", "done", "tags", "owner"])
+    db.exec(`CREATE TRIGGER named_${c} AFTER UPDATE OF ${c} ON items BEGIN INSERT INTO named VALUES ('${c}'); END`);
   /** The columns named by the updates since the last call. */
   const named = () => {
     const columns = db.prepare("SELECT col FROM named").pluck().all() as string[];

@@ -51,10 +51,16 @@ t.test("read-your-writes across two processes on one EventStoreDB", async (t) =>
   const tag2 = `${tag}-2`;
   const second = await json(`${a}/threads`, { method: "POST", body: JSON.stringify({ metadata: { tag: tag2 } }) });
   const found = await json(`${b}/threads/search`, {
-    method: "POST", headers: { "x-log-position": second.res.headers.get("x-log-position")! }, body: JSON.stringify({ metadata: { tag: tag2 } }),
+    method: "POST",
+    headers: { "x-log-position": second.res.headers.get("x-log-position")! },
+    body: JSON.stringify({ metadata: { tag: tag2 } }),
   });
   t.equal((found.body as unknown[]).length, 1, "the search on the other process sees the write");
-  const count = await json(`${b}/threads/count`, { method: "POST", headers: { "x-log-position": second.res.headers.get("x-log-position")! }, body: JSON.stringify({ metadata: { tag: tag2 } }) });
+  const count = await json(`${b}/threads/count`, {
+    method: "POST",
+    headers: { "x-log-position": second.res.headers.get("x-log-position")! },
+    body: JSON.stringify({ metadata: { tag: tag2 } }),
+  });
   t.equal(count.body, 1);
 
   // Assistants and runs: written through one process, read through the other.

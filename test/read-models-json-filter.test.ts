@@ -10,21 +10,56 @@ t.test("containsSql agrees with jsonContains on every document", (t) => {
   t.teardown(() => db.close());
   db.exec("CREATE TABLE t (id INTEGER PRIMARY KEY, m TEXT)");
   const docs = [
-    { a: 1 }, { a: "1" }, { a: true }, { a: false }, { a: null }, { a: 1.5 },
-    { a: { b: 2, c: [1, 2, { d: "x" }] } }, { tags: ["x", "y"] }, { tags: [["n"]] }, {}, { "k.e": 1 }, { a: [1] },
-    { 'a"b': 1 }, { "a\\b": { "\n": 2 } }, { "": [{ "x\\": true }] },
+    { a: 1 },
+    { a: "1" },
+    { a: true },
+    { a: false },
+    { a: null },
+    { a: 1.5 },
+    { a: { b: 2, c: [1, 2, { d: "x" }] } },
+    { tags: ["x", "y"] },
+    { tags: [["n"]] },
+    {},
+    { "k.e": 1 },
+    { a: [1] },
+    { 'a"b': 1 },
+    { "a\\b": { "\n": 2 } },
+    { "": [{ "x\\": true }] },
   ];
   const insert = db.prepare("INSERT INTO t VALUES (?, ?)");
   docs.forEach((d, i) => insert.run(i, JSON.stringify(d)));
   const filters = [
-    { a: 1 }, { a: "1" }, { a: true }, { a: false }, { a: null }, { a: 1.5 }, { a: { b: 2 } }, { a: { c: [{ d: "x" }] } },
-    { a: { c: [1, 2] } }, { a: { c: [3] } }, { tags: ["y"] }, { tags: [["n"]] }, {}, { "k.e": 1 }, { a: {} }, { tags: [] },
-    { missing: 1 }, { a: [1] }, { a: [] },
-    { 'a"b': 1 }, { "a\\b": { "\n": 2 } }, { "a\\b": {} }, { "": [{ "x\\": true }] }, { "": [{ x: true }] },
+    { a: 1 },
+    { a: "1" },
+    { a: true },
+    { a: false },
+    { a: null },
+    { a: 1.5 },
+    { a: { b: 2 } },
+    { a: { c: [{ d: "x" }] } },
+    { a: { c: [1, 2] } },
+    { a: { c: [3] } },
+    { tags: ["y"] },
+    { tags: [["n"]] },
+    {},
+    { "k.e": 1 },
+    { a: {} },
+    { tags: [] },
+    { missing: 1 },
+    { a: [1] },
+    { a: [] },
+    { 'a"b': 1 },
+    { "a\\b": { "\n": 2 } },
+    { "a\\b": {} },
+    { "": [{ "x\\": true }] },
+    { "": [{ x: true }] },
   ];
   for (const f of filters) {
     const { sql, params } = containsSql("m", f);
-    const got = db.prepare(`SELECT id FROM t WHERE ${sql} ORDER BY id`).pluck().all(...params);
+    const got = db
+      .prepare(`SELECT id FROM t WHERE ${sql} ORDER BY id`)
+      .pluck()
+      .all(...params);
     const want = docs.flatMap((d, i) => (jsonContains(d, f) ? [i] : []));
     t.same(got, want, JSON.stringify(f));
   }
@@ -42,7 +77,10 @@ t.test("a filter within FILTER_LIMITS is valid SQL at its deepest and widest; on
   db.exec("CREATE TABLE t (m TEXT)");
   const run = (filter: unknown) => {
     const { sql, params } = containsSql("m", filter);
-    return db.prepare(`SELECT count(*) FROM t WHERE ${sql}`).pluck().get(...params);
+    return db
+      .prepare(`SELECT count(*) FROM t WHERE ${sql}`)
+      .pluck()
+      .get(...params);
   };
   let arrays: unknown = 1;
   for (let i = 0; i < FILTER_LIMITS.maxDepth; i++) arrays = [arrays, i];

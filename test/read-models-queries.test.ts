@@ -27,18 +27,35 @@ t.test("thread search and count by every filter agree with a reference over all 
   t.equal(all.length, metas.length);
 
   const filters: Record<string, unknown>[] = [
-    {}, { user: "ada" }, { user: null }, { n: 3 }, { n: "3" }, { flag: true }, { flag: false }, { nested: { team: "b" } },
-    { nested: { tags: ["y"] } }, { nested: { tags: ["x", "y"] } }, { user: "ada", nested: { team: "a" } }, { user: "nobody" }, { missing: 1 },
+    {},
+    { user: "ada" },
+    { user: null },
+    { n: 3 },
+    { n: "3" },
+    { flag: true },
+    { flag: false },
+    { nested: { team: "b" } },
+    { nested: { tags: ["y"] } },
+    { nested: { tags: ["x", "y"] } },
+    { user: "ada", nested: { team: "a" } },
+    { user: "nobody" },
+    { missing: 1 },
   ];
   for (const f of filters) {
     const metadata = { tag, ...f };
-    const want = all.filter((x) => jsonContains(x.metadata, metadata)).map((x) => x.thread_id).sort();
+    const want = all
+      .filter((x) => jsonContains(x.metadata, metadata))
+      .map((x) => x.thread_id)
+      .sort();
     const got = (await client.threads.search({ metadata, limit: 100 })).map((x) => x.thread_id).sort();
     t.same(got, want, `metadata ${JSON.stringify(f)}`);
     t.equal(await client.threads.count({ metadata }), want.length, `count ${JSON.stringify(f)}`);
   }
   for (const values of [{ messages: [{ content: "hello" }] }, { messages: [{ type: "ai" }] }, { nothing: 1 }]) {
-    const want = all.filter((x) => jsonContains(x.values, values)).map((x) => x.thread_id).sort();
+    const want = all
+      .filter((x) => jsonContains(x.values, values))
+      .map((x) => x.thread_id)
+      .sort();
     t.same((await client.threads.search({ metadata: { tag }, values, limit: 100 })).map((x) => x.thread_id).sort(), want, `values ${JSON.stringify(values)}`);
   }
   for (const status of ["idle", "busy", "interrupted", "error"] as const) {
@@ -56,10 +73,18 @@ t.test("thread search and count by every filter agree with a reference over all 
       const got = await client.threads.search({ metadata: { tag }, sortBy, sortOrder, limit: 100 });
       t.same(got.map(key), want.map(key), `sorted by ${sortBy} ${sortOrder}`);
       const page = await client.threads.search({ metadata: { tag }, sortBy, sortOrder, limit: 2, offset: 2 });
-      t.same(page.map((x) => x.thread_id), got.slice(2, 4).map((x) => x.thread_id), `page of ${sortBy} ${sortOrder}`);
+      t.same(
+        page.map((x) => x.thread_id),
+        got.slice(2, 4).map((x) => x.thread_id),
+        `page of ${sortBy} ${sortOrder}`,
+      );
     }
   }
-  const res = await fetch(`${srv.url}/threads/search`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ metadata: { tag }, limit: 2, offset: 1 }) });
+  const res = await fetch(`${srv.url}/threads/search`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ metadata: { tag }, limit: 2, offset: 1 }),
+  });
   t.equal(res.headers.get("x-pagination-total"), String(metas.length), "X-Pagination-Total is the count of all matches");
   t.equal(res.headers.get("x-pagination-next"), "3");
 });
@@ -70,7 +95,11 @@ t.test("assistant search and count by every filter; runs listed by status", asyn
   const { client } = srv;
   const tag = `a-${Date.now()}`;
   const made = [];
-  for (const [graphId, name, extra] of [["agent", "Alpha one", { k: 1 }], ["agent", "beta", { k: 2 }], ["error", "Gamma", { k: 1, deep: { x: [1, 2] } }]] as const) {
+  for (const [graphId, name, extra] of [
+    ["agent", "Alpha one", { k: 1 }],
+    ["agent", "beta", { k: 2 }],
+    ["error", "Gamma", { k: 1, deep: { x: [1, 2] } }],
+  ] as const) {
     made.push(await client.assistants.create({ graphId, name, metadata: { tag, ...extra } }));
   }
   const cases: [Parameters<typeof client.assistants.search>[0], string[]][] = [
@@ -95,10 +124,23 @@ t.test("assistant search and count by every filter; runs listed by status", asyn
   const done = await client.runs.create(thread.thread_id, "agent", { input: { messages: [{ role: "user", content: "a" }] } });
   await client.runs.join(thread.thread_id, done.run_id);
   const later = await client.runs.create(thread.thread_id, "agent", { input: { messages: [] }, afterSeconds: 3600 });
-  t.same((await client.runs.list(thread.thread_id)).map((r) => r.run_id), [later.run_id, done.run_id], "newest first");
-  t.same((await client.runs.list(thread.thread_id, { status: "pending" })).map((r) => r.run_id), [later.run_id]);
-  t.same((await client.runs.list(thread.thread_id, { status: "success" })).map((r) => r.run_id), [done.run_id]);
-  t.same((await client.runs.list(thread.thread_id, { limit: 1, offset: 1 })).map((r) => r.run_id), [done.run_id]);
+  t.same(
+    (await client.runs.list(thread.thread_id)).map((r) => r.run_id),
+    [later.run_id, done.run_id],
+    "newest first",
+  );
+  t.same(
+    (await client.runs.list(thread.thread_id, { status: "pending" })).map((r) => r.run_id),
+    [later.run_id],
+  );
+  t.same(
+    (await client.runs.list(thread.thread_id, { status: "success" })).map((r) => r.run_id),
+    [done.run_id],
+  );
+  t.same(
+    (await client.runs.list(thread.thread_id, { limit: 1, offset: 1 })).map((r) => r.run_id),
+    [done.run_id],
+  );
   await client.runs.cancel(thread.thread_id, later.run_id);
   t.equal((await client.runs.list(thread.thread_id, { status: "pending" })).length, 0);
 });

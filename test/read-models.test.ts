@@ -82,10 +82,16 @@ t.test("a deleted thread leaves its runs and values out of the read models", asy
   t.match(db.prepare('SELECT deleted, "values", metadata FROM threads WHERE thread_id = ?').get(gone.thread_id), { deleted: 1, values: null, metadata: "{}" });
   t.equal(db.prepare("SELECT count(*) FROM threads_metadata WHERE id = ?").pluck().get(gone.thread_id), 0);
   const found = await srv.client.threads.search({ limit: 100 });
-  t.notOk(found.some((x) => x.thread_id === gone.thread_id), "not found by search");
+  t.notOk(
+    found.some((x) => x.thread_id === gone.thread_id),
+    "not found by search",
+  );
   // …and the log still has everything.
   const events = await srv.server.store.readStream(threadStream(gone.thread_id));
-  t.ok(events.some((e) => e.type === "RunEnqueued"), "the log keeps the thread's history");
+  t.ok(
+    events.some((e) => e.type === "RunEnqueued"),
+    "the log keeps the thread's history",
+  );
   // A stateless run's temporary thread and its run are gone too.
   t.equal(db.prepare("SELECT count(*) FROM runs r JOIN threads th ON th.thread_id = r.thread_id WHERE th.deleted = 1").pluck().get(), 0);
 });
@@ -98,7 +104,11 @@ t.test("restart after a crash between a log append and its projection resumes fr
   // The process died after appending, before its read models saw the event: append to the log alone.
   const store = await openSqliteStore({ path: path.join(srv.dataDir, "events.sqlite"), synchronous: "NORMAL" });
   const id = "0d9a8f63-9b8e-4a52-9b55-2a2a7b7f1f11";
-  await store.append(threadStream(id), [{ type: "ThreadCreated", data: { thread_id: id, metadata: { when: "after" }, created_at: "2026-01-01T00:00:00+00:00" } }], "no_stream");
+  await store.append(
+    threadStream(id),
+    [{ type: "ThreadCreated", data: { thread_id: id, metadata: { when: "after" }, created_at: "2026-01-01T00:00:00+00:00" } }],
+    "no_stream",
+  );
   await store.close();
   const again = await srv.restart();
   t.teardown(() => again.close());
@@ -186,7 +196,8 @@ t.test("npm run rebuild folds the log into a new database equal to the live one 
   const file = path.join(srv.dataDir, READ_MODELS_FILE);
   const before = dump(file);
   const { stdout } = await promisify(execFile)(process.execPath, ["--import", "tsx", "src/read-models/rebuild.ts"], {
-    cwd: repoRoot, env: { ...process.env, DATA_DIR: srv.dataDir },
+    cwd: repoRoot,
+    env: { ...process.env, DATA_DIR: srv.dataDir },
   });
   const report = JSON.parse(stdout.trim().split("\n").pop()!) as { rebuild: { events: number; events_per_s: number } };
   t.ok(report.rebuild.events > 20, "folded the log's events");

@@ -66,17 +66,20 @@ t.test("the context object is shared, not copied: what a request records is what
 });
 
 for (const lean of [false, true]) {
-  t.test(`inside a LangGraph node the context is still there, and LangChain's config and variables too (${lean ? "lean stores" : "LangChain's run trees"})`, async (t) => {
-    if (lean) t.ok(skipRunTreesUnlessTracing({}), "the lean runWithConfig is installed");
-    const context: RequestContext = { actor: "worker:w1", correlationId: "run-1" };
-    const seen = await runInRequestContext(context, async () => {
-      setContextVariable("flavour", "vanilla"); // a variable a graph's caller set, next to the request context
-      return (await graph.invoke({ seen: {} }, { configurable: { answer: 42 } })).seen;
-    });
-    t.equal(seen.context, context, "the node sees the request context");
-    t.equal(seen.configurable, 42, "getConfig() still finds the config");
-    t.equal(seen.flavour, "vanilla", "LangChain's own context variables still pass");
-  });
+  t.test(
+    `inside a LangGraph node the context is still there, and LangChain's config and variables too (${lean ? "lean stores" : "LangChain's run trees"})`,
+    async (t) => {
+      if (lean) t.ok(skipRunTreesUnlessTracing({}), "the lean runWithConfig is installed");
+      const context: RequestContext = { actor: "worker:w1", correlationId: "run-1" };
+      const seen = await runInRequestContext(context, async () => {
+        setContextVariable("flavour", "vanilla"); // a variable a graph's caller set, next to the request context
+        return (await graph.invoke({ seen: {} }, { configurable: { answer: 42 } })).seen;
+      });
+      t.equal(seen.context, context, "the node sees the request context");
+      t.equal(seen.configurable, 42, "getConfig() still finds the config");
+      t.equal(seen.flavour, "vanilla", "LangChain's own context variables still pass");
+    },
+  );
 }
 
 t.test("with LangSmith tracing configured the context keeps a storage of its own, and still follows awaits", async (t) => {

@@ -46,7 +46,11 @@ t.test("an empty stack closes at once", async (t) => {
 t.test("a closer still running after slowMs is reported by name, until it ends", async (t) => {
   const slow: string[] = [];
   let finish!: () => void;
-  const stack = new ResourceStack(() => t.fail("no failure expected"), (name) => slow.push(name), 20);
+  const stack = new ResourceStack(
+    () => t.fail("no failure expected"),
+    (name) => slow.push(name),
+    20,
+  );
   stack.defer("quick", () => undefined);
   const stuck = new Promise<void>((resolve) => (finish = resolve));
   stack.defer("stuck", () => stuck);

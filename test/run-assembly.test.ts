@@ -22,13 +22,28 @@ const base = (over: Partial<RunAssembly> = {}): RunAssembly => ({
 t.test("configurable: assistant < thread < headers < request, then the ids the graph runs under", async (t) => {
   const configurable = runConfigurable(
     base({
-      assistant: { assistant_id: "asst-1", graph_id: "agent", config: { configurable: { a: "assistant", b: "assistant", c: "assistant", d: "assistant" } }, context: {}, metadata: {} },
+      assistant: {
+        assistant_id: "asst-1",
+        graph_id: "agent",
+        config: { configurable: { a: "assistant", b: "assistant", c: "assistant", d: "assistant" } },
+        context: {},
+        metadata: {},
+      },
       thread: { config: { configurable: { b: "thread", c: "thread", d: "thread" } }, metadata: {} },
       headerConfigurable: { c: "header", d: "header" },
       request: { assistant_id: "asst-1", config: { configurable: { d: "request", run_id: "client's", thread_id: "client's" } } },
     }),
   );
-  t.same(configurable, { a: "assistant", b: "thread", c: "header", d: "request", run_id: "run-1", thread_id: "thread-1", graph_id: "agent", assistant_id: "asst-1" });
+  t.same(configurable, {
+    a: "assistant",
+    b: "thread",
+    c: "header",
+    d: "request",
+    run_id: "run-1",
+    thread_id: "thread-1",
+    graph_id: "agent",
+    assistant_id: "asst-1",
+  });
 });
 
 t.test("configurable: the auth keys come only from the authenticated user", async (t) => {
@@ -87,7 +102,13 @@ t.test("stream modes: values by default, one or many as a list", async (t) => {
 t.test("the whole record: defaults, config and metadata merges, kwargs", async (t) => {
   const run = assembleRun(
     base({
-      assistant: { assistant_id: "asst-1", graph_id: "agent", config: { tags: ["a"], recursion_limit: 5 }, context: { model: "x", temp: 1 }, metadata: { owner: "assistant", level: "a" } },
+      assistant: {
+        assistant_id: "asst-1",
+        graph_id: "agent",
+        config: { tags: ["a"], recursion_limit: 5 },
+        context: { model: "x", temp: 1 },
+        metadata: { owner: "assistant", level: "a" },
+      },
       thread: { config: { tags: ["t"] }, metadata: { owner: "thread" } },
       request: { assistant_id: "asst-1", config: { recursion_limit: 9, metadata: { from: "config" } }, context: { temp: 2 }, metadata: { level: "request" } },
     }),
@@ -107,15 +128,19 @@ t.test("the whole record: defaults, config and metadata merges, kwargs", async (
   t.equal(run.kwargs.config.recursion_limit, 9);
   t.same(run.kwargs.config.metadata, { from: "config", level: "request" });
   t.same(run.kwargs.context, { model: "x", temp: 2 });
-  t.same(run.kwargs, {
-    input: null,
-    config: run.kwargs.config,
-    context: run.kwargs.context,
-    stream_mode: ["values"],
-    temporary: false,
-    subgraphs: false,
-    resumable: false,
-  }, "no optional kwargs the request did not name");
+  t.same(
+    run.kwargs,
+    {
+      input: null,
+      config: run.kwargs.config,
+      context: run.kwargs.context,
+      stream_mode: ["values"],
+      temporary: false,
+      subgraphs: false,
+      resumable: false,
+    },
+    "no optional kwargs the request did not name",
+  );
 });
 
 t.test("kwargs: what the request named, the stored input and command, temporary threads", async (t) => {
@@ -149,7 +174,11 @@ t.test("kwargs: what the request named, the stored input and command, temporary 
   t.equal(run.multitask_strategy, "reject");
   t.equal(assembleRun(base({ stateless: true })).kwargs.temporary, true, "stateless: deleted after by default");
   t.equal(assembleRun(base({ stateless: true, request: { assistant_id: "a", on_completion: "keep" } })).kwargs.temporary, false);
-  t.equal(assembleRun(base({ stateless: false, request: { assistant_id: "a", on_completion: "delete" } })).kwargs.temporary, false, "a thread's run never deletes it");
+  t.equal(
+    assembleRun(base({ stateless: false, request: { assistant_id: "a", on_completion: "delete" } })).kwargs.temporary,
+    false,
+    "a thread's run never deletes it",
+  );
 });
 
 t.test("the one schema: stateful bodies drop on_completion, stateless keep it; bad fields are named", async (t) => {

@@ -35,7 +35,11 @@ t.test("durability", async (t) => {
     for (const durability of ["sync", "async", undefined] as const) {
       const thread = await srv.client.threads.create();
       let steps = 0;
-      for await (const part of srv.client.runs.stream(thread.thread_id, "agent", { input: { messages: [human("hi")] }, streamMode: ["checkpoints"], ...(durability ? { durability } : {}) })) {
+      for await (const part of srv.client.runs.stream(thread.thread_id, "agent", {
+        input: { messages: [human("hi")] },
+        streamMode: ["checkpoints"],
+        ...(durability ? { durability } : {}),
+      })) {
         if (part.event === "checkpoints") steps++;
       }
       perStep[durability ?? "default"] = await checkpointsSaved(srv, thread.thread_id);
@@ -113,7 +117,8 @@ t.test("POST /threads/prune", async (t) => {
   });
 
   t.test("bad input: 422", async (t) => {
-    const send = (body: unknown) => fetch(`${srv.url}/threads/prune`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+    const send = (body: unknown) =>
+      fetch(`${srv.url}/threads/prune`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
     for (const body of [{}, { thread_ids: ["nope"] }, { thread_ids: [], strategy: "keep_none" }, { thread_ids: [], extra: 1 }]) {
       const res = await send(body);
       t.equal(res.status, 422, JSON.stringify(body));
@@ -139,7 +144,9 @@ t.test("prune with custom auth: another user's threads are skipped", async (t) =
 t.test("PATCH /threads/{id} with a ttl: the sweeper deletes the thread when it runs out", async (t) => {
   const dataDir = await mkdtemp(path.join(os.tmpdir(), "patch-ttl-"));
   const clock = new FakeClock(Date.now());
-  const server = await startServer(loadConfig({ LANGGRAPH_JSON: TEST_GRAPHS, LOG_LEVEL: "silent", HOST: "127.0.0.1", PORT: "0", DATA_DIR: dataDir }), { clock });
+  const server = await startServer(loadConfig({ LANGGRAPH_JSON: TEST_GRAPHS, LOG_LEVEL: "silent", HOST: "127.0.0.1", PORT: "0", DATA_DIR: dataDir }), {
+    clock,
+  });
   t.teardown(async () => {
     await server.close();
     await rm(dataDir, { recursive: true, force: true });
@@ -152,11 +159,23 @@ t.test("PATCH /threads/{id} with a ttl: the sweeper deletes the thread when it r
 
   const patched = await client.threads.update(short.thread_id, { metadata: { n: 2 }, ttl: 10 });
   t.same(patched.metadata, { n: 2 }, "the metadata is patched with it");
-  const res = await fetch(`${server.url}/threads/${long.thread_id}`, { method: "PATCH", headers: { "content-type": "application/json" }, body: JSON.stringify({ ttl: { ttl: 60, strategy: "delete" } }) });
+  const res = await fetch(`${server.url}/threads/${long.thread_id}`, {
+    method: "PATCH",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ ttl: { ttl: 60, strategy: "delete" } }),
+  });
   t.equal(res.status, 200);
-  const bad = await fetch(`${server.url}/threads/${none.thread_id}`, { method: "PATCH", headers: { "content-type": "application/json" }, body: JSON.stringify({ ttl: { ttl: 5, strategy: "keep_latest" } }) });
+  const bad = await fetch(`${server.url}/threads/${none.thread_id}`, {
+    method: "PATCH",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ ttl: { ttl: 5, strategy: "keep_latest" } }),
+  });
   t.equal(bad.status, 422, "only the delete strategy");
-  const negative = await fetch(`${server.url}/threads/${none.thread_id}`, { method: "PATCH", headers: { "content-type": "application/json" }, body: JSON.stringify({ ttl: -1 }) });
+  const negative = await fetch(`${server.url}/threads/${none.thread_id}`, {
+    method: "PATCH",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ ttl: -1 }),
+  });
   t.equal(negative.status, 422);
 
   await clock.advance(11 * 60_000);

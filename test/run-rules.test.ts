@@ -70,13 +70,21 @@ t.test("claim plan: a run cancelled while its worker was down ends at once, no o
     first: [],
     end: { status: "rollback", reason: "cancelled while its worker was down" },
   });
-  t.equal(planClaim(claimed({ cancel: "interrupt", attempt: MAX_ATTEMPTS }), { runId: "r1", takeover: true }).end?.status, "interrupted", "cancel wins over giving up");
+  t.equal(
+    planClaim(claimed({ cancel: "interrupt", attempt: MAX_ATTEMPTS }), { runId: "r1", takeover: true }).end?.status,
+    "interrupted",
+    "cancel wins over giving up",
+  );
 });
 
 t.test("claim plan: gives up after MAX_ATTEMPTS dead workers", async (t) => {
   const plan = planClaim(claimed({ attempt: MAX_ATTEMPTS }), { runId: "r1", takeover: true });
   const error = { error: "RunAttemptsExhausted", message: `run abandoned after ${MAX_ATTEMPTS} attempts whose workers died` };
-  t.same(plan, { attempt: MAX_ATTEMPTS + 1, first: [{ type: "RunOutput", data: { event: "error", data: error } }], end: { status: "error", error, reason: error.message } });
+  t.same(plan, {
+    attempt: MAX_ATTEMPTS + 1,
+    first: [{ type: "RunOutput", data: { event: "error", data: error } }],
+    end: { status: "error", error, reason: error.message },
+  });
   t.equal(planClaim(claimed({ attempt: 1 }), { runId: "r1", takeover: true, maxAttempts: 1 }).end?.status, "error", "the limit is a parameter");
   t.equal(planClaim({ ...emptyRunStream, attempt: MAX_ATTEMPTS }, { runId: "r1", takeover: false }).end, undefined, "only a takeover gives up");
 });
@@ -94,7 +102,12 @@ t.test("outcome → RunEnded: the graph's own outcome, naming a dead worker it r
   const cmd = { endedAt: NOW };
   const success: RunOutcome = { status: "success", values: { n: 1 } };
   t.same(endedOf(success, {}, cmd), { status: "success", values: { n: 1 }, ended_at: NOW });
-  t.same(endedOf(success, {}, { ...cmd, recoveredFrom: "w1" }), { reason: "resumed after its worker w1 died", status: "success", values: { n: 1 }, ended_at: NOW });
+  t.same(endedOf(success, {}, { ...cmd, recoveredFrom: "w1" }), {
+    reason: "resumed after its worker w1 died",
+    status: "success",
+    values: { n: 1 },
+    ended_at: NOW,
+  });
   const interrupted: RunOutcome = { status: "interrupted", values: { n: 2 }, interrupts: { node: [{ value: "?" }] } };
   t.same(endedOf(interrupted, {}, cmd), { status: "interrupted", values: { n: 2 }, interrupts: { node: [{ value: "?" }] }, ended_at: NOW });
   const failed: RunOutcome = { status: "error", error: { error: "ValueError", message: "boom" }, aborted: false, values: { n: 3 } };
@@ -104,9 +117,17 @@ t.test("outcome → RunEnded: the graph's own outcome, naming a dead worker it r
 t.test("outcome → RunEnded: a cancel wins, then a timeout", async (t) => {
   const cmd = { endedAt: NOW, recoveredFrom: "w1" };
   const aborted: RunOutcome = { status: "error", error: { error: "AbortError", message: "aborted" }, aborted: true, values: { n: 4 } };
-  t.same(endedOf(aborted, { cancel: "interrupt" }, cmd), { status: "interrupted", reason: "cancelled (interrupt)", ended_at: NOW, values: { n: 4 } }, "interrupted keeps the work done");
+  t.same(
+    endedOf(aborted, { cancel: "interrupt" }, cmd),
+    { status: "interrupted", reason: "cancelled (interrupt)", ended_at: NOW, values: { n: 4 } },
+    "interrupted keeps the work done",
+  );
   t.same(endedOf(aborted, { cancel: "rollback" }, cmd), { status: "rollback", reason: "cancelled (rollback)", ended_at: NOW }, "rollback keeps nothing");
-  t.same(endedOf({ ...aborted, values: undefined }, { cancel: "interrupt" }, cmd), { status: "interrupted", reason: "cancelled (interrupt)", ended_at: NOW }, "no values key when none");
+  t.same(
+    endedOf({ ...aborted, values: undefined }, { cancel: "interrupt" }, cmd),
+    { status: "interrupted", reason: "cancelled (interrupt)", ended_at: NOW },
+    "no values key when none",
+  );
   t.same(endedOf(aborted, { timedOut: true, timeoutMs: 1500 }, cmd), {
     status: "timeout",
     reason: "run exceeded BG_JOB_TIMEOUT_SECS",

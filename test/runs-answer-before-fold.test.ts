@@ -37,7 +37,11 @@ t.test("delivered events reach onDelivered before the tables show them; settle f
       });
     });
   });
-  const { position } = await store.append(threadStream(id), [{ type: "ThreadCreated", data: { thread_id: id, metadata: {}, created_at: "2026-01-01T00:00:00+00:00" } }], "no_stream");
+  const { position } = await store.append(
+    threadStream(id),
+    [{ type: "ThreadCreated", data: { thread_id: id, metadata: {}, created_at: "2026-01-01T00:00:00+00:00" } }],
+    "no_stream",
+  );
   const event = await delivered;
   t.equal(event.position, position, "the appended event is delivered");
   t.same(seen, [{ delivered: false, afterSettle: true, appliedBefore: false }], "not in the tables when delivered; in them right after settle");
@@ -84,7 +88,11 @@ async function recordingServer(t: Test) {
  * The thread's only run, as the next request sees it: done, its thread idle; and the server's one
  * answer so far (`what` names it) was written before the fold reached the run's mark.
  */
-async function answeredBeforeFold(t: Test, o: { srv: TestServer; answeredAt: bigint[]; marks: Map<string, bigint>; threadId: string }, what: string): Promise<void> {
+async function answeredBeforeFold(
+  t: Test,
+  o: { srv: TestServer; answeredAt: bigint[]; marks: Map<string, bigint>; threadId: string },
+  what: string,
+): Promise<void> {
   const [run] = await o.srv.client.runs.list(o.threadId);
   t.equal(run.status, "success", "the next request sees the run done");
   t.equal((await o.srv.client.threads.get(o.threadId)).status, "idle", "and its thread idle");
@@ -125,7 +133,11 @@ t.test("/wait and /join answer once the run's end is durable, before the fold; t
 
 t.test("a run's SSE stream ends once the run's end is durable, before the fold; the next request sees the run done", async (t) => {
   const { srv, answeredAt: endedAt, marks, thread, gate } = await recordingServer(t);
-  const streaming = await fetchJson(`${srv.url}/threads/${thread.thread_id}/runs/stream`, "POST", { assistant_id: "delay", input: { gate: gate.path("stream") }, stream_mode: ["values"] });
+  const streaming = await fetchJson(`${srv.url}/threads/${thread.thread_id}/runs/stream`, "POST", {
+    assistant_id: "delay",
+    input: { gate: gate.path("stream") },
+    stream_mode: ["values"],
+  });
   t.equal(streaming.status, 200);
   gate.open("stream");
   const text = await streaming.text();

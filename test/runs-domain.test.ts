@@ -73,7 +73,14 @@ t.test("event schemas are in the catalogue and reject bad data", async (t) => {
 });
 
 const rec = (streamId: string, revision: number, type: string, data: unknown): RecordedEvent => ({
-  streamId, id: `${streamId}-${revision}`, type, revision: BigInt(revision), position: 0n, data, metadata: {}, created: new Date(0),
+  streamId,
+  id: `${streamId}-${revision}`,
+  type,
+  revision: BigInt(revision),
+  position: 0n,
+  data,
+  metadata: {},
+  created: new Date(0),
 });
 
 t.test("projection: runs by id and per thread; rollback and delete remove them", async (t) => {
@@ -110,14 +117,27 @@ t.test("stream modes: names, namespaces, messages accumulation, wire shape of me
   t.equal(out[0].event, "updates|child:1");
   t.match(out[0].data, { node: { messages: [{ id: "a1", content: "hey", type: "ai" }] } });
   const values = m.fromChunk([], "values", { messages: [new HumanMessage({ id: "h1", content: "hi" }), ai] });
-  t.same(values.map((e) => e.event), ["values", "messages/complete"]);
-  t.same(m.fromChunk([], "values", { messages: [ai] }).map((e) => e.event), ["values"], "complete once per id");
+  t.same(
+    values.map((e) => e.event),
+    ["values", "messages/complete"],
+  );
+  t.same(
+    m.fromChunk([], "values", { messages: [ai] }).map((e) => e.event),
+    ["values"],
+    "complete once per id",
+  );
   t.same(m.lastValues && Object.keys(m.lastValues as object), ["messages"]);
   m.fromChunk([], "values", { __interrupt__: [] });
   t.equal(m.interrupted, true);
-  t.same(m.fromChunk(undefined, "messages", [ai, { langgraph_node: "n" }]).map((e) => e.event), ["messages"]);
+  t.same(
+    m.fromChunk(undefined, "messages", [ai, { langgraph_node: "n" }]).map((e) => e.event),
+    ["messages"],
+  );
   const partial = m.fromStreamEvent({ event: "on_chat_model_stream", data: { chunk: new AIMessage({ id: "p1", content: "he" }) }, metadata: { x: 1 } }, "root");
-  t.same(partial.map((e) => e.event), ["messages/metadata", "messages/partial"]);
+  t.same(
+    partial.map((e) => e.event),
+    ["messages/metadata", "messages/partial"],
+  );
   t.same(toWire({ n: 1n, u: undefined }), { n: "1" });
   const plain = new StreamModeMapper(["updates"], false);
   t.same(plain.fromChunk(undefined, "values", { a: 1 }), [], "values is only asked for internally");
@@ -137,17 +157,31 @@ t.test("executeRun with a streaming chat model: messages/metadata once, accumula
     .compile();
   const saver = new MemorySaver();
   const run = {
-    run_id: "r-llm", thread_id: "t-llm", assistant_id: "a", created_at: NOW, updated_at: NOW, status: "pending", metadata: {},
+    run_id: "r-llm",
+    thread_id: "t-llm",
+    assistant_id: "a",
+    created_at: NOW,
+    updated_at: NOW,
+    status: "pending",
+    metadata: {},
     multitask_strategy: "enqueue",
     kwargs: {
       input: { messages: [{ role: "user", content: "hi" }] },
-      config: { configurable: { thread_id: "t-llm", graph_id: "g" } }, context: {},
-      stream_mode: ["messages", "values"], temporary: false, subgraphs: false, resumable: false,
+      config: { configurable: { thread_id: "t-llm", graph_id: "g" } },
+      context: {},
+      stream_mode: ["messages", "values"],
+      temporary: false,
+      subgraphs: false,
+      resumable: false,
     },
   } as unknown as RunRecord;
   const events: { event: string; data: unknown }[] = [];
   const outcome = await executeRun({
-    run, graphs: { get: async () => graph as never }, checkpointer: saver, signal: new AbortController().signal, resume: false,
+    run,
+    graphs: { get: async () => graph as never },
+    checkpointer: saver,
+    signal: new AbortController().signal,
+    resume: false,
     emit: (e) => events.push(e),
   });
   t.equal(outcome.status, "success");

@@ -58,7 +58,14 @@ t.test("a head run starts at its commit, before the read models show it", async 
     readModelsFeed: (log) => (feed = heldBackForReadModels(log)).store,
   });
   const { ctx, runs, readModels, store: log } = core;
-  const worker = new RunWorker({ ...core.completion, graphs: core.graphs, checkpointer: core.checkpointer, maxConcurrentRuns: 4, exclusiveStore: true, owner: "local" });
+  const worker = new RunWorker({
+    ...core.completion,
+    graphs: core.graphs,
+    checkpointer: core.checkpointer,
+    maxConcurrentRuns: 4,
+    exclusiveStore: true,
+    owner: "local",
+  });
   await worker.start();
   const offered: RunRecord[] = [];
   let firstOffered!: (run: RunRecord) => void;
@@ -76,7 +83,8 @@ t.test("a head run starts at its commit, before the read models show it", async 
   });
 
   const thread = await createThread(ctx, { metadata: {}, if_exists: "raise" });
-  const request = (body: Record<string, unknown>) => runs.authorize(SYSTEM_CALLER, thread.thread_id, { assistant_id: "delay", on_completion: "keep", ...body } as never);
+  const request = (body: Record<string, unknown>) =>
+    runs.authorize(SYSTEM_CALLER, thread.thread_id, { assistant_id: "delay", on_completion: "keep", ...body } as never);
 
   feed.hold();
   const folded = readModels.runner.position;
@@ -136,14 +144,22 @@ t.test("a head run's claim is committed with its enqueue, and a refused enqueue 
       }),
   });
   const { ctx, runs, store: log } = core;
-  const worker = new RunWorker({ ...core.completion, graphs: core.graphs, checkpointer: core.checkpointer, maxConcurrentRuns: 4, exclusiveStore: true, owner: "local" });
+  const worker = new RunWorker({
+    ...core.completion,
+    graphs: core.graphs,
+    checkpointer: core.checkpointer,
+    maxConcurrentRuns: 4,
+    exclusiveStore: true,
+    owner: "local",
+  });
   await worker.start();
   runs.onHeadEnqueued((run, enqueued) => worker.offer(run, enqueued));
   t.teardown(async () => {
     await worker.stop();
     await core.close();
   });
-  const request = (threadId: string) => runs.authorize(SYSTEM_CALLER, threadId, { assistant_id: "agent", input: { messages: [{ role: "user", content: "hello" }] } } as never);
+  const request = (threadId: string) =>
+    runs.authorize(SYSTEM_CALLER, threadId, { assistant_id: "agent", input: { messages: [{ role: "user", content: "hello" }] } } as never);
 
   const one = await createThread(ctx, { metadata: {}, if_exists: "raise" });
   const first = await runs.create(await request(one.thread_id));
@@ -157,7 +173,11 @@ t.test("a head run's claim is committed with its enqueue, and a refused enqueue 
   t.equal(interfere, false, "the enqueue met a concurrent write");
   await runs.waitDone(second.run_id);
   const thread = await log.readStream(threadStream(two.thread_id));
-  t.same(thread.map((e) => e.type), ["ThreadCreated", "ThreadUpdated", "RunEnqueued", "RunFinished"], "the enqueue was decided again and written once");
+  t.same(
+    thread.map((e) => e.type),
+    ["ThreadCreated", "ThreadUpdated", "RunEnqueued", "RunFinished"],
+    "the enqueue was decided again and written once",
+  );
   const events = await log.readStream(runStream(second.run_id));
   t.equal(events.filter((e) => e.type === "RunClaimed").length, 1, "one claim: the one made with the refused enqueue was not written");
   t.equal(runs.view(second.run_id)?.stream.ended?.status, "success", "the run ran");

@@ -26,16 +26,33 @@ t.test("a run's end", async (t) => {
       }),
   });
   const { store, sqlite, ctx, runs } = core;
-  const worker = new RunWorker({ ...core.completion, graphs: core.graphs, checkpointer: core.checkpointer, maxConcurrentRuns: 2, exclusiveStore: true, owner: "local" });
+  const worker = new RunWorker({
+    ...core.completion,
+    graphs: core.graphs,
+    checkpointer: core.checkpointer,
+    maxConcurrentRuns: 2,
+    exclusiveStore: true,
+    owner: "local",
+  });
   await worker.start();
   t.teardown(async () => {
     await worker.stop();
     await core.close();
   });
   const runOn = async (threadId: string, content: string) => {
-    const run = await runs.create(await runs.authorize(SYSTEM_CALLER, threadId, { assistant_id: "agent", input: { messages: [{ role: "user", content }] }, on_completion: "keep" } as never));
+    const run = await runs.create(
+      await runs.authorize(SYSTEM_CALLER, threadId, {
+        assistant_id: "agent",
+        input: { messages: [{ role: "user", content }] },
+        on_completion: "keep",
+      } as never),
+    );
     await runs.waitDone(run.run_id);
-    return { run, events: await store.readStream(runStream(run.run_id)), marks: (await store.readStream(threadStream(threadId))).filter((e) => e.type === "RunFinished") };
+    return {
+      run,
+      events: await store.readStream(runStream(run.run_id)),
+      marks: (await store.readStream(threadStream(threadId))).filter((e) => e.type === "RunFinished"),
+    };
   };
 
   t.test("its last checkpoint writes, outputs, end and mark: one transaction after the claim's", async (t) => {

@@ -72,11 +72,18 @@ t.test("two processes share one EventStoreDB", async (t) => {
     let runId = "";
     const parts = [];
     for await (const p of b.client.runs.stream(thread.thread_id, "agent", {
-      input: { messages: [{ role: "user", content: "s" }] }, streamMode: ["updates"], onRunCreated: (m) => (runId = m.run_id),
-    })) parts.push({ event: p.event, data: p.data, id: p.id });
-    t.same(parts.map((p) => p.event), ["metadata", "updates"]);
+      input: { messages: [{ role: "user", content: "s" }] },
+      streamMode: ["updates"],
+      onRunCreated: (m) => (runId = m.run_id),
+    }))
+      parts.push({ event: p.event, data: p.data, id: p.id });
+    t.same(
+      parts.map((p) => p.event),
+      ["metadata", "updates"],
+    );
     const replay = [];
-    for await (const p of a.client.runs.joinStream(thread.thread_id, runId, { lastEventId: parts[0].id })) replay.push({ event: p.event, data: p.data, id: p.id });
+    for await (const p of a.client.runs.joinStream(thread.thread_id, runId, { lastEventId: parts[0].id }))
+      replay.push({ event: p.event, data: p.data, id: p.id });
     t.same(replay, parts.slice(1), "resumed through the other process");
   });
 
@@ -93,9 +100,14 @@ t.test("two processes share one EventStoreDB", async (t) => {
     // Started only after the kill, so how long a process takes to start cannot decide the outcome.
     const c = await start();
     const values = (await c.client.runs.join(thread.thread_id, run.run_id)) as { messages: { content: string }[] };
-    t.same(values.messages.map((m) => m.content), ["x", "waited 4000ms"]);
+    t.same(
+      values.messages.map((m) => m.content),
+      ["x", "waited 4000ms"],
+    );
     t.equal((await c.client.runs.get(thread.thread_id, run.run_id)).status, "success");
-    const claims = (await store.readStream(runStream(run.run_id))).filter((e) => e.type === "RunClaimed").map((e) => e.data as { attempt: number; recovered_from?: string });
+    const claims = (await store.readStream(runStream(run.run_id)))
+      .filter((e) => e.type === "RunClaimed")
+      .map((e) => e.data as { attempt: number; recovered_from?: string });
     t.equal(claims.length, 2);
     t.match(claims[1], { attempt: 2, recovered_from: String });
   });

@@ -119,7 +119,10 @@ t.test("one server", async (t) => {
     const url = `${srv.url}/threads/${thread.thread_id}/runs`;
     const body = { assistant_id: "agent", input: input("twins") };
     const answers = await Promise.all([1, 2, 3, 4].map(() => post(url, body, "twins-1")));
-    t.same(answers.map((a) => a.status), [200, 200, 200, 200]);
+    t.same(
+      answers.map((a) => a.status),
+      [200, 200, 200, 200],
+    );
     const ids = new Set(answers.map((a) => (a.json() as { run_id: string }).run_id));
     t.equal(ids.size, 1, "every twin got the same run");
     t.same(await runIds(srv, thread.thread_id), [...ids]);
@@ -207,12 +210,19 @@ t.test("two processes on one EventStoreDB: a retry on the other process gets the
   const thread = await a.client.threads.create();
   const body = { assistant_id: "agent", input: input("shared") };
   // Both at once: exactly one claim wins; the other waits for its run.
-  const [ra, rb] = await Promise.all([post(`${a.url}/threads/${thread.thread_id}/runs`, body, "shared-1"), post(`${b.url}/threads/${thread.thread_id}/runs`, body, "shared-1")]);
+  const [ra, rb] = await Promise.all([
+    post(`${a.url}/threads/${thread.thread_id}/runs`, body, "shared-1"),
+    post(`${b.url}/threads/${thread.thread_id}/runs`, body, "shared-1"),
+  ]);
   t.equal(ra.status, 200);
   t.equal(rb.status, 200);
   const runId = (ra.json() as { run_id: string }).run_id;
   t.equal((rb.json() as { run_id: string }).run_id, runId, "the same run from either process");
   await a.client.runs.join(thread.thread_id, runId);
-  t.same((await b.client.runs.list(thread.thread_id)).map((r) => r.run_id), [runId], "one run");
+  t.same(
+    (await b.client.runs.list(thread.thread_id)).map((r) => r.run_id),
+    [runId],
+    "one run",
+  );
   t.equal((await post(`${b.url}/threads/${thread.thread_id}/runs`, { ...body, input: input("other") }, "shared-1")).status, 409);
 });

@@ -27,7 +27,10 @@ t.test("a run with an input and a state over 1 MiB", async (t) => {
 
   const runs = await srv.client.runs.list(thread.thread_id);
   const events = await srv.server.store.readStream(runStream(runs[0].run_id));
-  t.ok(events.every((e) => JSON.stringify(e.data).length < 1_048_576), "no event of the run is over the limit");
+  t.ok(
+    events.every((e) => JSON.stringify(e.data).length < 1_048_576),
+    "no event of the run is over the limit",
+  );
 
   // The streamed `values` chunk was too large for one event as well: the stream resolves it.
   const streamed = [];
@@ -40,7 +43,9 @@ t.test("a run with an input and a state over 1 MiB", async (t) => {
   t.equal(copied.values.messages.length, 2, "a copy keeps the large values");
 
   // A second turn on the same thread still works (the state is read back from the checkpoints).
-  const again = (await srv.client.runs.wait(thread.thread_id, "agent", { input: { messages: [{ role: "user", content: "short" }] } })) as { messages: unknown[] };
+  const again = (await srv.client.runs.wait(thread.thread_id, "agent", { input: { messages: [{ role: "user", content: "short" }] } })) as {
+    messages: unknown[];
+  };
   t.equal(again.messages.length, 4);
 });
 
@@ -50,7 +55,9 @@ t.test("a large result that is the run's last values output is referenced, not w
   const store = srv.server.store;
   const big = "large ".repeat(50_000); // 300 KB: over the limit of a value kept inside an event, under an append's
   const thread = await srv.client.threads.create();
-  const result = (await srv.client.runs.wait(thread.thread_id, "agent", { input: { messages: [{ role: "user", content: big }] } })) as { messages: { content: string }[] };
+  const result = (await srv.client.runs.wait(thread.thread_id, "agent", { input: { messages: [{ role: "user", content: big }] } })) as {
+    messages: { content: string }[];
+  };
   t.equal(result.messages[0].content, big, "/wait answers with the values");
   const [run] = await srv.client.runs.list(thread.thread_id);
   const events = await store.readStream(runStream(run.run_id));
@@ -71,7 +78,10 @@ t.test("a large result that is the run's last values output is referenced, not w
 
   // Interrupted before its node, the run's state is read back, not an output: written beside the run.
   // Its /wait answers `{"__interrupt__": []}`, the last values chunk, as the official servers do.
-  const paused = await srv.client.runs.wait(thread.thread_id, "agent", { input: { messages: [{ role: "user", content: "pause" }] }, interruptBefore: ["agent"] });
+  const paused = await srv.client.runs.wait(thread.thread_id, "agent", {
+    input: { messages: [{ role: "user", content: "pause" }] },
+    interruptBefore: ["agent"],
+  });
   t.same(paused, { __interrupt__: [] });
   const [second] = (await srv.client.runs.list(thread.thread_id)).filter((r) => r.run_id !== run.run_id);
   t.ok((await store.readStream(`run-values-${second.run_id}`)).length > 0, "the interrupted run's values were written beside it");
@@ -83,10 +93,17 @@ t.test("a reference to an output that is not there is an error, not a wrong valu
   t.teardown(() => srv.close());
   const { resolveLarge, outputReference, LargeValueMissingError } = await import("../src/eventstore/large-values.js");
   const store = srv.server.store;
-  await store.append("run-probe", [{ type: "RunOutput", data: { event: "updates", data: { a: 1 } } }, { type: "RunOutput", data: { event: "values", data: { b: 2 } } }]);
+  await store.append("run-probe", [
+    { type: "RunOutput", data: { event: "updates", data: { a: 1 } } },
+    { type: "RunOutput", data: { event: "values", data: { b: 2 } } },
+  ]);
   t.same(await resolveLarge(store, outputReference("run-probe", 1n, "values")), { b: 2 });
   await t.rejects(resolveLarge(store, outputReference("run-probe", 0n, "values")), LargeValueMissingError, "another output");
   await t.rejects(resolveLarge(store, outputReference("run-probe", 7n, "values")), LargeValueMissingError, "past the end");
   await t.rejects(resolveLarge(store, outputReference("run-missing", 0n, "values")), LargeValueMissingError, "no such stream");
-  t.same(await resolveLarge(store, { __large_json__: { stream: "x", revision: "one", output: "values" } }), { __large_json__: { stream: "x", revision: "one", output: "values" } }, "a malformed reference is just a value");
+  t.same(
+    await resolveLarge(store, { __large_json__: { stream: "x", revision: "one", output: "values" } }),
+    { __large_json__: { stream: "x", revision: "one", output: "values" } },
+    "a malformed reference is just a value",
+  );
 });

@@ -45,7 +45,8 @@ t.test("runs lifecycle", async (t) => {
     const thread = await client.threads.create();
     await client.runs.wait(thread.thread_id, "agent", { input: { messages: [human("one")] } });
     const res = await fetch(`${srv.url}/thread/${thread.thread_id}/runs/wait`, {
-      method: "POST", headers: { "content-type": "application/json" },
+      method: "POST",
+      headers: { "content-type": "application/json" },
       body: JSON.stringify({ assistant_id: "agent", input: { messages: [human("two")] } }),
     });
     t.equal(res.status, 200);
@@ -55,7 +56,14 @@ t.test("runs lifecycle", async (t) => {
     const list = (await (await fetch(`${srv.url}/thread/${thread.thread_id}/runs?limit=1`)).json()) as unknown[];
     t.equal(list.length, 1, "limit");
     const selected = await client.runs.list(thread.thread_id, { select: ["run_id", "status"] });
-    t.same(selected.map((r) => Object.keys(r).sort()), [["run_id", "status"], ["run_id", "status"]], "select");
+    t.same(
+      selected.map((r) => Object.keys(r).sort()),
+      [
+        ["run_id", "status"],
+        ["run_id", "status"],
+      ],
+      "select",
+    );
     t.equal((await client.runs.list(thread.thread_id, { offset: 1 })).length, 1, "offset");
   });
 
@@ -65,7 +73,10 @@ t.test("runs lifecycle", async (t) => {
     t.same(body, { __error__: { error: "CustomError", message: "Boo!" } });
     await t.rejects(client.runs.wait(thread.thread_id, "error", { input: { messages: [human("x")] } }), /CustomError: Boo!/);
     const runs = await client.runs.list(thread.thread_id);
-    t.same(runs.map((r) => r.status), ["error", "error"]);
+    t.same(
+      runs.map((r) => r.status),
+      ["error", "error"],
+    );
     t.same((await client.runs.list(thread.thread_id, { status: "success" })).length, 0, "status filter");
     t.equal((await client.threads.get(thread.thread_id)).status, "error");
   });
@@ -130,10 +141,7 @@ t.test("runs lifecycle", async (t) => {
   t.test("multitask: reject → 409 while busy", async (t) => {
     const thread = await client.threads.create();
     const slow = await client.runs.create(thread.thread_id, "delay", { input: { delay: 60_000 } });
-    await t.rejects(
-      client.runs.create(thread.thread_id, "agent", { input: { messages: [human("x")] }, multitaskStrategy: "reject" }),
-      /409/,
-    );
+    await t.rejects(client.runs.create(thread.thread_id, "agent", { input: { messages: [human("x")] }, multitaskStrategy: "reject" }), /409/);
     await client.runs.cancel(thread.thread_id, slow.run_id, true);
   });
 
@@ -166,7 +174,10 @@ t.test("runs lifecycle", async (t) => {
     await t.rejects(client.runs.get(thread.thread_id, slow.run_id), /404/, "the run is deleted");
     t.equal((await client.runs.list(thread.thread_id)).length, 2);
     const history = await client.threads.getHistory(thread.thread_id, { limit: 100 });
-    t.notOk(history.some((s) => (s.metadata as Record<string, unknown> | null)?.run_id === slow.run_id), "its checkpoints are gone");
+    t.notOk(
+      history.some((s) => (s.metadata as Record<string, unknown> | null)?.run_id === slow.run_id),
+      "its checkpoints are gone",
+    );
   });
 
   t.test("human in the loop: interrupt() then resume with a command", async (t) => {
@@ -220,13 +231,29 @@ t.test("runs lifecycle", async (t) => {
       { assistantId: "agent", input: { messages: [human("b2")] } },
     ]);
     t.equal(batch.length, 2);
-    t.ok(batch.every((r) => r.status === "pending"), "answered before they run");
+    t.ok(
+      batch.every((r) => r.status === "pending"),
+      "answered before they run",
+    );
     t.not(batch[0].thread_id, batch[1].thread_id, "each run has a thread of its own");
-    t.same(batch.map((r) => contents((r as unknown as { kwargs: { input: unknown } }).kwargs.input)), [["b1"], ["b2"]], "in the order given");
+    t.same(
+      batch.map((r) => contents((r as unknown as { kwargs: { input: unknown } }).kwargs.input)),
+      [["b1"], ["b2"]],
+      "in the order given",
+    );
     // Both run to success with their own input, as the log records it.
     const ends = await Promise.all(batch.map((r) => firstEventOf(srv.server.store, runStream(r.run_id), ["RunEnded"])));
-    t.same(ends.map((e) => (e.data as { status: string }).status), ["success", "success"]);
-    t.same(ends.map((e) => contents((e.data as { values: unknown }).values)), [["b1", "You said: b1"], ["b2", "You said: b2"]]);
+    t.same(
+      ends.map((e) => (e.data as { status: string }).status),
+      ["success", "success"],
+    );
+    t.same(
+      ends.map((e) => contents((e.data as { values: unknown }).values)),
+      [
+        ["b1", "You said: b1"],
+        ["b2", "You said: b2"],
+      ],
+    );
     // The first was kept: its thread and run show the outcome. The second's thread is deleted (the default).
     const [kept1, temp2] = batch;
     t.same(contents((await client.threads.get(kept1.thread_id)).values), ["b1", "You said: b1"]);
@@ -251,7 +278,11 @@ t.test("runs lifecycle", async (t) => {
     await client.runs.cancelMany({ threadId: thread.thread_id, runIds: [slow.run_id] });
     await client.runs.join(thread.thread_id, slow.run_id);
     t.equal((await client.runs.get(thread.thread_id, slow.run_id)).status, "interrupted");
-    const res = await fetch(`${srv.url}/runs/cancel`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ status: "running" }) });
+    const res = await fetch(`${srv.url}/runs/cancel`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ status: "running" }),
+    });
     t.equal(res.status, 404, "nothing running → 404");
   });
 
@@ -261,7 +292,8 @@ t.test("runs lifecycle", async (t) => {
     const afterOne = await client.threads.getState(thread.thread_id);
     await client.runs.wait(thread.thread_id, "agent", { input: { messages: [human("two")] } });
     const forked = await client.runs.wait(thread.thread_id, "agent", {
-      input: { messages: [human("other")] }, checkpointId: afterOne.checkpoint.checkpoint_id!,
+      input: { messages: [human("other")] },
+      checkpointId: afterOne.checkpoint.checkpoint_id!,
     });
     t.same(contents(forked), ["one", "You said: one", "other", "You said: other"]);
   });
@@ -270,7 +302,9 @@ t.test("runs lifecycle", async (t) => {
     const thread = await client.threads.create();
     const controller = new AbortController();
     const res = await fetch(`${srv.url}/threads/${thread.thread_id}/runs/wait`, {
-      method: "POST", headers: { "content-type": "application/json" }, signal: controller.signal,
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      signal: controller.signal,
       body: JSON.stringify({ assistant_id: "delay", input: { delay: 60_000 }, on_disconnect: "cancel" }),
     });
     t.equal(res.status, 200, "headers are sent before the run ends");

@@ -11,7 +11,10 @@ t.test("the terminal event: the last one, one a renewal raced past, or none yet"
   const core = await inProcessCore();
   t.teardown(() => core.close());
   const { store, runs } = core;
-  const claimed = (owner: string) => ({ type: "RunClaimed", data: { owner, attempt: 1, claimed_at: new Date().toISOString(), lease_expires_at: Date.now() + 30_000 } });
+  const claimed = (owner: string) => ({
+    type: "RunClaimed",
+    data: { owner, attempt: 1, claimed_at: new Date().toISOString(), lease_expires_at: Date.now() + 30_000 },
+  });
   const ended = (values: unknown) => ({ type: "RunEnded", data: { status: "success", values, ended_at: new Date().toISOString() } });
 
   const plain = "01900000-0000-7000-8000-000000000001";
@@ -29,7 +32,12 @@ t.test("the terminal event: the last one, one a renewal raced past, or none yet"
   t.equal(await runs.terminalEvent("01900000-0000-7000-8000-000000000004"), undefined, "no such run");
 
   // Enough other events that the runs' first events are no longer held in memory.
-  for (let i = 0; i < 8; i++) await store.append(`filler-${i}`, Array.from({ length: 100 }, () => ({ type: "RunOutput", data: { event: "values", data: {} } })), "any");
+  for (let i = 0; i < 8; i++)
+    await store.append(
+      `filler-${i}`,
+      Array.from({ length: 100 }, () => ({ type: "RunOutput", data: { event: "values", data: {} } })),
+      "any",
+    );
   t.same((await runs.terminalEvent(plain))?.values, { n: 1 }, "the last event, from the table");
   t.same((await runs.terminalEvent(raced))?.values, { n: 2 }, "behind a renewal, from the table");
   t.equal(await runs.terminalEvent(open), undefined, "still not ended");

@@ -21,10 +21,13 @@ t.test("a /wait's handling after creating its run resumes only once the run's en
   for (let i = 0; i < 3; i++) {
     const thread = await srv.client.threads.create();
     points.length = 0;
-    const values = (await srv.client.runs.wait(thread.thread_id, "agent", { input: { messages: [{ role: "user", content: "hello" }] } })) as { messages: { content: string }[] };
+    const values = (await srv.client.runs.wait(thread.thread_id, "agent", { input: { messages: [{ role: "user", content: "hello" }] } })) as {
+      messages: { content: string }[];
+    };
     t.equal(values.messages.at(-1)?.content, "You said: hello", "the run's answer");
     const at = (name: string) => points.indexOf(name);
-    for (const name of ["wait.route", "graph.start", "graph.end", "run.end.committed", "wait.created", "wait.result", "wait.answered"]) t.ok(at(name) >= 0, `${name} was seen`);
+    for (const name of ["wait.route", "graph.start", "graph.end", "run.end.committed", "wait.created", "wait.result", "wait.answered"])
+      t.ok(at(name) >= 0, `${name} was seen`);
     t.ok(at("wait.route") < at("graph.start"), "the route created the run before its graph started");
     t.ok(at("wait.created") > at("run.end.committed"), `the route went on only after the run's end was committed: ${points.join(", ")}`);
     t.ok(at("wait.created") < at("wait.result") && at("wait.result") < at("wait.answered"), "then waited for the result and answered");

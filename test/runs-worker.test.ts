@@ -24,7 +24,15 @@ t.test("workers sharing a store", async (t) => {
   t.test("exactly one claim and one end per run", async (t) => {
     const created = [];
     for (let i = 0; i < 24; i++) {
-      created.push(await runs.create(await runs.authorize(SYSTEM_CALLER, null, { assistant_id: "agent", input: { messages: [{ role: "user", content: `m${i}` }] }, on_completion: "keep" })));
+      created.push(
+        await runs.create(
+          await runs.authorize(SYSTEM_CALLER, null, {
+            assistant_id: "agent",
+            input: { messages: [{ role: "user", content: `m${i}` }] },
+            on_completion: "keep",
+          }),
+        ),
+      );
     }
     await Promise.all(created.map((r) => runs.waitDone(r.run_id)));
     const owners = new Set<string>();
@@ -109,7 +117,16 @@ t.test("workers sharing a store", async (t) => {
       load: (id: string) => (id === run.run_id ? behind : readModels.runs.load(id)),
       openClaims: () => [behind!],
     });
-    const late = new RunWorker({ ...completion, readModels: { ...readModels, runs: staleRuns }, graphs, checkpointer, maxConcurrentRuns: 3, exclusiveStore: false, owner: "late", leaseMs: 200 });
+    const late = new RunWorker({
+      ...completion,
+      readModels: { ...readModels, runs: staleRuns },
+      graphs,
+      checkpointer,
+      maxConcurrentRuns: 3,
+      exclusiveStore: false,
+      owner: "late",
+      leaseMs: 200,
+    });
     await late.start(); // its recovery sees an expired lease in the stale view and tries the takeover
     await late.stop(); // and is done trying
     const claims = (await store.readStream(runStream(run.run_id))).filter((e) => e.type === "RunClaimed").map((e) => (e.data as { owner: string }).owner);

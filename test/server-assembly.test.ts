@@ -67,7 +67,9 @@ t.test("the server answers before the graph runtime is loaded; a run and a state
   const dataDir = await mkdtemp(path.join(os.tmpdir(), "assembly-"));
   let release!: () => void;
   const held = new Promise<void>((resolve) => (release = resolve));
-  const server = await startServer(loadConfig({ LANGGRAPH_JSON: TEST_GRAPHS, LOG_LEVEL: "silent", HOST: "127.0.0.1", PORT: "0", DATA_DIR: dataDir }), { beforeGraphRuntime: () => held });
+  const server = await startServer(loadConfig({ LANGGRAPH_JSON: TEST_GRAPHS, LOG_LEVEL: "silent", HOST: "127.0.0.1", PORT: "0", DATA_DIR: dataDir }), {
+    beforeGraphRuntime: () => held,
+  });
   t.teardown(async () => {
     release();
     await server.close();
@@ -75,13 +77,20 @@ t.test("the server answers before the graph runtime is loaded; a run and a state
   });
   let ready = false;
   void server.ready.then(() => (ready = true));
-  const post = (url: string, body: unknown) => fetch(`${server.url}${url}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+  const post = (url: string, body: unknown) =>
+    fetch(`${server.url}${url}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
   const [ok, created, assistants] = await Promise.all([fetch(`${server.url}/ok`), post("/threads", {}), post("/assistants/search", { graph_id: "agent" })]);
   t.equal(ok.status, 200);
   t.equal(created.status, 200);
-  t.same(((await assistants.json()) as { graph_id: string }[]).map((a) => a.graph_id), ["agent"], "default assistants exist before the graphs load");
+  t.same(
+    ((await assistants.json()) as { graph_id: string }[]).map((a) => a.graph_id),
+    ["agent"],
+    "default assistants exist before the graphs load",
+  );
   const { thread_id } = (await created.json()) as { thread_id: string };
-  const run = (await (await post(`/threads/${thread_id}/runs`, { assistant_id: "agent", input: { messages: [{ role: "user", content: "early" }] } })).json()) as { run_id: string; status: string };
+  const run = (await (
+    await post(`/threads/${thread_id}/runs`, { assistant_id: "agent", input: { messages: [{ role: "user", content: "early" }] } })
+  ).json()) as { run_id: string; status: string };
   t.equal(run.status, "pending", "the run is accepted and waits in the log for the worker");
   const joined = fetch(`${server.url}/threads/${thread_id}/runs/${run.run_id}/join`);
   const state = fetch(`${server.url}/threads/${thread_id}/state`);

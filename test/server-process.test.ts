@@ -33,7 +33,9 @@ t.test("starts on the embedded store, serves /ok and /info, exits 0 on SIGTERM",
 t.test("SIGINT also stops it cleanly and the data survives a restart", async (t) => {
   const dataDir = await tempDir(t);
   const first = await spawnServer({ DATA_DIR: dataDir, LANGGRAPH_JSON: TEST_GRAPHS });
-  const created = (await (await fetch(`${first.url}/threads`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" })).json()) as { thread_id: string };
+  const created = (await (await fetch(`${first.url}/threads`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" })).json()) as {
+    thread_id: string;
+  };
   first.child.kill("SIGINT");
   t.equal((await first.exited).code, 0);
   const second = await spawnServer({ DATA_DIR: dataDir, LANGGRAPH_JSON: TEST_GRAPHS });

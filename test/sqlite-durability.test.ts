@@ -44,7 +44,10 @@ t.test("FULL: an append is readable at once, durable after whenDurable(), and su
 
   await consumed;
   t.equal(seen.length, 200, "the subscriber got every event");
-  t.ok(seen.every((s) => s.event.position <= s.durable), "no event reached the subscriber before it was durable");
+  t.ok(
+    seen.every((s) => s.event.position <= s.durable),
+    "no event reached the subscriber before it was durable",
+  );
 });
 
 t.test("FULL: a subscription's caughtUp covers everything committed before it began, durable or not yet", async (t) => {
@@ -123,7 +126,12 @@ t.test("an fsync still queued when the store closes is no failure: the close mad
   t.teardown(() => rm(dir, { recursive: true, force: true }));
   const failures: Error[] = [];
   const durable: bigint[] = [];
-  const durability = WalDurability.fsyncing(path.join(dir, "events.sqlite"), 0n, (p) => durable.push(p), (e) => failures.push(e));
+  const durability = WalDurability.fsyncing(
+    path.join(dir, "events.sqlite"),
+    0n,
+    (p) => durable.push(p),
+    (e) => failures.push(e),
+  );
   // The thread pool has not run the fsync yet when the close comes: hold its callback, as a busy pool would.
   const queued: ((error: NodeJS.ErrnoException | null) => void)[] = [];
   const fdatasync = fs.fdatasync;

@@ -28,9 +28,18 @@ t.test("EventSourcedStore", async (t) => {
   const item = await store.get(["users", "u1", "prefs"], "theme");
   t.same(item?.value, { color: "dark", size: 2 });
   t.ok(item?.createdAt instanceof Date);
-  t.same((await store.search(["users"], { filter: { size: { $gte: 2 } } })).map((i) => i.key), ["theme"]);
-  t.same(await store.listNamespaces({ prefix: ["users"], maxDepth: 2 }), [["users", "u1"], ["users", "u2"]]);
-  t.same(await store.listNamespaces({ suffix: ["prefs"] }), [["users", "u1", "prefs"], ["users", "u2", "prefs"]]);
+  t.same(
+    (await store.search(["users"], { filter: { size: { $gte: 2 } } })).map((i) => i.key),
+    ["theme"],
+  );
+  t.same(await store.listNamespaces({ prefix: ["users"], maxDepth: 2 }), [
+    ["users", "u1"],
+    ["users", "u2"],
+  ]);
+  t.same(await store.listNamespaces({ suffix: ["prefs"] }), [
+    ["users", "u1", "prefs"],
+    ["users", "u2", "prefs"],
+  ]);
 
   const [got, , listed] = await store.batch([
     { namespace: ["users", "u2"], key: "name", value: null },
@@ -38,11 +47,21 @@ t.test("EventSourcedStore", async (t) => {
     { matchConditions: [{ matchType: "prefix", path: ["users", "*", "prefs"] }], limit: 10, offset: 0 },
   ] as const);
   t.equal(got, undefined, "a put result is void");
-  t.same(listed, [["users", "u1", "prefs"], ["users", "u2", "prefs"]]);
+  t.same(listed, [
+    ["users", "u1", "prefs"],
+    ["users", "u2", "prefs"],
+  ]);
   t.equal(await store.get(["users", "u2"], "name"), null, "deleted within the batch, in order");
 
   const events = await log.readStream(storeItemStream(["users", "u2"], "name"));
-  t.same(events.map((e) => [e.type, (e.data as { run_id?: string }).run_id]), [["StoreItemPut", "run-1"], ["StoreItemDeleted", "run-1"]], "writes are attributed to the run");
+  t.same(
+    events.map((e) => [e.type, (e.data as { run_id?: string }).run_id]),
+    [
+      ["StoreItemPut", "run-1"],
+      ["StoreItemDeleted", "run-1"],
+    ],
+    "writes are attributed to the run",
+  );
 
   await t.rejects(store.put(["a.b"], "k", {}), InvalidNamespaceError);
   await t.rejects(store.batch([{ namespace: [], key: "k", value: { v: 1 } }]), /Namespace is required/);

@@ -18,7 +18,16 @@ function logOf() {
   const add = (streamId: string, type: string, data: unknown, metadata: Record<string, unknown> = {}) => {
     const revision = revisions.get(streamId) ?? 0n;
     revisions.set(streamId, revision + 1n);
-    const e: RecordedEvent = { streamId, id: `e${events.length}`, type, revision, position: BigInt(events.length + 10), data, metadata, created: new Date(1_700_000_000_000 + events.length * 1000) };
+    const e: RecordedEvent = {
+      streamId,
+      id: `e${events.length}`,
+      type,
+      revision,
+      position: BigInt(events.length + 10),
+      data,
+      metadata,
+      created: new Date(1_700_000_000_000 + events.length * 1000),
+    };
     events.push(e);
     return e;
   };
@@ -26,7 +35,14 @@ function logOf() {
 }
 
 const run = (runId: string) => ({
-  run_id: runId, thread_id: X, assistant_id: "a", created_at: `C-${runId}`, updated_at: `C-${runId}`, status: "pending", metadata: {}, multitask_strategy: "enqueue",
+  run_id: runId,
+  thread_id: X,
+  assistant_id: "a",
+  created_at: `C-${runId}`,
+  updated_at: `C-${runId}`,
+  status: "pending",
+  metadata: {},
+  multitask_strategy: "enqueue",
   kwargs: { config: {}, context: {}, stream_mode: ["values"], temporary: false, subgraphs: false, resumable: false },
 });
 
@@ -54,7 +70,13 @@ function twoIncarnations() {
 
 t.test("each ThreadCreated starts an incarnation with its own metadata, as its later events leave it", async (t) => {
   const incarnations = incarnationsOf(X, twoIncarnations());
-  t.same(incarnations.map((i) => [i.number, i.fromRevision, i.fromPosition]), [[1, 0n, 10n], [2, 4n, 17n]]);
+  t.same(
+    incarnations.map((i) => [i.number, i.fromRevision, i.fromPosition]),
+    [
+      [1, 0n, 10n],
+      [2, 4n, 17n],
+    ],
+  );
   t.same(incarnations[0].metadata, { owner: "alice", topic: "x" }, "the first as it last lived: its update, not its tombstone's empty metadata");
   t.equal(incarnations[0].thread?.deleted, true);
   t.same(incarnations[1].metadata, { owner: "carol" }, "the second's own, with its later update");
@@ -71,9 +93,22 @@ t.test("the fold is persistent: an earlier state is never changed", async (t) =>
   const states: Incarnation[][] = [];
   for (const e of events) states.push((state = evolveIncarnations(state, e)));
   const snapshot = JSON.stringify(states, (_k, v: unknown) => (typeof v === "bigint" ? String(v) : v));
-  evolveIncarnations(states[states.length - 1], { streamId: THREAD, type: "ThreadDeleted", data: { deleted_at: "T9" }, revision: 99n, position: 999n, metadata: {} });
-  t.equal(JSON.stringify(states, (_k, v: unknown) => (typeof v === "bigint" ? String(v) : v)), snapshot);
-  t.same(states.map((s) => s.length), [1, 1, 1, 1, 2, 2, 2, 2]);
+  evolveIncarnations(states[states.length - 1], {
+    streamId: THREAD,
+    type: "ThreadDeleted",
+    data: { deleted_at: "T9" },
+    revision: 99n,
+    position: 999n,
+    metadata: {},
+  });
+  t.equal(
+    JSON.stringify(states, (_k, v: unknown) => (typeof v === "bigint" ? String(v) : v)),
+    snapshot,
+  );
+  t.same(
+    states.map((s) => s.length),
+    [1, 1, 1, 1, 2, 2, 2, 2],
+  );
 });
 
 t.test("every event of the history belongs to one incarnation: runs to the one that enqueued them", async (t) => {
@@ -95,7 +130,8 @@ t.test("every event of the history belongs to one incarnation: runs to the one t
 
 t.test("a purge on the embedded log: tombstones keep the boundaries, every incarnation is purged", async (t) => {
   const { events, add } = logOf();
-  const tomb = (stream: string, type: string, correlation?: string) => add(stream, PURGED_EVENT_TYPE, { purged_type: type }, correlation ? { correlation_id: correlation } : {});
+  const tomb = (stream: string, type: string, correlation?: string) =>
+    add(stream, PURGED_EVENT_TYPE, { purged_type: type }, correlation ? { correlation_id: correlation } : {});
   tomb(THREAD, "ThreadCreated");
   tomb(THREAD, "RunEnqueued", "r1");
   tomb("run-r1", "RunEnded", "r1");
@@ -105,23 +141,48 @@ t.test("a purge on the embedded log: tombstones keep the boundaries, every incar
   add(THREAD, "ThreadPurged", { thread_id: X, purged_at: "T5", purged_by: "op", streams: 3, run_ids: ["r1"] });
   add(THREAD, "ThreadCreated", { thread_id: X, metadata: { owner: "dave" }, created_at: "T6" });
   const index = indexIncarnations(X, events);
-  t.same(index.incarnations.map((i) => [i.number, i.purged, i.metadata]), [[1, true, undefined], [2, true, undefined], [3, false, { owner: "dave" }]]);
+  t.same(
+    index.incarnations.map((i) => [i.number, i.purged, i.metadata]),
+    [
+      [1, true, undefined],
+      [2, true, undefined],
+      [3, false, { owner: "dave" }],
+    ],
+  );
   t.equal(index.incarnations[1].thread?.purged, true, "the purge's record folds into the incarnation it ended");
   t.equal(index.numberOf(events[2]), 1, "a purged run's tombstone still follows its run");
   t.equal(index.numberOf(events[6]), 2);
 });
 
 t.test("a purge on EventStoreDB: the record of the purge is all that is left of the earlier ones", async (t) => {
-  const purged = { streamId: THREAD, id: "p", type: "ThreadPurged", data: { thread_id: X, purged_at: "T5", purged_by: "op", streams: 3 }, revision: 7n, position: 70n, metadata: {}, created: new Date() };
+  const purged = {
+    streamId: THREAD,
+    id: "p",
+    type: "ThreadPurged",
+    data: { thread_id: X, purged_at: "T5", purged_by: "op", streams: 3 },
+    revision: 7n,
+    position: 70n,
+    metadata: {},
+    created: new Date(),
+  };
   const created = { ...purged, id: "c", type: "ThreadCreated", data: { thread_id: X, metadata: {}, created_at: "T6" }, revision: 8n, position: 80n };
   const incarnations = incarnationsOf(X, [purged, created]);
-  t.same(incarnations.map((i) => [i.number, i.fromRevision, i.purged]), [[1, 7n, true], [2, 8n, false]]);
+  t.same(
+    incarnations.map((i) => [i.number, i.fromRevision, i.purged]),
+    [
+      [1, 7n, true],
+      [2, 8n, false],
+    ],
+  );
   t.equal(incarnations[0].thread?.deleted, true);
 });
 
 t.test("a run's end changes only a thread waiting for it", async (t) => {
   const created = evolveThread(undefined, { type: "ThreadCreated", data: { thread_id: X, metadata: {}, created_at: "T0" } }, 0n);
-  const finished: ThreadEvent = { type: "RunFinished", data: { run_id: "elsewhere", status: "error", values: { leaked: true }, error: { error: "E", message: "m" }, finished_at: "T1" } };
+  const finished: ThreadEvent = {
+    type: "RunFinished",
+    data: { run_id: "elsewhere", status: "error", values: { leaked: true }, error: { error: "E", message: "m" }, finished_at: "T1" },
+  };
   const after = evolveThread(created, finished, 1n);
   t.same(after, { ...created, revision: 1n }, "only the revision moves");
 });
@@ -129,11 +190,27 @@ t.test("a run's end changes only a thread waiting for it", async (t) => {
 t.test("what a caller may see: each incarnation judged by its own metadata", async (t) => {
   const events = twoIncarnations();
   const seen = (filters: Record<string, string> | undefined, only?: number) => historyView(X, events, filters, only);
-  t.same(seen({ owner: "alice" }).incarnations.map((i) => i.number), [1]);
-  t.same(seen({ owner: "carol" }).incarnations.map((i) => i.number), [2]);
-  t.same(seen({ owner: "bob" }).incarnations.map((i) => i.number), [], "bob handed his over: nothing is his now");
-  t.same(seen(undefined).incarnations.map((i) => i.number), [1, 2]);
-  t.same(seen(undefined, 2).incarnations.map((i) => i.number), [2]);
+  t.same(
+    seen({ owner: "alice" }).incarnations.map((i) => i.number),
+    [1],
+  );
+  t.same(
+    seen({ owner: "carol" }).incarnations.map((i) => i.number),
+    [2],
+  );
+  t.same(
+    seen({ owner: "bob" }).incarnations.map((i) => i.number),
+    [],
+    "bob handed his over: nothing is his now",
+  );
+  t.same(
+    seen(undefined).incarnations.map((i) => i.number),
+    [1, 2],
+  );
+  t.same(
+    seen(undefined, 2).incarnations.map((i) => i.number),
+    [2],
+  );
   t.same(seen({ owner: "alice" }, 2).incarnations, []);
   const text = (events: RecordedEvent[]) => JSON.stringify(events.map((e) => [e.streamId, e.data, e.metadata]));
   const alices = text(seen({ owner: "alice" }).events);

@@ -21,7 +21,15 @@ const AUTH_PROJECT = path.join(path.dirname(fileURLToPath(import.meta.url)), "au
 const ALL_SCOPES = ["threads:read", "threads:write", "assistants:read", "assistants:write"];
 const human = (content: string) => ({ role: "user", content });
 
-type AuditEvent = { position: string; stream: string; revision: string; type: string; incarnation: number; metadata: Record<string, unknown>; data: Record<string, unknown> };
+type AuditEvent = {
+  position: string;
+  stream: string;
+  revision: string;
+  type: string;
+  incarnation: number;
+  metadata: Record<string, unknown>;
+  data: Record<string, unknown>;
+};
 type Replay = {
   thread_id: string;
   incarnation: number | null;
@@ -98,8 +106,16 @@ for (const backend of backends) {
       t.equal(replay.status, 200);
       t.equal(replay.body.incarnation, 1);
       t.match(replay.body.thread, { status: "deleted", metadata: {} });
-      t.same(replay.body.runs.map((r) => r.run_id), [aliceRun.run_id], "her run only");
-      t.same(replay.body.incarnations.map((i) => i.incarnation), [1], "she is not told of bob's");
+      t.same(
+        replay.body.runs.map((r) => r.run_id),
+        [aliceRun.run_id],
+        "her run only",
+      );
+      t.same(
+        replay.body.incarnations.map((i) => i.incarnation),
+        [1],
+        "she is not told of bob's",
+      );
       const finished = events.body.find((e) => e.type === "RunFinished")!;
       const then = await get<Replay>(`${srv.url}/threads/${X}/replay?at=${finished.position}`, aliceToken);
       t.same(texts(then.body.thread!.values), ["alice secret", "You said: alice secret"]);
@@ -131,8 +147,14 @@ for (const backend of backends) {
       t.equal(replay.body.incarnation, 2);
       t.match(replay.body.thread, { status: "idle", metadata: { owner: "bob" } });
       t.same(texts(replay.body.thread!.values), ["bob words", "You said: bob words"]);
-      t.same(replay.body.runs.map((r) => r.run_id), [bobRun.run_id]);
-      t.same(replay.body.incarnations.map((i) => i.incarnation), [2]);
+      t.same(
+        replay.body.runs.map((r) => r.run_id),
+        [bobRun.run_id],
+      );
+      t.same(
+        replay.body.incarnations.map((i) => i.incarnation),
+        [2],
+      );
       // A point of the log before his thread existed: nothing of it (nor of alice's) to see.
       const before = await get<Replay>(`${srv.url}/threads/${X}/replay?at=${BigInt(events.body[0].position) - 1n}`, bobToken);
       t.equal(before.status, 200);
@@ -151,7 +173,11 @@ for (const backend of backends) {
       t.same(await bob.threads.getHistory(X, { checkpoint: { checkpoint_id: aliceCheckpoint } }), [], "her checkpoint is not his");
       const old = await get<{ values: unknown; checkpoint: unknown }>(`${srv.url}/threads/${X}/state/${aliceCheckpoint}`, bobToken);
       t.notOk(JSON.stringify(old.body).includes("alice secret"), "the state at her checkpoint is not his to read");
-      t.same((await bob.runs.list(X)).map((r) => r.run_id), [bobRun.run_id], "his runs only");
+      t.same(
+        (await bob.runs.list(X)).map((r) => r.run_id),
+        [bobRun.run_id],
+        "his runs only",
+      );
       t.equal((await get(`${srv.url}/threads/${X}/runs/${aliceRun.run_id}`, bobToken)).status, 404);
       const thread = await bob.threads.get(X);
       t.same(texts(thread.values), ["bob words", "You said: bob words"]);
@@ -222,7 +248,10 @@ for (const backend of backends) {
     const history = await client.threads.getHistory(X, { limit: 100 });
     t.notOk(JSON.stringify(history).includes("first words"));
     const [secondRun] = await client.runs.list(X);
-    t.same((await client.runs.list(X)).map((r) => r.run_id), [secondRun.run_id]);
+    t.same(
+      (await client.runs.list(X)).map((r) => r.run_id),
+      [secondRun.run_id],
+    );
 
     // The protocol's thread feed (every run from the start): the current incarnation's runs only.
     const recreated = (await srv.server.store.readStream(`thread-${X}`)).filter((e) => e.type === "ThreadCreated").pop()!;
@@ -238,23 +267,42 @@ for (const backend of backends) {
     // An operator (no filters) sees both incarnations, each event labelled with its own.
     const events = await get<AuditEvent[]>(`${url}/threads/${X}/events?limit=1000`);
     const creations = events.body.filter((e) => e.type === "ThreadCreated");
-    t.same(creations.map((e) => e.incarnation), [1, 2]);
+    t.same(
+      creations.map((e) => e.incarnation),
+      [1, 2],
+    );
     t.ok(events.body.filter((e) => JSON.stringify(e).includes(firstRun.run_id)).every((e) => e.incarnation === 1));
     t.ok(events.body.filter((e) => JSON.stringify(e).includes(secondRun.run_id)).every((e) => e.incarnation === 2));
     const second = await get<AuditEvent[]>(`${url}/threads/${X}/events?limit=1000&incarnation=2`);
     t.ok(second.body.length > 0 && second.body.every((e) => e.incarnation === 2));
     const replay = await get<Replay>(`${url}/threads/${X}/replay`);
     t.equal(replay.body.incarnation, 2);
-    t.same(replay.body.runs.map((r) => r.run_id), [secondRun.run_id], "the current incarnation's runs only");
-    t.same(replay.body.incarnations.map((i) => [i.incarnation, i.deleted]), [[1, true], [2, false]]);
+    t.same(
+      replay.body.runs.map((r) => r.run_id),
+      [secondRun.run_id],
+      "the current incarnation's runs only",
+    );
+    t.same(
+      replay.body.incarnations.map((i) => [i.incarnation, i.deleted]),
+      [
+        [1, true],
+        [2, false],
+      ],
+    );
     const first = await get<Replay>(`${url}/threads/${X}/replay?incarnation=1`);
     t.equal(first.body.incarnation, 1);
     t.equal(first.body.thread!.status, "deleted");
-    t.same(first.body.runs.map((r) => r.run_id), [firstRun.run_id]);
+    t.same(
+      first.body.runs.map((r) => r.run_id),
+      [firstRun.run_id],
+    );
     // The diff across the boundary: the thread was replaced by another one.
     const lastOfFirst = events.body.filter((e) => e.incarnation === 1 && e.stream === `thread-${X}`).pop()!;
     const across = await get<Replay & { diff: { changes: { path: unknown[] }[] } }>(`${url}/threads/${X}/replay?diff=${lastOfFirst.position}`);
-    t.ok(across.body.diff.changes.some((c) => c.path[0] === "incarnation"), "the diff names the incarnation");
+    t.ok(
+      across.body.diff.changes.some((c) => c.path[0] === "incarnation"),
+      "the diff names the incarnation",
+    );
 
     t.test("a deletion cut short (its checkpoints not deleted) leaves nothing to the next incarnation", async (t) => {
       const Y = crypto.randomUUID();
@@ -262,7 +310,11 @@ for (const backend of backends) {
       await client.runs.wait(Y, "agent", { input: { messages: [human("left behind")] } });
       // The thread's ThreadDeleted only, as a deletion that stopped before CheckpointsDeleted leaves it.
       const [last] = await srv.server.store.readStream(`thread-${Y}`, { direction: "backwards", fromRevision: "end", maxCount: 1 });
-      const { position } = await srv.server.store.append(`thread-${Y}`, [{ type: "ThreadDeleted", data: { deleted_at: new Date().toISOString() } }], last.revision);
+      const { position } = await srv.server.store.append(
+        `thread-${Y}`,
+        [{ type: "ThreadDeleted", data: { deleted_at: new Date().toISOString() } }],
+        last.revision,
+      );
       await srv.server.readModels.runner.waitFor(position);
       await client.threads.create({ threadId: Y, graphId: "agent" });
       const state = await client.threads.getState(Y);
@@ -301,8 +353,11 @@ t.test("npm run replay: one incarnation at a time, on the data directory alone",
   await srv.server.close();
   const replay = (args: string[]) =>
     new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
-      execFile(process.execPath, ["--import", "tsx", "src/app/replay-cli.ts", "--thread", X, ...args], { cwd: repoRoot, env: { ...process.env, LANGGRAPH_JSON: TEST_GRAPHS, DATA_DIR: srv.dataDir } }, (error, stdout, stderr) =>
-        resolve({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+      execFile(
+        process.execPath,
+        ["--import", "tsx", "src/app/replay-cli.ts", "--thread", X, ...args],
+        { cwd: repoRoot, env: { ...process.env, LANGGRAPH_JSON: TEST_GRAPHS, DATA_DIR: srv.dataDir } },
+        (error, stdout, stderr) => resolve({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stdout, stderr }),
       );
     });
   const now = JSON.parse((await replay([])).stdout) as Replay;

@@ -32,7 +32,8 @@ async function take(iter: AsyncIterable<Part>, done: (parts: Part[]) => boolean,
   return parts;
 }
 
-const runsDone = (n: number) => (parts: Part[]) => parts.filter((p) => p.event === "metadata" && (p.data as { status?: string }).status === "run_done").length >= n;
+const runsDone = (n: number) => (parts: Part[]) =>
+  parts.filter((p) => p.event === "metadata" && (p.data as { status?: string }).status === "run_done").length >= n;
 const idKey = (id: string | undefined) => id!.split("-").map(BigInt) as [bigint, bigint];
 const increasing = (parts: Part[]) =>
   parts.every((p, i) => {
@@ -85,12 +86,24 @@ t.test("thread stream", async (t) => {
       { status: "run_done", run_id: first.run_id, run_status: "success" },
       { status: "run_done", run_id: second, run_status: "success" },
     ]);
-    t.same(recorded.map((p) => p.event), ["metadata", "values", "values", "metadata", "metadata", "values", "values", "metadata"]);
+    t.same(
+      recorded.map((p) => p.event),
+      ["metadata", "values", "values", "metadata", "metadata", "values", "values", "metadata"],
+    );
     t.match(recorded[0].data, { run_id: first.run_id, attempt: 1 });
     t.match(recorded[4].data, { run_id: second, attempt: 1 });
-    t.same((recorded[2].data as { messages: { content: string }[] }).messages.map((m) => m.content), ["one", "You said: one"]);
-    t.same((recorded[6].data as { messages: { content: string }[] }).messages.map((m) => m.content), ["one", "You said: one", "two", "You said: two"]);
-    t.ok(recorded.every((p) => /^\d+-\d+$/.test(p.id ?? "")), "every event has an id");
+    t.same(
+      (recorded[2].data as { messages: { content: string }[] }).messages.map((m) => m.content),
+      ["one", "You said: one"],
+    );
+    t.same(
+      (recorded[6].data as { messages: { content: string }[] }).messages.map((m) => m.content),
+      ["one", "You said: one", "two", "You said: two"],
+    );
+    t.ok(
+      recorded.every((p) => /^\d+-\d+$/.test(p.id ?? "")),
+      "every event has an id",
+    );
     t.ok(increasing(recorded), `ids increase: ${recorded.map((p) => p.id).join(" ")}`);
   });
 
@@ -108,26 +121,35 @@ t.test("thread stream", async (t) => {
     t.match(state, { checkpoint: { thread_id: tid } });
     const all = join(srv.client, tid, { lastEventId: "-", streamMode: ["run_modes", "lifecycle", "state_update"] });
     const everything = await take(all.iter, (seen) => seen.some((p) => p.event === "state_update"), all.controller);
-    const summary = everything.map((p) => (p.event === "metadata" ? (p.data as { status?: string }).status ?? "metadata" : p.event));
+    const summary = everything.map((p) => (p.event === "metadata" ? ((p.data as { status?: string }).status ?? "metadata") : p.event));
     t.same(summary, ["run_started", "metadata", "values", "values", "run_done", "run_started", "metadata", "values", "values", "run_done", "state_update"]);
     const update = everything[everything.length - 1].data as { thread_id: string; state: { values: { messages: { content: string }[] }; next: string[] } };
     t.equal(update.thread_id, tid);
-    t.same(update.state.values.messages.map((m) => m.content), ["one", "You said: one", "two", "You said: two", "three"]);
+    t.same(
+      update.state.values.messages.map((m) => m.content),
+      ["one", "You said: one", "two", "You said: two", "three"],
+    );
     t.same(update.state.next, []);
     t.ok(increasing(everything));
 
     const lifecycle = join(srv.client, tid, { lastEventId: "-", streamMode: ["lifecycle"] });
     const starts = await take(lifecycle.iter, runsDone(2), lifecycle.controller);
-    t.same(starts.map((p) => p.data), [
-      { status: "run_started", run_id: first.run_id, attempt: 1 },
-      { status: "run_done", run_id: first.run_id, run_status: "success" },
-      { status: "run_started", run_id: second, attempt: 1 },
-      { status: "run_done", run_id: second, run_status: "success" },
-    ]);
+    t.same(
+      starts.map((p) => p.data),
+      [
+        { status: "run_started", run_id: first.run_id, attempt: 1 },
+        { status: "run_done", run_id: first.run_id, run_status: "success" },
+        { status: "run_started", run_id: second, attempt: 1 },
+        { status: "run_done", run_id: second, run_status: "success" },
+      ],
+    );
 
     const updates = join(srv.client, tid, { lastEventId: "-", streamMode: ["state_update"] });
     const onlyUpdates = await take(updates.iter, (seen) => seen.length >= 1, updates.controller);
-    t.same(onlyUpdates.map((p) => p.event), ["state_update"]);
+    t.same(
+      onlyUpdates.map((p) => p.event),
+      ["state_update"],
+    );
     t.equal(onlyUpdates[0].id, everything[everything.length - 1].id, "same event, same id in every mode");
 
     const runModes = join(srv.client, tid, { lastEventId: "-" });
@@ -153,7 +175,10 @@ t.test("thread stream", async (t) => {
     }
     clearTimeout(deadline);
     controller.abort();
-    const events = text.split("\r\n\r\n").filter((b) => b.startsWith("event:")).map((b) => JSON.parse(b.split("\r\n")[1].slice("data: ".length)) as Record<string, unknown>);
+    const events = text
+      .split("\r\n\r\n")
+      .filter((b) => b.startsWith("event:"))
+      .map((b) => JSON.parse(b.split("\r\n")[1].slice("data: ".length)) as Record<string, unknown>);
     t.equal(events[0].status, "run_started");
     t.equal(events[0].run_id, third.run_id);
     t.notOk(text.includes(first.run_id) || text.includes(second), "earlier runs are not replayed");
@@ -213,5 +238,8 @@ t.test("custom auth: threads:read on the thread; another user's thread is not fo
 
   const { iter, controller } = join(alice, thread.thread_id, { lastEventId: "-" });
   const own = await take(iter, runsDone(1), controller);
-  t.same(own.map((p) => p.event), ["metadata", "values", "values", "metadata"]);
+  t.same(
+    own.map((p) => p.event),
+    ["metadata", "values", "values", "metadata"],
+  );
 });

@@ -6,7 +6,10 @@ import { isoOf } from "../src/util/time.js";
 const byDate = (ms: number) => new Date(ms).toISOString().replace("Z", "+00:00");
 
 t.test("isoOf writes what Date#toISOString writes, with +00:00", async (t) => {
-  for (const ms of [0, -0, 1, 9, 10, 99, 100, 999, 1000, -1, -999, -1000, -1001, 1.5, -1.5, 1764282313123, 1764282313999.9, -62198755200000, 253402300799999, 253402300800000, -8.64e15, 8.64e15]) {
+  for (const ms of [
+    0, -0, 1, 9, 10, 99, 100, 999, 1000, -1, -999, -1000, -1001, 1.5, -1.5, 1764282313123, 1764282313999.9, -62198755200000, 253402300799999, 253402300800000,
+    -8.64e15, 8.64e15,
+  ]) {
     t.equal(isoOf(ms), byDate(ms), String(ms));
   }
   // Calls that share a second reuse its text; alternating seconds must not mix them up.
@@ -14,7 +17,10 @@ t.test("isoOf writes what Date#toISOString writes, with +00:00", async (t) => {
   t.equal(isoOf(1764282314002), "2025-11-27T22:25:14.002+00:00");
   t.equal(isoOf(1764282313999), "2025-11-27T22:25:13.999+00:00");
   fc.assert(
-    fc.property(fc.oneof(fc.integer({ min: -8.64e15, max: 8.64e15 }), fc.double({ min: -8.64e15, max: 8.64e15, noNaN: true }), fc.integer({ min: 1.7e12, max: 1.8e12 })), (ms) => isoOf(ms) === byDate(ms)),
+    fc.property(
+      fc.oneof(fc.integer({ min: -8.64e15, max: 8.64e15 }), fc.double({ min: -8.64e15, max: 8.64e15, noNaN: true }), fc.integer({ min: 1.7e12, max: 1.8e12 })),
+      (ms) => isoOf(ms) === byDate(ms),
+    ),
     { numRuns: 20_000 },
   );
 });

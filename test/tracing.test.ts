@@ -52,7 +52,11 @@ t.test("with tracing configured nothing is replaced; without, nodes get a carrie
   t.equal(skipRunTreesUnlessTracing({ LANGSMITH_TRACING: "true" }), false, "LANGSMITH_TRACING=true: not installed");
   t.equal(AsyncLocalStorageProviderSingleton.runWithConfig, original, "runWithConfig untouched");
   const before = await look();
-  t.same(before, { runTree: true, fromTracer: false, tracingEnabled: false, configurable: 42, contextVariable: "vanilla" }, "library default: a RunTree per node");
+  t.same(
+    before,
+    { runTree: true, fromTracer: false, tracingEnabled: false, configurable: 42, contextVariable: "vanilla" },
+    "library default: a RunTree per node",
+  );
 
   t.equal(skipRunTreesUnlessTracing({}), true, "no tracing variable: installed");
   t.not(AsyncLocalStorageProviderSingleton.runWithConfig, original);
@@ -78,5 +82,9 @@ t.test("without tracing configured, a tracer passed in a run's callbacks still g
   t.equal(seen.configurable, 7, "with the run's config");
   t.ok(tracer.asked.length > 0, "the tracer was asked for it, by parent run id");
   const plain = (await graph.invoke({ seen: {} }, { configurable: { answer: 8 } })).seen;
-  t.same({ fromTracer: plain.fromTracer, runTree: plain.runTree, configurable: plain.configurable }, { fromTracer: false, runTree: false, configurable: 8 }, "without it: the carrier");
+  t.same(
+    { fromTracer: plain.fromTracer, runTree: plain.runTree, configurable: plain.configurable },
+    { fromTracer: false, runTree: false, configurable: 8 },
+    "without it: the carrier",
+  );
 });

@@ -42,15 +42,27 @@ t.test("LoadExternalComponent renders a bundled component", { skip: skipWithoutB
   const errors: string[] = [];
   tab.on("pageerror", (error) => errors.push(error.message));
   await tab.goto(page.url);
-  await tab.evaluate((apiUrl) => (globalThis as unknown as { LangGraph: { renderUi(url: string, city: string): void } }).LangGraph.renderUi(apiUrl, "Paris"), srv.url);
+  await tab.evaluate(
+    (apiUrl) => (globalThis as unknown as { LangGraph: { renderUi(url: string, city: string): void } }).LangGraph.renderUi(apiUrl, "Paris"),
+    srv.url,
+  );
 
   const weather = tab.locator(".weather"); // Playwright's CSS locators pierce open shadow roots
   await weather.waitFor({ timeout: 20_000 });
   t.equal(await weather.textContent(), "Weather for Paris", "the component rendered with the message's props");
   // Run in the page (DOM types are not in this project's lib): the computed colour, the injected script.
-  type Dom = { getComputedStyle(el: unknown): { color: string }; document: { querySelector(s: string): { shadowRoot?: { querySelector(s: string): { getAttribute(n: string): string } | null } } | null } };
-  t.equal(await weather.evaluate((el) => (globalThis as unknown as Dom).getComputedStyle(el).color), "rgb(102, 51, 153)", "the bundle's CSS applies inside the shadow root");
-  const scriptSrc = await tab.evaluate(() => (globalThis as unknown as Dom).document.querySelector("#app > div")?.shadowRoot?.querySelector("script")?.getAttribute("src"));
+  type Dom = {
+    getComputedStyle(el: unknown): { color: string };
+    document: { querySelector(s: string): { shadowRoot?: { querySelector(s: string): { getAttribute(n: string): string } | null } } | null };
+  };
+  t.equal(
+    await weather.evaluate((el) => (globalThis as unknown as Dom).getComputedStyle(el).color),
+    "rgb(102, 51, 153)",
+    "the bundle's CSS applies inside the shadow root",
+  );
+  const scriptSrc = await tab.evaluate(() =>
+    (globalThis as unknown as Dom).document.querySelector("#app > div")?.shadowRoot?.querySelector("script")?.getAttribute("src"),
+  );
   t.equal(scriptSrc, `${srv.url}/ui/agent-alias/entrypoint.js`, "the script the server named, loaded from it");
   t.same(errors, [], "no error on the page");
 });

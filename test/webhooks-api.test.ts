@@ -53,8 +53,12 @@ t.test("webhooks", async (t) => {
     t.ok(verifyWebhook(SECRET, ts, got.body, got.headers["x-webhook-signature"] as string), "the signature verifies");
     const body = JSON.parse(got.body);
     t.match(body, {
-      run_id: run.run_id, thread_id: thread.thread_id, assistant_id: run.assistant_id, status: "success",
-      metadata: { who: "test" }, multitask_strategy: "enqueue",
+      run_id: run.run_id,
+      thread_id: thread.thread_id,
+      assistant_id: run.assistant_id,
+      status: "success",
+      metadata: { who: "test" },
+      multitask_strategy: "enqueue",
       kwargs: { input, webhook, stream_mode: ["values"], config: { configurable: { run_id: run.run_id } } },
       values: { messages: [{ type: "human", content: "hi" }, { type: "ai" }] },
     });
@@ -62,7 +66,10 @@ t.test("webhooks", async (t) => {
     t.notOk("error" in body);
     t.equal((await end).type, "WebhookDelivered");
     const log = await json(fetch(`${server.url}/runs/${run.run_id}/webhooks`));
-    t.match(log, [{ event: "attempt", attempt: 1, status_code: 200, outcome: "delivered", delivery_id: got.headers["x-webhook-id"] }, { event: "delivered", attempts: 1 }]);
+    t.match(log, [
+      { event: "attempt", attempt: 1, status_code: 200, outcome: "delivered", delivery_id: got.headers["x-webhook-id"] },
+      { event: "delivered", attempts: 1 },
+    ]);
     t.same(await json(fetch(`${server.url}/threads/${thread.thread_id}/runs/${run.run_id}/webhooks`)), log, "thread form of the path");
     t.equal((await fetch(`${server.url}/threads/${crypto.randomUUID()}/runs/${run.run_id}/webhooks`)).status, 404);
   });
@@ -71,7 +78,10 @@ t.test("webhooks", async (t) => {
     const before = receiver.requests.length;
     const thread = await client.threads.create();
     const big = "large ".repeat(50_000);
-    const run = await client.runs.create(thread.thread_id, "agent", { input: { messages: [{ role: "user", content: big }] }, webhook: `${receiver.url}/large` });
+    const run = await client.runs.create(thread.thread_id, "agent", {
+      input: { messages: [{ role: "user", content: big }] },
+      webhook: `${receiver.url}/large`,
+    });
     const body = JSON.parse((await receiver.nth(before + 1)).body);
     t.equal(body.run_id, run.run_id);
     t.notOk("__large_json__" in (body.values ?? {}), "no reference");
@@ -156,19 +166,28 @@ t.test("webhooks", async (t) => {
     await client.runs.wait(thread.thread_id, "agent", { input, webhook: hook("wait"), onRunCreated });
     for await (const _ of client.runs.stream(null, "agent", { input, webhook: hook("stateless-stream"), onRunCreated })) void _;
     await client.runs.wait(null, "agent", { input, webhook: hook("stateless-wait"), onRunCreated });
-    const batch = await json(fetch(`${server.url}/runs/batch`, {
-      method: "POST", headers: { "content-type": "application/json" },
-      body: JSON.stringify([{ assistant_id: "agent", input, webhook: hook("batch") }]),
-    }));
+    const batch = await json(
+      fetch(`${server.url}/runs/batch`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify([{ assistant_id: "agent", input, webhook: hook("batch") }]),
+      }),
+    );
     ids.push(batch[0].run_id);
-    const single = await json(fetch(`${server.url}/thread/${thread.thread_id}/runs`, {
-      method: "POST", headers: { "content-type": "application/json" },
-      body: JSON.stringify({ assistant_id: "agent", input, webhook: hook("singular"), multitask_strategy: "enqueue" }),
-    }));
+    const single = await json(
+      fetch(`${server.url}/thread/${thread.thread_id}/runs`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ assistant_id: "agent", input, webhook: hook("singular"), multitask_strategy: "enqueue" }),
+      }),
+    );
     ids.push(single.run_id);
     t.equal(ids.length, 6);
     const ends = await Promise.all(ids.map((id) => deliveryEnd(store, id)));
-    t.same(ends.map((e) => e.type), Array(6).fill("WebhookDelivered"));
+    t.same(
+      ends.map((e) => e.type),
+      Array(6).fill("WebhookDelivered"),
+    );
     const urls = new Set(receiver.requests.map((r) => r.url));
     for (const name of ["stream", "wait", "stateless-stream", "stateless-wait", "batch", "singular"]) t.ok(urls.has(`/ep/${name}`), name);
   });
@@ -179,7 +198,10 @@ t.test("webhooks", async (t) => {
     const threads = await Promise.all(Array.from({ length: 30 }, () => client.threads.create()));
     const runs = await Promise.all(threads.map((th) => client.runs.create(th.thread_id, "agent", { input, webhook: `${receiver.url}/together` })));
     const ends = await Promise.all(runs.map((r) => deliveryEnd(store, r.run_id)));
-    t.same(ends.map((e) => e.type), Array(30).fill("WebhookDelivered"));
+    t.same(
+      ends.map((e) => e.type),
+      Array(30).fill("WebhookDelivered"),
+    );
     // A later delivery arriving means any stray duplicate of the ones above had its chance to arrive too.
     const last = await client.runs.create(threads[0].thread_id, "agent", { input, webhook: `${receiver.url}/after-together` });
     await deliveryEnd(store, last.run_id);
@@ -187,10 +209,20 @@ t.test("webhooks", async (t) => {
     t.equal(ids.length, 30, "30 POSTs");
     t.same(new Set(ids), new Set(runs.map((r) => r.run_id)), "one per run");
     const bodies = receiver.requests.filter((r) => r.url === "/together").map((r) => JSON.parse(r.body));
-    t.ok(bodies.every((b) => typeof b.run_started_at === "string" && b.status === "success" && b.values?.messages?.length === 2), "each body complete");
+    t.ok(
+      bodies.every((b) => typeof b.run_started_at === "string" && b.status === "success" && b.values?.messages?.length === 2),
+      "each body complete",
+    );
     for (const r of runs.slice(0, 5)) {
       const log = await json(fetch(`${server.url}/runs/${r.run_id}/webhooks`));
-      t.match(log, [{ event: "attempt", attempt: 1, status_code: 200 }, { event: "delivered", attempts: 1 }], "one attempt in the delivery log");
+      t.match(
+        log,
+        [
+          { event: "attempt", attempt: 1, status_code: 200 },
+          { event: "delivered", attempts: 1 },
+        ],
+        "one attempt in the delivery log",
+      );
       t.equal(log.length, 2);
     }
   });
@@ -256,7 +288,11 @@ t.test("URL policy with the defaults: refused at creation (422) and at send time
   const meta = await server.client.runs.create(null, "agent", { input, webhook: "http://meta.test/x" });
   t.match(await deliveryEnd(server.server.store, meta.run_id), { type: "WebhookFailed", data: { reason: /cloud metadata endpoint/ } });
   const loop = await server.client.runs.create(null, "agent", { input, webhook: "http://public.test/x" });
-  t.match(await deliveryEnd(server.server.store, loop.run_id), { type: "WebhookFailed", data: { reason: /public\.test resolves to 127\.0\.0\.1, a loopback address/ } }, "resolved at send time");
+  t.match(
+    await deliveryEnd(server.server.store, loop.run_id),
+    { type: "WebhookFailed", data: { reason: /public\.test resolves to 127\.0\.0\.1, a loopback address/ } },
+    "resolved at send time",
+  );
 });
 
 t.test("http.disable_webhooks: runs with a webhook are accepted, nothing is sent, /info says so", async (t) => {

@@ -38,12 +38,14 @@ t.test("a webhook to 127.0.0.1: refused by default, delivered with LANGGRAPH_DEV
   // A relative URL is this server itself (loopback): allowed in development mode, as the official
   // JS dev server's own suite sends `/custom/webhook`; the strict server refuses it (above).
   const relative = await fetch(`${dev.url}/runs`, {
-    method: "POST", headers: { "content-type": "application/json" },
+    method: "POST",
+    headers: { "content-type": "application/json" },
     body: JSON.stringify({ assistant_id: "agent", input, webhook: "/my-route" }),
   });
   t.equal(relative.status, 200, "a relative webhook is accepted in development mode");
   const cron = await fetch(`${dev.url}/runs/crons`, {
-    method: "POST", headers: { "content-type": "application/json" },
+    method: "POST",
+    headers: { "content-type": "application/json" },
     body: JSON.stringify({ assistant_id: "agent", input, schedule: "0 0 1 1 *", webhook: "http://192.168.1.20/hook" }),
   });
   t.equal(cron.status, 200, "a cron's private webhook is accepted in development mode too");

@@ -12,7 +12,13 @@ import { Receiver, writeWebhookConfig } from "./support/webhooks.js";
  * delivers it once the receiver is up, with the same delivery id.
  */
 
-interface Entry { event: string; attempt?: number; status_code?: number; error?: string; delivery_id?: string }
+interface Entry {
+  event: string;
+  attempt?: number;
+  status_code?: number;
+  error?: string;
+  delivery_id?: string;
+}
 
 /** Reads the delivery log until `done` holds (the log lives in another process: no event to await here). */
 async function logUntil(url: string, runId: string, done: (log: Entry[]) => boolean): Promise<Entry[]> {

@@ -23,14 +23,25 @@ t.test("sends from its thread: body, headers, status and Retry-After come back",
   const ok = await sender.send(`${receiver.url}/hook?token=a%2Fb`, '{"run_id":"r1"}', { "content-type": "application/json", "x-webhook-id": "d1" });
   t.same(ok, { statusCode: 200 });
   t.equal(receiver.requests.length, 1);
-  t.match(receiver.requests[0], { method: "POST", url: "/hook?token=a%2Fb", body: '{"run_id":"r1"}', headers: { "content-type": "application/json", "x-webhook-id": "d1" } });
+  t.match(receiver.requests[0], {
+    method: "POST",
+    url: "/hook?token=a%2Fb",
+    body: '{"run_id":"r1"}',
+    headers: { "content-type": "application/json", "x-webhook-id": "d1" },
+  });
 
   receiver.script.push({ status: 503, headers: { "retry-after": "7" } });
   t.same(await sender.send(`${receiver.url}/hook`, "{}", {}), { statusCode: 503, retryAfter: "7" }, "the status and Retry-After, for the retry policy");
 
   const sends = await Promise.all(Array.from({ length: 20 }, (_, i) => sender.send(`${receiver.url}/many`, JSON.stringify({ i }), {})));
   t.same(sends, Array(20).fill({ statusCode: 200 }), "concurrent sends each get their own answer");
-  t.same(receiver.requests.filter((r) => r.url === "/many").map((r) => JSON.parse(r.body).i).sort((a, b) => a - b), [...Array(20).keys()]);
+  t.same(
+    receiver.requests
+      .filter((r) => r.url === "/many")
+      .map((r) => JSON.parse(r.body).i)
+      .sort((a, b) => a - b),
+    [...Array(20).keys()],
+  );
 });
 
 t.test("the policy holds in the thread's socket lookup; a closed port is an error, not a throw", async (t) => {

@@ -18,7 +18,10 @@ function oracle(value: unknown): unknown {
 }
 
 class Point {
-  constructor(readonly x: number, readonly y: number) {}
+  constructor(
+    readonly x: number,
+    readonly y: number,
+  ) {}
   get norm() {
     return Math.hypot(this.x, this.y);
   }

@@ -33,11 +33,29 @@ export interface PhaseRule {
 
 /** The phases of a run, as the engine benchmark reports them. */
 export const RUN_PHASES: readonly PhaseRule[] = [
-  { phase: "checkpoint", paths: ["src/runtime/checkpointer", "src/runtime/checkpoint-cache", "src/runtime/serialize", "node_modules/@langchain/langgraph-checkpoint/"] },
+  {
+    phase: "checkpoint",
+    paths: ["src/runtime/checkpointer", "src/runtime/checkpoint-cache", "src/runtime/serialize", "node_modules/@langchain/langgraph-checkpoint/"],
+  },
   { phase: "graph", paths: ["src/runtime/", "src/graphs/", "node_modules/@langchain/", "node_modules/langsmith/"] },
   { phase: "fold", paths: ["src/read-models/", "projections/"] },
   { phase: "decide/append", paths: ["src/eventstore/", "src/domain/", "src/app/", "src/webhooks/", "node_modules/better-sqlite3/"] },
-  { phase: "http", paths: ["src/http/", "node_modules/fastify", "node_modules/@fastify/", "node_modules/find-my-way/", "node_modules/avvio/", "node_modules/light-my-request/", "node_modules/fast-json-stringify/", "node_modules/pino", "node:_http", "node:net", "node:internal/http"] },
+  {
+    phase: "http",
+    paths: [
+      "src/http/",
+      "node_modules/fastify",
+      "node_modules/@fastify/",
+      "node_modules/find-my-way/",
+      "node_modules/avvio/",
+      "node_modules/light-my-request/",
+      "node_modules/fast-json-stringify/",
+      "node_modules/pino",
+      "node:_http",
+      "node:net",
+      "node:internal/http",
+    ],
+  },
 ];
 
 /** The server's package name: its bundle, installed in a project, is node_modules/<name>/dist/. */
@@ -78,7 +96,11 @@ export function phaseOf(source: string, rules: readonly PhaseRule[]): string | u
 }
 
 /** Milliseconds of self-time per phase (and per pseudo-frame), over the samples in [fromUs, toUs) of the profile's clock. */
-export function attributeProfile(profile: CpuProfile, rules: readonly PhaseRule[] = RUN_PHASES, window?: { fromUs: number; toUs: number }): Record<string, number> {
+export function attributeProfile(
+  profile: CpuProfile,
+  rules: readonly PhaseRule[] = RUN_PHASES,
+  window?: { fromUs: number; toUs: number },
+): Record<string, number> {
   const resolver = new SourceResolver();
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
   const parent = new Map<number, number>();
@@ -89,7 +111,9 @@ export function attributeProfile(profile: CpuProfile, rules: readonly PhaseRule[
     if (cached) return cached;
     const node = byId.get(id)!;
     const frame = node.callFrame;
-    let phase: string | undefined = PSEUDO.has(frame.functionName) ? frame.functionName : phaseOf(resolver.source(frame.url, frame.lineNumber, frame.columnNumber), rules);
+    let phase: string | undefined = PSEUDO.has(frame.functionName)
+      ? frame.functionName
+      : phaseOf(resolver.source(frame.url, frame.lineNumber, frame.columnNumber), rules);
     if (!phase) {
       const up = parent.get(id);
       phase = up === undefined || byId.get(up)!.callFrame.functionName === "(root)" ? "node/other" : phaseOfNode(up);

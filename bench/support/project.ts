@@ -113,7 +113,9 @@ export async function makeBenchProject(server: "installed" | "beside" = "install
       graphFile: path.join(dir, "src", "agent.ts"),
       describe:
         `agent (a copy of src/graphs/agent.ts in a project folder with its own copies of ${PROJECT_COPIED_PACKAGES.join(", ")}; the rest linked), ` +
-        (script ? "served by the package installed in the project (one LangGraph: the project's)" : "served by this checkout's dist/main.js (two LangGraph copies)"),
+        (script
+          ? "served by the package installed in the project (one LangGraph: the project's)"
+          : "served by this checkout's dist/main.js (two LangGraph copies)"),
       script,
       remove: () => rm(dir, { recursive: true, force: true }),
     };

@@ -42,7 +42,15 @@ export function startScriptNodeFlags(): string[] {
 
 /** A benchmark server's environment: this checkout's langgraph.json, no logs, `env`, then loopback on a free port and `dataDir`. */
 export function benchServerEnv(dataDir: string, env: Record<string, string> = {}): NodeJS.ProcessEnv {
-  return { ...process.env, LANGGRAPH_JSON: path.join(repoRoot, "langgraph.json"), LOG_LEVEL: "silent", ...env, HOST: "127.0.0.1", PORT: "0", DATA_DIR: dataDir };
+  return {
+    ...process.env,
+    LANGGRAPH_JSON: path.join(repoRoot, "langgraph.json"),
+    LOG_LEVEL: "silent",
+    ...env,
+    HOST: "127.0.0.1",
+    PORT: "0",
+    DATA_DIR: dataDir,
+  };
 }
 
 /**
@@ -50,7 +58,12 @@ export function benchServerEnv(dataDir: string, env: Record<string, string> = {}
  * resolves once it printed its listening line (rejects if it exits first). `script`: another build's
  * main.js instead of this checkout's dist/main.js (built here when it is the default).
  */
-export async function startBenchServer(dataDir: string, env: Record<string, string> = {}, nodeArgs: readonly string[] = [], script?: string): Promise<BenchServer> {
+export async function startBenchServer(
+  dataDir: string,
+  env: Record<string, string> = {},
+  nodeArgs: readonly string[] = [],
+  script?: string,
+): Promise<BenchServer> {
   if (!script) buildServer();
   const t0 = performance.now();
   const child = spawn(process.execPath, [...startScriptNodeFlags(), ...nodeArgs, script ?? "dist/main.js"], {

@@ -47,7 +47,11 @@ export interface PairedRatio {
 }
 
 /** Per metric, the ratios b/a of paired rounds (round i of each side): median, min, max and each round's. */
-export function pairedRatios<M extends string>(a: readonly Record<M, number>[], b: readonly Record<M, number>[], metrics: readonly M[]): Record<M, PairedRatio> {
+export function pairedRatios<M extends string>(
+  a: readonly Record<M, number>[],
+  b: readonly Record<M, number>[],
+  metrics: readonly M[],
+): Record<M, PairedRatio> {
   return Object.fromEntries(
     metrics.map((m) => {
       const r = a.map((sample, i) => b[i]![m] / sample[m]);

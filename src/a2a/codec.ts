@@ -12,7 +12,20 @@ import { A2AError, ERROR_REASONS, ErrorCode, invalidParams } from "./errors.js";
 import type { ProtocolVersion } from "./jsonrpc.js";
 import type { StoredPushConfig } from "../domain/a2a-push.js";
 import type {
-  Artifact, ListParams, Message, Operation, Part, PushConfigInput, PushQuery, PushSetParams, SendParams, StreamEvent, Task, TaskPage, TaskState, TaskStatus,
+  Artifact,
+  ListParams,
+  Message,
+  Operation,
+  Part,
+  PushConfigInput,
+  PushQuery,
+  PushSetParams,
+  SendParams,
+  StreamEvent,
+  Task,
+  TaskPage,
+  TaskState,
+  TaskStatus,
 } from "./types.js";
 import { JsonObjectSchema } from "../util/json.js";
 
@@ -55,7 +68,10 @@ const blankToUndefined = (v: string | undefined | null) => (v === undefined || v
 /** The push config fields both versions share; `url` must be an absolute http(s) URL (the URL policy checks the rest). */
 const PushFields = {
   id: z.string().optional(),
-  url: z.string().url("must be an absolute URL").refine((u) => /^https?:/i.test(u), "must be an http or https URL"),
+  url: z
+    .string()
+    .url("must be an absolute URL")
+    .refine((u) => /^https?:/i.test(u), "must be an http or https URL"),
   token: z.string().optional(),
 };
 
@@ -160,7 +176,9 @@ export const v03: Codec = {
       ...(blankToUndefined(p.thread?.threadId) ? { threadId: p.thread!.threadId! } : {}),
       ...(p.configuration?.historyLength !== undefined ? { historyLength: p.configuration.historyLength } : {}),
       blocking: p.configuration?.blocking !== false,
-      ...(p.configuration?.pushNotificationConfig ? { pushConfig: pushInput(p.configuration.pushNotificationConfig, p.configuration.pushNotificationConfig.authentication) } : {}),
+      ...(p.configuration?.pushNotificationConfig
+        ? { pushConfig: pushInput(p.configuration.pushNotificationConfig, p.configuration.pushNotificationConfig.authentication) }
+        : {}),
       ...(p.metadata ? { metadata: p.metadata as SendParams["metadata"] } : {}),
     };
   },
@@ -255,7 +273,12 @@ const AuthV1 = z.object({ scheme: z.string(), credentials: z.string().optional()
 const PushConfigV1 = z.object({ tenant: z.string().optional(), taskId: z.string().optional(), ...PushFields, authentication: AuthV1.nullish() });
 const PushSetV1 = PushConfigV1.extend({ taskId: z.string().min(1) });
 const PushQueryV1 = z.object({ tenant: z.string().optional(), taskId: z.string().min(1), id: z.string().optional() });
-const PushListV1 = z.object({ tenant: z.string().optional(), taskId: z.string().min(1), pageSize: z.number().int().optional(), pageToken: z.string().optional() });
+const PushListV1 = z.object({
+  tenant: z.string().optional(),
+  taskId: z.string().min(1),
+  pageSize: z.number().int().optional(),
+  pageToken: z.string().optional(),
+});
 const PushDeleteV1 = PushQueryV1.extend({ id: z.string().min(1) });
 
 const authFromV1 = (a: z.infer<typeof AuthV1> | null | undefined): PushConfigInput["authentication"] =>
@@ -265,7 +288,10 @@ function pushConfigV1(taskId: string, c: StoredPushConfig): Record<string, unkno
   const out: Record<string, unknown> = { taskId, id: c.id, url: c.url };
   if (c.token !== undefined) out.token = c.token;
   if (c.authentication?.schemes.length) {
-    out.authentication = { scheme: c.authentication.schemes[0], ...(c.authentication.credentials !== undefined ? { credentials: c.authentication.credentials } : {}) };
+    out.authentication = {
+      scheme: c.authentication.schemes[0],
+      ...(c.authentication.credentials !== undefined ? { credentials: c.authentication.credentials } : {}),
+    };
   }
   return out;
 }

@@ -63,9 +63,7 @@ export function resumeOfMessage(message: Message, command: { resume?: unknown } 
 export function contentText(content: unknown): string {
   if (typeof content === "string") return content;
   if (!Array.isArray(content)) return content == null ? "" : JSON.stringify(content);
-  return content
-    .map((b) => (typeof b === "string" ? b : isPlainObject(b) && b.type === "text" && typeof b.text === "string" ? b.text : ""))
-    .join("");
+  return content.map((b) => (typeof b === "string" ? b : isPlainObject(b) && b.type === "text" && typeof b.text === "string" ? b.text : "")).join("");
 }
 
 type WireMessage = { type?: unknown; role?: unknown; content?: unknown; id?: unknown };

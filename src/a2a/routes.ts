@@ -90,7 +90,15 @@ export function a2aRoutes(ctx: AppContext, runs: RunsService, options: A2ARoutes
   }
 
   /** The non-streaming operations; each returns the encoded `result`. */
-  async function call(req: FastifyRequest, op: Operation, codec: Codec, assistantParam: string, params: unknown, headers: Headers, signal: AbortSignal): Promise<unknown> {
+  async function call(
+    req: FastifyRequest,
+    op: Operation,
+    codec: Codec,
+    assistantParam: string,
+    params: unknown,
+    headers: Headers,
+    signal: AbortSignal,
+  ): Promise<unknown> {
     if (op === "extendedCard") throw unsupported("this agent has no authenticated extended card");
     if (op === "pushSet" || op === "pushGet" || op === "pushList" || op === "pushDelete") service.assertPushSupported();
     const caller = options.callerOf(req);
@@ -142,7 +150,16 @@ export function a2aRoutes(ctx: AppContext, runs: RunsService, options: A2ARoutes
   }
 
   /** `message/stream` and `tasks/resubscribe` (and their v1.0 names) as one SSE response. */
-  async function stream(req: FastifyRequest, reply: FastifyReply, op: Operation, codec: Codec, id: RpcId, assistantParam: string, params: unknown, headers: Headers) {
+  async function stream(
+    req: FastifyRequest,
+    reply: FastifyReply,
+    op: Operation,
+    codec: Codec,
+    id: RpcId,
+    assistantParam: string,
+    params: unknown,
+    headers: Headers,
+  ) {
     const sse = new SseWriter(reply, {});
     const stopped = new AbortController();
     const untrack = runs.track(() => sse.end());
@@ -199,7 +216,9 @@ export function a2aRoutes(ctx: AppContext, runs: RunsService, options: A2ARoutes
       // Failures before the handler (body too large, unreadable body): a JSON-RPC error without an id.
       const tooLarge = error.code === "FST_ERR_CTP_BODY_TOO_LARGE";
       const status = tooLarge ? 413 : 400;
-      reply.code(status).send(failure(null, { code: ErrorCode.InvalidRequest, message: `Invalid Request: ${tooLarge ? "request body is too large" : error.message}` }));
+      reply
+        .code(status)
+        .send(failure(null, { code: ErrorCode.InvalidRequest, message: `Invalid Request: ${tooLarge ? "request body is too large" : error.message}` }));
     });
     const r = app.withTypeProvider<ZodTypeProvider>();
     r.post("/a2a/:assistant_id", { schema: { tags: ["a2a"], params: z.object({ assistant_id: z.string().min(1) }) } }, async (req, reply) => {

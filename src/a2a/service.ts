@@ -24,7 +24,16 @@ import { deltaOf, inputOfMessage, resumeOfMessage, type GraphInput } from "./par
 import { artifactsOf, stateNeedsTerminal, statusOf, taskOf, taskStateOf } from "./task-view.js";
 import { TASK_ID_KEY, type TaskIndex } from "./task-index.js";
 import type { GraphInputShape } from "./card.js";
-import { TERMINAL_STATES, type ListParams, type PushConfigInput, type SendParams, type StreamEvent, type Task, type TaskPage, type TaskState } from "./types.js";
+import {
+  TERMINAL_STATES,
+  type ListParams,
+  type PushConfigInput,
+  type SendParams,
+  type StreamEvent,
+  type Task,
+  type TaskPage,
+  type TaskState,
+} from "./types.js";
 import type { ProtocolVersion } from "./jsonrpc.js";
 import { newTimeOrderedId } from "../util/new-id.js";
 
@@ -88,11 +97,14 @@ export class A2AService {
   graphShape(graphId: string): Promise<GraphInputShape> {
     let shape = this.shapes.get(graphId);
     if (!shape) {
-      shape = this.ctx.runtime().then(({ graphs }) => graphs.schemas(graphId)).then(({ input_schema, state_schema }) => {
-        const schema = (input_schema ?? state_schema ?? {}) as { properties?: Record<string, unknown>; required?: string[] };
-        const properties = Object.keys(schema.properties ?? {}).sort();
-        return { acceptsMessages: properties.includes("messages"), properties, required: schema.required ?? [] };
-      });
+      shape = this.ctx
+        .runtime()
+        .then(({ graphs }) => graphs.schemas(graphId))
+        .then(({ input_schema, state_schema }) => {
+          const schema = (input_schema ?? state_schema ?? {}) as { properties?: Record<string, unknown>; required?: string[] };
+          const properties = Object.keys(schema.properties ?? {}).sort();
+          return { acceptsMessages: properties.includes("messages"), properties, required: schema.required ?? [] };
+        });
       shape.catch(() => this.shapes.delete(graphId));
       this.shapes.set(graphId, shape);
     }
@@ -153,7 +165,9 @@ export class A2AService {
       const resolved = await this.resolve(assistant, message.taskId, access.visible);
       const state = taskStateOf(resolved.view, resolved.ended);
       if (TERMINAL_STATES.has(state)) {
-        throw unsupported(`Task '${message.taskId}' is ${state}: a terminal task takes no more messages; send one without taskId to start a new task in its context`);
+        throw unsupported(
+          `Task '${message.taskId}' is ${state}: a terminal task takes no more messages; send one without taskId to start a new task in its context`,
+        );
       }
       if (state !== "input-required") throw unsupported(`Task '${message.taskId}' is still ${state}; wait for it to end or cancel it`);
       threadId = resolved.view.run.thread_id;
@@ -299,7 +313,9 @@ export class A2AService {
         status: {
           state: "working",
           timestamp: this.ctx.now(),
-          ...(text === undefined ? {} : { message: { kind: "message", role: "agent", parts: [{ kind: "text", text }], messageId: `${taskId}-delta-${revision}`, taskId, contextId } }),
+          ...(text === undefined
+            ? {}
+            : { message: { kind: "message", role: "agent", parts: [{ kind: "text", text }], messageId: `${taskId}-delta-${revision}`, taskId, contextId } }),
         },
       },
     });
@@ -361,7 +377,13 @@ export class A2AService {
   }
 
   /** Sets (or replaces, same id) a config of an existing task; the run holding the task now is notified when it ends. */
-  async setPush(assistant: Assistant, taskId: string, input: PushConfigInput, protocol: ProtocolVersion, visible?: Visible): Promise<{ taskId: string; config: StoredPushConfig }> {
+  async setPush(
+    assistant: Assistant,
+    taskId: string,
+    input: PushConfigInput,
+    protocol: ProtocolVersion,
+    visible?: Visible,
+  ): Promise<{ taskId: string; config: StoredPushConfig }> {
     this.assertPushAllowed(input.url);
     const { view, taskId: id } = await this.locate(assistant, taskId, visible);
     const runId = view.run.run_id;
@@ -371,7 +393,11 @@ export class A2AService {
     if (!view.stream.ended && this.runs.view(runId)?.stream.ended && !this.ctx.readModels.webhooks.get(pushDeliveryKey(runId, config.id))) {
       const ended = await this.runs.terminalEvent(runId);
       if (ended) {
-        await this.ctx.store.append(a2aPushStream(id), [{ type: "A2APushRunEndCaughtUp", data: { task_id: id, run_id: runId, config_id: config.id, ended } }], "any");
+        await this.ctx.store.append(
+          a2aPushStream(id),
+          [{ type: "A2APushRunEndCaughtUp", data: { task_id: id, run_id: runId, config_id: config.id, ended } }],
+          "any",
+        );
       }
     }
     return { taskId: id, config };
@@ -385,7 +411,8 @@ export class A2AService {
   /** One config: the one named, or (none named) the one named after the task, else the only one. */
   async getPush(assistant: Assistant, taskId: string, configId: string | undefined, visible?: Visible): Promise<{ taskId: string; config: StoredPushConfig }> {
     const { taskId: id, configs } = await this.listPush(assistant, taskId, visible);
-    const config = configId !== undefined ? configs.find((c) => c.id === configId) : (configs.find((c) => c.id === id) ?? (configs.length === 1 ? configs[0] : undefined));
+    const config =
+      configId !== undefined ? configs.find((c) => c.id === configId) : (configs.find((c) => c.id === id) ?? (configs.length === 1 ? configs[0] : undefined));
     if (!config) throw invalidParams(`Push notification config '${configId ?? id}' not found for task '${taskId}'`);
     return { taskId: id, config };
   }
@@ -394,7 +421,11 @@ export class A2AService {
   async deletePush(assistant: Assistant, taskId: string, configId: string, visible?: Visible): Promise<void> {
     const { taskId: id, configs } = await this.listPush(assistant, taskId, visible);
     if (!configs.some((c) => c.id === configId)) return;
-    const appended = await this.ctx.store.append(a2aPushStream(id), [{ type: "A2APushConfigDeleted", data: { task_id: id, config_id: configId, deleted_at: this.ctx.now() } }], "any");
+    const appended = await this.ctx.store.append(
+      a2aPushStream(id),
+      [{ type: "A2APushConfigDeleted", data: { task_id: id, config_id: configId, deleted_at: this.ctx.now() } }],
+      "any",
+    );
     await this.ctx.readModels.runner.waitFor(appended.position);
   }
 

@@ -54,20 +54,29 @@ export function artifactsOf(v: RunView, ended: RunEnded | undefined, taskId: str
   const runId = v.run.run_id;
   if (state === "completed") {
     const reply = replyOf(ended?.values);
-    return [{
-      artifactId: `${runId}-response`,
-      name: "Assistant Response",
-      description: `Response from assistant ${v.run.assistant_id}`,
-      parts: reply.data ? [{ kind: "text", text: reply.text }, { kind: "data", data: reply.data }] : [{ kind: "text", text: reply.text }],
-    }];
+    return [
+      {
+        artifactId: `${runId}-response`,
+        name: "Assistant Response",
+        description: `Response from assistant ${v.run.assistant_id}`,
+        parts: reply.data
+          ? [
+              { kind: "text", text: reply.text },
+              { kind: "data", data: reply.data },
+            ]
+          : [{ kind: "text", text: reply.text }],
+      },
+    ];
   }
   if (state === "input-required") {
-    return [{
-      artifactId: `${runId}-interrupt`,
-      name: "Interrupt",
-      description: `Assistant ${v.run.assistant_id} is waiting for input (task ${taskId})`,
-      parts: interruptsOf(ended).map((i) => ({ kind: "data" as const, data: { id: i.id ?? null, value: i.value ?? null } })),
-    }];
+    return [
+      {
+        artifactId: `${runId}-interrupt`,
+        name: "Interrupt",
+        description: `Assistant ${v.run.assistant_id} is waiting for input (task ${taskId})`,
+        parts: interruptsOf(ended).map((i) => ({ kind: "data" as const, data: { id: i.id ?? null, value: i.value ?? null } })),
+      },
+    ];
   }
   return [];
 }

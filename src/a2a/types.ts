@@ -5,8 +5,7 @@ import type { PushConfig } from "../domain/a2a-push.js";
  */
 import type { JsonObject } from "../domain/json.js";
 
-export type TaskState =
-  | "submitted" | "working" | "input-required" | "completed" | "canceled" | "failed" | "rejected" | "auth-required" | "unknown";
+export type TaskState = "submitted" | "working" | "input-required" | "completed" | "canceled" | "failed" | "rejected" | "auth-required" | "unknown";
 
 export const TERMINAL_STATES: ReadonlySet<TaskState> = new Set(["completed", "canceled", "failed", "rejected"]);
 
@@ -109,8 +108,7 @@ export interface TaskPage {
 }
 
 /** The operations of the endpoint, whatever the method name of the protocol version. */
-export type Operation =
-  | "send" | "stream" | "get" | "list" | "cancel" | "subscribe" | "pushSet" | "pushGet" | "pushList" | "pushDelete" | "extendedCard";
+export type Operation = "send" | "stream" | "get" | "list" | "cancel" | "subscribe" | "pushSet" | "pushGet" | "pushList" | "pushDelete" | "extendedCard";
 
 /** A push config as a client sends it: without an id, the task id names it (as a2a-js does). */
 export type PushConfigInput = Omit<PushConfig, "id"> & { id?: string };

@@ -10,8 +10,17 @@ import { authorize, type Caller } from "./auth/caller.js";
 import { authorizeAssistant } from "./auth/guards.js";
 import { assistantHidden } from "./visible-assistants.js";
 import {
-  assistantVersions, countAssistants, createAssistant, deleteAssistant, findAssistantConsistent, getAssistant,
-  patchAssistant, resolveAssistantId, searchAssistants, setLatestVersion, type AssistantQuery,
+  assistantVersions,
+  countAssistants,
+  createAssistant,
+  deleteAssistant,
+  findAssistantConsistent,
+  getAssistant,
+  patchAssistant,
+  resolveAssistantId,
+  searchAssistants,
+  setLatestVersion,
+  type AssistantQuery,
 } from "./assistants.js";
 import { searchThreads } from "./threads.js";
 import { filterMatches } from "../read-models/auth-filters.js";

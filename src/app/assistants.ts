@@ -116,7 +116,11 @@ export function searchAssistants(
   return ctx.readModels.assistants.search({ ...q, extra: authConditions(filters, "assistants.metadata") });
 }
 
-export async function assistantVersions(ctx: AppContext, idOrGraph: string, q: { metadata?: JsonObject; limit: number; offset: number }): Promise<AssistantVersion[]> {
+export async function assistantVersions(
+  ctx: AppContext,
+  idOrGraph: string,
+  q: { metadata?: JsonObject; limit: number; offset: number },
+): Promise<AssistantVersion[]> {
   const s = await liveState(ctx, idOrGraph);
   return ctx.readModels.assistants.versions(s.current.assistant_id, q);
 }
@@ -131,10 +135,20 @@ export async function ensureDefaultAssistants(
 ): Promise<void> {
   for (const d of defaults) {
     const assistantId = defaultAssistantIdFor(d.graph_id);
-    const created = decideCreateAssistant(undefined, {
-      assistant_id: assistantId, graph_id: d.graph_id, config: d.config, context: d.context,
-      metadata: { created_by: "system" }, name: d.graph_id, description: d.description, if_exists: "raise",
-    }, ctx.now());
+    const created = decideCreateAssistant(
+      undefined,
+      {
+        assistant_id: assistantId,
+        graph_id: d.graph_id,
+        config: d.config,
+        context: d.context,
+        metadata: { created_by: "system" },
+        name: d.graph_id,
+        description: d.description,
+        if_exists: "raise",
+      },
+      ctx.now(),
+    );
     if (!created.ok) continue;
     try {
       const result = await ctx.store.append(assistantStream(assistantId), created.events, "no_stream");

@@ -89,7 +89,13 @@ async function threadAtJson(store: EventStore, at: ThreadAt, incarnation: number
       values: await resolveLarge(store, t.thread.values),
       interrupts: t.thread.interrupts,
     },
-    runs: at.runs.map((r) => ({ run_id: r.run_id, status: r.status, assistant_id: r.assistant_id, created_at: r.created_at, multitask_strategy: r.multitask_strategy })),
+    runs: at.runs.map((r) => ({
+      run_id: r.run_id,
+      status: r.status,
+      assistant_id: r.assistant_id,
+      created_at: r.created_at,
+      multitask_strategy: r.multitask_strategy,
+    })),
   };
 }
 
@@ -121,7 +127,13 @@ export type ReplayJson = Awaited<ReturnType<typeof replayAt>> & {
  * `since`, also the changes from that point to `at` (paths into this same JSON). Without a view,
  * the whole history (an operator's: `npm run replay`).
  */
-export async function replayFromLog(store: EventStore, threadId: string, at: LogPoint | undefined, since?: LogPoint, view?: ThreadHistoryView): Promise<ReplayJson> {
+export async function replayFromLog(
+  store: EventStore,
+  threadId: string,
+  at: LogPoint | undefined,
+  since?: LogPoint,
+  view?: ThreadHistoryView,
+): Promise<ReplayJson> {
   const id = threadId.toLowerCase();
   const v = view ?? historyView(id, await threadEventsOr404(store, id), undefined);
   const now: LogPoint = at ?? { position: v.events[v.events.length - 1]?.position ?? -1n };
@@ -150,7 +162,7 @@ export async function purgeThread(ctx: AppContext, lifecycle: ThreadLifecycle, t
       await lifecycle.delete(id);
     } catch (error) {
       // Deleted meanwhile by someone else: the purge goes on.
-      if (!(isNotFound(error)) && !(error instanceof WrongExpectedVersionError)) throw error;
+      if (!isNotFound(error) && !(error instanceof WrongExpectedVersionError)) throw error;
     }
   }
   const { streams, runIds } = await threadContent(ctx.store, id);
@@ -190,7 +202,8 @@ export async function purgeVisibleThread(ctx: AppContext, lifecycle: ThreadLifec
     const withContent = indexIncarnations(threadId.toLowerCase(), all).incarnations.filter((inc) => inc.metadata !== undefined);
     const visible = withContent.filter((inc) => visibleUnder(inc, filters)).length;
     if (visible === 0) throw notFound(`Thread with ID ${threadId} not found`);
-    if (visible < withContent.length) throw conflict(`Thread with ID ${threadId} cannot be purged: its id was also used by a thread you may not see, whose history a purge would remove`);
+    if (visible < withContent.length)
+      throw conflict(`Thread with ID ${threadId} cannot be purged: its id was also used by a thread you may not see, whose history a purge would remove`);
   }
   await purgeThread(ctx, lifecycle, threadId, currentRequestContext()?.actor ?? "anonymous");
 }

@@ -23,7 +23,11 @@ const BAGGAGE_KEYS = new Set(["langsmith-metadata", "langsmith-tags", "langsmith
 
 /** A pattern as an anchored regular expression: literals escaped, `*` = `.*`. */
 function compile(pattern: string): RegExp {
-  const body = pattern.toLowerCase().split("*").map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")).join(".*");
+  const body = pattern
+    .toLowerCase()
+    .split("*")
+    .map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"))
+    .join(".*");
   return new RegExp(`^${body}$`, "s");
 }
 

@@ -10,7 +10,18 @@ import { assistantHidden } from "./visible-assistants.js";
 import { knownStreamModes, type RunRequest } from "../domain/run-request.js";
 import { invalid, notFound } from "../domain/errors.js";
 import { checkSchedule } from "../domain/cron-schedule.js";
-import { CronPayloadSchema, cronStream, isoOf, decideDeleteCron, decideUpdateCron, publicCron, type CronFields, type CronPayload, type CronState, tickRunKey } from "../domain/crons.js";
+import {
+  CronPayloadSchema,
+  cronStream,
+  isoOf,
+  decideDeleteCron,
+  decideUpdateCron,
+  publicCron,
+  type CronFields,
+  type CronPayload,
+  type CronState,
+  tickRunKey,
+} from "../domain/crons.js";
 import type { CronFilter, CronSortField } from "../read-models/crons.js";
 import type { SortOrder } from "../read-models/statements.js";
 import type { JsonObject } from "../domain/json.js";
@@ -148,10 +159,19 @@ export class CronsService {
     await execute(this.ctx, this.load(id), cronStream(id), (s) => decideDeleteCron(s, this.now()));
   }
 
-  async search(caller: Caller, asked: CronFilter & { sort_by?: CronSortField; sort_order?: SortOrder; limit: number; offset: number }): Promise<{ page: Record<string, unknown>[]; total: number }> {
+  async search(
+    caller: Caller,
+    asked: CronFilter & { sort_by?: CronSortField; sort_order?: SortOrder; limit: number; offset: number },
+  ): Promise<{ page: Record<string, unknown>[]; total: number }> {
     const { filters } = await authorize(caller, "crons", "search", { ...asked });
     const q = { ...asked, auth: filters };
-    const { page, total } = this.ctx.readModels.crons.search({ ...this.normalise(q), sort_by: q.sort_by ?? "created_at", sort_order: q.sort_order ?? "desc", limit: q.limit, offset: q.offset });
+    const { page, total } = this.ctx.readModels.crons.search({
+      ...this.normalise(q),
+      sort_by: q.sort_by ?? "created_at",
+      sort_order: q.sort_order ?? "desc",
+      limit: q.limit,
+      offset: q.offset,
+    });
     return { page: page.map(publicCron), total };
   }
 

@@ -22,7 +22,11 @@ import type { JsonObject } from "../domain/json.js";
 import { DomainError } from "../domain/errors.js";
 
 const toItem = (s: StoreItemState): Item => ({
-  namespace: s.namespace, key: s.key, value: s.value, createdAt: new Date(s.created_at), updatedAt: new Date(s.updated_at),
+  namespace: s.namespace,
+  key: s.key,
+  value: s.value,
+  createdAt: new Date(s.created_at),
+  updatedAt: new Date(s.updated_at),
 });
 
 function checkNamespace(namespace: string[], allowEmpty: boolean): void {
@@ -60,7 +64,12 @@ export class EventSourcedStore extends BaseStore {
       const s = op as SearchOperation & { refreshTtl?: boolean };
       checkNamespace(s.namespacePrefix, true);
       const hits = await this.service.search({
-        namespacePrefix: s.namespacePrefix, filter: s.filter, limit: s.limit ?? 10, offset: s.offset ?? 0, query: s.query, refreshTtl: s.refreshTtl,
+        namespacePrefix: s.namespacePrefix,
+        filter: s.filter,
+        limit: s.limit ?? 10,
+        offset: s.offset ?? 0,
+        query: s.query,
+        refreshTtl: s.refreshTtl,
       });
       return hits.map((h): SearchItem => ({ ...toItem(h.item), ...(h.score === null ? {} : { score: h.score }) }));
     }

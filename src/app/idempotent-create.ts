@@ -77,7 +77,15 @@ export async function createOnce(deps: IdempotentCreateDeps, req: IdempotentRequ
   for (let attempt = 1; ; attempt++) {
     const state = await loadKey(deps.store, stream);
     const now = deps.now();
-    const decision = decideIdempotentCreate(state, { stream, requestHash: hash, runId: req.runId, threadId: req.threadId, nowMs: Date.parse(now), now, ttlMs: deps.ttlMs });
+    const decision = decideIdempotentCreate(state, {
+      stream,
+      requestHash: hash,
+      runId: req.runId,
+      threadId: req.threadId,
+      nowMs: Date.parse(now),
+      now,
+      ttlMs: deps.ttlMs,
+    });
     if (decision.kind === "conflict") throw conflict(decision.detail);
     if (decision.kind === "replay") return decision.run;
     if (decision.kind === "in_progress") {

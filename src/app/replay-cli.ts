@@ -55,11 +55,15 @@ function output(result: ReplayJson): unknown {
 }
 
 async function main(): Promise<number> {
-  const { values } = parseArgs({ options: { thread: { type: "string" }, at: { type: "string" }, diff: { type: "string" }, incarnation: { type: "string" } }, strict: true });
+  const { values } = parseArgs({
+    options: { thread: { type: "string" }, at: { type: "string" }, diff: { type: "string" }, incarnation: { type: "string" } },
+    strict: true,
+  });
   if (!values.thread) throw new UsageError("--thread <id> is required");
   const at = logPointParam("--at", values.at);
   const since = logPointParam("--diff", values.diff);
-  if (values.incarnation !== undefined && !/^[1-9]\d{0,8}$/.test(values.incarnation)) throw invalid(`--incarnation: expected a positive integer, got ${JSON.stringify(values.incarnation)}`);
+  if (values.incarnation !== undefined && !/^[1-9]\d{0,8}$/.test(values.incarnation))
+    throw invalid(`--incarnation: expected a positive integer, got ${JSON.stringify(values.incarnation)}`);
   const incarnation = values.incarnation === undefined ? undefined : Number(values.incarnation);
   const config = loadConfig();
   const store = await openLog(config);
@@ -84,6 +88,12 @@ main().then(
   (error: unknown) => {
     const message = error instanceof DomainError ? error.detail : error instanceof Error ? error.message : String(error);
     console.error(`replay: ${message}`);
-    process.exit(error instanceof UsageError || (error instanceof DomainError && error.kind === "invalid") || (error as { code?: string }).code?.startsWith("ERR_PARSE_ARGS") ? 2 : 1);
+    process.exit(
+      error instanceof UsageError ||
+        (error instanceof DomainError && error.kind === "invalid") ||
+        (error as { code?: string }).code?.startsWith("ERR_PARSE_ARGS")
+        ? 2
+        : 1,
+    );
   },
 );

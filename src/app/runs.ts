@@ -71,7 +71,10 @@ export function runResult(ended: RunEnded | undefined): unknown {
 
 /** Runs whose thread the custom-auth `filters` let the user see, as a condition on the runs table. */
 export function threadsOfRuns(filters: AuthFilters | undefined): { sql: string; params: unknown[] }[] {
-  return authConditions(filters, "threads.metadata").map((c) => ({ sql: `runs.thread_id IN (SELECT threads.thread_id FROM threads WHERE ${c.sql})`, params: c.params }));
+  return authConditions(filters, "threads.metadata").map((c) => ({
+    sql: `runs.thread_id IN (SELECT threads.thread_id FROM threads WHERE ${c.sql})`,
+    params: c.params,
+  }));
 }
 
 /** Application service of runs: create (with double-texting), read, cancel, delete, wait. */
@@ -283,7 +286,9 @@ export class RunsService {
       if (await assistantHidden(this.ctx, caller, request.assistant_id)) throw unknownAssistant(request.assistant_id);
     }
     return {
-      [AUTHORIZED]: true, threadId, runId,
+      [AUTHORIZED]: true,
+      threadId,
+      runId,
       request: metadata === request.metadata ? request : { ...request, metadata },
       ...(caller.auth ? { auth: caller.auth } : {}),
     };
@@ -303,7 +308,12 @@ export class RunsService {
     const key = options.idempotencyKey ?? idempotencyKeyOf(headers);
     const forResult = options.forResult === true;
     if (key === undefined) return this.createNow(authorized, headers, forResult);
-    const deps = { store: this.ctx.store, now: () => this.ctx.now(), ttlMs: this.ctx.config.idempotencyKeyTtlSecs * 1000, inProgressWaitMs: CATCH_UP_TIMEOUT_MS };
+    const deps = {
+      store: this.ctx.store,
+      now: () => this.ctx.now(),
+      ttlMs: this.ctx.config.idempotencyKeyTtlSecs * 1000,
+      inProgressWaitMs: CATCH_UP_TIMEOUT_MS,
+    };
     const request = { key, identity: authorized.auth?.user.identity ?? "", threadId: authorized.threadId, body: authorized.request, runId: authorized.runId };
     return createOnce(deps, request, () => this.createNow(authorized, headers, forResult));
   }
@@ -369,7 +379,15 @@ export class RunsService {
         }
       }
     };
-    const { decision } = await execute(ctx, () => ctx.readModels.threads.load(tid), threadStream(tid), (s) => decideEnqueueRun(s && !s.deleted ? s : undefined, run, stamp), atHead, loaded, !forResult);
+    const { decision } = await execute(
+      ctx,
+      () => ctx.readModels.threads.load(tid),
+      threadStream(tid),
+      (s) => decideEnqueueRun(s && !s.deleted ? s : undefined, run, stamp),
+      atHead,
+      loaded,
+      !forResult,
+    );
     // Before any fold can come: the fold of the enqueue needs its sync, reported in a later turn of the event loop.
     if (forResult) this.enqueuedUnfolded.add(run.run_id);
     // A /wait answers only at the run's end: the rest of its handling (the route's, up to registering its wait)
@@ -380,7 +398,7 @@ export class RunsService {
     if (action) {
       // A run that ended (or was removed) meanwhile needs no cancelling.
       const gone = (error: unknown) => {
-        if (!(isNotFound(error))) throw error;
+        if (!isNotFound(error)) throw error;
       };
       await Promise.all(decision.cancel.map((id) => this.cancel(tid, id, action).catch(gone)));
       if (action === "rollback") {
@@ -446,7 +464,10 @@ export class RunsService {
     if (q.run_ids) {
       targets = q.run_ids.map((id) => this.view(id)).filter((v): v is RunView => !!v && (!q.thread_id || v.run.thread_id === q.thread_id.toLowerCase()));
     } else {
-      targets = this.ctx.readModels.runs.activeWithStatus(q.status === "all" || q.status === undefined ? ["pending", "running"] : [q.status], threadsOfRuns(filters));
+      targets = this.ctx.readModels.runs.activeWithStatus(
+        q.status === "all" || q.status === undefined ? ["pending", "running"] : [q.status],
+        threadsOfRuns(filters),
+      );
     }
     targets = targets.filter((v) => !v.stream.ended);
     await Promise.all(targets.map((v) => this.cancel(null, v.run.run_id, action)));
@@ -457,7 +478,11 @@ export class RunsService {
     const v = this.view(runId);
     if (!v || v.run.thread_id !== threadId.toLowerCase()) throw notFound("Run not found");
     if (!v.threadFinished) throw conflict("Run is still active; cancel it before deleting it");
-    const result = await this.ctx.store.append(threadStream(v.run.thread_id), [{ type: "RunDeleted", data: { run_id: v.run.run_id, deleted_at: this.ctx.now() } }], "any");
+    const result = await this.ctx.store.append(
+      threadStream(v.run.thread_id),
+      [{ type: "RunDeleted", data: { run_id: v.run.run_id, deleted_at: this.ctx.now() } }],
+      "any",
+    );
     await this.ctx.readModels.runner.waitFor(result.position);
   }
 

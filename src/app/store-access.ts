@@ -33,7 +33,10 @@ const ITEM_NOT_FOUND = "Item not found";
 export class StoreAccess {
   constructor(private readonly service: StoreService) {}
 
-  async put(caller: Caller, item: { namespace: string[]; key: string; value: JsonObject; index?: false | string[] | null; ttl?: number | null }): Promise<void> {
+  async put(
+    caller: Caller,
+    item: { namespace: string[]; key: string; value: JsonObject; index?: false | string[] | null; ttl?: number | null },
+  ): Promise<void> {
     assertNamespace(item.namespace);
     const { value, filters } = await authorize(caller, "store", "put", item);
     if (filters) {
@@ -74,7 +77,13 @@ export class StoreAccess {
     const { value, filters } = await authorize(caller, "store", "search", asked);
     assertNamespace(value.namespace, { allowEmpty: true });
     return this.service.search({
-      namespacePrefix: value.namespace, filter: value.filter, limit: value.limit, offset: value.offset, query: value.query, refreshTtl, authFilters: filters,
+      namespacePrefix: value.namespace,
+      filter: value.filter,
+      limit: value.limit,
+      offset: value.offset,
+      query: value.query,
+      refreshTtl,
+      authFilters: filters,
     });
   }
 
@@ -84,7 +93,12 @@ export class StoreAccess {
     const { value, filters } = await authorize(caller, "store", "list_namespaces", q);
     if (value.namespace) assertNamespace(value.namespace, { allowEmpty: true });
     return this.service.listNamespaces({
-      prefix: value.namespace, suffix: value.suffix, maxDepth: value.max_depth, limit: value.limit, offset: value.offset, authFilters: filters,
+      prefix: value.namespace,
+      suffix: value.suffix,
+      maxDepth: value.max_depth,
+      limit: value.limit,
+      offset: value.offset,
+      authFilters: filters,
     });
   }
 }

@@ -105,7 +105,14 @@ export class StoreService {
     const queryVector = cmd.query && this.o.index ? await this.o.index.embedQuery(cmd.query) : undefined;
     const now = this.o.clock.now();
     const hits = this.o.readModels.storeItems.search({
-      namespacePrefix: cmd.namespacePrefix, conditions, limit: cmd.limit, offset: cmd.offset, nowMs: now, queryVector, within: cmd.within, authFilters: cmd.authFilters,
+      namespacePrefix: cmd.namespacePrefix,
+      conditions,
+      limit: cmd.limit,
+      offset: cmd.offset,
+      nowMs: now,
+      queryVector,
+      within: cmd.within,
+      authFilters: cmd.authFilters,
     });
     if (this.refreshes(cmd.refreshTtl)) {
       await Promise.all(hits.map((h) => this.append(storeItemStream(h.item.namespace, h.item.key), decideRefresh(h.item, now))));
@@ -166,7 +173,13 @@ export class StoreService {
 
 /** The wire shape of an item (snake_case dates, as both official servers send). */
 export function itemToWire(item: StoreItemState, score?: number | null): Record<string, unknown> {
-  const wire: Record<string, unknown> = { namespace: item.namespace, key: item.key, value: item.value, created_at: item.created_at, updated_at: item.updated_at };
+  const wire: Record<string, unknown> = {
+    namespace: item.namespace,
+    key: item.key,
+    value: item.value,
+    created_at: item.created_at,
+    updated_at: item.updated_at,
+  };
   if (score !== undefined) wire.score = score;
   return wire;
 }

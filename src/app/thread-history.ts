@@ -19,7 +19,11 @@ export function runIdsOf(threadEvents: readonly RecordedEvent[]): string[] {
   const ids = new Set<string>();
   for (const e of threadEvents) {
     if (e.type === "RunEnqueued") ids.add((e.data as { run: { run_id: string } }).run.run_id);
-    else if (e.type === PURGED_EVENT_TYPE && (e.data as { purged_type?: string }).purged_type === "RunEnqueued" && typeof e.metadata.correlation_id === "string") {
+    else if (
+      e.type === PURGED_EVENT_TYPE &&
+      (e.data as { purged_type?: string }).purged_type === "RunEnqueued" &&
+      typeof e.metadata.correlation_id === "string"
+    ) {
       ids.add(e.metadata.correlation_id);
     }
   }
@@ -60,7 +64,8 @@ export function filterHistory(events: readonly RecordedEvent[], f: HistoryFilter
   const out: RecordedEvent[] = [];
   for (const e of events) {
     if (f.after !== undefined && e.position <= f.after) continue;
-    if (!f.includeOutput && (e.type === "RunOutput" || (e.type === PURGED_EVENT_TYPE && (e.data as { purged_type?: string }).purged_type === "RunOutput"))) continue;
+    if (!f.includeOutput && (e.type === "RunOutput" || (e.type === PURGED_EVENT_TYPE && (e.data as { purged_type?: string }).purged_type === "RunOutput")))
+      continue;
     if (f.types && !f.types.includes(e.type)) continue;
     if (f.runId !== undefined && runOf(e) !== f.runId) continue;
     out.push(e);
@@ -81,7 +86,16 @@ export function runOf(e: RecordedEvent): string | undefined {
  * the incarnation of the thread id it belongs to (see domain/thread-incarnations.ts).
  */
 export function eventJson(e: RecordedEvent, incarnation: number) {
-  return { position: String(e.position), stream: e.streamId, revision: String(e.revision), type: e.type, time: e.created.toISOString(), incarnation, metadata: e.metadata, data: e.data };
+  return {
+    position: String(e.position),
+    stream: e.streamId,
+    revision: String(e.revision),
+    type: e.type,
+    time: e.created.toISOString(),
+    incarnation,
+    metadata: e.metadata,
+    data: e.data,
+  };
 }
 
 /**

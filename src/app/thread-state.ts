@@ -24,7 +24,14 @@ export interface CheckpointRef {
 type WireCheckpoint = { thread_id: string; checkpoint_ns: string; checkpoint_id: string | null; checkpoint_map: unknown };
 
 export const EMPTY_STATE = {
-  values: {}, next: [], tasks: [], metadata: {}, created_at: null, checkpoint: null, parent_checkpoint: null, interrupts: [],
+  values: {},
+  next: [],
+  tasks: [],
+  metadata: {},
+  created_at: null,
+  checkpoint: null,
+  parent_checkpoint: null,
+  interrupts: [],
 };
 
 function checkpointOf(config: RunnableConfig | undefined): WireCheckpoint | null {
@@ -99,7 +106,10 @@ async function graphOfThread(ctx: AppContext, threadId: string): Promise<{ graph
   if (typeof graphId !== "string" || !ctx.graphs.has(graphId)) return undefined;
   const effective = configInEffect(ctx, thread.thread_id, thread.metadata);
   const { graphs, checkpointer } = await ctx.runtime();
-  const graph = await graphs.get(graphId, { ...effective, configurable: { ...(effective.configurable as JsonObject), thread_id: thread.thread_id, graph_id: graphId } });
+  const graph = await graphs.get(graphId, {
+    ...effective,
+    configurable: { ...(effective.configurable as JsonObject), thread_id: thread.thread_id, graph_id: graphId },
+  });
   graph.checkpointer = checkpointer;
   // Reads and updates address the thread's checkpoints only (not the factory's whole config).
   return { graph, config: { configurable: { thread_id: thread.thread_id, graph_id: graphId } } };
@@ -142,9 +152,18 @@ export async function getThreadHistory(
 /** Folds the graph's latest state into the thread read model (values, interrupts, status). */
 async function recordThreadState(ctx: AppContext, threadId: string, graph: CompiledGraph, config: RunnableConfig): Promise<void> {
   const snapshot = await graph.getState({ configurable: { thread_id: config.configurable?.thread_id } });
-  const update = { values: await externalizeIfLarge(ctx.store, "thread-values-", threadId, toWire(snapshot.values ?? {})), interrupts: interruptsByTask(snapshot), next: [...snapshot.next] };
+  const update = {
+    values: await externalizeIfLarge(ctx.store, "thread-values-", threadId, toWire(snapshot.values ?? {})),
+    interrupts: interruptsByTask(snapshot),
+    next: [...snapshot.next],
+  };
   const now = ctx.now();
-  await execute(ctx, () => ctx.readModels.threads.load(threadId), threadStream(threadId), (s) => decideUpdateThreadState(s, update, now));
+  await execute(
+    ctx,
+    () => ctx.readModels.threads.load(threadId),
+    threadStream(threadId),
+    (s) => decideUpdateThreadState(s, update, now),
+  );
 }
 
 function assertIdle(ctx: AppContext, threadId: string): void {
@@ -186,9 +205,12 @@ export async function applySupersteps(
   const found = await graphOfThread(ctx, threadId);
   if (!found) throw precondition("supersteps: the thread needs metadata.graph_id naming a known graph");
   try {
-    await found.graph.bulkUpdateState(found.config, supersteps.map((s) => ({
-      updates: s.updates.map((u) => ({ values: u.values, asNode: u.as_node })),
-    })));
+    await found.graph.bulkUpdateState(
+      found.config,
+      supersteps.map((s) => ({
+        updates: s.updates.map((u) => ({ values: u.values, asNode: u.as_node })),
+      })),
+    );
   } catch (error) {
     throw precondition(`supersteps: ${(error as Error).message}`);
   }

@@ -7,7 +7,16 @@ import type { AppContext } from "./context.js";
 import type { ThreadLifecycle } from "./thread-lifecycle.js";
 import { authorize, type Caller } from "./auth/caller.js";
 import { authorizeThread } from "./auth/guards.js";
-import { countThreads, createThread, currentIncarnationStart, getThread, patchThread, searchThreads, threadStateConsistent, type ThreadQuery } from "./threads.js";
+import {
+  countThreads,
+  createThread,
+  currentIncarnationStart,
+  getThread,
+  patchThread,
+  searchThreads,
+  threadStateConsistent,
+  type ThreadQuery,
+} from "./threads.js";
 import { filterMatches } from "../read-models/auth-filters.js";
 import { conflict, isNotFound } from "../domain/errors.js";
 import type { Thread } from "../domain/threads.js";
@@ -38,14 +47,19 @@ export class ThreadsService {
 
   async create(caller: Caller, body: ThreadCreateRequest): Promise<Thread> {
     const { value, filters } = await authorize(caller, "threads", "create", {
-      thread_id: body.thread_id, metadata: body.metadata ?? {}, if_exists: body.if_exists ?? "raise",
+      thread_id: body.thread_id,
+      metadata: body.metadata ?? {},
+      if_exists: body.if_exists ?? "raise",
     });
     // Someone else's thread with that id: a conflict, as for any existing thread (its content stays hidden).
     // A deleted thread's id is free again (as on the official servers): a new incarnation, the caller's.
     const existing = value.thread_id ? (await threadStateConsistent(this.ctx, value.thread_id))?.thread : undefined;
     if (existing && filters && !filterMatches(existing.metadata, filters)) throw conflict(`Thread with ID ${value.thread_id} already exists`);
     const thread = await createThread(this.ctx, {
-      thread_id: value.thread_id, metadata: value.metadata ?? {}, if_exists: value.if_exists ?? "raise", expires_at: body.expires_at,
+      thread_id: value.thread_id,
+      metadata: value.metadata ?? {},
+      if_exists: value.if_exists ?? "raise",
+      expires_at: body.expires_at,
     });
     if (body.supersteps?.length) return this.lifecycle.applySupersteps(thread.thread_id, body.supersteps);
     return thread;
@@ -80,7 +94,13 @@ export class ThreadsService {
    * The thread stream (`threads:read`): its events from `start` (absent: from the thread's
    * present) until the thread is deleted or `signal` aborts. Checks run before the first event.
    */
-  async stream(caller: Caller, threadId: string, modes: readonly ThreadStreamMode[], start: ThreadStreamStart | undefined, signal: AbortSignal): Promise<AsyncIterable<ThreadStreamEvent>> {
+  async stream(
+    caller: Caller,
+    threadId: string,
+    modes: readonly ThreadStreamMode[],
+    start: ThreadStreamStart | undefined,
+    signal: AbortSignal,
+  ): Promise<AsyncIterable<ThreadStreamEvent>> {
     await authorizeThread(this.ctx, caller, "read", threadId, { thread_id: threadId });
     const id = (await getThread(this.ctx, threadId)).thread_id;
     // Only the current incarnation: a stream from the beginning, or resumed with an id an earlier
@@ -121,7 +141,11 @@ export class ThreadsService {
     await authorizeThread(this.ctx, caller, "read", threadId, { thread_id: threadId });
     const source = (await threadStateConsistent(this.ctx, threadId))?.thread;
     if (!source) return this.lifecycle.copy(threadId); // its own "not found" answer
-    const { value } = await authorize(caller, "threads", "create", { thread_id: newTimeOrderedId(), metadata: { ...source.metadata }, if_exists: "raise" as const });
+    const { value } = await authorize(caller, "threads", "create", {
+      thread_id: newTimeOrderedId(),
+      metadata: { ...source.metadata },
+      if_exists: "raise" as const,
+    });
     return this.lifecycle.copy(threadId, { threadId: value.thread_id, metadata: value.metadata ?? {} });
   }
 }

@@ -61,7 +61,9 @@ export async function createThread(
   const before = load();
   // A deleted thread's id created again starts a new incarnation of it (see domain/thread-incarnations.ts).
   if (before?.deleted) await clearLeftoverCheckpoints(ctx, threadId);
-  const outcome = await execute(ctx, load, threadStream(threadId), (s) => decideCreateThread(s, { ...cmd, thread_id: threadId }, now), undefined, { state: before });
+  const outcome = await execute(ctx, load, threadStream(threadId), (s) => decideCreateThread(s, { ...cmd, thread_id: threadId }, now), undefined, {
+    state: before,
+  });
   const [created] = outcome.decision.events;
   // The thread its ThreadCreated makes (the fold the read model applied to it) rather than a read back of the
   // row; with if_exists "do_nothing" on an existing thread, that thread.

@@ -38,7 +38,10 @@ const PAGE = 500;
 
 export async function truncate(d: TruncateDeps, what: TruncateRequest, caller: Caller): Promise<Record<string, number>> {
   if (isRestricted(caller)) {
-    throw new AuthError(403, "POST /internal/truncate is refused when custom auth is configured (auth.path): it would delete every user's threads, runs, assistants and store items");
+    throw new AuthError(
+      403,
+      "POST /internal/truncate is refused when custom auth is configured (auth.path): it would delete every user's threads, runs, assistants and store items",
+    );
   }
   const { ctx } = d;
   const counts: Record<string, number> = {};
@@ -50,7 +53,10 @@ export async function truncate(d: TruncateDeps, what: TruncateRequest, caller: C
     let n = 0;
     for (const r of ids) {
       await d.runs.waitDone(r.run_id).catch(() => undefined);
-      await d.runs.delete(r.thread_id, r.run_id).then(() => n++, () => undefined);
+      await d.runs.delete(r.thread_id, r.run_id).then(
+        () => n++,
+        () => undefined,
+      );
     }
     counts.runs = n;
   }
@@ -74,7 +80,7 @@ export async function truncate(d: TruncateDeps, what: TruncateRequest, caller: C
   }
   if (what.assistants) {
     let n = 0;
-    for (let offset = 0; ; ) {
+    for (let offset = 0; ;) {
       const { page } = ctx.readModels.assistants.search({ limit: PAGE, offset, sort_by: "assistant_id", sort_order: "asc" });
       if (page.length === 0) break;
       for (const a of page) {

@@ -26,7 +26,9 @@ export async function visibleAssistants(ctx: AppContext, caller: Caller): Promis
     if (page.length < PAGE) break;
   }
   // The same creation time (default assistants made together) is ordered by id, not by chance.
-  return all.sort((a, b) => (a.created_at < b.created_at ? -1 : a.created_at > b.created_at ? 1 : a.assistant_id < b.assistant_id ? -1 : a.assistant_id > b.assistant_id ? 1 : 0));
+  return all.sort((a, b) =>
+    a.created_at < b.created_at ? -1 : a.created_at > b.created_at ? 1 : a.assistant_id < b.assistant_id ? -1 : a.assistant_id > b.assistant_id ? 1 : 0,
+  );
 }
 
 /**

@@ -22,9 +22,10 @@ export function assertWebhookAllowed(ctx: Pick<AppContext, "langgraph" | "config
  * run is unknown): reading it is reading the run (`threads:read`).
  */
 export async function webhookAttempts(ctx: AppContext, caller: Caller, threadId: string | null, runId: string): Promise<WebhookAttemptView[]> {
-  const { filters } = threadId === null
-    ? await authorize(caller, "threads", "read", { run_id: runId })
-    : await authorizeThread(ctx, caller, "read", threadId, { thread_id: threadId, run_id: runId });
+  const { filters } =
+    threadId === null
+      ? await authorize(caller, "threads", "read", { run_id: runId })
+      : await authorizeThread(ctx, caller, "read", threadId, { thread_id: threadId, run_id: runId });
   const id = runId.toLowerCase();
   // Deliveries outlive their run's row (a stateless run's thread is deleted when it ends).
   const run = ctx.readModels.webhooks.get(id)?.run ?? ctx.readModels.runs.load(id)?.run;

@@ -42,11 +42,14 @@ export async function serve(config: Config, options: ServeOptions = {}): Promise
   console.log(startLine(server.url, config, langgraph));
   if (options.studioHint) console.log(`agent-server dev: LangGraph Studio: https://smith.langchain.com/studio/?baseUrl=${encodeURIComponent(server.url)}`);
   // The graphs load after the server listens: one that cannot be loaded stops the server, as it would before listening.
-  server.ready.then(() => console.log("agent-server ready: graphs loaded, run worker started"), async (error: unknown) => {
-    console.error(`agent-server: ${error instanceof Error ? error.message : String(error)}`);
-    await server.close().catch(() => undefined);
-    process.exit(1);
-  });
+  server.ready.then(
+    () => console.log("agent-server ready: graphs loaded, run worker started"),
+    async (error: unknown) => {
+      console.error(`agent-server: ${error instanceof Error ? error.message : String(error)}`);
+      await server.close().catch(() => undefined);
+      process.exit(1);
+    },
+  );
 
   let stopping = false;
   const stop = async (signal: string) => {

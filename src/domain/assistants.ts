@@ -57,8 +57,15 @@ export function evolveAssistant(state: AssistantState | undefined, event: Assist
     case "AssistantCreated": {
       const d = event.data;
       const first: AssistantVersion = {
-        assistant_id: d.assistant_id, graph_id: d.graph_id, config: d.config, context: d.context, metadata: d.metadata,
-        name: d.name, description: d.description, version: 1, created_at: d.created_at,
+        assistant_id: d.assistant_id,
+        graph_id: d.graph_id,
+        config: d.config,
+        context: d.context,
+        metadata: d.metadata,
+        name: d.name,
+        description: d.description,
+        version: 1,
+        created_at: d.created_at,
       };
       return { revision, deleted: false, current: { ...first, updated_at: d.created_at }, versions: [first] };
     }
@@ -66,11 +73,20 @@ export function evolveAssistant(state: AssistantState | undefined, event: Assist
       const s = mustExist(state);
       const d = event.data;
       const version: AssistantVersion = {
-        assistant_id: s.current.assistant_id, graph_id: d.graph_id, config: d.config, context: d.context,
-        metadata: d.metadata, name: d.name, description: d.description, version: d.version, created_at: d.updated_at,
+        assistant_id: s.current.assistant_id,
+        graph_id: d.graph_id,
+        config: d.config,
+        context: d.context,
+        metadata: d.metadata,
+        name: d.name,
+        description: d.description,
+        version: d.version,
+        created_at: d.updated_at,
       };
       return {
-        revision, deleted: false, versions: [...s.versions, version],
+        revision,
+        deleted: false,
+        versions: [...s.versions, version],
         current: { ...version, created_at: s.current.created_at, updated_at: d.updated_at },
       };
     }
@@ -91,7 +107,6 @@ function mustExist(state: AssistantState | undefined): AssistantState {
 }
 
 // ---- commands: pure decisions, given the current state and the clock reading ----
-
 
 const live = (s: AssistantState | undefined) => (s && !s.deleted ? s : undefined);
 
@@ -122,19 +137,21 @@ export function decidePatchAssistant(state: AssistantState | undefined, cmd: Pat
   const version = Math.max(...s.versions.map((v) => v.version)) + 1;
   return {
     ok: true,
-    events: [{
-      type: "AssistantUpdated",
-      data: {
-        graph_id: cmd.graph_id ?? c.graph_id,
-        config: cmd.config ?? c.config,
-        context: cmd.context ?? c.context,
-        metadata: { ...c.metadata, ...(cmd.metadata ?? {}) },
-        name: cmd.name ?? c.name,
-        description: cmd.description === undefined ? c.description : cmd.description,
-        version,
-        updated_at: now,
+    events: [
+      {
+        type: "AssistantUpdated",
+        data: {
+          graph_id: cmd.graph_id ?? c.graph_id,
+          config: cmd.config ?? c.config,
+          context: cmd.context ?? c.context,
+          metadata: { ...c.metadata, ...(cmd.metadata ?? {}) },
+          name: cmd.name ?? c.name,
+          description: cmd.description === undefined ? c.description : cmd.description,
+          version,
+          updated_at: now,
+        },
       },
-    }],
+    ],
   };
 }
 

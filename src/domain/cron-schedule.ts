@@ -26,7 +26,11 @@ function cronOf(schedule: string, timezone: string): Cron {
 export function checkSchedule(schedule: string, timezone: string): ScheduleCheck {
   const fields = schedule.trim().split(/\s+/);
   if (fields.length !== 5 || fields[0] === "") {
-    return { ok: false, field: "schedule", detail: `schedule: expected 5 fields (minute hour day-of-month month day-of-week), got ${fields[0] === "" ? 0 : fields.length}` };
+    return {
+      ok: false,
+      field: "schedule",
+      detail: `schedule: expected 5 fields (minute hour day-of-month month day-of-week), got ${fields[0] === "" ? 0 : fields.length}`,
+    };
   }
   if (!isValidTimezone(timezone)) return { ok: false, field: "timezone", detail: `timezone: unknown IANA time zone '${timezone}'` };
   try {

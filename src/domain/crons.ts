@@ -121,9 +121,10 @@ export function evolveCron(state: CronState | undefined, event: CronEvent, revis
     case "CronUpdated": {
       const { updated_at, ...changes } = event.data;
       const next: CronState = { ...state, ...stripUndefined(changes), revision, updated_at };
-      const reschedule = (changes.schedule !== undefined && changes.schedule !== state.schedule)
-        || (changes.timezone !== undefined && changes.timezone !== state.timezone)
-        || (changes.enabled === true && !state.enabled);
+      const reschedule =
+        (changes.schedule !== undefined && changes.schedule !== state.schedule) ||
+        (changes.timezone !== undefined && changes.timezone !== state.timezone) ||
+        (changes.enabled === true && !state.enabled);
       return reschedule ? { ...next, anchor_ms: Date.parse(updated_at) } : next;
     }
     case "CronFired": {
@@ -194,7 +195,11 @@ export function decideDeleteCron(s: CronState | undefined, now: string): Decisio
 }
 
 /** Fire one tick: only an enabled cron, only a tick after the last one fired, never past its end. */
-export function decideFire(s: CronState | undefined, tickMs: number, cmd: { owner: string; now: string }): { ok: true; events: { type: string; data: unknown }[] } | { ok: false; reason: string } {
+export function decideFire(
+  s: CronState | undefined,
+  tickMs: number,
+  cmd: { owner: string; now: string },
+): { ok: true; events: { type: string; data: unknown }[] } | { ok: false; reason: string } {
   if (!s) return { ok: false, reason: "cron deleted" };
   if (!s.enabled) return { ok: false, reason: "cron disabled" };
   if (tickMs <= cronCursor(s)) return { ok: false, reason: "tick already fired" };

@@ -12,8 +12,16 @@ import { idempotencyEventSchemas } from "./idempotency.js";
 
 /** The event catalogue: every event type the log may hold, with the schema of its data. */
 const catalogue: Record<string, ZodType> = {
-  ...assistantEventSchemas, ...threadEventSchemas, ...checkpointEventSchemas, ...runEventSchemas, ...storeEventSchemas,
-  ...largeJsonEventSchemas, ...webhookEventSchemas, ...cronEventSchemas, ...a2aPushEventSchemas, ...idempotencyEventSchemas,
+  ...assistantEventSchemas,
+  ...threadEventSchemas,
+  ...checkpointEventSchemas,
+  ...runEventSchemas,
+  ...storeEventSchemas,
+  ...largeJsonEventSchemas,
+  ...webhookEventSchemas,
+  ...cronEventSchemas,
+  ...a2aPushEventSchemas,
+  ...idempotencyEventSchemas,
 };
 
 /**

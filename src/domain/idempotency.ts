@@ -74,8 +74,12 @@ export function evolveIdempotency(state: IdempotencyState | undefined, event: Id
   switch (event.type) {
     case "IdempotencyKeyClaimed":
       return {
-        revision, requestHash: event.data.request_hash, runId: event.data.run_id, claimedAtMs: Date.parse(event.data.claimed_at),
-        expiresAtMs: event.data.expires_at, released: false,
+        revision,
+        requestHash: event.data.request_hash,
+        runId: event.data.run_id,
+        claimedAtMs: Date.parse(event.data.claimed_at),
+        expiresAtMs: event.data.expires_at,
+        released: false,
       };
     case "IdempotentRunCreated":
       return state && { ...state, revision, run: event.data.run };
@@ -115,11 +119,7 @@ export interface IdempotentCreate {
 
 /** What a request with an Idempotency-Key does, given the key's stream. */
 export function decideIdempotentCreate(state: IdempotencyState | undefined, cmd: IdempotentCreate): IdempotencyDecision {
-  const free =
-    !state ||
-    state.released ||
-    cmd.nowMs >= state.expiresAtMs ||
-    (!state.run && cmd.nowMs - state.claimedAtMs >= ABANDONED_CLAIM_MS);
+  const free = !state || state.released || cmd.nowMs >= state.expiresAtMs || (!state.run && cmd.nowMs - state.claimedAtMs >= ABANDONED_CLAIM_MS);
   if (free) {
     const expected = state ? state.revision : "no_stream";
     const next = state ? state.revision + 1n : 0n;

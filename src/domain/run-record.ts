@@ -21,24 +21,26 @@ export const RunRecordSchema = z.object({
   status: RunStatusSchema,
   metadata: Obj,
   multitask_strategy: MultitaskStrategySchema,
-  kwargs: z.object({
-    input: z.unknown().optional(),
-    command: z.unknown().optional(),
-    config: Obj,
-    context: Obj,
-    stream_mode: z.array(z.string()),
-    interrupt_before: z.union([z.literal("*"), z.array(z.string())]).optional(),
-    interrupt_after: z.union([z.literal("*"), z.array(z.string())]).optional(),
-    webhook: z.string().optional(),
-    feedback_keys: z.array(z.string()).optional(),
-    temporary: z.boolean(),
-    subgraphs: z.boolean(),
-    resumable: z.boolean(),
-    on_disconnect: z.enum(["cancel", "continue"]).optional(),
-    /** Earliest start (ISO) when `after_seconds` was given. */
-    not_before: z.string().optional(),
-    /** When the checkpointer writes: every step (`sync`, `async`) or only at the end (`exit`); absent = LangGraph's default. */
-    durability: DurabilitySchema.optional(),
-  }).passthrough(),
+  kwargs: z
+    .object({
+      input: z.unknown().optional(),
+      command: z.unknown().optional(),
+      config: Obj,
+      context: Obj,
+      stream_mode: z.array(z.string()),
+      interrupt_before: z.union([z.literal("*"), z.array(z.string())]).optional(),
+      interrupt_after: z.union([z.literal("*"), z.array(z.string())]).optional(),
+      webhook: z.string().optional(),
+      feedback_keys: z.array(z.string()).optional(),
+      temporary: z.boolean(),
+      subgraphs: z.boolean(),
+      resumable: z.boolean(),
+      on_disconnect: z.enum(["cancel", "continue"]).optional(),
+      /** Earliest start (ISO) when `after_seconds` was given. */
+      not_before: z.string().optional(),
+      /** When the checkpointer writes: every step (`sync`, `async`) or only at the end (`exit`); absent = LangGraph's default. */
+      durability: DurabilitySchema.optional(),
+    })
+    .passthrough(),
 });
 export type RunRecord = z.infer<typeof RunRecordSchema>;

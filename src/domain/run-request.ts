@@ -33,10 +33,7 @@ export const RunnableConfigSchema = z
 export const RunRequestSchema = z.object({
   assistant_id: z.string().min(1),
   input: z.unknown().optional(),
-  command: z
-    .object({ resume: z.unknown().optional(), update: z.unknown().optional(), goto: z.unknown().optional() })
-    .nullable()
-    .optional(),
+  command: z.object({ resume: z.unknown().optional(), update: z.unknown().optional(), goto: z.unknown().optional() }).nullable().optional(),
   config: RunnableConfigSchema.optional(),
   context: JsonObjectSchema.optional(),
   metadata: JsonObjectSchema.optional(),

@@ -95,10 +95,20 @@ export function endedOf(outcome: RunOutcome, stop: RunStop, cmd: { endedAt: stri
   const ended_at = cmd.endedAt;
   if (stop.cancel) {
     const values = stop.cancel === "rollback" ? undefined : outcome.values;
-    return { status: stop.cancel === "rollback" ? "rollback" : "interrupted", reason: `cancelled (${stop.cancel})`, ended_at, ...(values !== undefined ? { values } : {}) };
+    return {
+      status: stop.cancel === "rollback" ? "rollback" : "interrupted",
+      reason: `cancelled (${stop.cancel})`,
+      ended_at,
+      ...(values !== undefined ? { values } : {}),
+    };
   }
   if (stop.timedOut) {
-    return { status: "timeout", reason: "run exceeded BG_JOB_TIMEOUT_SECS", error: { error: "TimeoutError", message: `run exceeded ${(stop.timeoutMs ?? 0) / 1000}s` }, ended_at };
+    return {
+      status: "timeout",
+      reason: "run exceeded BG_JOB_TIMEOUT_SECS",
+      error: { error: "TimeoutError", message: `run exceeded ${(stop.timeoutMs ?? 0) / 1000}s` },
+      ended_at,
+    };
   }
   const base = cmd.recoveredFrom ? { reason: `resumed after its worker ${cmd.recoveredFrom} died` } : {};
   switch (outcome.status) {
@@ -106,7 +116,11 @@ export function endedOf(outcome: RunOutcome, stop: RunStop, cmd: { endedAt: stri
       return { ...base, status: "success", values: outcome.values, ended_at };
     case "interrupted":
       return {
-        ...base, status: "interrupted", values: outcome.values, interrupts: outcome.interrupts, ended_at,
+        ...base,
+        status: "interrupted",
+        values: outcome.values,
+        interrupts: outcome.interrupts,
+        ended_at,
         ...(outcome.valuesAfterInterrupt ? { values_after_interrupt: true as const } : {}),
       };
     case "error":

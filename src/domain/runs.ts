@@ -78,7 +78,11 @@ export function evolveRunStream(state: RunStreamState, event: RunStreamEvent, re
   switch (event.type) {
     case "RunClaimed":
       return {
-        ...state, revision, attempt: event.data.attempt, owner: event.data.owner, lease_expires_at: event.data.lease_expires_at,
+        ...state,
+        revision,
+        attempt: event.data.attempt,
+        owner: event.data.owner,
+        lease_expires_at: event.data.lease_expires_at,
         base_checkpoint_id: state.base_checkpoint_id !== undefined ? state.base_checkpoint_id : (event.data.base_checkpoint_id ?? null),
       };
     case "RunLeaseRenewed":
@@ -97,7 +101,6 @@ export function runStatusOf(s: RunStreamState): RunStatus {
   if (s.ended) return s.ended.status === "rollback" ? "interrupted" : s.ended.status;
   return s.owner ? "running" : "pending";
 }
-
 
 // ---- deciders (pure) ----
 
@@ -146,7 +149,10 @@ export function decideEnd(s: RunStreamState, owner: string, ended: RunEnded): Ru
 }
 
 /** What a run that ended looks like to the thread (the RunFinished mark). */
-export function threadFinishOf(runId: string, ended: RunEnded): { run_id: string; status: FinalRunStatus; values?: unknown; interrupts?: Record<string, unknown>; error?: RunError; finished_at: string } {
+export function threadFinishOf(
+  runId: string,
+  ended: RunEnded,
+): { run_id: string; status: FinalRunStatus; values?: unknown; interrupts?: Record<string, unknown>; error?: RunError; finished_at: string } {
   const out: ReturnType<typeof threadFinishOf> = { run_id: runId, status: ended.status, finished_at: ended.ended_at };
   if (ended.values !== undefined) out.values = ended.values;
   if (ended.interrupts !== undefined) out.interrupts = ended.interrupts;

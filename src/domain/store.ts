@@ -18,7 +18,13 @@ export const STORE_STREAM_PREFIX = "store-";
 
 /** `store-` + 128 bits of SHA-256 over `[namespace, key]` (labels may hold any character but `.`). */
 export function storeItemStream(namespace: readonly string[], key: string): string {
-  return STORE_STREAM_PREFIX + createHash("sha256").update(JSON.stringify([namespace, key])).digest("hex").slice(0, 32);
+  return (
+    STORE_STREAM_PREFIX +
+    createHash("sha256")
+      .update(JSON.stringify([namespace, key]))
+      .digest("hex")
+      .slice(0, 32)
+  );
 }
 
 const Namespace = z.array(z.string());
@@ -75,9 +81,15 @@ export function evolveStoreItem(state: StoreItemState | undefined, event: StoreE
       // A put over an item whose time had passed (not yet swept) creates a new item.
       const alive = state && !isExpired(state, Date.parse(d.at));
       return {
-        revision, namespace: d.namespace, key: d.key, value: d.value as JsonObject,
-        created_at: alive ? state.created_at : d.at, updated_at: d.at,
-        ttl_minutes: d.ttl_minutes, expires_at: d.expires_at, vectors: d.vectors ?? [],
+        revision,
+        namespace: d.namespace,
+        key: d.key,
+        value: d.value as JsonObject,
+        created_at: alive ? state.created_at : d.at,
+        updated_at: d.at,
+        ttl_minutes: d.ttl_minutes,
+        expires_at: d.expires_at,
+        vectors: d.vectors ?? [],
       };
     }
     case "StoreItemTtlRefreshed":
@@ -106,8 +118,13 @@ export function decidePut(
   by: Attribution = {},
 ): EventData[] {
   const data: Record<string, unknown> = {
-    namespace: cmd.namespace, key: cmd.key, value: cmd.value, at: isoOf(nowMs),
-    ttl_minutes: cmd.ttl_minutes, expires_at: expiresAt(cmd.ttl_minutes, nowMs), ...by,
+    namespace: cmd.namespace,
+    key: cmd.key,
+    value: cmd.value,
+    at: isoOf(nowMs),
+    ttl_minutes: cmd.ttl_minutes,
+    expires_at: expiresAt(cmd.ttl_minutes, nowMs),
+    ...by,
   };
   if (cmd.vectors?.length) data.vectors = cmd.vectors;
   return [{ type: "StoreItemPut", data }];
@@ -180,9 +197,11 @@ export function parseValueFilter(filter: Record<string, unknown>): ValueConditio
     const keys = isObj ? Object.keys(spec) : [];
     if (isObj && keys.length > 0 && keys.some((k) => k.startsWith("$"))) {
       for (const k of keys) {
-        if (!(FILTER_OPERATORS as readonly string[]).includes(k)) throw new Error(`filter.${field}: unsupported operator ${k} (expected one of ${FILTER_OPERATORS.join(", ")})`);
+        if (!(FILTER_OPERATORS as readonly string[]).includes(k))
+          throw new Error(`filter.${field}: unsupported operator ${k} (expected one of ${FILTER_OPERATORS.join(", ")})`);
         const v = (spec as Record<string, unknown>)[k];
-        if (k !== "$eq" && k !== "$ne" && typeof v !== "number" && typeof v !== "string") throw new Error(`filter.${field}.${k}: expected a number or a string`);
+        if (k !== "$eq" && k !== "$ne" && typeof v !== "number" && typeof v !== "string")
+          throw new Error(`filter.${field}.${k}: expected a number or a string`);
         out.push({ field, op: k as FilterOperator, value: v });
       }
     } else if (isObj || Array.isArray(spec)) {

@@ -45,8 +45,7 @@ const purgedTypeOf = (e: { type: string; data: unknown }): string | undefined =>
   e.type === PURGED_EVENT_TYPE ? (e.data as { purged_type?: string } | null)?.purged_type : undefined;
 
 /** Whether the event starts an incarnation: a ThreadCreated, or what a purge left of one. */
-export const startsIncarnation = (e: { type: string; data: unknown }): boolean =>
-  e.type === "ThreadCreated" || purgedTypeOf(e) === "ThreadCreated";
+export const startsIncarnation = (e: { type: string; data: unknown }): boolean => e.type === "ThreadCreated" || purgedTypeOf(e) === "ThreadCreated";
 
 /**
  * The incarnations of a thread id after one more event of its `thread-{id}` stream (in revision
@@ -60,12 +59,22 @@ export function evolveIncarnations(state: readonly Incarnation[] | undefined, ev
   if (startsIncarnation(event)) {
     const purged = event.type === PURGED_EVENT_TYPE;
     const thread = purged ? undefined : evolveThread(undefined, { type: "ThreadCreated", data: event.data } as ThreadEvent, event.revision);
-    return [...list, { number: list.length + 1, fromRevision: event.revision, fromPosition: event.position, thread, metadata: thread?.thread.metadata, purged }];
+    return [
+      ...list,
+      { number: list.length + 1, fromRevision: event.revision, fromPosition: event.position, thread, metadata: thread?.thread.metadata, purged },
+    ];
   }
   if (event.type === "ThreadPurged") {
     const purged = list.map((inc) => ({ ...inc, metadata: undefined, purged: true }));
     // On EventStoreDB a purged stream's events are gone: the record of the purge is all there is of them.
-    const last = purged.pop() ?? { number: 1, fromRevision: event.revision, fromPosition: event.position, thread: undefined, metadata: undefined, purged: true };
+    const last = purged.pop() ?? {
+      number: 1,
+      fromRevision: event.revision,
+      fromPosition: event.position,
+      thread: undefined,
+      metadata: undefined,
+      purged: true,
+    };
     return [...purged, { ...last, thread: evolveThread(last.thread, { type: "ThreadPurged", data: event.data } as ThreadEvent, event.revision) }];
   }
   const last = list[list.length - 1];

@@ -23,7 +23,10 @@ export const ThreadStreamModesSchema = z
   .union([z.string(), z.array(z.string())])
   .optional()
   .transform((value, ctx) => {
-    const named = (value === undefined ? [] : Array.isArray(value) ? value : [value]).flatMap((v) => v.split(",")).map((v) => v.trim()).filter(Boolean);
+    const named = (value === undefined ? [] : Array.isArray(value) ? value : [value])
+      .flatMap((v) => v.split(","))
+      .map((v) => v.trim())
+      .filter(Boolean);
     const unknown = named.filter((m) => !(THREAD_STREAM_MODES as readonly string[]).includes(m));
     if (unknown.length) {
       ctx.addIssue({ code: "custom", message: `unknown thread stream mode ${JSON.stringify(unknown[0])}; expected one of ${THREAD_STREAM_MODES.join(", ")}` });
@@ -80,7 +83,12 @@ export function endsThreadStream(event: ThreadLogEvent): boolean {
 export function threadEventOutputs(modes: readonly ThreadStreamMode[], threadId: string, event: ThreadLogEvent): ThreadStreamOutput[] {
   if (event.type !== "ThreadStateUpdated" || !modes.includes("state_update")) return [];
   const d = event.data as { values: unknown; interrupts: Record<string, unknown>; next?: string[]; updated_at: string };
-  return [{ event: "state_update", data: { thread_id: threadId, state: { values: d.values, next: d.next ?? [], interrupts: d.interrupts, created_at: d.updated_at } } }];
+  return [
+    {
+      event: "state_update",
+      data: { thread_id: threadId, state: { values: d.values, next: d.next ?? [], interrupts: d.interrupts, created_at: d.updated_at } },
+    },
+  ];
 }
 
 /**

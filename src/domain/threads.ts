@@ -108,8 +108,15 @@ export function evolveThread(state: ThreadState | undefined, event: ThreadEvent,
       restingStatus: "idle",
       ...(d.expires_at ? { expiresAt: d.expires_at } : {}),
       thread: {
-        thread_id: d.thread_id, created_at: d.created_at, updated_at: d.created_at, state_updated_at: d.created_at,
-        metadata: d.metadata, status: "idle", config: {}, values, interrupts: {},
+        thread_id: d.thread_id,
+        created_at: d.created_at,
+        updated_at: d.created_at,
+        state_updated_at: d.created_at,
+        metadata: d.metadata,
+        status: "idle",
+        config: {},
+        values,
+        interrupts: {},
       },
     };
   }
@@ -117,9 +124,26 @@ export function evolveThread(state: ThreadState | undefined, event: ThreadEvent,
     // After a purge the events before it are tombstones (skipped): there may be no state at all.
     const d = event.data;
     const at = d.purged_at;
-    const base = state?.thread ?? { thread_id: d.thread_id, created_at: at, updated_at: at, state_updated_at: at, metadata: {}, status: "idle" as const, config: {}, values: null, interrupts: {} };
+    const base = state?.thread ?? {
+      thread_id: d.thread_id,
+      created_at: at,
+      updated_at: at,
+      state_updated_at: at,
+      metadata: {},
+      status: "idle" as const,
+      config: {},
+      values: null,
+      interrupts: {},
+    };
     const { error: _error, ...kept } = base; // what the thread held goes: its error and config too
-    return { revision, deleted: true, purged: true, activeRuns: [], restingStatus: "idle", thread: { ...kept, config: {}, values: null, interrupts: {}, metadata: {}, updated_at: at } };
+    return {
+      revision,
+      deleted: true,
+      purged: true,
+      activeRuns: [],
+      restingStatus: "idle",
+      thread: { ...kept, config: {}, values: null, interrupts: {}, metadata: {}, updated_at: at },
+    };
   }
   if (!state) throw new Error(`thread event ${event.type} before ThreadCreated`);
   // A deleted thread is a tombstone: later marks (its cancelled runs finishing) only move its revision.
@@ -128,7 +152,7 @@ export function evolveThread(state: ThreadState | undefined, event: ThreadEvent,
   switch (event.type) {
     case "ThreadUpdated": {
       const d = event.data;
-      const expiry = d.expires_at === undefined ? state.expiresAt : d.expires_at ?? undefined;
+      const expiry = d.expires_at === undefined ? state.expiresAt : (d.expires_at ?? undefined);
       const { expiresAt: _old, ...rest } = state;
       return { ...rest, ...(expiry ? { expiresAt: expiry } : {}), revision, thread: { ...t, metadata: d.metadata, updated_at: d.updated_at } };
     }
@@ -139,8 +163,17 @@ export function evolveThread(state: ThreadState | undefined, event: ThreadEvent,
       const stillWaiting = state.restingStatus === "interrupted" && (d.next?.length ?? 0) > 0;
       const resting = Object.keys(d.interrupts).length || stillWaiting ? "interrupted" : "idle";
       return {
-        ...state, revision, restingStatus: resting,
-        thread: { ...t, values: d.values, interrupts: d.interrupts, updated_at: d.updated_at, state_updated_at: d.updated_at, status: statusOf(state.activeRuns, resting) },
+        ...state,
+        revision,
+        restingStatus: resting,
+        thread: {
+          ...t,
+          values: d.values,
+          interrupts: d.interrupts,
+          updated_at: d.updated_at,
+          state_updated_at: d.updated_at,
+          status: statusOf(state.activeRuns, resting),
+        },
       };
     }
     case "ThreadDeleted": {
@@ -151,7 +184,9 @@ export function evolveThread(state: ThreadState | undefined, event: ThreadEvent,
     case "RunEnqueued": {
       const active = [...state.activeRuns, event.data.run.run_id];
       return {
-        ...state, revision, activeRuns: active,
+        ...state,
+        revision,
+        activeRuns: active,
         thread: { ...t, metadata: { ...t.metadata, ...event.data.thread_metadata }, status: "busy", updated_at: event.data.run.created_at },
       };
     }
@@ -163,10 +198,19 @@ export function evolveThread(state: ThreadState | undefined, event: ThreadEvent,
       if (!state.activeRuns.includes(d.run_id)) return { ...state, revision };
       const active = state.activeRuns.filter((id) => id !== d.run_id);
       const resting: ThreadState["restingStatus"] =
-        d.status === "error" ? "error" : d.interrupts && Object.keys(d.interrupts).length ? "interrupted" : d.status === "rollback" ? state.restingStatus : "idle";
+        d.status === "error"
+          ? "error"
+          : d.interrupts && Object.keys(d.interrupts).length
+            ? "interrupted"
+            : d.status === "rollback"
+              ? state.restingStatus
+              : "idle";
       const changedValues = d.values !== undefined;
       return {
-        ...state, revision, activeRuns: active, restingStatus: resting,
+        ...state,
+        revision,
+        activeRuns: active,
+        restingStatus: resting,
         thread: {
           ...t,
           status: statusOf(active, resting),
@@ -212,7 +256,14 @@ export function decidePatchThread(state: ThreadState | undefined, metadata: Json
  * Purging: a thread that exists in the log (live or deleted) and is not purged yet. The caller
  * purges its streams, then appends this decision's ThreadPurged.
  */
-export function decidePurgeThread(state: ThreadState | undefined, threadId: string, actor: string, streams: number, now: string, runIds: readonly string[] = []): Decision {
+export function decidePurgeThread(
+  state: ThreadState | undefined,
+  threadId: string,
+  actor: string,
+  streams: number,
+  now: string,
+  runIds: readonly string[] = [],
+): Decision {
   if (!state || state.purged) return { ok: false, kind: "not_found", detail: `Thread with ID ${threadId} not found` };
   return { ok: true, events: [{ type: "ThreadPurged", data: { thread_id: threadId, purged_at: now, purged_by: actor, streams, run_ids: [...runIds] } }] };
 }

@@ -146,10 +146,7 @@ export type WebhookDecision = { ok: true; events: EventData[]; attempt: number }
  * Claim the next attempt: when it is due, or when the current claim's lease lapsed (its sender
  * died), or when `takeover` says every other owner is dead (a single-process store at start).
  */
-export function decideWebhookClaim(
-  d: Delivery,
-  cmd: { owner: string; now: string; nowMs: number; leaseMs: number; takeover?: boolean },
-): WebhookDecision {
+export function decideWebhookClaim(d: Delivery, cmd: { owner: string; now: string; nowMs: number; leaseMs: number; takeover?: boolean }): WebhookDecision {
   if (d.status === "waiting") return { ok: false, reason: "run has not ended" };
   if (d.status === "delivered" || d.status === "failed") return { ok: false, reason: `delivery already ${d.status}` };
   const lapsed = d.due_at === null || d.due_at <= cmd.nowMs;
@@ -159,10 +156,12 @@ export function decideWebhookClaim(
   return {
     ok: true,
     attempt,
-    events: [{
-      type: "WebhookClaimed",
-      data: { owner: cmd.owner, attempt, delivery_id: deliveryIdOf(deliveryKey(d)), claimed_at: cmd.now, lease_expires_at: cmd.nowMs + cmd.leaseMs },
-    }],
+    events: [
+      {
+        type: "WebhookClaimed",
+        data: { owner: cmd.owner, attempt, delivery_id: deliveryIdOf(deliveryKey(d)), claimed_at: cmd.now, lease_expires_at: cmd.nowMs + cmd.leaseMs },
+      },
+    ],
   };
 }
 
@@ -171,7 +170,10 @@ export function attemptEvents(attempted: WebhookAttempted, now: string, reason?:
   const events: EventData[] = [{ type: "WebhookAttempted", data: attempted }];
   if (attempted.outcome === "delivered") events.push({ type: "WebhookDelivered", data: { attempts: attempted.attempt, delivered_at: now } });
   if (attempted.outcome === "failed") {
-    events.push({ type: "WebhookFailed", data: { attempts: attempted.attempt, reason: reason ?? attempted.error ?? `HTTP ${attempted.status_code}`, failed_at: now } });
+    events.push({
+      type: "WebhookFailed",
+      data: { attempts: attempted.attempt, reason: reason ?? attempted.error ?? `HTTP ${attempted.status_code}`, failed_at: now },
+    });
   }
   return events;
 }

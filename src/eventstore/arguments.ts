@@ -2,14 +2,7 @@
  * Argument checking shared by the event store adapters. Every adapter must refuse the same bad arguments with the
  * same TypeError, before touching its storage, so that callers see one port whatever the backend.
  */
-import type {
-  AllSubscriptionOptions,
-  Direction,
-  EventData,
-  ReadAllOptions,
-  ReadStreamOptions,
-  StreamSubscriptionOptions,
-} from "./types.js";
+import type { AllSubscriptionOptions, Direction, EventData, ReadAllOptions, ReadStreamOptions, StreamSubscriptionOptions } from "./types.js";
 import { jsonTextOf } from "./json-text.js";
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -57,11 +50,7 @@ export function checkAppend<T extends { id: string }>(
  * event, in order, so that a failure of the adapter's own conversion surfaces at the same event as a check would).
  * Two events with one id in one append cannot be told apart from a retry: refused.
  */
-function checkEvents<T extends { id: string }>(
-  events: unknown,
-  policy: EventPolicy,
-  prepare: (event: CheckedEvent) => T,
-): T[] {
+function checkEvents<T extends { id: string }>(events: unknown, policy: EventPolicy, prepare: (event: CheckedEvent) => T): T[] {
   if (!Array.isArray(events)) throw new TypeError("append: events must be an array");
   // Array.from visits the holes of a sparse array too (map would skip them), so each is checked.
   const prepared = Array.from(events, (event: EventData, index) => prepare(checkEvent(event, index, policy)));

@@ -75,12 +75,7 @@ export interface BatchedAppendOptions {
  * while it runs or after a crash; running it again completes it without duplicates. Returns the
  * revision of the last event (-1n when there were none).
  */
-export async function appendInBatches(
-  store: EventStore,
-  stream: string,
-  events: readonly EventData[],
-  options: BatchedAppendOptions,
-): Promise<bigint> {
+export async function appendInBatches(store: EventStore, stream: string, events: readonly EventData[], options: BatchedAppendOptions): Promise<bigint> {
   const withIds = events.map((e, i) => ({ ...e, id: operationEventId(options.operationId, i) }));
   let last = -1n;
   for (const batch of planBatches(stream, withIds.slice(options.skip ?? 0), options.budget)) {
@@ -126,7 +121,7 @@ const CHUNK_CHARS = Math.floor((APPEND_BUDGET - 512) / 3);
 
 function sliceText(text: string): string[] {
   const pieces: string[] = [];
-  for (let at = 0; at < text.length; ) {
+  for (let at = 0; at < text.length;) {
     let end = Math.min(text.length, at + CHUNK_CHARS);
     // Never cut a surrogate pair in two (each half would be escaped on its own).
     const code = text.charCodeAt(end - 1);
@@ -177,7 +172,7 @@ export async function putLargeJsonText(store: EventStore, streamPrefix: string, 
 async function chunksWritten(store: EventStore, ref: LargeJsonRef): Promise<number> {
   const operationId = `${ref.stream}:${ref.sha256}`;
   let next = 0;
-  for (let from = 0n; ; ) {
+  for (let from = 0n; ;) {
     const page = await store.readStream(ref.stream, { fromRevision: from, maxCount: 64 });
     for (const event of page) if (next < ref.chunks && event.id === operationEventId(operationId, next)) next += 1;
     if (page.length < 64 || next === ref.chunks) return next;
@@ -188,7 +183,10 @@ async function chunksWritten(store: EventStore, ref: LargeJsonRef): Promise<numb
 /** A ref's chunks are missing or do not hash to it (never written completely, or tampered with). */
 export class LargeJsonMissingError extends Error {
   readonly code = "LARGE_JSON_MISSING";
-  constructor(readonly ref: LargeJsonRef, reason: string) {
+  constructor(
+    readonly ref: LargeJsonRef,
+    reason: string,
+  ) {
     super(`large JSON value ${ref.sha256} in stream "${ref.stream}": ${reason}`);
     this.name = "LargeJsonMissingError";
   }
@@ -199,7 +197,7 @@ export async function getLargeJson(store: EventStore, ref: LargeJsonRef): Promis
   const pieces = new Array<string | undefined>(ref.chunks);
   let found = 0;
   // Pages: a stream may hold several values (one id, several puts); stop once ours is whole.
-  for (let from = 0n; found < ref.chunks; ) {
+  for (let from = 0n; found < ref.chunks;) {
     const page = await store.readStream(ref.stream, { fromRevision: from, maxCount: 64 });
     for (const event of page) {
       if (event.type !== LARGE_JSON_CHUNK) continue;

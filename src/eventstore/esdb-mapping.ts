@@ -106,13 +106,8 @@ function decodeJson(bytes: Uint8Array): unknown {
   }
 }
 
-
 /** The client's conflict error, as ours: the stream, what we expected, what the stream actually is. */
-export function toWrongExpectedVersion(
-  error: unknown,
-  stream: string,
-  expected: ExpectedRevision,
-): WrongExpectedVersionError | undefined {
+export function toWrongExpectedVersion(error: unknown, stream: string, expected: ExpectedRevision): WrongExpectedVersionError | undefined {
   if (!(error instanceof ClientWrongExpectedVersionError)) return undefined;
   return new WrongExpectedVersionError(stream, expected, toCurrentRevision(error.actualVersion));
 }

@@ -51,14 +51,7 @@ import {
   type StreamSubscriptionOptions,
   type Subscription,
 } from "./types.js";
-import {
-  allSubscriptionStart,
-  checkAppend,
-  readAllArguments,
-  readStreamArguments,
-  streamSubscriptionStart,
-  type CheckedEvent,
-} from "./arguments.js";
+import { allSubscriptionStart, checkAppend, readAllArguments, readStreamArguments, streamSubscriptionStart, type CheckedEvent } from "./arguments.js";
 import {
   fromClientPosition,
   isSystem,
@@ -100,10 +93,9 @@ export async function openEsdbStore(options: EsdbStoreOptions): Promise<EventSto
     client = EventStoreDBClient.connectionString(connectionString);
   } catch (error) {
     const reason = error instanceof Error ? error.message : String(error);
-    throw new StoreUnavailableError(
-      `invalid EventStoreDB connection string ${redactConnectionString(connectionString)}: ${reason.replace(/\s+/g, " ")}`,
-      { cause: error },
-    );
+    throw new StoreUnavailableError(`invalid EventStoreDB connection string ${redactConnectionString(connectionString)}: ${reason.replace(/\s+/g, " ")}`, {
+      cause: error,
+    });
   }
   const store = new EsdbStore(client, connectionString, options.health ?? new LogHealth(), options.deadlineMs ?? DEFAULT_DEADLINE_MS);
   try {
@@ -113,7 +105,10 @@ export async function openEsdbStore(options: EsdbStoreOptions): Promise<EventSto
     throw (
       toStoreUnavailable(error, connectionString) ??
       new StoreUnavailableError(
-        `cannot use EventStoreDB at ${redactConnectionString(connectionString)}: ${error instanceof Error ? error.message : String(error)}`.replace(/\s+/g, " "),
+        `cannot use EventStoreDB at ${redactConnectionString(connectionString)}: ${error instanceof Error ? error.message : String(error)}`.replace(
+          /\s+/g,
+          " ",
+        ),
         { cause: error },
       )
     );
@@ -346,7 +341,8 @@ class EsdbStore implements EventStore {
     this.ensureOpen();
     const lastRevision = async () => (await this.lastRevision(stream)) ?? -1n;
     const source: CatchUpSource = {
-      start: from === "start" ? Promise.resolve(-1n) : from === "end" ? this.resolveStart(lastRevision()) : Promise.resolve(from > MAX_INT64 ? MAX_INT64 : from),
+      start:
+        from === "start" ? Promise.resolve(-1n) : from === "end" ? this.resolveStart(lastRevision()) : Promise.resolve(from > MAX_INT64 ? MAX_INT64 : from),
       head: lastRevision,
       readAfter: async (cursor) => {
         const events = await this.readStreamRaw(stream, { fromRevision: cursor + 1n, maxCount: PAGE_SIZE });
@@ -369,7 +365,8 @@ class EsdbStore implements EventStore {
     const filter = options.filter;
     const keep = (e: RecordedEvent) => !isSystem(e.streamId, e.type) && matchesFilter(e.streamId, e.type, filter);
     const source: CatchUpSource = {
-      start: from === "start" ? Promise.resolve(-1n) : from === "end" ? this.resolveStart(this.rawHead()) : Promise.resolve(from > MAX_INT64 ? MAX_INT64 : from),
+      start:
+        from === "start" ? Promise.resolve(-1n) : from === "end" ? this.resolveStart(this.rawHead()) : Promise.resolve(from > MAX_INT64 ? MAX_INT64 : from),
       head: () => this.rawHead(),
       readAfter: async (cursor) => {
         const page = await this.readAllPage(cursor < 0n ? START : toClientPosition(cursor), FORWARDS, PAGE_SIZE);

@@ -17,7 +17,9 @@ export class LiveFeed {
     // The store re-subscribes after a drop from the last event delivered: no live event is lost.
     const subscription = store.subscribeToAll({ fromPosition: "end", filter, name });
     this.subscription = subscription;
-    const failed = onListenerError ?? ((event, error) => console.error(`live feed ${name ?? ""}: skipped ${event.type} at position ${event.position}: ${(error as Error).message}`));
+    const failed =
+      onListenerError ??
+      ((event, error) => console.error(`live feed ${name ?? ""}: skipped ${event.type} at position ${event.position}: ${(error as Error).message}`));
     this.done = (async () => {
       try {
         for await (const item of subscription) {

@@ -38,7 +38,14 @@ export interface LogHealthSnapshot {
   since: Date;
   reconnects: number;
   lastError: string | undefined;
-  subscriptions: { name: string; state: SubscriptionState; position: bigint | undefined; buffered: number; resubscribes: number; lastError: string | undefined }[];
+  subscriptions: {
+    name: string;
+    state: SubscriptionState;
+    position: bigint | undefined;
+    buffered: number;
+    resubscribes: number;
+    lastError: string | undefined;
+  }[];
   unnamedSubscriptions: number;
   stoppedConsumers: { name: string; reason: string }[];
 }
@@ -115,7 +122,14 @@ export class LogHealth {
       since: this.since,
       reconnects: this.reconnectCount,
       lastError: this.lastError,
-      subscriptions: named.map((s) => ({ name: s.name, state: s.state, position: s.position, buffered: s.buffered, resubscribes: s.resubscribes, lastError: s.lastError })),
+      subscriptions: named.map((s) => ({
+        name: s.name,
+        state: s.state,
+        position: s.position,
+        buffered: s.buffered,
+        resubscribes: s.resubscribes,
+        lastError: s.lastError,
+      })),
       unnamedSubscriptions: this.subscriptions.size - named.length,
       stoppedConsumers: [...this.stopped].map(([name, reason]) => ({ name, reason })),
     };

@@ -16,7 +16,11 @@ export interface StoreSelection {
 export async function openStore(selection: StoreSelection): Promise<EventStore> {
   if (selection.eventstoreUrl) {
     const { openEsdbStore } = await import("./esdb.js");
-    return openEsdbStore({ connectionString: toEsdbClientConnectionString(selection.eventstoreUrl), health: selection.health, deadlineMs: selection.eventstoreDeadlineMs });
+    return openEsdbStore({
+      connectionString: toEsdbClientConnectionString(selection.eventstoreUrl),
+      health: selection.health,
+      deadlineMs: selection.eventstoreDeadlineMs,
+    });
   }
   const { openSqliteStore } = await import("./sqlite.js");
   return openSqliteStore({

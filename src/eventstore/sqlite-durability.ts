@@ -152,7 +152,9 @@ export class WalDurability {
     this.durable = position;
     if (this.waiters.length > 0) {
       const still: typeof this.waiters = [];
-      for (const w of this.waiters) if (w.position <= position) w.resolve(); else still.push(w);
+      for (const w of this.waiters)
+        if (w.position <= position) w.resolve();
+        else still.push(w);
       this.waiters = still;
     }
     this.onDurable(position);

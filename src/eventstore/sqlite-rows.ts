@@ -2,16 +2,7 @@
 import { InvalidEventError, type RecordedEvent } from "./types.js";
 
 /** Rows are read as arrays (`raw()`), in this column order. */
-export type Row = [
-  position: bigint,
-  streamId: string,
-  revision: bigint,
-  eventId: string,
-  type: string,
-  data: string,
-  metadata: string | null,
-  created: bigint,
-];
+export type Row = [position: bigint, streamId: string, revision: bigint, eventId: string, type: string, data: string, metadata: string | null, created: bigint];
 export const COLUMNS = "position, stream_id, revision, event_id, type, data, metadata, created";
 
 /**

@@ -97,7 +97,8 @@ export function openDatabaseReadOnly(file: string): Database.Database {
     db = new Database(file, { readonly: true, fileMustExist: true, timeout: LOCK_WAIT_MS });
     db.defaultSafeIntegers(true);
     const version = db.pragma("user_version", { simple: true }) as bigint; // the first read: fails while locked
-    if (!READABLE_VERSIONS.includes(version)) throw new StoreUnavailableError(`database ${file} has schema version ${version}, this tool reads ${READABLE_VERSIONS.join(" and ")}`);
+    if (!READABLE_VERSIONS.includes(version))
+      throw new StoreUnavailableError(`database ${file} has schema version ${version}, this tool reads ${READABLE_VERSIONS.join(" and ")}`);
     return db;
   } catch (err) {
     try {
@@ -116,9 +117,7 @@ function migrate(db: Database.Database, file: string): void {
     const version = db.pragma("user_version", { simple: true }) as bigint;
     if (version === SCHEMA_VERSION) return;
     if (version > SCHEMA_VERSION) {
-      throw new StoreUnavailableError(
-        `database ${file} has schema version ${version}, newer than this server understands (${SCHEMA_VERSION})`,
-      );
+      throw new StoreUnavailableError(`database ${file} has schema version ${version}, newer than this server understands (${SCHEMA_VERSION})`);
     }
     if (version === 0n) {
       const tables = db.prepare("SELECT count(*) FROM sqlite_master").pluck().get() as bigint;

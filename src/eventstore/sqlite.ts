@@ -1,14 +1,7 @@
 import path from "node:path";
 import type Database from "better-sqlite3";
 import { newTimeOrderedId } from "../util/new-id.js";
-import {
-  allSubscriptionStart,
-  checkAppend,
-  readAllArguments,
-  readStreamArguments,
-  streamSubscriptionStart,
-  type CheckedEvent,
-} from "./arguments.js";
+import { allSubscriptionStart, checkAppend, readAllArguments, readStreamArguments, streamSubscriptionStart, type CheckedEvent } from "./arguments.js";
 import { GroupCommit, type Outcome } from "./sqlite-group-commit.js";
 import { WalDurability } from "./sqlite-durability.js";
 import { eraseForGood } from "./sqlite-erase.js";
@@ -143,9 +136,7 @@ function prepareStatements(db: Database.Database) {
     /** The stream's last revision, from the end of its range in the (stream_id, revision) index. */
     streamRevision: db.prepare("SELECT revision FROM events WHERE stream_id = ? ORDER BY revision DESC LIMIT 1").pluck(),
     head: db.prepare("SELECT max(position) FROM events").pluck(),
-    insert: db.prepare(
-      "INSERT INTO events (stream_id, revision, event_id, type, data, metadata, created) VALUES (?, ?, ?, ?, ?, ?, ?)",
-    ),
+    insert: db.prepare("INSERT INTO events (stream_id, revision, event_id, type, data, metadata, created) VALUES (?, ?, ?, ?, ?, ?, ?)"),
     eventById: raw("SELECT stream_id, revision FROM events WHERE event_id = ?"),
     idsFrom: raw("SELECT event_id, position FROM events WHERE stream_id = ? AND revision >= ? ORDER BY revision"),
     streamForwards: raw(`SELECT ${COLUMNS} FROM events WHERE stream_id = ? AND revision >= ? ORDER BY revision`),
@@ -155,7 +146,10 @@ function prepareStatements(db: Database.Database) {
     /** One event type after a position: a range of the (type, position) index, then only those rows. */
     typePage: raw(`SELECT ${COLUMNS} FROM events WHERE type = ? AND position >= ? ORDER BY position LIMIT ${PAGE_SIZE}`),
     /** Position of the page's last event of one type, if it has a full page: read from the index alone. */
-    typePageEnd: db.prepare(`SELECT position FROM events WHERE type = ? AND position >= ? ORDER BY position LIMIT 1 OFFSET ${PAGE_SIZE - 1}`).pluck().safeIntegers(true),
+    typePageEnd: db
+      .prepare(`SELECT position FROM events WHERE type = ? AND position >= ? ORDER BY position LIMIT 1 OFFSET ${PAGE_SIZE - 1}`)
+      .pluck()
+      .safeIntegers(true),
     /** The events of one type in a range of positions (at most a page: the range ends at a page end). */
     typeRange: raw(`SELECT ${COLUMNS} FROM events WHERE type = ? AND position >= ? AND position <= ? ORDER BY position`),
     /** A purge keeps each event's place and attribution; its type and data become a tombstone. */
@@ -282,8 +276,13 @@ class SqliteStore implements SqliteEventStore {
       return Promise.reject(error);
     }
     const job: AppendJob = {
-      stream, expected, events: prepared, mayBeRetry: events[0]?.id !== undefined, givenIds: events.some((e) => e?.id !== undefined),
-      ticket: options.ticket, after: options.after,
+      stream,
+      expected,
+      events: prepared,
+      mayBeRetry: events[0]?.id !== undefined,
+      givenIds: events.some((e) => e?.id !== undefined),
+      ticket: options.ticket,
+      after: options.after,
     };
     return this.queue.submit(job, options.urgent === true);
   }
@@ -330,8 +329,7 @@ class SqliteStore implements SqliteEventStore {
   subscribeToStream(stream: string, options: StreamSubscriptionOptions = {}): Subscription {
     const from = streamSubscriptionStart(stream, options);
     this.ensureOpen();
-    const start =
-      from === "start" ? -1n : from === "end" ? ((this.sql.streamRevision.get(stream) as bigint | undefined) ?? -1n) : min(from, MAX_INT64 - 1n);
+    const start = from === "start" ? -1n : from === "end" ? ((this.sql.streamRevision.get(stream) as bigint | undefined) ?? -1n) : min(from, MAX_INT64 - 1n);
     const query = this.sql.streamPage;
     // Read through `this`: a purge replaces the recent events.
     const historyReadable = this.historyReadable();
@@ -413,7 +411,9 @@ class SqliteStore implements SqliteEventStore {
       const end = this.sql.typePageEnd.get(type, cursor + 1n) as bigint | undefined;
       if (end !== undefined && (bound === undefined || end < bound)) bound = end;
     }
-    const found = distinct.flatMap((type) => (bound === undefined ? this.sql.typePage.all(type, cursor + 1n) : this.sql.typeRange.all(type, cursor + 1n, bound)) as Row[]);
+    const found = distinct.flatMap(
+      (type) => (bound === undefined ? this.sql.typePage.all(type, cursor + 1n) : this.sql.typeRange.all(type, cursor + 1n, bound)) as Row[],
+    );
     found.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
     if (limit !== undefined && (bound === undefined || bound > limit)) {
       // Cut at the readable head: every match up to the limit is in hand; the cursor stays at the last one kept.

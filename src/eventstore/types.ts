@@ -270,9 +270,7 @@ export class InvalidEventError extends Error {
     /** Its global position, for a stored event that cannot be read: a subscriber can skip it (quarantine). */
     readonly position?: bigint,
   ) {
-    super(
-      `Invalid event ${eventType} in stream "${stream}"${revision === undefined ? "" : ` at revision ${revision}`}: ${reason}`,
-    );
+    super(`Invalid event ${eventType} in stream "${stream}"${revision === undefined ? "" : ` at revision ${revision}`}: ${reason}`);
     this.name = "InvalidEventError";
   }
 }

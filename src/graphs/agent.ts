@@ -19,19 +19,8 @@
  * the node instead calls `POST {OPENAI_BASE_URL}/chat/completions` (undici) with the
  * conversation and replies with the first choice. Never exercised by the tests.
  */
-import {
-  AIMessage,
-  type BaseMessage,
-  type MessageContent,
-} from "@langchain/core/messages";
-import {
-  END,
-  type LangGraphRunnableConfig,
-  MessagesValue,
-  START,
-  StateGraph,
-  StateSchema,
-} from "@langchain/langgraph";
+import { AIMessage, type BaseMessage, type MessageContent } from "@langchain/core/messages";
+import { END, type LangGraphRunnableConfig, MessagesValue, START, StateGraph, StateSchema } from "@langchain/langgraph";
 
 export const AgentState = new StateSchema({ messages: MessagesValue });
 
@@ -76,13 +65,7 @@ function openAiRole(message: BaseMessage): string {
   }
 }
 
-async function modelReply(
-  modelName: string,
-  baseUrl: string,
-  apiKey: string,
-  messages: BaseMessage[],
-  signal: AbortSignal | undefined,
-): Promise<AIMessage> {
+async function modelReply(modelName: string, baseUrl: string, apiKey: string, messages: BaseMessage[], signal: AbortSignal | undefined): Promise<AIMessage> {
   const url = `${baseUrl.replace(/\/+$/, "")}/chat/completions`;
   // Loaded only when a model is configured: the offline reply needs no HTTP client in memory.
   const { request } = await import("undici");
@@ -110,10 +93,7 @@ async function modelReply(
   });
 }
 
-async function agent(
-  state: AgentStateValue,
-  config: LangGraphRunnableConfig,
-): Promise<Partial<AgentStateValue>> {
+async function agent(state: AgentStateValue, config: LangGraphRunnableConfig): Promise<Partial<AgentStateValue>> {
   const messages = state.messages ?? [];
   const fromConfigurable = config.configurable?.model_name;
   const fromContext = (config.context as Record<string, unknown> | undefined)?.model_name;
@@ -131,10 +111,7 @@ async function agent(
   return { messages: [offlineReply(messages)] };
 }
 
-export const builder = new StateGraph(AgentState)
-  .addNode("agent", agent)
-  .addEdge(START, "agent")
-  .addEdge("agent", END);
+export const builder = new StateGraph(AgentState).addNode("agent", agent).addEdge(START, "agent").addEdge("agent", END);
 
 export const graph = builder.compile();
 graph.name = "agent";

@@ -26,10 +26,11 @@ export function lazyApiDocs(app: FastifyInstance): void {
     routes.push({ method: route.method, url: route.url, schema: route.schema });
   });
   let docsApp: Promise<FastifyInstance> | undefined;
-  const docs = () => (docsApp ??= buildDocsApp(routes).catch((error: unknown) => {
-    docsApp = undefined; // a later request tries again
-    throw error;
-  }));
+  const docs = () =>
+    (docsApp ??= buildDocsApp(routes).catch((error: unknown) => {
+      docsApp = undefined; // a later request tries again
+      throw error;
+    }));
   app.get("/openapi.json", { schema: { hide: true } }, async () => (await docs()).swagger());
   const forward = async (request: FastifyRequest, reply: FastifyReply) => {
     const answer = await (await docs()).inject({ method: "GET", url: request.url, headers: { accept: request.headers.accept ?? "*/*" } });

@@ -57,9 +57,11 @@ function socketAnswer(status: number, reason: string, detail: string, extra = ""
 function answerClientError(error: Error & { code?: string }, socket: Socket): void {
   if (error.code === "ECONNRESET" || socket.destroyed) return;
   const [status, reason, detail] =
-    error.code === "ERR_HTTP_REQUEST_TIMEOUT" ? [408, "Request Timeout", "The request was not received in time"]
-    : error.code === "HPE_HEADER_OVERFLOW" ? [431, "Request Header Fields Too Large", "The request headers are too large"]
-    : [400, "Bad Request", `Malformed HTTP request${error.code ? ` (${error.code})` : ""}`];
+    error.code === "ERR_HTTP_REQUEST_TIMEOUT"
+      ? [408, "Request Timeout", "The request was not received in time"]
+      : error.code === "HPE_HEADER_OVERFLOW"
+        ? [431, "Request Header Fields Too Large", "The request headers are too large"]
+        : [400, "Bad Request", `Malformed HTTP request${error.code ? ` (${error.code})` : ""}`];
   const inFlight = (socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage;
   if (socket.writable && !inFlight?.headersSent) socket.write(socketAnswer(status, reason, detail));
   socket.destroy(error);

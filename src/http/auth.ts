@@ -38,9 +38,7 @@ export function installAuth(app: FastifyInstance, handlers: AuthHandlers | undef
   if (!handlers) return;
   app.addHook("onRequest", async (request) => {
     if (isPublicRequest(request)) return;
-    request.auth = await authenticate(handlers, toWebRequest(request), (error) =>
-      request.log.warn({ err: error }, "authentication failed"),
-    );
+    request.auth = await authenticate(handlers, toWebRequest(request), (error) => request.log.warn({ err: error }, "authentication failed"));
   });
 }
 

@@ -155,7 +155,10 @@ export function mountCustomApp(fastify: FastifyInstance, app: FetchApp, options:
       const declared = Number(request.headers["content-length"] ?? 0);
       const read = declared > options.bodyLimit ? "too large" : await readBody(payload, options.bodyLimit);
       if (read === "too large") {
-        await reply.code(413).header("connection", "close").send({ detail: `Request body is larger than ${options.bodyLimit} bytes` });
+        await reply
+          .code(413)
+          .header("connection", "close")
+          .send({ detail: `Request body is larger than ${options.bodyLimit} bytes` });
         return payload;
       }
       body = read;

@@ -64,7 +64,10 @@ export function errorHandler(error: FastifyError, request: FastifyRequest, reply
   if (error instanceof StoreUnavailableError) {
     // The log could not be reached in time: the request may be tried again (here or elsewhere).
     request.log.warn({ err: error }, "event log unavailable");
-    reply.header("retry-after", String(error.retryAfterSeconds)).code(503).send({ detail: "Service unavailable: the event log cannot be reached right now, try again later" });
+    reply
+      .header("retry-after", String(error.retryAfterSeconds))
+      .code(503)
+      .send({ detail: "Service unavailable: the event log cannot be reached right now, try again later" });
     return;
   }
   if (error instanceof InvalidEventError && error.position !== undefined) {

@@ -12,7 +12,10 @@ const HEADER = "x-log-position";
  * position of its last append; a request that sends it back waits until this process's read models
  * reached it (at most CATCH_UP_TIMEOUT_MS) before it is served.
  */
-export function logPositionHooks(readModels: CatchUpRunner, contextOf: (request: FastifyRequest) => RequestContext = () => ({})): (app: FastifyInstance) => void {
+export function logPositionHooks(
+  readModels: CatchUpRunner,
+  contextOf: (request: FastifyRequest) => RequestContext = () => ({}),
+): (app: FastifyInstance) => void {
   return (app) => {
     // The request's context (who acts, which request) for everything it calls; see request-context.ts.
     app.addHook("onRequest", (request, _reply, done) => {

@@ -42,7 +42,9 @@ export class ServerMetrics {
     collectDefaultMetrics({ register: this.registry });
     if (startup) {
       new Gauge({
-        name: "agent_server_startup_phase_seconds", labelNames: ["phase"], registers,
+        name: "agent_server_startup_phase_seconds",
+        labelNames: ["phase"],
+        registers,
         help: "Time each start-up phase took (modules: from the process start to the server's first line)",
         collect() {
           this.reset();
@@ -51,29 +53,41 @@ export class ServerMetrics {
       });
     }
     this.appendSeconds = new Histogram({
-      name: "agent_server_append_seconds", help: "Latency of appends to the event log", registers,
+      name: "agent_server_append_seconds",
+      help: "Latency of appends to the event log",
+      registers,
       buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
     });
     this.appendFailures = new Counter({ name: "agent_server_append_failures_total", help: "Appends the event log refused (conflicts included)", registers });
     this.webhookAttempts = new Counter({
-      name: "agent_server_webhook_attempts_total", labelNames: ["outcome"], registers,
+      name: "agent_server_webhook_attempts_total",
+      labelNames: ["outcome"],
+      registers,
       help: "Webhook attempts of this process by outcome: delivered, retry (will be tried again), failed (given up or refused)",
     });
     for (const outcome of ["delivered", "retry", "failed"] satisfies AttemptOutcome[]) this.webhookAttempts.inc({ outcome }, 0);
     this.webhookAttemptSeconds = new Histogram({
-      name: "agent_server_webhook_attempt_seconds", help: "Duration of one webhook attempt (policy check, connect, send, answer)", registers,
+      name: "agent_server_webhook_attempt_seconds",
+      help: "Duration of one webhook attempt (policy check, connect, send, answer)",
+      registers,
       buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
     });
     const claims = () => Object.entries(this.claims).map(([kind, counts]) => ({ kind, ...counts() }));
     new Counter({
-      name: "agent_server_claims_won_total", help: "Claims (run, cron tick, webhook attempt) this process appended", labelNames: ["kind"], registers,
+      name: "agent_server_claims_won_total",
+      help: "Claims (run, cron tick, webhook attempt) this process appended",
+      labelNames: ["kind"],
+      registers,
       collect() {
         this.reset();
         for (const c of claims()) this.inc({ kind: c.kind }, c.won);
       },
     });
     new Counter({
-      name: "agent_server_claims_lost_total", help: "Claims this process tried that the log refused: another process had claimed the same work first", labelNames: ["kind"], registers,
+      name: "agent_server_claims_lost_total",
+      help: "Claims this process tried that the log refused: another process had claimed the same work first",
+      labelNames: ["kind"],
+      registers,
       collect() {
         this.reset();
         for (const c of claims()) this.inc({ kind: c.kind }, c.lost);
@@ -81,14 +95,19 @@ export class ServerMetrics {
     });
     const owners = () => Object.entries(this.claimOwners);
     new Gauge({
-      name: "agent_server_claim_owner_info", help: "1 for the owner id each claimer of this process writes into the log (which process a claim came from)", labelNames: ["kind", "owner"], registers,
+      name: "agent_server_claim_owner_info",
+      help: "1 for the owner id each claimer of this process writes into the log (which process a claim came from)",
+      labelNames: ["kind", "owner"],
+      registers,
       collect() {
         this.reset();
         for (const [kind, owner] of owners()) this.set({ kind, owner }, 1);
       },
     });
     this.webhookDeliverySeconds = new Histogram({
-      name: "agent_server_webhook_delivery_seconds", help: "From a run's end to its webhook's delivery, retries included", registers,
+      name: "agent_server_webhook_delivery_seconds",
+      help: "From a run's end to its webhook's delivery, retries included",
+      registers,
       buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5, 30, 60, 300, 900],
     });
   }
@@ -104,38 +123,51 @@ export class ServerMetrics {
     const head = async () => (health?.state === "disconnected" ? undefined : store.headPosition().catch(() => undefined));
     if (health) observeLog(registers, health, head);
     new Gauge({
-      name: "agent_server_runs", help: "Runs in the read model by status", labelNames: ["status"], registers,
+      name: "agent_server_runs",
+      help: "Runs in the read model by status",
+      labelNames: ["status"],
+      registers,
       collect() {
         this.reset();
         for (const [status, count] of Object.entries(readModels.runs.countByStatus())) this.set({ status }, count);
       },
     });
     new Gauge({
-      name: "agent_server_pending_runs", help: "Runs waiting for a worker (queue depth)", registers,
+      name: "agent_server_pending_runs",
+      help: "Runs waiting for a worker (queue depth)",
+      registers,
       collect() {
         this.set(readModels.runs.countByStatus().pending ?? 0);
       },
     });
     new Gauge({
-      name: "agent_server_runs_executing", help: "Runs this process executes now (the pending and running gauges count every process's)", registers,
+      name: "agent_server_runs_executing",
+      help: "Runs this process executes now (the pending and running gauges count every process's)",
+      registers,
       collect() {
         this.set(runsExecuting());
       },
     });
     new Gauge({
-      name: "agent_server_sse_streams_open", help: "Open server-sent event streams", registers,
+      name: "agent_server_sse_streams_open",
+      help: "Open server-sent event streams",
+      registers,
       collect() {
         this.set(openStreams());
       },
     });
     new Gauge({
-      name: "agent_server_webhook_pending_deliveries", help: "Webhook deliveries due or being sent, across every process of the store", registers,
+      name: "agent_server_webhook_pending_deliveries",
+      help: "Webhook deliveries due or being sent, across every process of the store",
+      registers,
       collect() {
         this.set(readModels.webhooks.openCount());
       },
     });
     new Gauge({
-      name: "agent_server_webhook_attempts_in_flight", help: "Webhook attempts this process is sending now", registers,
+      name: "agent_server_webhook_attempts_in_flight",
+      help: "Webhook attempts this process is sending now",
+      registers,
       collect() {
         this.set(webhooksInFlight());
       },
@@ -144,11 +176,17 @@ export class ServerMetrics {
     const total = (name: string, help: string, read: () => number | undefined) => runningTotal(registers, name, help, read);
     total("agent_server_wal_syncs_total", "Syncs of the embedded log's WAL to disk (responses and subscribers wait for them)", () => this.walSyncs()?.count);
     total("agent_server_wal_sync_seconds_total", "Seconds the WAL syncs took, from start to their report on the event loop", () => this.walSyncs()?.seconds);
-    total("agent_server_projection_batches_total", "Batches of events folded into the read models (one transaction each)", () => readModels.runner.foldStats.batches);
+    total(
+      "agent_server_projection_batches_total",
+      "Batches of events folded into the read models (one transaction each)",
+      () => readModels.runner.foldStats.batches,
+    );
     total("agent_server_projection_events_total", "Events folded into the read models", () => readModels.runner.foldStats.events);
     total("agent_server_projection_batch_seconds_total", "Seconds the read models' fold transactions took", () => readModels.runner.foldStats.seconds);
     new Gauge({
-      name: "agent_server_quarantined_entries", labelNames: ["subscriber"], registers,
+      name: "agent_server_quarantined_entries",
+      labelNames: ["subscriber"],
+      registers,
       help: "Stored events (or runs, deliveries, crons) a subscriber of the log could not handle and skipped, by subscriber (GET /audit/quarantine lists them; a rebuild folds them again)",
       collect() {
         this.reset();
@@ -158,7 +196,9 @@ export class ServerMetrics {
       },
     });
     new Gauge({
-      name: "agent_server_projection_lag_events", help: "Log head position minus the read models' position", registers,
+      name: "agent_server_projection_lag_events",
+      help: "Log head position minus the read models' position",
+      registers,
       async collect() {
         const at = await head();
         if (at === undefined) return;
@@ -167,7 +207,9 @@ export class ServerMetrics {
       },
     });
     new Gauge({
-      name: "agent_server_log_head_position", help: "Position of the last event of the log", registers,
+      name: "agent_server_log_head_position",
+      help: "Position of the last event of the log",
+      registers,
       async collect() {
         const at = await head();
         if (at !== undefined) this.set(Number(at));
@@ -192,21 +234,29 @@ export class ServerMetrics {
 /** The link to the log: connection state, reconnects, and each named subscription's lag and re-subscriptions. */
 function observeLog(registers: Registry[], health: LogHealth, head: () => Promise<bigint | undefined>): void {
   new Gauge({
-    name: "agent_server_log_connected", help: "1 while the event log answers, 0 while it cannot be reached", registers,
+    name: "agent_server_log_connected",
+    help: "1 while the event log answers, 0 while it cannot be reached",
+    registers,
     collect() {
       this.set(health.state === "connected" ? 1 : 0);
     },
   });
   runningTotal(registers, "agent_server_log_reconnects_total", "Times the event log was reached again after being unreachable", () => health.reconnects);
   new Gauge({
-    name: "agent_server_subscription_live", help: "1 while a subscription to the log is live, 0 while it catches up, reconnects or stopped", labelNames: ["subscription"], registers,
+    name: "agent_server_subscription_live",
+    help: "1 while a subscription to the log is live, 0 while it catches up, reconnects or stopped",
+    labelNames: ["subscription"],
+    registers,
     collect() {
       this.reset();
       for (const s of health.snapshot().subscriptions) this.set({ subscription: s.name }, s.state === "live" ? 1 : 0);
     },
   });
   new Gauge({
-    name: "agent_server_subscription_lag_positions", help: "How far a subscription is behind the log's head (positions; 0 when live with nothing waiting)", labelNames: ["subscription"], registers,
+    name: "agent_server_subscription_lag_positions",
+    help: "How far a subscription is behind the log's head (positions; 0 when live with nothing waiting)",
+    labelNames: ["subscription"],
+    registers,
     async collect() {
       this.reset();
       const at = await head();
@@ -215,7 +265,10 @@ function observeLog(registers: Registry[], health: LogHealth, head: () => Promis
     },
   });
   new Counter({
-    name: "agent_server_subscription_resubscribes_total", help: "Times a subscription re-subscribed after a drop", labelNames: ["subscription"], registers,
+    name: "agent_server_subscription_resubscribes_total",
+    help: "Times a subscription re-subscribed after a drop",
+    labelNames: ["subscription"],
+    registers,
     collect() {
       this.reset();
       for (const s of health.snapshot().subscriptions) this.inc({ subscription: s.name }, s.resubscribes);
@@ -236,7 +289,9 @@ export function metricsRoutes(metrics: ServerMetrics): FastifyPluginAsync {
 /** An unlabelled counter read at scrape time from a running total the process keeps (undefined: no sample is set). */
 function runningTotal(registers: Registry[], name: string, help: string, read: () => number | undefined): Counter {
   return new Counter({
-    name, help, registers,
+    name,
+    help,
+    registers,
     collect() {
       const value = read();
       if (value === undefined) return;

@@ -2,7 +2,16 @@ import type { FastifyRequest } from "fastify";
 import { requestPath } from "./request-target.js";
 
 /** Routes anyone may call: liveness, server info, the API description, the A2A agent cards (discovery), the audit page (its data needs the key), metrics, generative UI assets (a `<script src>` sends no key; the component list itself, POST /ui/{agent}, needs it). */
-const PUBLIC_PATHS = [/^\/ok$/, /^\/info$/, /^\/docs(\/.*)?$/, /^\/openapi\.json$/, /^(\/a2a\/[^/]+)?\/\.well-known\/agent-card\.json$/, /^\/audit$/, /^\/metrics$/, /^\/ui\/[^/]+\/[^/]+$/];
+const PUBLIC_PATHS = [
+  /^\/ok$/,
+  /^\/info$/,
+  /^\/docs(\/.*)?$/,
+  /^\/openapi\.json$/,
+  /^(\/a2a\/[^/]+)?\/\.well-known\/agent-card\.json$/,
+  /^\/audit$/,
+  /^\/metrics$/,
+  /^\/ui\/[^/]+\/[^/]+$/,
+];
 
 export const isPublicPath = (path: string) => PUBLIC_PATHS.some((p) => p.test(path));
 

@@ -32,7 +32,7 @@ const invalid = (id: RpcId, message: string, code: number = RpcErrorCode.Invalid
 export function classify(value: unknown): McpMessage {
   if (!isPlainObject(value)) return invalid(null, "Invalid Request: a JSON-RPC message must be an object");
   const id = "id" in value && isRpcId(value.id) ? value.id : null;
-  if (value.jsonrpc !== "2.0") return invalid(id, 'Invalid Request: \'jsonrpc\' must be exactly "2.0"');
+  if (value.jsonrpc !== "2.0") return invalid(id, "Invalid Request: 'jsonrpc' must be exactly \"2.0\"");
   if (!("method" in value)) {
     // A client's answer to a server request: a stateless server sends none, so there is nothing to match.
     if ("id" in value && ("result" in value || "error" in value)) return { kind: "response" };
@@ -44,7 +44,8 @@ export function classify(value: unknown): McpMessage {
   if (typeof value.id !== "string" && !(typeof value.id === "number" && Number.isInteger(value.id))) {
     return invalid(null, "Invalid Request: 'id' must be a string or an integer");
   }
-  if (value.params !== undefined && !isPlainObject(value.params)) return invalid(value.id, "Invalid params: 'params' must be an object", RpcErrorCode.InvalidParams);
+  if (value.params !== undefined && !isPlainObject(value.params))
+    return invalid(value.id, "Invalid params: 'params' must be an object", RpcErrorCode.InvalidParams);
   const tooDeep = findLimitViolation(value.params, REQUEST_LIMITS, "params");
   if (tooDeep) return invalid(value.id, `Invalid params: ${describeViolation(tooDeep)}`, RpcErrorCode.InvalidParams);
   return { kind: "request", id: value.id, method: value.method, params: (value.params as Record<string, unknown> | undefined) ?? {} };

@@ -30,7 +30,8 @@ export function toMcpError(error: unknown): McpError {
   if (error instanceof McpError) return error;
   error = refusalOf(error) ?? error;
   // Custom auth refused (its handler's status and message), or the request names what is not there.
-  if (error instanceof AuthError) return new McpError(error.status === 401 || error.status === 403 ? RpcErrorCode.InvalidRequest : RpcErrorCode.InvalidParams, error.detail);
+  if (error instanceof AuthError)
+    return new McpError(error.status === 401 || error.status === 403 ? RpcErrorCode.InvalidRequest : RpcErrorCode.InvalidParams, error.detail);
   if (error instanceof DomainError) return invalidParams(error.detail);
   return new McpError(RpcErrorCode.Internal, "Internal error");
 }

@@ -22,7 +22,11 @@ export interface McpRequestContext {
   logError: (error: unknown) => void;
 }
 
-const InitializeParams = z.object({ protocolVersion: z.string(), capabilities: z.record(z.string(), z.unknown()).optional(), clientInfo: z.unknown().optional() });
+const InitializeParams = z.object({
+  protocolVersion: z.string(),
+  capabilities: z.record(z.string(), z.unknown()).optional(),
+  clientInfo: z.unknown().optional(),
+});
 const ListParams = z.object({ cursor: z.string().optional() });
 const CallParams = z.object({ name: z.string().min(1), arguments: z.record(z.string(), z.unknown()).optional() });
 
@@ -43,7 +47,8 @@ export function mcpMethods(tools: McpTools) {
           protocolVersion: negotiate(p.protocolVersion),
           capabilities: { tools: { listChanged: false } },
           serverInfo: SERVER_INFO,
-          instructions: "Each tool is an assistant of this LangGraph server; calling it runs the assistant once (a stateless run) and returns its output as JSON.",
+          instructions:
+            "Each tool is an assistant of this LangGraph server; calling it runs the assistant once (a stateless run) and returns its output as JSON.",
         };
       }
       case "ping":

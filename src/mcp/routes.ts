@@ -40,7 +40,12 @@ export function mcpRoutes(ctx: AppContext, runs: RunsService, options: McpRoutes
     const initializing = requests.some((m) => m.method === "initialize");
     // After `initialize`, a client names the version it negotiated on every request (MCP 2025-06-18).
     if (!initializing && headerVersion(req.headers["mcp-protocol-version"]) === undefined) {
-      return refuse(reply, 400, RpcErrorCode.InvalidRequest, `Bad Request: unsupported MCP-Protocol-Version ${JSON.stringify(req.headers["mcp-protocol-version"])}; this server speaks ${SUPPORTED_VERSIONS.join(", ")}`);
+      return refuse(
+        reply,
+        400,
+        RpcErrorCode.InvalidRequest,
+        `Bad Request: unsupported MCP-Protocol-Version ${JSON.stringify(req.headers["mcp-protocol-version"])}; this server speaks ${SUPPORTED_VERSIONS.join(", ")}`,
+      );
     }
     const invalid = body.messages.flatMap((m): RpcResponse[] => (m.kind === "invalid" ? [failure(m.id, m.error)] : []));
     // Notifications and responses need no answer: accepted, and nothing follows (no session to act on).
@@ -49,15 +54,26 @@ export function mcpRoutes(ctx: AppContext, runs: RunsService, options: McpRoutes
     reply.raw.on("close", () => {
       if (!reply.raw.writableEnded) gone.abort();
     });
-    const c: McpRequestContext = { caller: options.callerOf(req), headers: req.headers as Headers, signal: gone.signal, logError: (err) => reply.log.error({ err }, "mcp request failed") };
+    const c: McpRequestContext = {
+      caller: options.callerOf(req),
+      headers: req.headers as Headers,
+      signal: gone.signal,
+      logError: (err) => reply.log.error({ err }, "mcp request failed"),
+    };
     const responses = [...invalid, ...(await Promise.all(requests.map((m) => answer(m.id, m.method, m.params, c))))];
     // A message that is not even a request (bad envelope) is a 400, as the transport asks; a request's own error is a 200.
     const status = !body.batch && invalid.length > 0 ? 400 : 200;
-    return reply.code(status).header("content-type", "application/json").send(body.batch ? responses : responses[0]);
+    return reply
+      .code(status)
+      .header("content-type", "application/json")
+      .send(body.batch ? responses : responses[0]);
   }
 
   const notAllowed = async (_req: FastifyRequest, reply: FastifyReply) =>
-    reply.code(405).header("allow", "POST").send(failure(null, { code: RpcErrorCode.InvalidRequest, message: "Method Not Allowed: this MCP server is stateless and answers POST only" }));
+    reply
+      .code(405)
+      .header("allow", "POST")
+      .send(failure(null, { code: RpcErrorCode.InvalidRequest, message: "Method Not Allowed: this MCP server is stateless and answers POST only" }));
 
   /** In its own context, with the raw body, so bad JSON is -32700 and not a 422. */
   return async (app: FastifyInstance) => {

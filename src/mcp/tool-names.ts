@@ -9,7 +9,10 @@ const MAX_LENGTH = 64;
 
 /** The tool name an assistant name asks for, before deduplication. */
 export function toolNameOf(name: string): string {
-  const safe = name.trim().replace(/[^a-zA-Z0-9_-]+/g, "_").slice(0, MAX_LENGTH);
+  const safe = name
+    .trim()
+    .replace(/[^a-zA-Z0-9_-]+/g, "_")
+    .slice(0, MAX_LENGTH);
   return safe === "" || /^_+$/.test(safe) ? "assistant" : safe;
 }
 

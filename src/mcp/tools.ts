@@ -47,7 +47,10 @@ export class McpTools {
   private inputOf(graphId: string): Promise<ToolInput> {
     let input = this.inputs.get(graphId);
     if (!input) {
-      input = this.ctx.runtime().then(({ graphs }) => graphs.schemas(graphId)).then((s) => toolInput(s.input_schema, s.context_schema));
+      input = this.ctx
+        .runtime()
+        .then(({ graphs }) => graphs.schemas(graphId))
+        .then((s) => toolInput(s.input_schema, s.context_schema));
       input.catch(() => this.inputs.delete(graphId));
       this.inputs.set(graphId, input);
     }
@@ -62,7 +65,10 @@ export class McpTools {
     return Promise.all(
       assistants.map(async (assistant, i) => {
         const { inputSchema, takesContext } = await this.inputOf(assistant.graph_id);
-        const description = assistant.description || this.ctx.graphs.description(assistant.graph_id) || `Runs the LangGraph graph "${assistant.graph_id}" (assistant ${assistant.assistant_id}).`;
+        const description =
+          assistant.description ||
+          this.ctx.graphs.description(assistant.graph_id) ||
+          `Runs the LangGraph graph "${assistant.graph_id}" (assistant ${assistant.assistant_id}).`;
         return { tool: { name: names[i], title: assistant.name, description, inputSchema }, assistant, takesContext };
       }),
     );

@@ -25,8 +25,16 @@ export interface ProtocolCommand {
 }
 
 export type ErrorCode =
-  | "invalid_argument" | "unknown_command" | "unknown_error" | "no_such_run" | "no_such_subscription"
-  | "no_such_namespace" | "no_such_interrupt" | "no_such_checkpoint" | "permission_denied" | "not_supported";
+  | "invalid_argument"
+  | "unknown_command"
+  | "unknown_error"
+  | "no_such_run"
+  | "no_such_subscription"
+  | "no_such_namespace"
+  | "no_such_interrupt"
+  | "no_such_checkpoint"
+  | "permission_denied"
+  | "not_supported";
 
 export type ProtocolResponse =
   | { type: "success"; id: number; result: Record<string, unknown>; meta?: Record<string, unknown> }
@@ -102,8 +110,15 @@ export class ProtocolCommands {
     return this.runs.create(await this.runs.authorize(caller, threadId, full), headers);
   }
 
-  private async runStart(caller: Caller, threadId: string, id: number, params: Record<string, unknown>, headers: Record<string, string | string[] | undefined>): Promise<ProtocolResponse> {
-    if (typeof params.assistant_id !== "string" || params.assistant_id === "") return errorResponse(id, "invalid_argument", "run.start requires an assistant_id.");
+  private async runStart(
+    caller: Caller,
+    threadId: string,
+    id: number,
+    params: Record<string, unknown>,
+    headers: Record<string, string | string[] | undefined>,
+  ): Promise<ProtocolResponse> {
+    if (typeof params.assistant_id !== "string" || params.assistant_id === "")
+      return errorResponse(id, "invalid_argument", "run.start requires an assistant_id.");
     const strategy = MultitaskStrategySchema.safeParse(params.multitaskStrategy ?? params.multitask_strategy);
     const input = params.input ?? null;
     const resume = input !== null && (await this.interrupted(threadId));
@@ -134,11 +149,18 @@ export class ProtocolCommands {
   }
 
   /** Answers interrupts: `{interrupt_id, response}` or `{responses: [...]}`, resumed in one run of the thread's assistant. */
-  private async inputRespond(caller: Caller, threadId: string, id: number, params: Record<string, unknown>, headers: Record<string, string | string[] | undefined>): Promise<ProtocolResponse> {
+  private async inputRespond(
+    caller: Caller,
+    threadId: string,
+    id: number,
+    params: Record<string, unknown>,
+    headers: Record<string, string | string[] | undefined>,
+  ): Promise<ProtocolResponse> {
     const resume: Record<string, unknown> = {};
     if (Array.isArray(params.responses)) {
       for (const entry of params.responses) {
-        if (!isRecord(entry) || typeof entry.interrupt_id !== "string") return errorResponse(id, "invalid_argument", "input.respond responses entries require an interrupt_id.");
+        if (!isRecord(entry) || typeof entry.interrupt_id !== "string")
+          return errorResponse(id, "invalid_argument", "input.respond responses entries require an interrupt_id.");
         resume[entry.interrupt_id] = entry.response;
       }
       if (Object.keys(resume).length === 0) return errorResponse(id, "invalid_argument", "input.respond requires at least one response.");
@@ -151,7 +173,8 @@ export class ProtocolCommands {
     const last = thread && this.ctx.readModels.runs.listForThread(threadId, { limit: 1, offset: 0 })[0];
     // As the official server: a thread no run was started on has nothing to answer; one whose run is not waiting is a misuse.
     if (!thread || !last) return errorResponse(id, "no_such_run", "No interrupted run is bound to this thread.");
-    if (Object.keys(thread.interrupts ?? {}).length === 0) return errorResponse(id, "invalid_argument", "input.respond can only be used while the run is interrupted.");
+    if (Object.keys(thread.interrupts ?? {}).length === 0)
+      return errorResponse(id, "invalid_argument", "input.respond can only be used while the run is interrupted.");
     const command: NonNullable<RunRequest["command"]> = { resume };
     if (isRecord(params.update) || Array.isArray(params.update)) command.update = params.update;
     if (params.goto !== undefined) command.goto = params.goto;
@@ -169,7 +192,10 @@ export class ProtocolCommands {
   private async stateGet(caller: Caller, threadId: string, id: number, params: Record<string, unknown>): Promise<ProtocolResponse> {
     await this.authorizeRead(caller, threadId);
     if (!(await threadStateConsistent(this.ctx, threadId))) return errorResponse(id, "invalid_argument", `Thread with ID ${threadId} not found`);
-    const state = (await getThreadState(this.ctx, caller, threadId)) as { values?: unknown; checkpoint?: { checkpoint_id?: string; checkpoint_ns?: string } | null };
+    const state = (await getThreadState(this.ctx, caller, threadId)) as {
+      values?: unknown;
+      checkpoint?: { checkpoint_id?: string; checkpoint_ns?: string } | null;
+    };
     let values = isRecord(state.values) ? state.values : {};
     const keys = Array.isArray(params.keys) && params.keys.every((k) => typeof k === "string") ? (params.keys as string[]) : undefined;
     if (keys) values = Object.fromEntries(Object.entries(values).filter(([k]) => keys.includes(k)));
@@ -189,7 +215,11 @@ export class ProtocolCommands {
     if (typeof filter === "string") return errorResponse(id, "invalid_argument", filter);
     await this.authorizeRead(caller, threadId);
     if (!(await threadHasRuns(this.ctx.store, threadId))) return errorResponse(id, "no_such_run", "No active run is bound to this thread.");
-    return errorResponse(id, "not_supported", `Subscribe over GET /threads/${threadId}/stream/events (WebSocket) or POST /threads/${threadId}/stream/events (SSE).`);
+    return errorResponse(
+      id,
+      "not_supported",
+      `Subscribe over GET /threads/${threadId}/stream/events (WebSocket) or POST /threads/${threadId}/stream/events (SSE).`,
+    );
   }
 
   /** The root of the agent tree: the thread's latest run and its status (a thread without runs has none). */
@@ -198,7 +228,12 @@ export class ProtocolCommands {
     const last = this.ctx.readModels.runs.listForThread(threadId, { limit: 1, offset: 0 })[0];
     if (!last) return errorResponse(id, "no_such_run", "No active run is bound to this thread.");
     const graphId = (last?.kwargs.config as { configurable?: { graph_id?: unknown } } | undefined)?.configurable?.graph_id;
-    const status = last.status === "pending" || last.status === "running" ? "running" : last.status === "error" || last.status === "timeout" ? "failed" : lifecycleOf(last.status as never);
+    const status =
+      last.status === "pending" || last.status === "running"
+        ? "running"
+        : last.status === "error" || last.status === "timeout"
+          ? "failed"
+          : lifecycleOf(last.status as never);
     return { type: "success", id, result: { tree: { namespace: [], status, graph_name: typeof graphId === "string" ? graphId : last.assistant_id } } };
   }
 }

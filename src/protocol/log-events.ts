@@ -11,7 +11,14 @@
 import { matchesSubscription } from "@langchain/langgraph/stream";
 import type { RecordedEvent } from "../eventstore/types.js";
 import type { RunEnded } from "../domain/runs.js";
-import { closeSubgraphs, newInterruptRecords, newProtocolChunkState, trackLifecycle, type ProtocolChunkState, type ProtocolRecord } from "../runtime/protocol-chunks.js";
+import {
+  closeSubgraphs,
+  newInterruptRecords,
+  newProtocolChunkState,
+  trackLifecycle,
+  type ProtocolChunkState,
+  type ProtocolRecord,
+} from "../runtime/protocol-chunks.js";
 import { PROTOCOL_OUTPUT } from "../runtime/stream-modes.js";
 
 /** How many protocol events one log event may yield (the multiplier of its position in `seq`). */

@@ -26,9 +26,11 @@ export interface ProtocolRoutesOptions {
 }
 
 const ThreadParams = z.object({ thread_id: z.uuid({ error: "must be a UUID" }) });
-const Channel = z.string().refine((c) => ["values", "updates", "messages", "tools", "lifecycle", "input", "checkpoints", "tasks", "custom"].includes(c) || c.startsWith("custom:"), {
-  message: "unknown channel",
-});
+const Channel = z
+  .string()
+  .refine((c) => ["values", "updates", "messages", "tools", "lifecycle", "input", "checkpoints", "tasks", "custom"].includes(c) || c.startsWith("custom:"), {
+    message: "unknown channel",
+  });
 const EventsBody = z
   .object({
     channels: z.array(Channel).min(1),
@@ -67,7 +69,13 @@ export function protocolRoutes(ctx: AppContext, runs: RunsService, options: Prot
       await commands.authorizeRead(caller, threadId);
       const sse = new SseWriter(reply, {});
       const untrack = runs.track(() => sse.end());
-      const subscriber = subscribe(ctx.store, threadId, req.body, () => commands.authorizeRead(caller, threadId), (event) => sse.event(event.method, event, event.event_id));
+      const subscriber = subscribe(
+        ctx.store,
+        threadId,
+        req.body,
+        () => commands.authorizeRead(caller, threadId),
+        (event) => sse.event(event.method, event, event.event_id),
+      );
       sse.onClose(() => subscriber.stop());
       sse.onEnd(() => subscriber.stop());
       await subscriber.done.catch((error) => req.log.warn({ err: error }, "protocol event stream ended"));
@@ -100,7 +108,11 @@ export function protocolRoutes(ctx: AppContext, runs: RunsService, options: Prot
       let queue = Promise.resolve();
       socket.on("message", (data: Buffer | ArrayBuffer | Buffer[]) => {
         ctx.readModels.runner.settle(); // read-your-writes, as for an HTTP request (see CatchUpRunner.settle)
-        const text = Array.isArray(data) ? Buffer.concat(data).toString("utf8") : Buffer.isBuffer(data) ? data.toString("utf8") : Buffer.from(data).toString("utf8");
+        const text = Array.isArray(data)
+          ? Buffer.concat(data).toString("utf8")
+          : Buffer.isBuffer(data)
+            ? data.toString("utf8")
+            : Buffer.from(data).toString("utf8");
         queue = queue.then(() => session.onMessage(text)).catch((error) => req.log.warn({ err: error }, "protocol command failed"));
       });
       const untrack = runs.track(() => socket.close(1001, "server shutting down"));

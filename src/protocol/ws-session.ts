@@ -110,7 +110,9 @@ export class WsSession {
     const channels = [...new Set(filters.flatMap((f) => f.channels))];
     const sinces = filters.flatMap((f) => (f.since === undefined ? [] : [f.since]));
     const feedFilter: EventFilter = sinces.length > 0 ? { channels, since: Math.min(...sinces) } : { channels };
-    this.feed = subscribe(this.deps.store, this.deps.threadId, feedFilter, this.deps.authorize, (event) => (matches(event) ? this.deps.send(event) : undefined));
+    this.feed = subscribe(this.deps.store, this.deps.threadId, feedFilter, this.deps.authorize, (event) =>
+      matches(event) ? this.deps.send(event) : undefined,
+    );
   }
 
   close(): void {

@@ -55,14 +55,27 @@ export const assistantsTable: TableProjection = {
       if (!after) return;
       const a = after.current;
       upsert.run({
-        assistant_id: id, revision: after.revision, deleted: after.deleted ? 1 : 0, graph_id: a.graph_id, name: a.name,
-        created_at: a.created_at, updated_at: a.updated_at, metadata: JSON.stringify(a.metadata), data: JSON.stringify(a),
+        assistant_id: id,
+        revision: after.revision,
+        deleted: after.deleted ? 1 : 0,
+        graph_id: a.graph_id,
+        name: a.name,
+        created_at: a.created_at,
+        updated_at: a.updated_at,
+        metadata: JSON.stringify(a.metadata),
+        data: JSON.stringify(a),
       });
       // Versions only ever grow while the assistant lives; a delete or a re-creation rewrites them.
-      const grows = before && !before.deleted && !after.deleted && after.versions.length >= before.versions.length && after.versions[0].created_at === before.versions[0].created_at;
+      const grows =
+        before &&
+        !before.deleted &&
+        !after.deleted &&
+        after.versions.length >= before.versions.length &&
+        after.versions[0].created_at === before.versions[0].created_at;
       if (!grows) dropVersions.run(id);
       if (!after.deleted) {
-        for (const v of after.versions.slice(grows ? before!.versions.length : 0)) insertVersion.run(id, v.version, JSON.stringify(v.metadata), JSON.stringify(v));
+        for (const v of after.versions.slice(grows ? before!.versions.length : 0))
+          insertVersion.run(id, v.version, JSON.stringify(v.metadata), JSON.stringify(v));
       }
       index.replace(id, after.deleted ? undefined : a.metadata, !before);
     };
@@ -120,7 +133,11 @@ export class AssistantsReadModel {
   search(q: AssistantFilter & { sort_by?: AssistantSortField; sort_order?: SortOrder; limit: number; offset: number }): { page: Assistant[]; total: number } {
     const source = sourceOf(q);
     const { rows, total } = pageAndCount(this.cache, source.from, "assistants.data", "assistants.assistant_id", {
-      where: source.where, sortColumn: `assistants.${q.sort_by ?? "created_at"}`, sortOrder: q.sort_order ?? "desc", limit: q.limit, offset: q.offset,
+      where: source.where,
+      sortColumn: `assistants.${q.sort_by ?? "created_at"}`,
+      sortOrder: q.sort_order ?? "desc",
+      limit: q.limit,
+      offset: q.offset,
     });
     return { page: (rows as { data: string }[]).map((r) => JSON.parse(r.data) as Assistant), total };
   }
@@ -135,7 +152,12 @@ export class AssistantsReadModel {
     const where: SqlFragment[] = [{ sql: "assistant_id = ?", params: [id] }];
     if (q.metadata) where.push(containsSql("metadata", q.metadata));
     const sql = `SELECT data FROM assistant_versions WHERE ${where.map((w) => `(${w.sql})`).join(" AND ")} ORDER BY version DESC LIMIT ? OFFSET ?`;
-    return (this.cache.get(sql).pluck().all(...where.flatMap((w) => w.params), q.limit, q.offset) as string[]).map((d) => JSON.parse(d) as AssistantVersion);
+    return (
+      this.cache
+        .get(sql)
+        .pluck()
+        .all(...where.flatMap((w) => w.params), q.limit, q.offset) as string[]
+    ).map((d) => JSON.parse(d) as AssistantVersion);
   }
 }
 

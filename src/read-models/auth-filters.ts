@@ -16,7 +16,10 @@ export type AuthFilters = Record<string, FilterValue>;
 
 const Scalar = z.union([z.string(), z.number().finite(), z.boolean(), z.null()]);
 /** Keys become a JSON path `$."key"`: a double quote would end it early. */
-const Key = z.string().min(1).refine((k) => !k.includes('"'), 'must not contain "');
+const Key = z
+  .string()
+  .min(1)
+  .refine((k) => !k.includes('"'), 'must not contain "');
 
 export const AuthFiltersSchema = z.record(
   Key,

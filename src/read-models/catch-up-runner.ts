@@ -90,7 +90,11 @@ export class CatchUpRunner {
   /** Batches folded (one transaction each, once live), the events in them, and the seconds their transactions took. */
   private readonly folded = { batches: 0, events: 0, seconds: 0 };
 
-  private constructor(db: Database.Database, readonly tables: readonly TableProjection[], rebuild: { indexes: string[]; fingerprint: string } | undefined) {
+  private constructor(
+    db: Database.Database,
+    readonly tables: readonly TableProjection[],
+    rebuild: { indexes: string[]; fingerprint: string } | undefined,
+  ) {
     this.db = db;
     this.rebuilding = rebuild !== undefined;
     this.pendingRebuild = rebuild;
@@ -354,7 +358,9 @@ export class CatchUpRunner {
     for (const statement of pending.indexes) this.db.exec(statement);
     this.db.exec("COMMIT");
     this.db.pragma("journal_mode = WAL");
-    this.db.prepare("INSERT INTO read_model_meta (key, value) VALUES ('fingerprint', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value").run(pending.fingerprint);
+    this.db
+      .prepare("INSERT INTO read_model_meta (key, value) VALUES ('fingerprint', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value")
+      .run(pending.fingerprint);
     this.db.pragma("wal_checkpoint(TRUNCATE)");
     this.db.pragma(`cache_size = -${CACHE_KIB}`);
     this.db.pragma("shrink_memory");
@@ -428,7 +434,9 @@ export class CatchUpRunner {
   private release(): void {
     if (this.waiters.length === 0) return;
     const still: Waiter[] = [];
-    for (const w of this.waiters) if (w.position <= this.applied) w.resolve(); else still.push(w);
+    for (const w of this.waiters)
+      if (w.position <= this.applied) w.resolve();
+      else still.push(w);
     this.waiters = still;
   }
 }
@@ -449,7 +457,9 @@ function afterAtMost(promise: Promise<unknown>, ms: number, then: () => void): v
 function prepareWriters(db: Database.Database, tables: readonly TableProjection[]): Writer[] {
   return tables.map((table) => {
     const prepared = table.prepare(db);
-    return typeof prepared === "function" ? { table, apply: prepared } : { table, apply: (e: RecordedEvent) => prepared.apply(e), flush: () => prepared.flush() };
+    return typeof prepared === "function"
+      ? { table, apply: prepared }
+      : { table, apply: (e: RecordedEvent) => prepared.apply(e), flush: () => prepared.flush() };
   });
 }
 
@@ -483,7 +493,8 @@ function openFile(file: string): Database.Database {
     return db;
   } catch (error) {
     const code = (error as { code?: string }).code;
-    if (code === "SQLITE_BUSY" || code === "SQLITE_LOCKED") throw new StoreUnavailableError(`read-model database ${file} is locked by another process (give each server process its own DATA_DIR)`, { cause: error });
+    if (code === "SQLITE_BUSY" || code === "SQLITE_LOCKED")
+      throw new StoreUnavailableError(`read-model database ${file} is locked by another process (give each server process its own DATA_DIR)`, { cause: error });
     throw new StoreUnavailableError(`cannot open read-model database ${file}: ${(error as Error).message}`, { cause: error });
   }
 }

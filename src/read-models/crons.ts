@@ -38,7 +38,8 @@ export const cronsTable: TableProjection = {
   eventTypes: cronsProjection.eventTypes,
   prepare(db) {
     const find = findCron(db);
-    const upsert = db.prepare(`INSERT INTO crons (cron_id, assistant_id, thread_id, enabled, next_run_at, next_run_date, end_time, created_at, updated_at, metadata, doc)
+    const upsert =
+      db.prepare(`INSERT INTO crons (cron_id, assistant_id, thread_id, enabled, next_run_at, next_run_date, end_time, created_at, updated_at, metadata, doc)
       VALUES (@cron_id, @assistant_id, @thread_id, @enabled, @next_run_at, @next_run_date, @end_time, @created_at, @updated_at, @metadata, @doc)
       ON CONFLICT (cron_id) DO UPDATE SET assistant_id = excluded.assistant_id, thread_id = excluded.thread_id, enabled = excluded.enabled,
         next_run_at = excluded.next_run_at, next_run_date = excluded.next_run_date, end_time = excluded.end_time, updated_at = excluded.updated_at, metadata = excluded.metadata, doc = excluded.doc`);
@@ -56,9 +57,17 @@ export const cronsTable: TableProjection = {
       const tick = nextRunOf(after);
       const next = completion === null ? tick : tick === null ? completion : Math.min(tick, completion);
       upsert.run({
-        cron_id: key, assistant_id: after.assistant_id, thread_id: after.thread_id, enabled: after.enabled ? 1 : 0,
-        next_run_at: next, next_run_date: publicCron(after).next_run_date, end_time: after.end_time,
-        created_at: after.created_at, updated_at: after.updated_at, metadata: JSON.stringify(after.metadata), doc: encodeCron(after),
+        cron_id: key,
+        assistant_id: after.assistant_id,
+        thread_id: after.thread_id,
+        enabled: after.enabled ? 1 : 0,
+        next_run_at: next,
+        next_run_date: publicCron(after).next_run_date,
+        end_time: after.end_time,
+        created_at: after.created_at,
+        updated_at: after.updated_at,
+        metadata: JSON.stringify(after.metadata),
+        doc: encodeCron(after),
       });
     };
   },
@@ -115,13 +124,21 @@ export class CronsReadModel {
     this.get = findCron(db);
     this.cache = new StatementCache(db, 50);
     // `?` lists (as JSON) the crons the scheduler gave up on (quarantined): they are neither due nor a reason to wake.
-    this.dueStmt = db.prepare("SELECT doc FROM crons WHERE next_run_at IS NOT NULL AND next_run_at <= ? AND cron_id NOT IN (SELECT value FROM json_each(?)) ORDER BY next_run_at LIMIT ?").pluck();
+    this.dueStmt = db
+      .prepare(
+        "SELECT doc FROM crons WHERE next_run_at IS NOT NULL AND next_run_at <= ? AND cron_id NOT IN (SELECT value FROM json_each(?)) ORDER BY next_run_at LIMIT ?",
+      )
+      .pluck();
     this.nextStmt = db.prepare("SELECT min(next_run_at) FROM crons WHERE next_run_at IS NOT NULL AND cron_id NOT IN (SELECT value FROM json_each(?))").pluck();
   }
 
   search(q: CronFilter & { sort_by: CronSortField; sort_order: SortOrder; limit: number; offset: number }): { page: CronState[]; total: number } {
     const { rows, total } = pageAndCount(this.cache, "crons", "doc", "cron_id", {
-      where: where(q), sortColumn: q.sort_by, sortOrder: q.sort_order, limit: q.limit, offset: q.offset,
+      where: where(q),
+      sortColumn: q.sort_by,
+      sortOrder: q.sort_order,
+      limit: q.limit,
+      offset: q.offset,
     });
     return { page: (rows as { doc: string }[]).map((r) => decodeCron(r.doc)), total };
   }

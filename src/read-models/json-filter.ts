@@ -25,8 +25,7 @@ export function keyPath(base: string, key: string): string {
 export const indexValueOf = (value: unknown): string => JSON.stringify(value);
 
 /** Whether a filter value is a JSON scalar (what the top-level metadata index holds). */
-export const isScalar = (value: unknown): boolean =>
-  value === null || typeof value === "string" || typeof value === "number" || typeof value === "boolean";
+export const isScalar = (value: unknown): boolean => value === null || typeof value === "string" || typeof value === "number" || typeof value === "boolean";
 
 /** A JSON path as an SQL expression (a bound literal, or built from a json_each row's `fullkey`). */
 interface PathExpr {
@@ -65,7 +64,8 @@ export function assertSearchable(filter: unknown, field = "filter"): void {
     if (typeof v !== "object" || v === null) continue;
     const items = Object.values(v);
     entries += items.length;
-    if (entries > FILTER_LIMITS.maxEntries) throw invalid(`${field}: a search filter may hold at most ${FILTER_LIMITS.maxEntries} keys and array elements in all`);
+    if (entries > FILTER_LIMITS.maxEntries)
+      throw invalid(`${field}: a search filter may hold at most ${FILTER_LIMITS.maxEntries} keys and array elements in all`);
     stack.push(...items);
   }
 }

@@ -38,7 +38,9 @@ export class PurgedContent {
 
   constructor(db: Database.Database) {
     db.exec("CREATE TABLE IF NOT EXISTS purged_content (owner TEXT PRIMARY KEY, purged_at_position TEXT NOT NULL) WITHOUT ROWID");
-    this.insert = db.prepare("INSERT INTO purged_content (owner, purged_at_position) VALUES (?, ?) ON CONFLICT (owner) DO UPDATE SET purged_at_position = excluded.purged_at_position");
+    this.insert = db.prepare(
+      "INSERT INTO purged_content (owner, purged_at_position) VALUES (?, ?) ON CONFLICT (owner) DO UPDATE SET purged_at_position = excluded.purged_at_position",
+    );
     this.lookup = db.prepare<[string], string | undefined>("SELECT purged_at_position FROM purged_content WHERE owner = ?").pluck();
   }
 

@@ -57,7 +57,16 @@ const DDL = [
   "CREATE UNIQUE INDEX IF NOT EXISTS quarantine_key ON quarantine (subscriber, stream, ifnull(position, -1))",
 ];
 
-type Row = { subscriber: string; position: bigint | null; stream: string; revision: bigint | null; type: string | null; error: string; quarantined_at: string; seq: bigint };
+type Row = {
+  subscriber: string;
+  position: bigint | null;
+  stream: string;
+  revision: bigint | null;
+  type: string | null;
+  error: string;
+  quarantined_at: string;
+  seq: bigint;
+};
 
 export class Quarantine {
   private readonly insert: Database.Statement;
@@ -72,12 +81,18 @@ export class Quarantine {
     private readonly log: (message: string) => void = (m) => console.error(m),
   ) {
     for (const statement of DDL) db.exec(statement);
-    this.insert = db.prepare("INSERT OR IGNORE INTO quarantine (subscriber, position, stream, revision, type, error, quarantined_at) VALUES (?, ?, ?, ?, ?, ?, ?)");
+    this.insert = db.prepare(
+      "INSERT OR IGNORE INTO quarantine (subscriber, position, stream, revision, type, error, quarantined_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+    );
     this.hasStream = db.prepare("SELECT 1 FROM quarantine WHERE subscriber = ? AND stream = ? LIMIT 1").pluck();
     this.streamsOf = db.prepare("SELECT DISTINCT stream FROM quarantine WHERE subscriber = ? AND stream >= ? AND stream < ?").pluck();
     this.countBy = db.prepare("SELECT subscriber, count(*) AS n FROM quarantine GROUP BY subscriber").raw();
-    this.page = db.prepare(`SELECT rowid AS seq, subscriber, position, stream, revision, type, error, quarantined_at FROM quarantine
-      WHERE rowid < ? ORDER BY rowid DESC LIMIT ?`).safeIntegers(true);
+    this.page = db
+      .prepare(
+        `SELECT rowid AS seq, subscriber, position, stream, revision, type, error, quarantined_at FROM quarantine
+      WHERE rowid < ? ORDER BY rowid DESC LIMIT ?`,
+      )
+      .safeIntegers(true);
   }
 
   /**
@@ -87,7 +102,8 @@ export class Quarantine {
    */
   record(subscriber: string, subject: QuarantineSubject, error: unknown): boolean {
     const message = describeError(error);
-    const added = this.insert.run(subscriber, subject.position ?? null, subject.streamId, subject.revision ?? null, subject.type ?? null, message, isoNow()).changes > 0;
+    const added =
+      this.insert.run(subscriber, subject.position ?? null, subject.streamId, subject.revision ?? null, subject.type ?? null, message, isoNow()).changes > 0;
     if (added) this.log(`quarantined by ${subscriber}: ${describeSubject(subject)}: ${message} (skipped; GET /audit/quarantine lists it)`);
     return added;
   }
@@ -153,8 +169,21 @@ export function isEventFault(error: unknown): boolean {
 }
 
 const DATABASE_FAULTS = [
-  "SQLITE_FULL", "SQLITE_IOERR", "SQLITE_BUSY", "SQLITE_LOCKED", "SQLITE_NOMEM", "SQLITE_READONLY", "SQLITE_CORRUPT",
-  "SQLITE_CANTOPEN", "SQLITE_NOTADB", "SQLITE_PERM", "SQLITE_PROTOCOL", "SQLITE_INTERRUPT", "SQLITE_ABORT", "SQLITE_AUTH", "SQLITE_NOLFS",
+  "SQLITE_FULL",
+  "SQLITE_IOERR",
+  "SQLITE_BUSY",
+  "SQLITE_LOCKED",
+  "SQLITE_NOMEM",
+  "SQLITE_READONLY",
+  "SQLITE_CORRUPT",
+  "SQLITE_CANTOPEN",
+  "SQLITE_NOTADB",
+  "SQLITE_PERM",
+  "SQLITE_PROTOCOL",
+  "SQLITE_INTERRUPT",
+  "SQLITE_ABORT",
+  "SQLITE_AUTH",
+  "SQLITE_NOLFS",
 ];
 
 /**

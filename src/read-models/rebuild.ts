@@ -29,10 +29,20 @@ async function main(): Promise<void> {
     // What still cannot be folded after the rebuild (GET /audit/quarantine lists it once the server runs).
     const quarantined = models.runner.quarantine.summary();
     await models.runner.close();
-    console.log(JSON.stringify({
-      rebuild: { file, events, seconds: Number(seconds.toFixed(3)), events_per_s: Math.round(events / Math.max(seconds, 1e-9)),
-        cpu_seconds: Number(cpuSeconds.toFixed(3)), events_per_cpu_s: Math.round(events / Math.max(cpuSeconds, 1e-9)), position: String(position), quarantined },
-    }));
+    console.log(
+      JSON.stringify({
+        rebuild: {
+          file,
+          events,
+          seconds: Number(seconds.toFixed(3)),
+          events_per_s: Math.round(events / Math.max(seconds, 1e-9)),
+          cpu_seconds: Number(cpuSeconds.toFixed(3)),
+          events_per_cpu_s: Math.round(events / Math.max(cpuSeconds, 1e-9)),
+          position: String(position),
+          quarantined,
+        },
+      }),
+    );
   } finally {
     await store.close();
   }

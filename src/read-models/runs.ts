@@ -176,7 +176,12 @@ export class RunsReadModel {
   countByAssistant(assistantId: string, q: { threadId?: string; extra?: readonly SqlFragment[] } = {}): number {
     const where = assistantWhere(assistantId, q);
     const sql = `SELECT count(*) FROM runs WHERE ${where.map((w) => `(${w.sql})`).join(" AND ")}`;
-    return Number(this.cache.get(sql).pluck().get(...where.flatMap((w) => w.params)));
+    return Number(
+      this.cache
+        .get(sql)
+        .pluck()
+        .get(...where.flatMap((w) => w.params)),
+    );
   }
 
   /** Runs not ended, of the given statuses (pending, running). */

@@ -53,5 +53,10 @@ export function pageAndCount(cache: StatementCache, from: string, columns: strin
 
 export function countWhere(cache: StatementCache, from: string, conditions: readonly SqlFragment[]): number {
   const where = conditions.length ? conditions.map((w) => `(${w.sql})`).join(" AND ") : "1";
-  return Number(cache.get(`SELECT count(*) FROM ${from} WHERE ${where}`).pluck().get(...conditions.flatMap((w) => w.params)));
+  return Number(
+    cache
+      .get(`SELECT count(*) FROM ${from} WHERE ${where}`)
+      .pluck()
+      .get(...conditions.flatMap((w) => w.params)),
+  );
 }

@@ -93,8 +93,15 @@ export const storeItemsTable: TableProjection = {
         return;
       }
       upsert.run({
-        ns_path: nsPath, key, namespace: JSON.stringify(after.namespace), revision: after.revision, value: JSON.stringify(after.value),
-        created_at: after.created_at, updated_at: after.updated_at, ttl_minutes: after.ttl_minutes, expires_at: after.expires_at,
+        ns_path: nsPath,
+        key,
+        namespace: JSON.stringify(after.namespace),
+        revision: after.revision,
+        value: JSON.stringify(after.value),
+        created_at: after.created_at,
+        updated_at: after.updated_at,
+        ttl_minutes: after.ttl_minutes,
+        expires_at: after.expires_at,
       });
       if (!before) countUp.run(nsPath, JSON.stringify(after.namespace), namespace.length);
       if (event.type === "StoreItemPut") {
@@ -146,8 +153,15 @@ const COLUMNS = "i.ns_path, i.key, i.namespace, i.revision, i.value, i.created_a
 
 function stateOf(r: ItemRow, vectors: StoreVector[] = []): StoreItemState {
   return {
-    revision: BigInt(r.revision), namespace: JSON.parse(r.namespace), key: r.key, value: JSON.parse(r.value) as JsonObject,
-    created_at: r.created_at, updated_at: r.updated_at, ttl_minutes: r.ttl_minutes, expires_at: r.expires_at === null ? null : Number(r.expires_at), vectors,
+    revision: BigInt(r.revision),
+    namespace: JSON.parse(r.namespace),
+    key: r.key,
+    value: JSON.parse(r.value) as JsonObject,
+    created_at: r.created_at,
+    updated_at: r.updated_at,
+    ttl_minutes: r.ttl_minutes,
+    expires_at: r.expires_at === null ? null : Number(r.expires_at),
+    vectors,
   };
 }
 
@@ -298,7 +312,12 @@ export class StoreReadModel {
       sql = `SELECT n.ns_path AS p FROM store_namespaces n WHERE ${w.sql} ORDER BY p LIMIT ? OFFSET ?`;
       params = [...w.params, q.limit, q.offset];
     }
-    return (this.cache.get(sql).pluck().all(...params) as string[]).map((p) => p.split(".").slice(0, -1));
+    return (
+      this.cache
+        .get(sql)
+        .pluck()
+        .all(...params) as string[]
+    ).map((p) => p.split(".").slice(0, -1));
   }
 
   /** The earliest expiry of any item (epoch ms), or undefined when none has a TTL. */

@@ -32,10 +32,13 @@ const THREAD_COLUMNS: readonly ColumnOf<ThreadState>[] = [
   { name: "purged", get: (s) => s.purged, store: flag },
 ];
 
-const COLUMN_NAMES = "thread_id, revision, deleted, status, resting_status, active_runs, created_at, updated_at, state_updated_at, metadata, config, \"values\", interrupts, error, expires_at, purged";
+const COLUMN_NAMES =
+  'thread_id, revision, deleted, status, resting_status, active_runs, created_at, updated_at, state_updated_at, metadata, config, "values", interrupts, error, expires_at, purged';
 const COLUMNS = COLUMN_NAMES;
 /** The same columns qualified, for queries that join the metadata index. */
-const QUALIFIED = COLUMN_NAMES.split(", ").map((c) => `threads.${c}`).join(", ");
+const QUALIFIED = COLUMN_NAMES.split(", ")
+  .map((c) => `threads.${c}`)
+  .join(", ");
 
 /**
  * Threads, one row each. A deleted thread stays as a tombstone (id and revision, for the next
@@ -85,13 +88,15 @@ export const threadsTable: TableProjection = {
       rows.write(id, before, after);
       const metadata = after.thread.metadata;
       // The same object unless a fold replaced it: only then is it compared as JSON.
-      const metadataChanged = before !== undefined && before.thread.metadata !== metadata && JSON.stringify(before.thread.metadata) !== JSON.stringify(metadata);
+      const metadataChanged =
+        before !== undefined && before.thread.metadata !== metadata && JSON.stringify(before.thread.metadata) !== JSON.stringify(metadata);
       if (!before || before.deleted !== after.deleted || metadataChanged) index.replace(id, after.deleted ? undefined : metadata, !before);
     };
     const entities = new BatchedEntities<ThreadState>(load, write);
     return {
       // A thread stream's first event creates the thread.
-      apply: (event: RecordedEvent) => entities.update(event.streamId.slice(PREFIX.length), (state) => threadsProjection.evolve(state, event), event.revision === 0n),
+      apply: (event: RecordedEvent) =>
+        entities.update(event.streamId.slice(PREFIX.length), (state) => threadsProjection.evolve(state, event), event.revision === 0n),
       flush: () => entities.flush(),
     };
   },
@@ -118,8 +123,14 @@ interface ThreadRow {
 
 function threadOf(r: ThreadRow): Thread {
   const thread: Thread = {
-    thread_id: r.thread_id, created_at: r.created_at, updated_at: r.updated_at, state_updated_at: r.state_updated_at,
-    metadata: JSON.parse(r.metadata), status: r.status, config: JSON.parse(r.config), values: r.values === null ? null : JSON.parse(r.values),
+    thread_id: r.thread_id,
+    created_at: r.created_at,
+    updated_at: r.updated_at,
+    state_updated_at: r.state_updated_at,
+    metadata: JSON.parse(r.metadata),
+    status: r.status,
+    config: JSON.parse(r.config),
+    values: r.values === null ? null : JSON.parse(r.values),
     interrupts: JSON.parse(r.interrupts),
   };
   if (r.error !== null) thread.error = JSON.parse(r.error);
@@ -127,7 +138,13 @@ function threadOf(r: ThreadRow): Thread {
 }
 
 function stateOf(r: ThreadRow): ThreadState {
-  const state: ThreadState = { revision: BigInt(r.revision), deleted: r.deleted === 1, activeRuns: JSON.parse(r.active_runs), restingStatus: r.resting_status, thread: threadOf(r) };
+  const state: ThreadState = {
+    revision: BigInt(r.revision),
+    deleted: r.deleted === 1,
+    activeRuns: JSON.parse(r.active_runs),
+    restingStatus: r.resting_status,
+    thread: threadOf(r),
+  };
   if (r.expires_at !== null) state.expiresAt = r.expires_at;
   if (r.purged === 1) state.purged = true;
   return state;
@@ -170,7 +187,9 @@ export class ThreadsReadModel {
     this.cache = new StatementCache(db);
     this.withActiveRuns = db.prepare("SELECT thread_id FROM threads WHERE active_runs <> '[]' AND deleted = 0").pluck();
     this.firstExpiry = db.prepare("SELECT min(expires_at) FROM threads WHERE deleted = 0 AND expires_at IS NOT NULL").pluck();
-    this.expired = db.prepare("SELECT thread_id FROM threads WHERE deleted = 0 AND expires_at IS NOT NULL AND expires_at <= ? ORDER BY expires_at LIMIT 100").pluck();
+    this.expired = db
+      .prepare("SELECT thread_id FROM threads WHERE deleted = 0 AND expires_at IS NOT NULL AND expires_at <= ? ORDER BY expires_at LIMIT 100")
+      .pluck();
   }
 
   /** The live thread's first pending or running run (the head of its queue); undefined for none, or no live thread. */
@@ -192,7 +211,11 @@ export class ThreadsReadModel {
   search(q: ThreadFilter & { sort_by?: ThreadSortField; sort_order?: SortOrder; limit: number; offset: number }): { page: Thread[]; total: number } {
     const source = sourceOf(q);
     const { rows, total } = pageAndCount(this.cache, source.from, QUALIFIED, "threads.thread_id", {
-      where: source.where, sortColumn: `threads.${q.sort_by ?? "created_at"}`, sortOrder: q.sort_order ?? "desc", limit: q.limit, offset: q.offset,
+      where: source.where,
+      sortColumn: `threads.${q.sort_by ?? "created_at"}`,
+      sortOrder: q.sort_order ?? "desc",
+      limit: q.limit,
+      offset: q.offset,
     });
     return { page: (rows as ThreadRow[]).map(threadOf), total };
   }
@@ -211,7 +234,8 @@ export class ThreadsReadModel {
 function sourceOf(q: ThreadFilter): FilteredSource {
   const source = metadataSource("threads", "thread_id", "metadata", q.metadata);
   const where: SqlFragment[] = [{ sql: "threads.deleted = 0", params: [] }, ...source.where];
-  if (q.ids !== undefined) where.push({ sql: `threads.thread_id IN (SELECT value FROM json_each(?))`, params: [JSON.stringify(q.ids.map((i) => i.toLowerCase()))] });
+  if (q.ids !== undefined)
+    where.push({ sql: `threads.thread_id IN (SELECT value FROM json_each(?))`, params: [JSON.stringify(q.ids.map((i) => i.toLowerCase()))] });
   if (q.status !== undefined) where.push({ sql: "threads.status = ?", params: [q.status] });
   if (q.values !== undefined) where.push(containsSql('threads."values"', q.values));
   if (q.extra) where.push(...q.extra);

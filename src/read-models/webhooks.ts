@@ -144,10 +144,16 @@ export class WebhooksReadModel {
     this.pushConfigs = pushConfigsOf(db);
     this.pushOfRunStmt = db.prepare("SELECT doc FROM webhook_deliveries WHERE run_id = ? AND kind = 'a2a-push' ORDER BY id").pluck();
     // `?` lists (as JSON) the deliveries this process is sending now: they are neither due nor a reason to wake.
-    this.dueStmt = db.prepare("SELECT doc FROM webhook_deliveries WHERE status IN ('due', 'sending') AND due_at <= ? AND id NOT IN (SELECT value FROM json_each(?)) ORDER BY due_at LIMIT ?").pluck();
+    this.dueStmt = db
+      .prepare(
+        "SELECT doc FROM webhook_deliveries WHERE status IN ('due', 'sending') AND due_at <= ? AND id NOT IN (SELECT value FROM json_each(?)) ORDER BY due_at LIMIT ?",
+      )
+      .pluck();
     this.sendingStmt = db.prepare("SELECT doc FROM webhook_deliveries WHERE status IN ('due', 'sending') AND status = 'sending'").pluck();
     this.openCountStmt = db.prepare("SELECT count(*) FROM webhook_deliveries WHERE status IN ('due', 'sending')").pluck();
-    this.nextStmt = db.prepare("SELECT min(due_at) FROM webhook_deliveries WHERE status IN ('due', 'sending') AND id NOT IN (SELECT value FROM json_each(?))").pluck();
+    this.nextStmt = db
+      .prepare("SELECT min(due_at) FROM webhook_deliveries WHERE status IN ('due', 'sending') AND id NOT IN (SELECT value FROM json_each(?))")
+      .pluck();
   }
 
   /** Deliveries whose attempt is due (or whose claim lapsed) at `nowMs`, oldest first, but those in `excluding`. */

@@ -1,16 +1,5 @@
-import {
-  evolveCheckpoints,
-  pmapEntries,
-  stateFromSnapshot,
-  type SnapshotContent,
-  type ThreadCheckpoints,
-} from "../../projections/checkpoints.js";
-import {
-  checkpointStream,
-  threadIdOfCheckpointStream,
-  type CheckpointEvent,
-  type CheckpointsSnapshot,
-} from "../domain/checkpoint-events.js";
+import { evolveCheckpoints, pmapEntries, stateFromSnapshot, type SnapshotContent, type ThreadCheckpoints } from "../../projections/checkpoints.js";
+import { checkpointStream, threadIdOfCheckpointStream, type CheckpointEvent, type CheckpointsSnapshot } from "../domain/checkpoint-events.js";
 import { getLargeJson } from "../eventstore/chunked-append.js";
 import { InvalidEventError, type EventStore, type RecordedEvent } from "../eventstore/types.js";
 import { describeError } from "../read-models/quarantine.js";
@@ -228,10 +217,12 @@ export class ThreadCheckpointsCache {
     if (pending) {
       // The read in flight may have missed it; look again once the entry exists.
       // (An event it cannot fold was reported when it first came: the thread is read again when asked for.)
-      void pending.then(
-        () => this.observed(event),
-        () => undefined,
-      ).catch(() => undefined);
+      void pending
+        .then(
+          () => this.observed(event),
+          () => undefined,
+        )
+        .catch(() => undefined);
       return;
     }
     const entry = this.entries.get(threadId);
@@ -298,7 +289,7 @@ export class ThreadCheckpointsCache {
     let snapshot: RecordedEvent | undefined;
     let from: bigint | "end" = "end";
     let pageSize = TAIL_FIRST_PAGE;
-    scan: for (;; pageSize = Math.min(pageSize * 2, 512)) {
+    scan: for (; ; pageSize = Math.min(pageSize * 2, 512)) {
       const page = await this.store.readStream(stream, { direction: "backwards", fromRevision: from, maxCount: pageSize });
       for (const event of page) {
         if (event.type === "CheckpointsSnapshot") {
@@ -354,7 +345,13 @@ export class ThreadCheckpointsCache {
       } catch (error) {
         // A clear error for this one thread (its event that cannot be folded), never a stray TypeError.
         const position = (event as { position?: unknown }).position;
-        throw new InvalidEventError(checkpointStream(threadId), event.revision, event.type, `cannot be folded: ${describeError(error)}`, typeof position === "bigint" ? position : undefined);
+        throw new InvalidEventError(
+          checkpointStream(threadId),
+          event.revision,
+          event.type,
+          `cannot be folded: ${describeError(error)}`,
+          typeof position === "bigint" ? position : undefined,
+        );
       }
       entry.revision = event.revision;
       const bytes = sizeOf(event);

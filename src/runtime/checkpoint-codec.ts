@@ -65,9 +65,7 @@ export function defersWrites(config: RunnableConfig): boolean {
 export function requireThreadId(config: RunnableConfig, action: string): string {
   const threadId = config.configurable?.thread_id;
   if (threadId === undefined || threadId === null || threadId === "") {
-    throw new Error(
-      `Failed to ${action}. The passed RunnableConfig is missing a required "thread_id" field in its "configurable" property.`,
-    );
+    throw new Error(`Failed to ${action}. The passed RunnableConfig is missing a required "thread_id" field in its "configurable" property.`);
   }
   return String(threadId);
 }
@@ -119,9 +117,7 @@ export class CheckpointCodec {
     const threadId = requireThreadId(config, "put writes");
     const checkpointId: string | undefined = config.configurable?.checkpoint_id;
     if (!checkpointId) {
-      throw new Error(
-        'Failed to put writes. The passed RunnableConfig is missing a required "checkpoint_id" field in its "configurable" property.',
-      );
+      throw new Error('Failed to put writes. The passed RunnableConfig is missing a required "checkpoint_id" field in its "configurable" property.');
     }
     return {
       thread_id: threadId,

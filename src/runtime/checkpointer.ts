@@ -183,8 +183,7 @@ export class EventSourcedCheckpointSaver extends BaseCheckpointSaver {
     const beforeId: string | undefined = before?.configurable?.checkpoint_id;
     if (threadId !== undefined && threadId !== null) await this.deferred.drain(String(threadId));
     // Read models are persistent values: holding them across the awaits below is safe.
-    const threads =
-      threadId !== undefined && threadId !== null ? this.oneThread(String(threadId)) : this.everyThread();
+    const threads = threadId !== undefined && threadId !== null ? this.oneThread(String(threadId)) : this.everyThread();
     for await (const thread of threads) {
       for (const nsName of namespacesOf(thread)) {
         if (onlyNs !== undefined && nsName !== onlyNs) continue;
@@ -203,12 +202,7 @@ export class EventSourcedCheckpointSaver extends BaseCheckpointSaver {
     }
   }
 
-  async put(
-    config: RunnableConfig,
-    checkpoint: Checkpoint,
-    metadata: CheckpointMetadata,
-    newVersions: ChannelVersions,
-  ): Promise<RunnableConfig> {
+  async put(config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata, newVersions: ChannelVersions): Promise<RunnableConfig> {
     tracePoint("checkpoint.put");
     // Internal keys (`__…`) never reach stored metadata: some LangGraph versions copy the run's whole
     // `configurable` (the server's and the pregel loop's own keys among it) into the metadata.
@@ -289,10 +283,14 @@ export class EventSourcedCheckpointSaver extends BaseCheckpointSaver {
    * `rollback` discards what the cancelled run wrote). Checkpoint ids are time-ordered. One append.
    */
   async discardAfter(threadId: string, afterCheckpointId: string | null, reason?: string): Promise<number> {
-    return this.discard(threadId, (newestFirst) => {
-      const cut = newestFirst.findIndex((id) => afterCheckpointId !== null && id <= afterCheckpointId);
-      return cut < 0 ? newestFirst : newestFirst.slice(0, cut);
-    }, reason);
+    return this.discard(
+      threadId,
+      (newestFirst) => {
+        const cut = newestFirst.findIndex((id) => afterCheckpointId !== null && id <= afterCheckpointId);
+        return cut < 0 ? newestFirst : newestFirst.slice(0, cut);
+      },
+      reason,
+    );
   }
 
   /**
@@ -542,10 +540,16 @@ export class EventSourcedCheckpointSaver extends BaseCheckpointSaver {
       checkpoint: entry.checkpoint,
       metadata: publicMetadata(entry.metadata),
       values,
-      pendingWrites: await Promise.all(pendingWritesOf(ns, entry.checkpoint_id).map(async (w) => [w.task_id, w.channel, await this.inline(w.value)] as [string, string, InlineValue])),
+      pendingWrites: await Promise.all(
+        pendingWritesOf(ns, entry.checkpoint_id).map(async (w) => [w.task_id, w.channel, await this.inline(w.value)] as [string, string, InlineValue]),
+      ),
     };
     if (entry.checkpoint.v < 4 && parentId !== null) {
-      encoded.pendingSends = await Promise.all(pendingWritesOf(ns, parentId).filter((w) => w.channel === TASKS).map((w) => this.inline(w.value)));
+      encoded.pendingSends = await Promise.all(
+        pendingWritesOf(ns, parentId)
+          .filter((w) => w.channel === TASKS)
+          .map((w) => this.inline(w.value)),
+      );
     }
     return encoded;
   }
@@ -594,8 +598,7 @@ function copyEvents(source: ThreadCheckpoints, toThreadId: string): EventData[] 
         emitted.add(key);
         blobs.push({ channel, version, value });
       }
-      const metadata =
-        typeof entry.metadata.thread_id === "string" ? { ...entry.metadata, thread_id: toThreadId } : entry.metadata;
+      const metadata = typeof entry.metadata.thread_id === "string" ? { ...entry.metadata, thread_id: toThreadId } : entry.metadata;
       const saved: CheckpointSaved = {
         thread_id: toThreadId,
         checkpoint_ns: nsName,

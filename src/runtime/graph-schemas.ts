@@ -13,12 +13,7 @@
  * Nothing found gives null, never an error.
  */
 import { messagesStateReducer, StateGraph } from "@langchain/langgraph";
-import {
-  getConfigTypeSchema,
-  getInputTypeSchema,
-  getOutputTypeSchema,
-  getUpdateTypeSchema,
-} from "@langchain/langgraph/zod/schema";
+import { getConfigTypeSchema, getInputTypeSchema, getOutputTypeSchema, getUpdateTypeSchema } from "@langchain/langgraph/zod/schema";
 import { toJsonSchema } from "@langchain/core/utils/json_schema";
 import { isZodSchemaV3, isZodSchemaV4 } from "@langchain/core/utils/types";
 import { isPlainObject } from "../util/json.js";
@@ -76,7 +71,9 @@ function fromStateSchema(b: Builder): RawGraphSchema | undefined {
     state: isStateSchemaLike(stateDef) ? attempt(() => stateDef.getJsonSchema()) : null,
     input: isStateSchemaLike(inputDef)
       ? attempt(() => inputDef.getInputJsonSchema())
-      : inputDef === PARTIAL_STATE && isStateSchemaLike(stateDef) ? attempt(() => stateDef.getInputJsonSchema()) : null,
+      : inputDef === PARTIAL_STATE && isStateSchemaLike(stateDef)
+        ? attempt(() => stateDef.getInputJsonSchema())
+        : null,
     output: isStateSchemaLike(outputDef) ? attempt(() => outputDef.getJsonSchema()) : null,
     // The official tier leaves config out ("not supported yet"); a zod context schema is known, so give it.
     config: zodToJson(b._configRuntimeSchema),
@@ -179,11 +176,16 @@ function typeOfDefault(value: unknown): JsonSchema {
   if (Array.isArray(value)) return { type: "array" };
   if (value === null) return { type: "null" };
   switch (typeof value) {
-    case "string": return { type: "string" };
-    case "number": return { type: "number" };
-    case "boolean": return { type: "boolean" };
-    case "object": return { type: "object" };
-    default: return {};
+    case "string":
+      return { type: "string" };
+    case "number":
+      return { type: "number" };
+    case "boolean":
+      return { type: "boolean" };
+    case "object":
+      return { type: "object" };
+    default:
+      return {};
   }
 }
 
@@ -259,7 +261,9 @@ export function withChannelHints(schema: RawGraphSchema, graph: unknown): RawGra
   const builder = builderOf(graph);
   const channels = builder?._schemaDefinition;
   if (!isPlainObject(channels)) return schema;
-  const messageKeys = Object.entries(channels).filter(([, c]) => isPlainObject(c) && isMessagesReducer(c.operator)).map(([k]) => k);
+  const messageKeys = Object.entries(channels)
+    .filter(([, c]) => isPlainObject(c) && isMessagesReducer(c.operator))
+    .map(([k]) => k);
   if (messageKeys.length === 0) return schema;
   const hint = (s: JsonSchema | null): JsonSchema | null => {
     if (!s || !isPlainObject(s.properties)) return s;

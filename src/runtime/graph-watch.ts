@@ -185,7 +185,10 @@ export class GraphWatcher {
     const now = Object.fromEntries(catalogue.ids().map((id) => [id, `${catalogue.spec(id).path}:${catalogue.spec(id).exportName}`]));
     const next = Object.fromEntries(Object.entries(loaded.config.graphs).map(([id, spec]) => [id, `${spec.path}:${spec.exportName}`]));
     if (!isDeepStrictEqual(now, next)) {
-      this.#log(`${PREFIX} langgraph.json's graphs were added, removed or pointed elsewhere: restart agent-server to serve them (the current graphs are reloaded)`, false);
+      this.#log(
+        `${PREFIX} langgraph.json's graphs were added, removed or pointed elsewhere: restart agent-server to serve them (the current graphs are reloaded)`,
+        false,
+      );
     }
     return undefined;
   }

@@ -296,15 +296,13 @@ export class GraphRegistry {
    * Schemas of the subgraphs, keyed by namespace (`child`, `child|grandchild` with recurse).
    * `namespace` restricts the answer to that subgraph.
    */
-  async subgraphs(
-    id: string,
-    options: GraphViewOptions & { namespace?: string; recurse?: boolean } = {},
-  ): Promise<Record<string, SubgraphSchemas>> {
+  async subgraphs(id: string, options: GraphViewOptions & { namespace?: string; recurse?: boolean } = {}): Promise<Record<string, SubgraphSchemas>> {
     const graph = await this.get(id, options.config);
     const out: Record<string, SubgraphSchemas> = {};
     let typed: Promise<TypeSchemas | undefined> | undefined;
     for await (const [ns, subgraph] of graph.getSubgraphsAsync(options.namespace, options.recurse ?? false)) {
-      const schema = runtimeGraphSchema(subgraph) ?? this.#hinted(typedSubgraph(await (typed ??= this.#typed(id)), ns), subgraph) ?? channelGraphSchema(subgraph);
+      const schema =
+        runtimeGraphSchema(subgraph) ?? this.#hinted(typedSubgraph(await (typed ??= this.#typed(id)), ns), subgraph) ?? channelGraphSchema(subgraph);
       out[ns] = { ...schema, ...pythonShape(schema) };
     }
     return out;

@@ -120,7 +120,10 @@ export function protocolRecordsOf(state: ProtocolChunkState, namespace: string[]
     if (mode === "updates" || Object.keys(rest).length === 0) return out;
     payload = rest;
   }
-  for (const event of convertToProtocolEvent({ namespace, mode: mode as never, payload, seq: 0 } as never) as { method: string; params: { namespace: string[]; node?: string; data: unknown } }[]) {
+  for (const event of convertToProtocolEvent({ namespace, mode: mode as never, payload, seq: 0 } as never) as {
+    method: string;
+    params: { namespace: string[]; node?: string; data: unknown };
+  }[]) {
     const record: ProtocolRecord = { method: event.method, namespace: event.params.namespace, data: toWire(event.params.data) };
     if (typeof event.params.node === "string") record.node = event.params.node;
     out.push(record);

@@ -76,7 +76,8 @@ export async function completeOnThread(
       // A thread created after the run is a new incarnation of the id (the temporary one was deleted and the id reused): not ours to delete.
       if (!thread || thread.deleted || thread.activeRuns.length > 0 || thread.thread.created_at > run.created_at) break;
       try {
-        position = (await deps.store.append(threadStream(run.thread_id), [{ type: "ThreadDeleted", data: { deleted_at: deps.now() } }], thread.revision)).position;
+        position = (await deps.store.append(threadStream(run.thread_id), [{ type: "ThreadDeleted", data: { deleted_at: deps.now() } }], thread.revision))
+          .position;
         await deps.deleteThreadCheckpoints?.(run.thread_id);
         break;
       } catch (error) {

@@ -14,8 +14,17 @@ export const SDK_LOGGER = Symbol.for("langgraph.api.sdk-logger");
 
 /** winston's default levels, as the SDK's `Logger` type lists them, mapped to pino's. */
 const LEVELS: Record<string, Level> = {
-  error: "error", warn: "warn", help: "info", data: "info", info: "info", debug: "debug",
-  prompt: "info", http: "debug", verbose: "debug", input: "info", silly: "trace",
+  error: "error",
+  warn: "warn",
+  help: "info",
+  data: "info",
+  info: "info",
+  debug: "debug",
+  prompt: "info",
+  http: "debug",
+  verbose: "debug",
+  input: "info",
+  silly: "trace",
 };
 
 export type SdkLogger = Record<keyof typeof LEVELS, (...args: unknown[]) => SdkLogger>;

@@ -28,7 +28,7 @@ export interface SseEvent {
 /** Errors as the servers send them: `{error: <name>, message}`. */
 export function serializeError(error: unknown): { error: string; message: string } {
   if (error instanceof Error) return { error: error.name, message: error.message };
-  return { error: "Error", message: typeof error === "string" ? error : JSON.stringify(error) ?? String(error) };
+  return { error: "Error", message: typeof error === "string" ? error : (JSON.stringify(error) ?? String(error)) };
 }
 
 function withoutInternals(config: unknown): unknown {

@@ -68,8 +68,7 @@ export function skipRunTreesUnlessTracing(env: NodeJS.ProcessEnv = process.env, 
       const manager = callbackManager._configureSync(config?.callbacks, undefined, config?.tags, undefined, config?.metadata);
       const parentRunId = manager?.getParentRunId();
       const tracer = manager?.handlers?.find((handler) => handler?.name === TRACER) as
-        | { getRunTreeWithTracingConfig(id: string): Store | undefined }
-        | undefined;
+        { getRunTreeWithTracingConfig(id: string): Store | undefined } | undefined;
       if (tracer && parentRunId) {
         traced = true;
         store = tracer.getRunTreeWithTracingConfig(parentRunId);

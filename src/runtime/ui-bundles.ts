@@ -66,23 +66,28 @@ function entrypointPlugin(cwd: string, file: string): Plugin {
 
 /** The bundle's `require` of an external module, sent to the host page's loader. */
 function redirectRequire(text: string): string {
-  return text.replaceAll(`typeof require !== "undefined" ? require`, `typeof globalThis[Symbol.for("LGUI_REQUIRE")] !== "undefined" ? globalThis[Symbol.for("LGUI_REQUIRE")]`);
+  return text.replaceAll(
+    `typeof require !== "undefined" ? require`,
+    `typeof globalThis[Symbol.for("LGUI_REQUIRE")] !== "undefined" ? globalThis[Symbol.for("LGUI_REQUIRE")]`,
+  );
 }
 
 async function bundleOne(agent: string, file: string, cwd: string, shared: string[]): Promise<UiAsset[]> {
-  const result = await withEsbuild(({ build }) => build({
-    write: false,
-    outdir: path.resolve(cwd, "dist"),
-    entryPoints: ["entrypoint"],
-    bundle: true,
-    platform: "browser",
-    target: "es2020",
-    jsx: "automatic",
-    external: [...EXTERNAL, ...shared],
-    plugins: [entrypointPlugin(cwd, file)],
-    globalName: uiGlobalName(agent),
-    logLevel: "silent",
-  }));
+  const result = await withEsbuild(({ build }) =>
+    build({
+      write: false,
+      outdir: path.resolve(cwd, "dist"),
+      entryPoints: ["entrypoint"],
+      bundle: true,
+      platform: "browser",
+      target: "es2020",
+      jsx: "automatic",
+      external: [...EXTERNAL, ...shared],
+      plugins: [entrypointPlugin(cwd, file)],
+      globalName: uiGlobalName(agent),
+      logLevel: "silent",
+    }),
+  );
   const encoder = new TextEncoder();
   return result.outputFiles.map((out) => {
     const basename = path.basename(out.path);

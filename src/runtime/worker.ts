@@ -4,16 +4,7 @@ import { ulid } from "ulid";
 import type { BaseCheckpointSaver, BaseStore } from "@langchain/langgraph-checkpoint";
 import { AppendTicket, WrongExpectedVersionError, type EventData, type EventStore, type RecordedEvent } from "../eventstore/types.js";
 import type { ReadModels } from "../read-models/all.js";
-import {
-  RUN_STREAM_PREFIX,
-  decideClaim,
-  decideEnd,
-  runStream,
-  runViewOf,
-  type CancelAction,
-  type RunEnded,
-  type RunView,
-} from "../domain/runs.js";
+import { RUN_STREAM_PREFIX, decideClaim, decideEnd, runStream, runViewOf, type CancelAction, type RunEnded, type RunView } from "../domain/runs.js";
 import type { RunRecord } from "../domain/run-record.js";
 import { executeRun, type GraphSource } from "./execute-run.js";
 import { serializeError } from "./stream-modes.js";
@@ -140,9 +131,12 @@ export class RunWorker {
     for (const threadId of this.o.readModels.threads.idsWithActiveRuns()) this.ready.add(threadId);
     this.pump();
     if (!this.o.exclusiveStore) {
-      this.renewTimer = setInterval(() => {
-        this.renewAndTakeOver().catch((error: unknown) => console.error(`run worker: lease renewal: ${(error as Error).stack ?? String(error)}`));
-      }, Math.max(50, Math.floor(this.leaseMs / 3)));
+      this.renewTimer = setInterval(
+        () => {
+          this.renewAndTakeOver().catch((error: unknown) => console.error(`run worker: lease renewal: ${(error as Error).stack ?? String(error)}`));
+        },
+        Math.max(50, Math.floor(this.leaseMs / 3)),
+      );
       this.renewTimer.unref();
     }
   }
@@ -281,7 +275,8 @@ export class RunWorker {
     let revision: bigint;
     try {
       // The claim and the stream's first event go in one append (one commit before the first byte).
-      revision = (await this.o.store.append(runStream(run.run_id), [...claim.events, ...plan.first], stream.revision, enqueued && { after: [enqueued] })).nextExpectedRevision;
+      revision = (await this.o.store.append(runStream(run.run_id), [...claim.events, ...plan.first], stream.revision, enqueued && { after: [enqueued] }))
+        .nextExpectedRevision;
     } catch (error) {
       // The enqueue itself was refused (its command retries it): nothing was claimed, and the thread is looked at again (finally).
       if (enqueued?.state === "failed") return;
@@ -351,10 +346,14 @@ export class RunWorker {
     } catch (error) {
       if (outcome.status !== "error") outcome = { status: "error", error: serializeError(error), aborted: false };
     }
-    const ended = endedOf(outcome, { cancel: entry.cancel, timedOut: entry.timedOut, timeoutMs: this.o.runTimeoutMs }, {
-      endedAt: this.o.now(),
-      recoveredFrom: takeover ? stream.owner : undefined,
-    });
+    const ended = endedOf(
+      outcome,
+      { cancel: entry.cancel, timedOut: entry.timedOut, timeoutMs: this.o.runTimeoutMs },
+      {
+        endedAt: this.o.now(),
+        recoveredFrom: takeover ? stream.owner : undefined,
+      },
+    );
     // A final state too large for one event is referenced where it already is (the last values output) or written beside the run.
     if (ended.values !== undefined) ended.values = await storedValues(this.o.store, run.run_id, writer, ended.values, valuesOutputs);
     if (ended.error) output("error", ended.error);
@@ -447,11 +446,13 @@ export class RunWorker {
   private async renewAndTakeOver(): Promise<void> {
     if (this.stopping) return;
     const nowMs = this.clock.now();
-    const renewals = [...this.active].filter(([, a]) => a.claimed).map(([runId]) =>
-      this.o.store
-        .append(runStream(runId), [{ type: "RunLeaseRenewed", data: { owner: this.owner, lease_expires_at: leaseExpiry(nowMs, this.leaseMs) } }], "any")
-        .catch(() => undefined),
-    );
+    const renewals = [...this.active]
+      .filter(([, a]) => a.claimed)
+      .map(([runId]) =>
+        this.o.store
+          .append(runStream(runId), [{ type: "RunLeaseRenewed", data: { owner: this.owner, lease_expires_at: leaseExpiry(nowMs, this.leaseMs) } }], "any")
+          .catch(() => undefined),
+      );
     await Promise.all(renewals);
     for (const runId of this.openClaims) {
       const view = this.o.readModels.runs.load(runId);

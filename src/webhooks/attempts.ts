@@ -11,7 +11,8 @@ export type WebhookAttemptView = (
   | ({ event: "attempt"; at: string } & WebhookAttempted)
   | { event: "delivered"; at: string; attempts: number }
   | { event: "failed"; at: string; attempts: number; reason: string }
-) & PushOfEntry;
+) &
+  PushOfEntry;
 
 /**
  * The delivery log, read from the log itself (`webhook-{run_id}`), oldest first. Claims are left

@@ -1,7 +1,16 @@
 import { ulid } from "ulid";
 import { WrongExpectedVersionError, type EventStore, type RecordedEvent, type Subscription } from "../eventstore/types.js";
 import { RUN_STREAM_PREFIX, type RunEnded } from "../domain/runs.js";
-import { WEBHOOK_STREAM_PREFIX, attemptEvents, decideWebhookClaim, deliveryIdOf, deliveryKey, deliveryRunEnded, webhookStream, type Delivery } from "../domain/webhooks.js";
+import {
+  WEBHOOK_STREAM_PREFIX,
+  attemptEvents,
+  decideWebhookClaim,
+  deliveryIdOf,
+  deliveryKey,
+  deliveryRunEnded,
+  webhookStream,
+  type Delivery,
+} from "../domain/webhooks.js";
 import { pushHeaders } from "../domain/a2a-push.js";
 import type { ReadModels } from "../read-models/all.js";
 import type { WebhookUrlPolicy } from "../langgraph-config.js";
@@ -105,8 +114,7 @@ export class WebhookDispatcher {
         const runId = event.streamId.slice(RUN_STREAM_PREFIX.length);
         this.startNow(runId);
         for (const push of this.model.pushesOfRun(runId)) this.startNow(deliveryKey(push));
-      }
-      else if (WAKE_TYPES.has(event.type)) this.loop.wake();
+      } else if (WAKE_TYPES.has(event.type)) this.loop.wake();
     }, WEBHOOKS_SUBSCRIBER);
     if (this.o.exclusiveStore) this.followCommittedEnds();
     if (this.takeover) {
@@ -143,7 +151,11 @@ export class WebhookDispatcher {
    * one attempt per delivery, and an attempt frees its slot only once the row shows its outcome.
    */
   private followCommittedEnds(): void {
-    const subscription = this.o.store.subscribeToAll({ fromPosition: "end", filter: { streamPrefixes: [RUN_STREAM_PREFIX], eventTypes: ["RunEnded"] }, name: "webhooks-run-ends" });
+    const subscription = this.o.store.subscribeToAll({
+      fromPosition: "end",
+      filter: { streamPrefixes: [RUN_STREAM_PREFIX], eventTypes: ["RunEnded"] },
+      name: "webhooks-run-ends",
+    });
     this.committedEnds = subscription;
     void (async () => {
       for await (const item of subscription) {
@@ -261,8 +273,13 @@ export class WebhookDispatcher {
     const nowMs = this.nowMs();
     const verdict = classifyAttempt(result, attempt, this.o.retry, nowMs);
     const endedMs = d.ended ? Date.parse(d.ended.ended_at) : NaN;
-    this.o.onAttempt?.(verdict.outcome, durationMs / 1000, verdict.outcome === "delivered" && Number.isFinite(endedMs) ? Math.max(0, nowMs - endedMs) / 1000 : undefined);
-    if (verdict.outcome === "failed" || ("error" in result && result.final)) this.o.log?.(`webhook ${deliveryKey(d)} attempt ${attempt}: ${"error" in result ? result.error : `HTTP ${result.statusCode}`}`);
+    this.o.onAttempt?.(
+      verdict.outcome,
+      durationMs / 1000,
+      verdict.outcome === "delivered" && Number.isFinite(endedMs) ? Math.max(0, nowMs - endedMs) / 1000 : undefined,
+    );
+    if (verdict.outcome === "failed" || ("error" in result && result.final))
+      this.o.log?.(`webhook ${deliveryKey(d)} attempt ${attempt}: ${"error" in result ? result.error : `HTTP ${result.statusCode}`}`);
     const events = attemptEvents(
       {
         owner: this.owner,

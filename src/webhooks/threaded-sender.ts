@@ -5,9 +5,7 @@ import type { SendOptions, WebhookSender } from "./sender.js";
 
 /** Messages to the sender thread. */
 export type SenderRequest =
-  | { type: "send"; id: number; url: string; body: string; headers: Record<string, string> }
-  | { type: "abort"; id: number; reason: string }
-  | { type: "close" };
+  { type: "send"; id: number; url: string; body: string; headers: Record<string, string> } | { type: "abort"; id: number; reason: string } | { type: "close" };
 
 /** The thread's answer to one send. */
 export interface SenderReply {
@@ -65,7 +63,8 @@ export function threadedSender(o: Omit<SendOptions, "resolver">): { send: Webhoo
     const w = thread.worker;
     const id = nextId++;
     return new Promise<AttemptResult>((resolve) => {
-      const onAbort = () => w.postMessage({ type: "abort", id, reason: String((signal?.reason as Error | undefined)?.message ?? "aborted") } satisfies SenderRequest);
+      const onAbort = () =>
+        w.postMessage({ type: "abort", id, reason: String((signal?.reason as Error | undefined)?.message ?? "aborted") } satisfies SenderRequest);
       thread.pending.set(id, (result) => {
         signal?.removeEventListener("abort", onAbort);
         resolve(result);

@@ -62,7 +62,8 @@ export function checkWebhookUrl(url: string, policy: WebhookUrlPolicy): PolicyRe
   } catch {
     return { ok: false, detail: "Invalid webhook URL: expected an absolute http(s) URL or a path starting with /" };
   }
-  if (parsed.protocol !== "http:" && parsed.protocol !== "https:") return { ok: false, detail: `Invalid webhook URL: scheme ${parsed.protocol.slice(0, -1)} is not http or https` };
+  if (parsed.protocol !== "http:" && parsed.protocol !== "https:")
+    return { ok: false, detail: `Invalid webhook URL: scheme ${parsed.protocol.slice(0, -1)} is not http or https` };
   if (policy.require_https && parsed.protocol !== "https:") return { ok: false, detail: "Webhook must use https" };
   const port = parsed.port ? Number(parsed.port) : parsed.protocol === "https:" ? 443 : 80;
   if (policy.allowed_ports && !policy.allowed_ports.includes(port)) return { ok: false, detail: `Webhook port ${port} not allowed` };

@@ -23,7 +23,9 @@ export const auth = new Auth()
     }
     return {
       identity: String(payload.sub),
-      permissions: String(payload.scope ?? "").split(" ").filter(Boolean),
+      permissions: String(payload.scope ?? "")
+        .split(" ")
+        .filter(Boolean),
       display_name: String(payload.name),
       url_seen: request.url,
     };

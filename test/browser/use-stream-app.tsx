@@ -31,7 +31,9 @@ function Chat() {
     <main>
       <ul id="messages">
         {stream.messages.map((message) => (
-          <li key={message.id} data-type={message.type}>{message.text}</li>
+          <li key={message.id} data-type={message.type}>
+            {message.text}
+          </li>
         ))}
       </ul>
       {question && (

@@ -171,7 +171,11 @@ export function eventStoreContract(t: Test, factory: () => Promise<StoreUnderTes
       t.same(await store.readStream(gone, { direction: "backwards" }), [], "backwards too");
     }
     const caughtUp = eventsOf(await untilCaughtUp(iterate(store.subscribeToStream(gone))));
-    t.same(caughtUp.map((e) => e.type), left.map((e) => e.type), "a catch-up subscription to the stream replays what a read shows");
+    t.same(
+      caughtUp.map((e) => e.type),
+      left.map((e) => e.type),
+      "a catch-up subscription to the stream replays what a read shows",
+    );
     t.notOk(JSON.stringify(caughtUp.map((e) => e.data)).includes("forget me"), "and no payload");
 
     if (!behaviour.immediate && sut.scavenge) {
@@ -182,16 +186,28 @@ export function eventStoreContract(t: Test, factory: () => Promise<StoreUnderTes
     }
     if (behaviour.immediate || sut.scavenge) {
       const all = await store.readAll({ filter: { streamPrefixes: [prefix] } });
-      t.same(all.filter((e) => e.streamId === gone).map((e) => e.type), behaviour.tombstones ? [PURGED_EVENT_TYPE, PURGED_EVENT_TYPE] : [], "$all shows no purged event");
+      t.same(
+        all.filter((e) => e.streamId === gone).map((e) => e.type),
+        behaviour.tombstones ? [PURGED_EVENT_TYPE, PURGED_EVENT_TYPE] : [],
+        "$all shows no purged event",
+      );
       t.notOk(JSON.stringify(all.map((e) => e.data)).includes("forget me"), "nor a purged payload");
       t.same(await store.readAll({ filter: { eventTypes: [secret] } }), [], "nor an event of the purged type (the type index follows)");
     }
-    t.same((await store.readStream(kept)).map((e) => e.data), [{ words: "keep me" }], "other streams are untouched");
+    t.same(
+      (await store.readStream(kept)).map((e) => e.data),
+      [{ words: "keep me" }],
+      "other streams are untouched",
+    );
 
     const after = await store.append(gone, [ev("After", { n: 1 })], "any");
     t.equal(after.nextExpectedRevision, 2n, "the stream goes on after its last revision");
     const final = await store.readStream(gone);
-    t.same(final.filter((e) => e.type !== PURGED_EVENT_TYPE).map((e) => [e.type, e.revision]), [["After", 2n]], "the new event, at its revision");
+    t.same(
+      final.filter((e) => e.type !== PURGED_EVENT_TYPE).map((e) => [e.type, e.revision]),
+      [["After", 2n]],
+      "the new event, at its revision",
+    );
     t.equal(final.length, behaviour.tombstones ? 3 : 1, behaviour.tombstones ? "after the tombstones" : "alone: the purged events stay out of the stream");
   });
 
@@ -226,10 +242,19 @@ export function eventStoreContract(t: Test, factory: () => Promise<StoreUnderTes
     t.same(read[0].metadata, { by: "contract" }, "metadata round-trips");
     t.same(read[1].metadata, {}, "absent metadata reads as {}");
     t.equal(read[0].id, given, "the writer's event id is kept");
-    t.ok(read.every((e) => UUID.test(e.id)), "ids are UUIDs (generated when absent)");
+    t.ok(
+      read.every((e) => UUID.test(e.id)),
+      "ids are UUIDs (generated when absent)",
+    );
     t.equal(new Set(read.map((e) => e.id)).size, 3, "generated ids are distinct");
-    t.ok(read.every((e) => e.streamId === s), "streamId set");
-    t.ok(read.every((e) => e.created instanceof Date && !Number.isNaN(e.created.getTime())), "created is a Date");
+    t.ok(
+      read.every((e) => e.streamId === s),
+      "streamId set",
+    );
+    t.ok(
+      read.every((e) => e.created instanceof Date && !Number.isNaN(e.created.getTime())),
+      "created is a Date",
+    );
     t.ok(strictlyIncreasing(read.map((e) => e.position)), "positions strictly increase");
     t.equal(result.position, read[2].position, "result.position is the position of the last event");
     t.ok((await store.headPosition()) >= result.position, "headPosition is at least the last appended position");
@@ -257,10 +282,22 @@ export function eventStoreContract(t: Test, factory: () => Promise<StoreUnderTes
       store.append(second, [ev("D")], "any", { ticket: d, after: [c] }),
       store.append(second, [ev("E")], "any", { after: [b, d] }),
     ]);
-    t.same(outcomes.map((o) => o.status), ["rejected", "rejected", "rejected"], "all three refused");
-    for (const o of outcomes) t.ok(o.status === "rejected" && o.reason instanceof WrongExpectedVersionError, `with the first one's WrongExpectedVersionError (${o.status === "rejected" ? String(o.reason) : ""})`);
+    t.same(
+      outcomes.map((o) => o.status),
+      ["rejected", "rejected", "rejected"],
+      "all three refused",
+    );
+    for (const o of outcomes)
+      t.ok(
+        o.status === "rejected" && o.reason instanceof WrongExpectedVersionError,
+        `with the first one's WrongExpectedVersionError (${o.status === "rejected" ? String(o.reason) : ""})`,
+      );
     t.same([c.state, d.state], ["failed", "failed"], "both tickets say failed");
-    t.same((await store.readStream(second)).map((e) => e.type), ["B", "B2"], "nothing of the dependants was written");
+    t.same(
+      (await store.readStream(second)).map((e) => e.type),
+      ["B", "B2"],
+      "nothing of the dependants was written",
+    );
 
     // Refused before it reached the log (too large): its dependant fails the same way.
     const big = new AppendTicket();
@@ -269,7 +306,11 @@ export function eventStoreContract(t: Test, factory: () => Promise<StoreUnderTes
     await t.rejects(refused, AppendTooLargeError);
     await t.rejects(dependant, AppendTooLargeError, "the dependant fails with its error");
     t.equal(big.state, "failed");
-    t.same((await store.readStream(second)).map((e) => e.type), ["B", "B2"], "and writes nothing");
+    t.same(
+      (await store.readStream(second)).map((e) => e.type),
+      ["B", "B2"],
+      "and writes nothing",
+    );
   });
 
   test("an append over 1 MiB (EventStoreDB's default MaxAppendSize) is refused whole with AppendTooLargeError", async (t, store) => {
@@ -308,12 +349,7 @@ export function eventStoreContract(t: Test, factory: () => Promise<StoreUnderTes
   test("expected revision stream_exists", async (t, store) => {
     const { stream } = namespace();
     const s = stream(1);
-    await expectConflict(
-      t,
-      store.append(s, [ev()], "stream_exists"),
-      { stream: s, expected: "stream_exists", actual: "no_stream" },
-      "on a missing stream",
-    );
+    await expectConflict(t, store.append(s, [ev()], "stream_exists"), { stream: s, expected: "stream_exists", actual: "no_stream" }, "on a missing stream");
     t.same(await store.readStream(s), [], "nothing written by the failed append");
     await store.append(s, [ev(), ev()]);
     t.equal((await store.append(s, [ev()], "stream_exists")).nextExpectedRevision, 2n, "succeeds on an existing stream");
@@ -399,10 +435,7 @@ export function eventStoreContract(t: Test, factory: () => Promise<StoreUnderTes
 
     // Two concurrent creators of the same stream: exactly one append lands, whole.
     const s2 = stream(2);
-    const results = await Promise.allSettled([
-      store.append(s2, many(5, "A"), "no_stream"),
-      store.append(s2, many(5, "B"), "no_stream"),
-    ]);
+    const results = await Promise.allSettled([store.append(s2, many(5, "A"), "no_stream"), store.append(s2, many(5, "B"), "no_stream")]);
     t.equal(results.filter((r) => r.status === "fulfilled").length, 1, "one creator wins");
     const types = (await store.readStream(s2)).map((e) => e.type);
     t.ok(types.length === 5 && types.every((x) => x === types[0]), "the stream holds exactly the winner's events");
@@ -468,11 +501,7 @@ export function eventStoreContract(t: Test, factory: () => Promise<StoreUnderTes
     t.same(revs(await store.readStream(s, { fromRevision: 8n })), [8, 9], "forwards from 8 to the end");
     t.same(revs(await store.readStream(s, { fromRevision: 10n })), [], "forwards from past the end");
     t.same(revs(await store.readStream(s, { direction: "backwards" })), [9, 8, 7, 6, 5, 4, 3, 2, 1, 0], "backwards from end");
-    t.same(
-      revs(await store.readStream(s, { direction: "backwards", fromRevision: 5n, maxCount: 3 })),
-      [5, 4, 3],
-      "backwards from 5 (inclusive), 3 events",
-    );
+    t.same(revs(await store.readStream(s, { direction: "backwards", fromRevision: 5n, maxCount: 3 })), [5, 4, 3], "backwards from 5 (inclusive), 3 events");
     t.same(revs(await store.readStream(s, { direction: "backwards", fromRevision: "end", maxCount: 1 })), [9], "last event");
     t.same(revs(await store.readStream(s, { fromRevision: "start", maxCount: 2 })), [0, 1], "maxCount from start");
   });
@@ -510,21 +539,13 @@ export function eventStoreContract(t: Test, factory: () => Promise<StoreUnderTes
     t.same(n(fromSecond), [1, 2, 3], "fromPosition is inclusive");
     t.equal(fromSecond[0]?.position, second.position, "the first event is the one at fromPosition");
     t.same(n(await store.readAll({ fromPosition: first.position, filter: { eventTypes: [typeA] } })), [0, -1, 3], "by type");
-    t.same(
-      n(await store.readAll({ fromPosition: first.position, filter: { streamPrefixes: [prefix], eventTypes: [typeA] } })),
-      [0, 3],
-      "by prefix and type",
-    );
+    t.same(n(await store.readAll({ fromPosition: first.position, filter: { streamPrefixes: [prefix], eventTypes: [typeA] } })), [0, 3], "by prefix and type");
     t.same(
       n(await store.readAll({ fromPosition: first.position, filter: { streamPrefixes: [prefix] }, maxCount: 2 })),
       [0, 1],
       "maxCount counts the events returned",
     );
-    t.same(
-      n(await store.readAll({ fromPosition: first.position, filter: { streamPrefixes: [other.prefix, `${prefix}-2`] } })),
-      [1, -1],
-      "several prefixes",
-    );
+    t.same(n(await store.readAll({ fromPosition: first.position, filter: { streamPrefixes: [other.prefix, `${prefix}-2`] } })), [1, -1], "several prefixes");
   });
 
   test("catch-up subscriptions to a stream and to $all stay gap-free while 10,000 events are appended", async (t, store) => {
@@ -549,8 +570,7 @@ export function eventStoreContract(t: Test, factory: () => Promise<StoreUnderTes
     for (let count = 0; count < historyTarget; split++) count += plan[split].events.length;
     const history = plan.slice(0, split);
     const live = plan.slice(split);
-    const count = (appends: typeof plan, s?: string) =>
-      appends.filter((a) => s === undefined || a.stream === s).reduce((n, a) => n + a.events.length, 0);
+    const count = (appends: typeof plan, s?: string) => appends.filter((a) => s === undefined || a.stream === s).reduce((n, a) => n + a.events.length, 0);
 
     for (const a of history) await store.append(a.stream, a.events);
     const firstPosition = (await store.readStream(main, { maxCount: 1 }))[0].position;
@@ -593,7 +613,10 @@ export function eventStoreContract(t: Test, factory: () => Promise<StoreUnderTes
     // $all subscription.
     const allEvents = eventsOf(allItems);
     t.ok(strictlyIncreasing(allEvents.map((e) => e.position)), "$all: positions strictly increase");
-    t.ok(allEvents.every((e) => e.streamId.startsWith(prefix)), "$all: only events of the filter");
+    t.ok(
+      allEvents.every((e) => e.streamId.startsWith(prefix)),
+      "$all: only events of the filter",
+    );
     const writtenIds = new Set(plan.flatMap((a) => a.events.map((e) => e.id as string)));
     const seenIds = new Set(allEvents.map((e) => e.id));
     t.equal(seenIds.size, total, "$all: no duplicate");
@@ -691,9 +714,10 @@ export function eventStoreContract(t: Test, factory: () => Promise<StoreUnderTes
     // History and caughtUp first, then live events.
     const history = await Promise.all(its.map(untilCaughtUp));
     const live = mixed("l");
-    const [p, x, y] = (await Promise.all([collectEvents(its[0], 3), collectEvents(its[1], 2), collectEvents(its[2], 3)])).map(
-      (items, i) => [...history[i], ...items],
-    );
+    const [p, x, y] = (await Promise.all([collectEvents(its[0], 3), collectEvents(its[1], 2), collectEvents(its[2], 3)])).map((items, i) => [
+      ...history[i],
+      ...items,
+    ]);
     await live;
     t.same(n(p), ["h:a1x", "h:a1y", "h:a2y", "l:a1x", "l:a1y", "l:a2y"], "by prefix");
     t.same(n(x), ["h:a1x", "h:b1x", "l:a1x", "l:b1x"], "by type");

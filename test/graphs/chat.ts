@@ -31,7 +31,11 @@ class SlowEchoModel extends BaseChatModel {
     return "slow-echo";
   }
 
-  override async *_streamResponseChunks(messages: BaseMessage[], options: this["ParsedCallOptions"], runManager?: CallbackManagerForLLMRun): AsyncGenerator<ChatGenerationChunk> {
+  override async *_streamResponseChunks(
+    messages: BaseMessage[],
+    options: this["ParsedCallOptions"],
+    runManager?: CallbackManagerForLLMRun,
+  ): AsyncGenerator<ChatGenerationChunk> {
     const id = `ai-${messages.length}`;
     for (const [index, text] of replyChunks(messages).entries()) {
       if (index > 0) await wait(this.delay, undefined, { signal: options.signal });

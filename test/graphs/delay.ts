@@ -9,14 +9,7 @@ import { existsSync, watch } from "node:fs";
 import path from "node:path";
 import { setTimeout as wait } from "node:timers/promises";
 import { AIMessage } from "@langchain/core/messages";
-import {
-  END,
-  type LangGraphRunnableConfig,
-  MessagesValue,
-  START,
-  StateGraph,
-  StateSchema,
-} from "@langchain/langgraph";
+import { END, type LangGraphRunnableConfig, MessagesValue, START, StateGraph, StateSchema } from "@langchain/langgraph";
 import { z } from "zod";
 
 const State = new StateSchema({

@@ -17,9 +17,7 @@ export function graph(config: RunnableConfig) {
     .addNode("agent", (state): Partial<typeof State.State> => {
       const lastHuman = [...state.messages].reverse().find((m) => m.getType() === "human");
       return {
-        messages: [
-          new AIMessage({ id: `ai-${state.messages.length}`, content: `${prefix}: ${contentText(lastHuman?.content)}` }),
-        ],
+        messages: [new AIMessage({ id: `ai-${state.messages.length}`, content: `${prefix}: ${contentText(lastHuman?.content)}` })],
       };
     })
     .addEdge(START, "agent")

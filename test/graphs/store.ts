@@ -28,7 +28,11 @@ export const graph = new StateGraph(State)
     const store = getStore()!;
     const profile = await store.get(["memories", state.user], "profile");
     const last = await store.get(["memories", state.user], "last");
-    return { profile: (profile?.value.name as string | undefined) ?? null, seen: (last?.value.note as string | undefined) ?? null, same: store === config.store };
+    return {
+      profile: (profile?.value.name as string | undefined) ?? null,
+      seen: (last?.value.note as string | undefined) ?? null,
+      same: store === config.store,
+    };
   })
   .addNode("tally", async (state, runtime: { store?: LangGraphRunnableConfig["store"] }) => {
     const items = await runtime.store!.search(["memories", state.user]);

@@ -12,15 +12,13 @@ import { END, START, MessagesValue, StateGraph, StateSchema } from "@langchain/l
 const State = new StateSchema({ messages: MessagesValue });
 type S = typeof State.State;
 
-const reply = (prefix: string, content: string) => (state: S): Partial<S> => ({
-  messages: [new AIMessage({ id: `${prefix}-${state.messages.length}`, content })],
-});
+const reply =
+  (prefix: string, content: string) =>
+  (state: S): Partial<S> => ({
+    messages: [new AIMessage({ id: `${prefix}-${state.messages.length}`, content })],
+  });
 
-const grandchild = new StateGraph(State)
-  .addNode("deep", reply("deep", "from grandchild"))
-  .addEdge(START, "deep")
-  .addEdge("deep", END)
-  .compile();
+const grandchild = new StateGraph(State).addNode("deep", reply("deep", "from grandchild")).addEdge(START, "deep").addEdge("deep", END).compile();
 grandchild.name = "grandchild";
 
 const child = new StateGraph(State)

@@ -33,7 +33,10 @@ export async function rpc(baseUrl: string, assistant: string, body: unknown, hea
   const text = await res.text();
   const contentType = res.headers.get("content-type") ?? "";
   const events = contentType.startsWith("text/event-stream")
-    ? text.split(/\r?\n/).filter((l) => l.startsWith("data:")).map((l) => JSON.parse(l.slice(5)))
+    ? text
+        .split(/\r?\n/)
+        .filter((l) => l.startsWith("data:"))
+        .map((l) => JSON.parse(l.slice(5)))
     : [];
   let json: unknown;
   try {

@@ -22,8 +22,13 @@ export async function bundleSdkForBrowser(extra = ""): Promise<string> {
   const { build } = await import("esbuild");
   const result = await build({
     stdin: { contents: `export { Client } from "@langchain/langgraph-sdk";\n${extra}`, resolveDir: repoRoot, loader: "ts" },
-    bundle: true, format: "iife", globalName: "LangGraph", platform: "browser", target: "es2022",
-    write: false, logLevel: "silent",
+    bundle: true,
+    format: "iife",
+    globalName: "LangGraph",
+    platform: "browser",
+    target: "es2022",
+    write: false,
+    logLevel: "silent",
   });
   return result.outputFiles[0].text;
 }
@@ -32,8 +37,17 @@ export async function bundleSdkForBrowser(extra = ""): Promise<string> {
 export async function bundleApp(entry: string): Promise<string> {
   const { build } = await import("esbuild");
   const result = await build({
-    entryPoints: [entry], absWorkingDir: repoRoot, bundle: true, format: "iife", platform: "browser", target: "es2022",
-    jsx: "automatic", define: { "process.env.NODE_ENV": '"production"' }, minify: true, write: false, logLevel: "silent",
+    entryPoints: [entry],
+    absWorkingDir: repoRoot,
+    bundle: true,
+    format: "iife",
+    platform: "browser",
+    target: "es2022",
+    jsx: "automatic",
+    define: { "process.env.NODE_ENV": '"production"' },
+    minify: true,
+    write: false,
+    logLevel: "silent",
   });
   return result.outputFiles[0].text;
 }
@@ -59,7 +73,11 @@ export async function servePage(bundle: string, html = SDK_PAGE): Promise<{ url:
   const { port } = server.address() as { port: number };
   return {
     url: `http://127.0.0.1:${port}`,
-    close: () => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }
 
@@ -70,8 +88,14 @@ export async function launchChromium(): Promise<{ context: BrowserContext; close
     executablePath: CHROMIUM,
     headless: true,
     args: [
-      "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-      "--disable-background-networking", "--disable-component-update", "--disable-sync",
+      "--headless",
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-quic",
+      "--no-first-run",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
     ],
   });
   return {

@@ -44,7 +44,8 @@ export async function sseLines(client: Client, threadId: string, runId: string):
 export async function allSettled<T>(promises: Promise<T>[]): Promise<T[]> {
   const results = await Promise.allSettled(promises);
   const failed = results.filter((r): r is PromiseRejectedResult => r.status === "rejected");
-  if (failed.length > 0) throw new Error(`${failed.length} of ${results.length} failed; first: ${(failed[0].reason as Error)?.stack ?? String(failed[0].reason)}`);
+  if (failed.length > 0)
+    throw new Error(`${failed.length} of ${results.length} failed; first: ${(failed[0].reason as Error)?.stack ?? String(failed[0].reason)}`);
   return results.map((r) => (r as PromiseFulfilledResult<T>).value);
 }
 

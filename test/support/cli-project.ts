@@ -106,7 +106,19 @@ export function snapshotTree(dir: string): string[] {
 /** The server's environment without anything of this process that would choose for it. */
 export function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env, LOG_LEVEL: "silent" };
-  for (const name of ["HOST", "PORT", "DATA_DIR", "EVENTSTORE_URL", "LANGGRAPH_JSON", "LANGGRAPH_CONFIG", "LANGGRAPH_DEV", "LANGGRAPH_WATCH", "LANGGRAPH_API_KEY", "GREETING"]) delete env[name];
+  for (const name of [
+    "HOST",
+    "PORT",
+    "DATA_DIR",
+    "EVENTSTORE_URL",
+    "LANGGRAPH_JSON",
+    "LANGGRAPH_CONFIG",
+    "LANGGRAPH_DEV",
+    "LANGGRAPH_WATCH",
+    "LANGGRAPH_API_KEY",
+    "GREETING",
+  ])
+    delete env[name];
   return { ...env, ...extra };
 }
 
@@ -126,7 +138,10 @@ export interface CliProcess {
 export async function startCli(bin: string, args: string[], cwd: string, env: NodeJS.ProcessEnv = cleanEnv()): Promise<CliProcess> {
   const child = spawn(process.execPath, [bin, ...args], { cwd, env, stdio: ["ignore", "pipe", "pipe"] });
   const proc: CliProcess = {
-    child, stdout: "", stderr: "", url: undefined,
+    child,
+    stdout: "",
+    stderr: "",
+    url: undefined,
     exited: once(child, "exit").then(([code, signal]) => ({ code: code as number | null, signal: signal as NodeJS.Signals | null })),
   };
   const ready = new Promise<void>((resolve) => {
@@ -142,7 +157,12 @@ export async function startCli(bin: string, args: string[], cwd: string, env: No
 }
 
 /** Runs the command to its end. */
-export async function runCli(bin: string, args: string[], cwd: string, env: NodeJS.ProcessEnv = cleanEnv()): Promise<{ code: number | null; stdout: string; stderr: string }> {
+export async function runCli(
+  bin: string,
+  args: string[],
+  cwd: string,
+  env: NodeJS.ProcessEnv = cleanEnv(),
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const proc = await startCli(bin, args, cwd, env);
   const { code } = await proc.exited;
   return { code, stdout: proc.stdout, stderr: proc.stderr };

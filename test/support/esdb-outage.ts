@@ -117,7 +117,12 @@ export async function outage(t: Test, cutMs: number) {
   t.match(await (await fetch(`${rig.url}/metrics`)).text(), /^agent_server_log_connected 0$/m, "/metrics: not connected");
 
   await expectUnavailable(t, "POST /threads", () => post(`${rig.url}/threads`, {}), DEADLINE_MS);
-  await expectUnavailable(t, "runs/wait", () => post(`${rig.url}/threads/${thread.thread_id}/runs/wait`, { assistant_id: "agent", input: { messages: [human("x")] } }), DEADLINE_MS);
+  await expectUnavailable(
+    t,
+    "runs/wait",
+    () => post(`${rig.url}/threads/${thread.thread_id}/runs/wait`, { assistant_id: "agent", input: { messages: [human("x")] } }),
+    DEADLINE_MS,
+  );
   t.equal((await fetch(`${rig.url}/threads/${thread.thread_id}`)).status, 200, "reads of the read models are still served");
 
   await new Promise((resolve) => setTimeout(resolve, Math.max(0, cutMs - (Date.now() - cutAt))));
@@ -142,4 +147,3 @@ export async function outage(t: Test, cutMs: number) {
   t.match(metrics, /^agent_server_log_reconnects_total [1-9]\d*$/m, "/metrics: reconnects counted");
   t.match(metrics, /^agent_server_subscription_lag_positions\{subscription="read-models"\} \d+$/m, "/metrics: the read models' lag");
 }
-

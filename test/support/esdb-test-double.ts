@@ -230,9 +230,7 @@ interface ProposedEvent {
 
 type Expected = { kind: "any" } | { kind: "no_stream" } | { kind: "stream_exists" } | { kind: "revision"; revision: bigint };
 
-type WriteResult =
-  | { ok: true; currentRevision: bigint; position: bigint }
-  | { ok: false; current: bigint | "no_stream"; expected: Expected };
+type WriteResult = { ok: true; currentRevision: bigint; position: bigint } | { ok: false; current: bigint | "no_stream"; expected: Expected };
 
 class InvalidRequest extends Error {}
 
@@ -246,7 +244,11 @@ const DELETED_STREAM_TB = 9223372036854775807n;
 
 /** One line of the data file (JSON): a write, a soft delete, or (after a scavenge) a stream's emptied slots. */
 type FileRecord =
-  | { op: "write"; stream: string; events: { id: string; type: string; contentType: string; data: string; metadata: string; created: string; position: string; revision: string }[] }
+  | {
+      op: "write";
+      stream: string;
+      events: { id: string; type: string; contentType: string; data: string; metadata: string; created: string; position: string; revision: string }[];
+    }
   | { op: "delete"; stream: string }
   | { op: "scavenged"; stream: string; count: number }
   | { op: "next"; position: string };
@@ -366,7 +368,13 @@ class Log {
   /** Writes the stream's metadata (`$$<stream>`, type `$metadata`), as the server does on a delete. */
   private writeMetadata(streamName: string, truncateBefore: bigint): bigint {
     const result = this.write(`$$${streamName}`, { kind: "any" }, [
-      { id: randomUUID(), type: "$metadata", contentType: "application/json", data: textEncoder.encode(`{"$tb":${truncateBefore}}`), customMetadata: new Uint8Array() },
+      {
+        id: randomUUID(),
+        type: "$metadata",
+        contentType: "application/json",
+        data: textEncoder.encode(`{"$tb":${truncateBefore}}`),
+        customMetadata: new Uint8Array(),
+      },
     ]);
     return result.ok ? result.position : -1n;
   }
@@ -439,8 +447,17 @@ class Log {
       const stream = this.stream(record.stream);
       for (let i = 0; i < record.count; i++) {
         stream.events.push({
-          streamName: record.stream, revision: BigInt(stream.events.length), id: "", type: "", contentType: "",
-          data: new Uint8Array(), customMetadata: new Uint8Array(), createdTicks: 0n, position: -1n, deleted: true, scavenged: true,
+          streamName: record.stream,
+          revision: BigInt(stream.events.length),
+          id: "",
+          type: "",
+          contentType: "",
+          data: new Uint8Array(),
+          customMetadata: new Uint8Array(),
+          createdTicks: 0n,
+          position: -1n,
+          deleted: true,
+          scavenged: true,
         });
       }
     } else if (BigInt(record.position) > this.nextPosition) {
@@ -503,9 +520,14 @@ function recordSize(e: StoredEvent): bigint {
 
 function toFile(e: StoredEvent): Extract<FileRecord, { op: "write" }>["events"][number] {
   return {
-    id: e.id, type: e.type, contentType: e.contentType,
-    data: Buffer.from(e.data).toString("base64"), metadata: Buffer.from(e.customMetadata).toString("base64"),
-    created: e.createdTicks.toString(), position: e.position.toString(), revision: e.revision.toString(),
+    id: e.id,
+    type: e.type,
+    contentType: e.contentType,
+    data: Buffer.from(e.data).toString("base64"),
+    metadata: Buffer.from(e.customMetadata).toString("base64"),
+    created: e.createdTicks.toString(),
+    position: e.position.toString(),
+    revision: e.revision.toString(),
   };
 }
 
@@ -779,7 +801,10 @@ export async function startEsdbTestDouble(options: EsdbTestDoubleOptions = {}): 
   });
 
   server.addService(operationsGrpc.OperationsService, {
-    startScavenge(call: grpc.ServerUnaryCall<OperationsPb.StartScavengeReq, OperationsPb.ScavengeResp>, callback: grpc.sendUnaryData<OperationsPb.ScavengeResp>) {
+    startScavenge(
+      call: grpc.ServerUnaryCall<OperationsPb.StartScavengeReq, OperationsPb.ScavengeResp>,
+      callback: grpc.sendUnaryData<OperationsPb.ScavengeResp>,
+    ) {
       const refused = refusal(call);
       if (refused) return callback(refused);
       // EventStoreDB starts the scavenge in the background and answers Started; this one is done by then.
@@ -791,15 +816,11 @@ export async function startEsdbTestDouble(options: EsdbTestDoubleOptions = {}): 
     },
   });
 
-  const expectedFrom = (
-    o: StreamsPb.AppendReq.Options | StreamsPb.BatchAppendReq.Options,
-    revisionCase: "revision" | "streamPosition",
-  ): Expected => {
+  const expectedFrom = (o: StreamsPb.AppendReq.Options | StreamsPb.BatchAppendReq.Options, revisionCase: "revision" | "streamPosition"): Expected => {
     if (o.hasAny()) return { kind: "any" };
     if (o.hasNoStream()) return { kind: "no_stream" };
     if (o.hasStreamExists()) return { kind: "stream_exists" };
-    if (revisionCase === "revision" && "hasRevision" in o && o.hasRevision())
-      return { kind: "revision", revision: BigInt(o.getRevision()) };
+    if (revisionCase === "revision" && "hasRevision" in o && o.hasRevision()) return { kind: "revision", revision: BigInt(o.getRevision()) };
     if (revisionCase === "streamPosition" && "hasStreamPosition" in o && o.hasStreamPosition())
       return { kind: "revision", revision: BigInt(o.getStreamPosition()) };
     throw new InvalidRequest("missing expected stream revision");
@@ -975,7 +996,14 @@ export async function startEsdbTestDouble(options: EsdbTestDoubleOptions = {}): 
           if (tooLarge(write.events)) {
             const exceeded = new sharedPb.MaximumAppendSizeExceeded();
             exceeded.setMaxappendsize(maxAppendSize);
-            resp.setError(errorStatus(grpc.status.INVALID_ARGUMENT, `Maximum Append Size of ${maxAppendSize} Exceeded.`, "event_store.client.MaximumAppendSizeExceeded", exceeded.serializeBinary()));
+            resp.setError(
+              errorStatus(
+                grpc.status.INVALID_ARGUMENT,
+                `Maximum Append Size of ${maxAppendSize} Exceeded.`,
+                "event_store.client.MaximumAppendSizeExceeded",
+                exceeded.serializeBinary(),
+              ),
+            );
             return resp;
           }
           const injected = injectedFailure(write.streamName, write.events);
@@ -993,7 +1021,9 @@ export async function startEsdbTestDouble(options: EsdbTestDoubleOptions = {}): 
             }
             if (ambiguousHow === "timeout") {
               // EventStoreDB's commit timeout: "the write may or may not have been applied" (the client's DeadlineExceededError).
-              resp.setError(errorStatus(grpc.status.DEADLINE_EXCEEDED, "Operation timed out", "event_store.client.Timeout", new sharedPb.Timeout().serializeBinary()));
+              resp.setError(
+                errorStatus(grpc.status.DEADLINE_EXCEEDED, "Operation timed out", "event_store.client.Timeout", new sharedPb.Timeout().serializeBinary()),
+              );
               return resp;
             }
             const success = new streamsPb.BatchAppendResp.Success();
@@ -1016,7 +1046,9 @@ export async function startEsdbTestDouble(options: EsdbTestDoubleOptions = {}): 
             else if (e.kind === "no_stream") wev.setExpectedNoStream(new googleEmptyPb.Empty());
             else if (e.kind === "stream_exists") wev.setExpectedStreamExists(new googleEmptyPb.Empty());
             else wev.setExpectedAny(new googleEmptyPb.Empty());
-            resp.setError(errorStatus(grpc.status.FAILED_PRECONDITION, "WrongExpectedVersion", "event_store.client.WrongExpectedVersion", wev.serializeBinary()));
+            resp.setError(
+              errorStatus(grpc.status.FAILED_PRECONDITION, "WrongExpectedVersion", "event_store.client.WrongExpectedVersion", wev.serializeBinary()),
+            );
           }
         } catch (err) {
           const badRequest = new sharedPb.BadRequest();
@@ -1042,7 +1074,9 @@ export async function startEsdbTestDouble(options: EsdbTestDoubleOptions = {}): 
             const resp = new streamsPb.BatchAppendResp();
             resp.setCorrelationId(req.getCorrelationId());
             resp.setStreamIdentifier(streamIdentifier(""));
-            resp.setError(errorStatus(grpc.status.DEADLINE_EXCEEDED, "Operation timed out", "event_store.client.Timeout", new sharedPb.Timeout().serializeBinary()));
+            resp.setError(
+              errorStatus(grpc.status.DEADLINE_EXCEEDED, "Operation timed out", "event_store.client.Timeout", new sharedPb.Timeout().serializeBinary()),
+            );
             if (!call.cancelled && !closing) call.write(resp);
             return;
           }
@@ -1089,11 +1123,7 @@ export async function startEsdbTestDouble(options: EsdbTestDoubleOptions = {}): 
     });
 
   /** Writes with backpressure; false when the call went away. */
-  const send = async (
-    call: grpc.ServerWritableStream<ReadReq, ReadResp>,
-    resp: ReadResp,
-    cancelled: Promise<void>,
-  ): Promise<boolean> => {
+  const send = async (call: grpc.ServerWritableStream<ReadReq, ReadResp>, resp: ReadResp, cancelled: Promise<void>): Promise<boolean> => {
     if (call.cancelled || closing) return false;
     if (!call.write(resp)) {
       const drained = new Promise<boolean>((resolve) => call.once("drain", () => resolve(true)));
@@ -1137,7 +1167,8 @@ export async function startEsdbTestDouble(options: EsdbTestDoubleOptions = {}): 
       const last = stream.events.length - 1;
       if (!backwards) {
         const from = s.hasRevision() ? BigInt(s.getRevision()) : s.hasEnd() ? BigInt(last + 1) : 0n;
-        for (let i = from; i <= BigInt(last) && BigInt(events.length) < count; i++) if (!stream.events[Number(i)].deleted) events.push(stream.events[Number(i)]);
+        for (let i = from; i <= BigInt(last) && BigInt(events.length) < count; i++)
+          if (!stream.events[Number(i)].deleted) events.push(stream.events[Number(i)]);
       } else {
         const from = s.hasRevision() ? BigInt(s.getRevision()) : s.hasStart() ? 0n : BigInt(last);
         const top = from > BigInt(last) ? BigInt(last) : from;
@@ -1147,21 +1178,13 @@ export async function startEsdbTestDouble(options: EsdbTestDoubleOptions = {}): 
       // `$all` holds soft-deleted events too, until a scavenge removes them.
       const a = options.getAll()!;
       if (!backwards) {
-        let i = a.hasPosition()
-          ? log.lowerBound(BigInt(a.getPosition()!.getCommitPosition()))
-          : a.hasEnd()
-            ? log.all.length
-            : 0;
+        let i = a.hasPosition() ? log.lowerBound(BigInt(a.getPosition()!.getCommitPosition())) : a.hasEnd() ? log.all.length : 0;
         for (; i < log.all.length && BigInt(events.length) < count; i++) {
           if (filterAllows(filter, log.all[i])) events.push(log.all[i]);
         }
       } else {
         // Backwards from a position returns the events before it (EventStoreDB post-position semantics).
-        let i = a.hasPosition()
-          ? log.lowerBound(BigInt(a.getPosition()!.getCommitPosition())) - 1
-          : a.hasStart()
-            ? -1
-            : log.all.length - 1;
+        let i = a.hasPosition() ? log.lowerBound(BigInt(a.getPosition()!.getCommitPosition())) - 1 : a.hasStart() ? -1 : log.all.length - 1;
         for (; i >= 0 && BigInt(events.length) < count; i--) {
           if (filterAllows(filter, log.all[i])) events.push(log.all[i]);
         }

@@ -34,13 +34,15 @@ export interface InProcessCore {
   close(): Promise<void>;
 }
 
-export async function inProcessCore(options: {
-  synchronous?: "FULL" | "NORMAL";
-  /** Wraps the schema-checked log the core appends to. */
-  wrap?: (store: EventStore, sqlite: SqliteEventStore) => EventStore;
-  /** The log as the read models' subscription sees it (default: the core's). */
-  readModelsFeed?: (store: EventStore) => EventStore;
-} = {}): Promise<InProcessCore> {
+export async function inProcessCore(
+  options: {
+    synchronous?: "FULL" | "NORMAL";
+    /** Wraps the schema-checked log the core appends to. */
+    wrap?: (store: EventStore, sqlite: SqliteEventStore) => EventStore;
+    /** The log as the read models' subscription sees it (default: the core's). */
+    readModelsFeed?: (store: EventStore) => EventStore;
+  } = {},
+): Promise<InProcessCore> {
   const dir = await mkdtemp(path.join(os.tmpdir(), "agent-server-core-"));
   const sqlite = await openSqliteStore({ path: path.join(dir, "events.sqlite"), synchronous: options.synchronous ?? "NORMAL" });
   const checked = withSchemas(sqlite, schemaForEventType);
@@ -50,16 +52,34 @@ export async function inProcessCore(options: {
   const checkpointer = new EventSourcedCheckpointSaver({ store });
   const langgraph = await loadLanggraphConfig(TEST_GRAPHS);
   const graphs = await loadGraphRegistry(langgraph.config, langgraph.baseDir, { graphDefaults: {} });
-  const ctx: AppContext = { config: loadConfig({ DATA_DIR: dir }), langgraph, store, readModels, graphs: graphs.catalogue, runtime: async () => ({ graphs, checkpointer }), now: isoNow };
+  const ctx: AppContext = {
+    config: loadConfig({ DATA_DIR: dir }),
+    langgraph,
+    store,
+    readModels,
+    graphs: graphs.catalogue,
+    runtime: async () => ({ graphs, checkpointer }),
+    now: isoNow,
+  };
   await ensureDefaultAssistants(ctx, graphs.defaultAssistants());
   const completion: CompletionDeps = {
-    store, readModels, now: isoNow,
+    store,
+    readModels,
+    now: isoNow,
     deleteThreadCheckpoints: (id) => checkpointer.deleteThread(id),
     discardCheckpointsAfter: async (id, after) => void (await checkpointer.discardAfter(id, after)),
   };
   const runs = new RunsService(ctx, completion);
   return {
-    dir, sqlite, store, readModels, checkpointer, graphs, ctx, completion, runs,
+    dir,
+    sqlite,
+    store,
+    readModels,
+    checkpointer,
+    graphs,
+    ctx,
+    completion,
+    runs,
     async close() {
       runs.close();
       await readModels.runner.close();

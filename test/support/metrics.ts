@@ -1,7 +1,9 @@
 /** Reads one sample of a server's `/metrics` (Prometheus text format). */
 export async function metricValue(url: string, name: string, labels: Record<string, string> = {}): Promise<number> {
   const text = await (await fetch(`${url}/metrics`)).text();
-  const wanted = Object.entries(labels).map(([k, v]) => `${k}="${v}"`).join(",");
+  const wanted = Object.entries(labels)
+    .map(([k, v]) => `${k}="${v}"`)
+    .join(",");
   const line = text.split("\n").find((l) => l.startsWith(wanted ? `${name}{${wanted}} ` : `${name} `));
   if (line === undefined) throw new Error(`no ${name}{${wanted}} in /metrics`);
   return Number(line.slice(line.lastIndexOf(" ") + 1));

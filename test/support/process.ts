@@ -24,7 +24,10 @@ export async function spawnServer(env: Record<string, string>, script = "src/mai
     stdio: ["ignore", "pipe", "pipe"],
   });
   const proc: ServerProcess = {
-    child, url: undefined, stdout: "", stderr: "",
+    child,
+    url: undefined,
+    stdout: "",
+    stderr: "",
     exited: once(child, "exit").then(([code, signal]) => ({ code: code as number | null, signal: signal as NodeJS.Signals | null })),
   };
   const listening = new Promise<void>((resolve) => {

@@ -145,7 +145,12 @@ async function makeProject(langgraphFrom = "@langchain/langgraph"): Promise<stri
     await symlink(path.join(root, "node_modules", entry), path.join(modules, entry));
   }
   await writeFile(path.join(project, "package.json"), JSON.stringify({ name: "a-project", private: true, type: "module" }));
-  await writeFile(path.join(project, "tsconfig.json"), JSON.stringify({ compilerOptions: { target: "ES2022", module: "NodeNext", moduleResolution: "NodeNext", strict: true, allowImportingTsExtensions: true, noEmit: true } }));
+  await writeFile(
+    path.join(project, "tsconfig.json"),
+    JSON.stringify({
+      compilerOptions: { target: "ES2022", module: "NodeNext", moduleResolution: "NodeNext", strict: true, allowImportingTsExtensions: true, noEmit: true },
+    }),
+  );
   await mkdir(path.join(project, "src", "lib"), { recursive: true });
   await writeFile(path.join(project, "src", "lib", "greeting.ts"), `export const greeting = (): string => "hello from the project";\n`);
   await writeFile(path.join(project, "src", "agent.ts"), GRAPH);
@@ -154,14 +159,14 @@ async function makeProject(langgraphFrom = "@langchain/langgraph"): Promise<stri
   await writeFile(path.join(project, "src", "zod-registry.ts"), ZOD_REGISTRY);
   await writeFile(
     path.join(project, "langgraph.json"),
-    JSON.stringify({ graphs: { agent: "./src/agent.ts:graph", asker: "./src/asker.ts:graph", tools: "./src/tools.ts:graph", zod_registry: "./src/zod-registry.ts:graph" } }),
+    JSON.stringify({
+      graphs: { agent: "./src/agent.ts:graph", asker: "./src/asker.ts:graph", tools: "./src/tools.ts:graph", zod_registry: "./src/zod-registry.ts:graph" },
+    }),
   );
   return project;
 }
 
 const internalKeys = (metadata: unknown) => Object.keys((metadata ?? {}) as object).filter((k) => k.startsWith("__"));
-
-
 
 /**
  * Serves a project whose @langchain/langgraph is a copy of the installed package `from` (the server's
@@ -176,7 +181,9 @@ export async function exerciseProjectRuntime(t: Test, from: string): Promise<voi
   t.ok(semver.satisfies(installed.version, repoPeers["@langchain/langgraph"]!), `${installed.version} is in the supported range`);
   const langgraph = findPackage("@langchain/langgraph", path.join(project, "src"))!;
   t.equal(langgraph.dir, path.join(project, "node_modules", "@langchain", "langgraph"), "the project's LangGraph is found from the graph's place");
-  const projectCheckpoint = (await import(packageEntryUrl(findPackage("@langchain/langgraph-checkpoint", langgraph.dir)!)!)) as { AsyncBatchedStore: typeof AsyncBatchedStore };
+  const projectCheckpoint = (await import(packageEntryUrl(findPackage("@langchain/langgraph-checkpoint", langgraph.dir)!)!)) as {
+    AsyncBatchedStore: typeof AsyncBatchedStore;
+  };
   t.not(projectCheckpoint.AsyncBatchedStore, AsyncBatchedStore, "the project's copy is another module instance");
   const projectLangGraph = (await import(packageEntryUrl(langgraph)!)) as { messagesStateReducer: unknown };
   t.not(projectLangGraph.messagesStateReducer, messagesStateReducer, "so is its messages reducer");
@@ -193,11 +200,18 @@ export async function exerciseProjectRuntime(t: Test, from: string): Promise<voi
   t.equal(messages?.langgraph_type, "messages", "state_schema marks messages as messages");
   t.ok(isMessagesReducer(projectLangGraph.messagesStateReducer), "the project's messages reducer is known");
   const zodSchemas = await client.assistants.getSchemas("zod_registry");
-  t.match(zodSchemas.state_schema, { type: "object", properties: { messages: { langgraph_type: "messages" }, count: { type: "number" } } }, "zod registry's jsonSchemaExtra is in state_schema");
+  t.match(
+    zodSchemas.state_schema,
+    { type: "object", properties: { messages: { langgraph_type: "messages" }, count: { type: "number" } } },
+    "zod registry's jsonSchemaExtra is in state_schema",
+  );
 
   // A run, on the project's packages, with its store batching patched.
   const thread = await client.threads.create();
-  const values = (await client.runs.wait(thread.thread_id, assistant.assistant_id, { input: { messages: [{ role: "user", content: "hi" }] } })) as Record<string, unknown>;
+  const values = (await client.runs.wait(thread.thread_id, assistant.assistant_id, { input: { messages: [{ role: "user", content: "hi" }] } })) as Record<
+    string,
+    unknown
+  >;
   const texts = ((values.messages ?? []) as { content: unknown }[]).map((m) => m.content);
   t.same(texts, ["hi", "from the model", "hello from the project"], "the run ran the graph, with its relative import");
   t.same(values.stored, { n: 1 }, "the store answered");
@@ -220,21 +234,46 @@ export async function exerciseProjectRuntime(t: Test, from: string): Promise<voi
   t.same(internalKeys(state.metadata), [], "no internal key in the state's metadata");
   const history = await client.threads.getHistory(thread.thread_id);
   t.ok(history.length > 0, "history");
-  t.same(history.flatMap((s) => internalKeys(s.metadata)), [], "no internal key in the history's metadata");
+  t.same(
+    history.flatMap((s) => internalKeys(s.metadata)),
+    [],
+    "no internal key in the history's metadata",
+  );
 
   // A second assistant on the same graph, and an interrupt resumed with a Command.
   const second = await client.assistants.create({ graphId: "agent", name: "second", config: { configurable: { flavour: "second" } } });
   const secondThread = await client.threads.create();
-  const secondValues = (await client.runs.wait(secondThread.thread_id, second.assistant_id, { input: { messages: [{ role: "user", content: "2nd" }] } })) as { messages?: { content: unknown }[] };
-  t.same((secondValues.messages ?? []).map((m) => m.content), ["2nd", "from the model", "hello from the project"], "the second assistant ran");
+  const secondValues = (await client.runs.wait(secondThread.thread_id, second.assistant_id, { input: { messages: [{ role: "user", content: "2nd" }] } })) as {
+    messages?: { content: unknown }[];
+  };
+  t.same(
+    (secondValues.messages ?? []).map((m) => m.content),
+    ["2nd", "from the model", "hello from the project"],
+    "the second assistant ran",
+  );
   const asking = await client.threads.create();
   const interrupted = (await client.runs.wait(asking.thread_id, "asker", { input: { question: "name?" } })) as Record<string, unknown>;
-  t.same(interrupted.__interrupt__, [{ id: (interrupted.__interrupt__ as { id?: string }[] | undefined)?.[0]?.id, value: { question: "name?" } }], "the run stops at the interrupt");
+  t.same(
+    interrupted.__interrupt__,
+    [{ id: (interrupted.__interrupt__ as { id?: string }[] | undefined)?.[0]?.id, value: { question: "name?" } }],
+    "the run stops at the interrupt",
+  );
   const resumed = (await client.runs.wait(asking.thread_id, "asker", { command: { resume: "Ada" } })) as Record<string, unknown>;
   t.same(resumed, { question: "name?", answer: "Ada" }, "resumed with the answer");
   const toolThread = await client.threads.create();
-  const toolValues = (await client.runs.wait(toolThread.thread_id, "tools", { input: { messages: [{ role: "user", content: "2 + 3?" }] } })) as { messages?: { type: string; content: unknown }[] };
-  t.same((toolValues.messages ?? []).map((m) => [m.type, m.content]), [["human", "2 + 3?"], ["ai", ""], ["tool", "5"], ["ai", "the sum is 5"]], "the tool loop ran to its answer");
+  const toolValues = (await client.runs.wait(toolThread.thread_id, "tools", { input: { messages: [{ role: "user", content: "2 + 3?" }] } })) as {
+    messages?: { type: string; content: unknown }[];
+  };
+  t.same(
+    (toolValues.messages ?? []).map((m) => [m.type, m.content]),
+    [
+      ["human", "2 + 3?"],
+      ["ai", ""],
+      ["tool", "5"],
+      ["ai", "the sum is 5"],
+    ],
+    "the tool loop ran to its answer",
+  );
 
   // Nothing was written beside the sources; the transpiled graph is in the cache.
   t.same(await listing(project), before, "no file was created in the project folder");

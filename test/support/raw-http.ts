@@ -64,7 +64,12 @@ export function parseAnswer(raw: string, headOnly = false): RawAnswer | undefine
  * server's first response once it has arrived whole, or with `undefined` when the server closed
  * the connection without one. Rejects when neither happens within `deadlineMs`.
  */
-export function sendRaw(url: string, request: string | Buffer, deadlineMs = 5000, options: { headOnly?: boolean; halfClose?: boolean } = {}): Promise<RawAnswer | undefined> {
+export function sendRaw(
+  url: string,
+  request: string | Buffer,
+  deadlineMs = 5000,
+  options: { headOnly?: boolean; halfClose?: boolean } = {},
+): Promise<RawAnswer | undefined> {
   const { host, port } = addressOf(url);
   return new Promise((resolve, reject) => {
     const socket = net.connect(port, host);
@@ -78,7 +83,10 @@ export function sendRaw(url: string, request: string | Buffer, deadlineMs = 5000
       if (error) reject(error);
       else resolve(answer);
     };
-    const timer = setTimeout(() => done(new Error(`no answer within ${deadlineMs} ms to ${JSON.stringify(String(request).slice(0, 120))}; got ${JSON.stringify(raw.slice(0, 200))}`)), deadlineMs);
+    const timer = setTimeout(
+      () => done(new Error(`no answer within ${deadlineMs} ms to ${JSON.stringify(String(request).slice(0, 120))}; got ${JSON.stringify(raw.slice(0, 200))}`)),
+      deadlineMs,
+    );
     socket.setEncoding("latin1");
     socket.on("data", (chunk: string) => {
       raw += chunk;

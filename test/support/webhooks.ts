@@ -29,14 +29,17 @@ export class Receiver {
   async start(port = 0): Promise<this> {
     this.server = http.createServer((req, res) => {
       let body = "";
-      req.setEncoding("utf8").on("data", (c: string) => (body += c)).on("end", () => {
-        const r: Received = { method: req.method ?? "", url: req.url ?? "", headers: req.headers, body };
-        this.requests.push(r);
-        const answer = this.script.shift() ?? { status: 200 };
-        res.writeHead(answer.status, answer.headers).end("ok");
-        const waiters = this.waiters.splice(0);
-        for (const w of waiters) w(r);
-      });
+      req
+        .setEncoding("utf8")
+        .on("data", (c: string) => (body += c))
+        .on("end", () => {
+          const r: Received = { method: req.method ?? "", url: req.url ?? "", headers: req.headers, body };
+          this.requests.push(r);
+          const answer = this.script.shift() ?? { status: 200 };
+          res.writeHead(answer.status, answer.headers).end("ok");
+          const waiters = this.waiters.splice(0);
+          for (const w of waiters) w(r);
+        });
     });
     await new Promise<void>((resolve) => this.server!.listen(port, "127.0.0.1", resolve));
     this.port = (this.server.address() as AddressInfo).port;

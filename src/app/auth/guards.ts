@@ -32,7 +32,13 @@ export async function authorizeThread<V>(ctx: AppContext, caller: Caller, action
 }
 
 /** Authorizes `assistants:<action>` on one assistant (id or graph id); 404 when not visible. */
-export async function authorizeAssistant<V>(ctx: AppContext, caller: Caller, action: AuthAction<"assistants">, idOrGraph: string, value: V): Promise<Authorized<V>> {
+export async function authorizeAssistant<V>(
+  ctx: AppContext,
+  caller: Caller,
+  action: AuthAction<"assistants">,
+  idOrGraph: string,
+  value: V,
+): Promise<Authorized<V>> {
   const result = await authorize(caller, "assistants", action, value);
   if (result.filters) {
     let assistant;

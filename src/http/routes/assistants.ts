@@ -81,7 +81,8 @@ export function assistantRoutes(ctx: AppContext, lifecycle: ThreadLifecycle): Fa
       "/assistants/:assistant_id/versions",
       {
         schema: {
-          tags, params: AssistantIdParams,
+          tags,
+          params: AssistantIdParams,
           body: z.strictObject({ metadata: JsonObject.optional(), limit: Limit, offset: Offset }).default({ limit: 10, offset: 0 }),
         },
       },
@@ -95,7 +96,8 @@ export function assistantRoutes(ctx: AppContext, lifecycle: ThreadLifecycle): Fa
       "/assistants/:assistant_id/graph",
       {
         schema: {
-          tags, params: AssistantIdParams,
+          tags,
+          params: AssistantIdParams,
           querystring: z.object({ xray: z.union([Bool, z.coerce.number().int().min(0)]).optional() }),
         },
       },

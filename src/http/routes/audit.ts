@@ -54,7 +54,10 @@ export function auditRoutes(ctx: AppContext): FastifyPluginAsync {
       const events = filterHistory(view.events, {
         after: q.after === undefined ? undefined : BigInt(q.after),
         limit: q.limit ?? (ndjson ? undefined : 100),
-        types: q.types?.split(",").map((t) => t.trim()).filter(Boolean),
+        types: q.types
+          ?.split(",")
+          .map((t) => t.trim())
+          .filter(Boolean),
         runId: q.run_id?.toLowerCase(),
         includeOutput: q.include_output ?? false,
       });

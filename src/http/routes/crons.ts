@@ -31,7 +31,23 @@ const CronPatch = z.object({
   on_run_completed: OnRunCompletedSchema.optional(),
 });
 
-const CronFields = ["cron_id", "assistant_id", "thread_id", "on_run_completed", "end_time", "schedule", "timezone", "created_at", "updated_at", "user_id", "payload", "next_run_date", "metadata", "enabled", "now"] as const;
+const CronFields = [
+  "cron_id",
+  "assistant_id",
+  "thread_id",
+  "on_run_completed",
+  "end_time",
+  "schedule",
+  "timezone",
+  "created_at",
+  "updated_at",
+  "user_id",
+  "payload",
+  "next_run_date",
+  "metadata",
+  "enabled",
+  "now",
+] as const;
 
 const Filter = {
   assistant_id: z.string().min(1).optional(),

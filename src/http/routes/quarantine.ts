@@ -18,15 +18,17 @@ const QuarantineQuery = z.object({
 });
 
 const QuarantineAnswer = z.object({
-  entries: z.array(z.object({
-    subscriber: z.string(),
-    position: z.string().nullable(),
-    stream: z.string(),
-    revision: z.string().nullable(),
-    type: z.string().nullable(),
-    error: z.string(),
-    quarantined_at: z.string(),
-  })),
+  entries: z.array(
+    z.object({
+      subscriber: z.string(),
+      position: z.string().nullable(),
+      stream: z.string(),
+      revision: z.string().nullable(),
+      type: z.string().nullable(),
+      error: z.string(),
+      quarantined_at: z.string(),
+    }),
+  ),
   next: z.string().nullable(),
 });
 

@@ -23,7 +23,10 @@ const WAIT_HEADERS_DELAY_MS = 50;
 const ThreadParams = z.object({ thread_id: Uuid });
 const RunParams = z.object({ thread_id: Uuid, run_id: Uuid });
 const StatelessRunParams = z.object({ run_id: Uuid });
-const Truthy = z.string().optional().transform((v) => v !== undefined && ["true", "yes", "1"].includes(v.toLowerCase()));
+const Truthy = z
+  .string()
+  .optional()
+  .transform((v) => v !== undefined && ["true", "yes", "1"].includes(v.toLowerCase()));
 const RunFields = ["run_id", "thread_id", "assistant_id", "created_at", "updated_at", "status", "metadata", "kwargs", "multitask_strategy"] as const;
 const ListQuery = z.object({
   limit: z.coerce.number().int().min(1).max(1000).default(10),
@@ -35,7 +38,10 @@ const CancelQuery = z.object({ wait: Truthy, action: CancelActionSchema.default(
 const JoinQuery = z.object({ cancel_on_disconnect: Truthy });
 const JoinStreamQuery = z.object({
   cancel_on_disconnect: Truthy,
-  stream_mode: z.union([StreamModeSchema, z.array(StreamModeSchema)]).optional().transform((v) => (v === undefined ? undefined : Array.isArray(v) ? v : [v])),
+  stream_mode: z
+    .union([StreamModeSchema, z.array(StreamModeSchema)])
+    .optional()
+    .transform((v) => (v === undefined ? undefined : Array.isArray(v) ? v : [v])),
 });
 const CancelManyBody = z
   .object({ thread_id: Uuid.optional(), run_ids: z.array(Uuid).optional(), status: z.enum(["pending", "running", "all"]).optional() })
@@ -130,7 +136,6 @@ export function runRoutes(ctx: AppContext, runs: RunsService, streams: { openStr
   async function createRun(req: FastifyRequest, threadId: string | null, body: RunRequest, forResult = false): Promise<RunRecord> {
     return runs.create(await runs.authorize(callerOf(req), threadId, body), headersOf(req), { forResult });
   }
-
 
   const access = new RunsAccess(ctx, runs);
 

@@ -75,15 +75,23 @@ export function storeRoutes(service: StoreService): FastifyPluginAsync {
 
     r.post("/store/items/search", { schema: { tags, body: SearchBody.default({ limit: 10, offset: 0 }) } }, async (req) => {
       const hits = await store.search(callerOf(req), {
-        namespace: req.body.namespace_prefix ?? [], filter: req.body.filter ?? undefined, limit: req.body.limit, offset: req.body.offset,
-        query: req.body.query ?? undefined, refreshTtl: req.body.refresh_ttl ?? undefined,
+        namespace: req.body.namespace_prefix ?? [],
+        filter: req.body.filter ?? undefined,
+        limit: req.body.limit,
+        offset: req.body.offset,
+        query: req.body.query ?? undefined,
+        refreshTtl: req.body.refresh_ttl ?? undefined,
       });
       return { items: hits.map((h) => itemToWire(h.item, h.score)) };
     });
 
     r.post("/store/namespaces", { schema: { tags, body: NamespacesBody.default({ limit: 100, offset: 0 }) } }, async (req) => ({
       namespaces: await store.listNamespaces(callerOf(req), {
-        namespace: req.body.prefix ?? undefined, suffix: req.body.suffix ?? undefined, max_depth: req.body.max_depth ?? undefined, limit: req.body.limit, offset: req.body.offset,
+        namespace: req.body.prefix ?? undefined,
+        suffix: req.body.suffix ?? undefined,
+        max_depth: req.body.max_depth ?? undefined,
+        limit: req.body.limit,
+        offset: req.body.offset,
       }),
     }));
   };

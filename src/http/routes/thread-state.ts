@@ -43,7 +43,8 @@ export function threadStateRoutes(ctx: AppContext): FastifyPluginAsync {
       "/threads/:thread_id/state",
       {
         schema: {
-          tags, params: ThreadIdParams,
+          tags,
+          params: ThreadIdParams,
           body: z.strictObject({
             values: z.union([JsonObject, z.array(JsonObject), z.null()]).optional(),
             as_node: z.string().optional(),
@@ -58,23 +59,44 @@ export function threadStateRoutes(ctx: AppContext): FastifyPluginAsync {
     r.get(
       "/threads/:thread_id/state/:checkpoint_id",
       { schema: { tags, params: ThreadIdParams.extend({ checkpoint_id: z.string().min(1) }), querystring: z.object({ subgraphs: Bool.optional() }) } },
-      async (req) => getThreadState(ctx, callerOf(req), req.params.thread_id, { subgraphs: req.query.subgraphs, checkpoint: { checkpoint_id: req.params.checkpoint_id } }),
+      async (req) =>
+        getThreadState(ctx, callerOf(req), req.params.thread_id, { subgraphs: req.query.subgraphs, checkpoint: { checkpoint_id: req.params.checkpoint_id } }),
     );
 
     r.post(
       "/threads/:thread_id/state/checkpoint",
-      { schema: { tags, params: ThreadIdParams, body: z.strictObject({ checkpoint: CheckpointRef, subgraphs: z.boolean().optional(), select: z.array(z.string()).optional() }) } },
+      {
+        schema: {
+          tags,
+          params: ThreadIdParams,
+          body: z.strictObject({ checkpoint: CheckpointRef, subgraphs: z.boolean().optional(), select: z.array(z.string()).optional() }),
+        },
+      },
       async (req) => getThreadState(ctx, callerOf(req), req.params.thread_id, { subgraphs: req.body.subgraphs, checkpoint: ref(req.body.checkpoint) }),
     );
 
     r.get(
       "/threads/:thread_id/history",
-      { schema: { tags, params: ThreadIdParams, querystring: z.object({ limit: z.coerce.number().int().min(1).max(1000).default(10), before: z.string().optional() }) } },
-      async (req) => getThreadHistory(ctx, callerOf(req), req.params.thread_id, { limit: req.query.limit, before: req.query.before ? { checkpoint_id: req.query.before } : undefined }),
+      {
+        schema: {
+          tags,
+          params: ThreadIdParams,
+          querystring: z.object({ limit: z.coerce.number().int().min(1).max(1000).default(10), before: z.string().optional() }),
+        },
+      },
+      async (req) =>
+        getThreadHistory(ctx, callerOf(req), req.params.thread_id, {
+          limit: req.query.limit,
+          before: req.query.before ? { checkpoint_id: req.query.before } : undefined,
+        }),
     );
 
     r.post("/threads/:thread_id/history", { schema: { tags, params: ThreadIdParams, body: HistoryBody.default({ limit: 10 }) } }, async (req) =>
-      getThreadHistory(ctx, callerOf(req), req.params.thread_id, { ...req.body, before: ref(req.body.before as z.infer<typeof CheckpointRef>), checkpoint: ref(req.body.checkpoint) }),
+      getThreadHistory(ctx, callerOf(req), req.params.thread_id, {
+        ...req.body,
+        before: ref(req.body.before as z.infer<typeof CheckpointRef>),
+        checkpoint: ref(req.body.checkpoint),
+      }),
     );
   };
 }

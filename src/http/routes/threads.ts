@@ -11,7 +11,19 @@ import type { ThreadLifecycle } from "../../app/thread-lifecycle.js";
 import { purgeVisibleThread } from "../../app/audit.js";
 import { isoOf } from "../../util/time.js";
 
-const ThreadFields = ["thread_id", "created_at", "updated_at", "state_updated_at", "metadata", "config", "context", "status", "values", "interrupts", "error"] as const;
+const ThreadFields = [
+  "thread_id",
+  "created_at",
+  "updated_at",
+  "state_updated_at",
+  "metadata",
+  "config",
+  "context",
+  "status",
+  "values",
+  "interrupts",
+  "error",
+] as const;
 
 /** Time-to-live in minutes as the SDK sends it (a number, or `{ttl, strategy}`): the TTL sweeper deletes the thread then. */
 const Ttl = z.union([

@@ -15,9 +15,13 @@ export function webhookRoutes(ctx: AppContext): FastifyPluginAsync {
       return webhookAttempts(ctx, callerOf(req), null, req.params.run_id);
     });
     for (const prefix of ["/threads", "/thread"]) {
-      r.get(`${prefix}/:thread_id/runs/:run_id/webhooks`, { schema: { tags, hide: prefix === "/thread", params: z.object({ thread_id: Uuid, run_id: Uuid }) } }, async (req) => {
-        return webhookAttempts(ctx, callerOf(req), req.params.thread_id, req.params.run_id);
-      });
+      r.get(
+        `${prefix}/:thread_id/runs/:run_id/webhooks`,
+        { schema: { tags, hide: prefix === "/thread", params: z.object({ thread_id: Uuid, run_id: Uuid }) } },
+        async (req) => {
+          return webhookAttempts(ctx, callerOf(req), req.params.thread_id, req.params.run_id);
+        },
+      );
     }
   };
 }

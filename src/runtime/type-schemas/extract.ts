@@ -171,7 +171,9 @@ class SubgraphFinder {
   }
 
   #exportedSubgraphs(exported: ts.Symbol): Subgraph[] {
-    return (exported.declarations ?? []).filter(ts.isVariableDeclaration).flatMap((decl) => (decl.initializer ? this.#subgraphs(decl.initializer, [exported.name]) : []));
+    return (exported.declarations ?? [])
+      .filter(ts.isVariableDeclaration)
+      .flatMap((decl) => (decl.initializer ? this.#subgraphs(decl.initializer, [exported.name]) : []));
   }
 
   /** The virtual source twin and infer file for this target, and the type names they export. */
@@ -190,7 +192,11 @@ class SubgraphFinder {
     for (const { subgraph, node, namespace } of this.#exportedSubgraphs(exported)) {
       if (seen.has(subgraph.name)) continue;
       seen.add(subgraph.name);
-      exports.push({ typeName: sanitize(`__langgraph__${namespace.join("_")}_${node}_${suffix}`), valueName: subgraph.name, graphName: [...namespace, node].join("|") });
+      exports.push({
+        typeName: sanitize(`__langgraph__${namespace.join("_")}_${node}_${suffix}`),
+        valueName: subgraph.name,
+        graphName: [...namespace, node].join("|"),
+      });
     }
 
     // Named after the export too: two graphs of one file are two targets of one batch.
@@ -201,15 +207,17 @@ class SubgraphFinder {
     const inferText = [
       ...exports.map((e) => `import type { ${e.typeName} } from "./${importPath}"`),
       this.inferFile.getFullText(),
-      ...exports.map((e) => [
-        `type ${e.typeName}__reflect = Reflect<${e.typeName}>;`,
-        `export type ${e.typeName}__state = Inspect<${e.typeName}__reflect["state"]>;`,
-        `export type ${e.typeName}__update = Inspect<${e.typeName}__reflect["update"]>;`,
-        `type ${e.typeName}__builder = BuilderReflect<${e.typeName}>;`,
-        `export type ${e.typeName}__input = Inspect<FilterAny<${e.typeName}__builder["input"]>>;`,
-        `export type ${e.typeName}__output = Inspect<FilterAny<${e.typeName}__builder["output"]>>;`,
-        `export type ${e.typeName}__config = Inspect<FilterAny<${e.typeName}__builder["config"]>>;`,
-      ].join("\n")),
+      ...exports.map((e) =>
+        [
+          `type ${e.typeName}__reflect = Reflect<${e.typeName}>;`,
+          `export type ${e.typeName}__state = Inspect<${e.typeName}__reflect["state"]>;`,
+          `export type ${e.typeName}__update = Inspect<${e.typeName}__reflect["update"]>;`,
+          `type ${e.typeName}__builder = BuilderReflect<${e.typeName}>;`,
+          `export type ${e.typeName}__input = Inspect<FilterAny<${e.typeName}__builder["input"]>>;`,
+          `export type ${e.typeName}__output = Inspect<FilterAny<${e.typeName}__builder["output"]>>;`,
+          `export type ${e.typeName}__config = Inspect<FilterAny<${e.typeName}__builder["config"]>>;`,
+        ].join("\n"),
+      ),
     ].join("\n\n");
     return { source: { name: sourceName, text: sourceText }, infer: { name: inferName, text: inferText }, exports };
   }
@@ -217,13 +225,15 @@ class SubgraphFinder {
 
 /** The directory all targets share (the official parser's project root). */
 function commonDir(files: string[]): string {
-  return files.map((f) => path.dirname(f)).reduce((acc, dir) => {
-    const a = acc.split(path.sep);
-    const b = dir.split(path.sep);
-    let i = 0;
-    while (i < a.length && i < b.length && a[i] === b[i]) i++;
-    return a.slice(0, i).join(path.sep) || path.sep;
-  });
+  return files
+    .map((f) => path.dirname(f))
+    .reduce((acc, dir) => {
+      const a = acc.split(path.sep);
+      const b = dir.split(path.sep);
+      let i = 0;
+      while (i < a.length && i < b.length && a[i] === b[i]) i++;
+      return a.slice(0, i).join(path.sep) || path.sep;
+    });
 }
 
 /** The project's tsconfig (nearest one up from `dir`) under the parser's fixed options. */

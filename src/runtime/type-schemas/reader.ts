@@ -84,7 +84,10 @@ export class TypeSchemaReader {
       const settled = this.#resolve(fresh);
       fresh.forEach((t, i) => {
         const answer = settled.then((all) => all[i]);
-        this.#memo.set(keyOf(t), answer.then((a) => a.schemas));
+        this.#memo.set(
+          keyOf(t),
+          answer.then((a) => a.schemas),
+        );
         // A pass that failed as a whole (timeout, crash) is tried again by a later request; a
         // graph whose types cannot be read keeps its answer (asking again would read them again).
         void answer.then((a) => a.retry && this.#memo.delete(keyOf(t)));
