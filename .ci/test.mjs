@@ -1,7 +1,7 @@
 #!/usr/bin/env node
-// The test suites. `npm test` (no argument) is the quick loop: typecheck, lint and the tap suites of the
+// The test suites. `npm test` (no argument) is the quick loop: typecheck, lint, the format check and the tap suites of the
 // product, without the heavy files named in HEAVY. `npm run test:all` (--all, what .ci/run runs) is
-// everything: typecheck, lint, every tap suite under c8 coverage, every benchmark once in tiny mode (one
+// everything: typecheck, lint, the format check, every tap suite under c8 coverage, every benchmark once in tiny mode (one
 // test each: it must exit 0 and print its JSON), and the LangGraph checkpointer validation suite
 // under vitest. Both end with one line "N passed, M failed, K skipped" and exit non-zero on any
 // failure (or when no test ran at all).
@@ -120,6 +120,11 @@ else totals.failed++;
 const lint = await run(bin("eslint"), ["."]);
 steps.push(["lint", lint.code === 0]);
 if (lint.code === 0) totals.passed++;
+else totals.failed++;
+
+const format = await run(bin("prettier"), ["--check", "--log-level=warn", "."]);
+steps.push(["format (prettier --check; npm run format fixes it)", format.code === 0]);
+if (format.code === 0) totals.passed++;
 else totals.failed++;
 
 // The browser pages (TSX, DOM types) have their own project: the README's useStream example is one of them.
