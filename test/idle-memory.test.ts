@@ -118,11 +118,30 @@ t.test("the real collection frees what is unreachable, without --expose-gc", asy
   t.ok(after < withGarbage - 16 * MiB, `heap used fell from ${Math.round(withGarbage / MiB)} MiB to ${Math.round(after / MiB)} MiB`);
 });
 
-t.test("start and stop: the timer never keeps the process alive and stops cleanly", async (t) => {
-  const memory = new IdleMemory({ sampleMs: 10 });
+t.test("start samples on a timer that keeps nothing alive; stop ends the sampling", async (t) => {
+  let samples = 0;
+  let sampled = () => {};
+  const memory = new IdleMemory({
+    sampleMs: 5,
+    utilization: () => {
+      samples++;
+      sampled();
+      return 1;
+    },
+  });
+  const timers = () => process.getActiveResourcesInfo().filter((r) => r === "Timeout").length;
+  const before = timers();
   memory.start();
   memory.start(); // a second start is a no-op
+  t.equal(timers(), before, "the sampling timer does not keep the process alive");
+  // The test holds the process alive itself while it waits (the sampling timer does not).
+  const keepAlive = setInterval(() => {}, 1_000);
+  t.teardown(() => clearInterval(keepAlive));
+  await new Promise<void>((resolve) => (sampled = () => samples >= 3 && resolve()));
   memory.stop();
   memory.stop();
-  t.pass();
+  const atStop = samples;
+  // No event marks the absence of a sample: a window ten sampling periods long.
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  t.equal(samples, atStop, "no sample after stop");
 });

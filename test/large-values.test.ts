@@ -13,7 +13,7 @@ t.test("surelyLarge says large only when the JSON is over the limit, without mak
   for (const [name, value] of cases) {
     const large = largeJsonText(value) !== undefined;
     if (surelyLarge(value)) t.ok(large, `${name}: surely large is large`);
-    else t.pass(`${name}: not sure (large: ${large})`);
+    else t.comment(`${name}: not sure (large: ${large})`);
   }
   t.ok(surelyLarge(cases[1][1]), "strings in a list count");
   t.ok(surelyLarge(cases[2][1]), "keys count");

@@ -39,8 +39,10 @@ t.test("close runs once however often it is called; nothing registers after", as
 });
 
 t.test("an empty stack closes at once", async (t) => {
-  await new ResourceStack(() => undefined).close();
-  t.pass();
+  const stack = new ResourceStack(() => undefined);
+  t.equal(stack.isClosing, false);
+  await stack.close();
+  t.equal(stack.isClosing, true, "closed");
 });
 
 t.test("a closer still running after slowMs is reported by name, until it ends", async (t) => {
