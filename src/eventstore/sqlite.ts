@@ -67,6 +67,7 @@ export interface SqliteStoreStats {
 export interface SqliteEventStore extends EventStore {
   readonly kind: "sqlite";
   stats(): SqliteStoreStats;
+  syncStats(): { count: number; seconds: number };
 }
 
 /** Opens the embedded event store. Rejects with StoreUnavailableError when the file is locked, unreadable or not an event store. */
@@ -254,6 +255,10 @@ class SqliteStore implements SqliteEventStore {
       walSyncs: syncs.count,
       walSyncSeconds: syncs.seconds,
     };
+  }
+
+  syncStats(): { count: number; seconds: number } {
+    return this.durability.syncs;
   }
 
   whenDurable(): Promise<void> | undefined {

@@ -213,6 +213,11 @@ export interface EventStore {
    * must accept tombstones (skip them).
    */
   purgeStreams(streams: readonly string[]): Promise<void>;
+  /**
+   * Syncs to disk so far and their total seconds, for a store that syncs its own file (the embedded log's WAL);
+   * EventStoreDB syncs on its server and leaves it out. Wrappers need not pass it on: ask the adapter.
+   */
+  syncStats?(): { count: number; seconds: number };
   /** Waits for in-flight appends, closes subscriptions, releases the store. */
   close(): Promise<void>;
 }

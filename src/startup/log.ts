@@ -1,0 +1,52 @@
+import { rmSync } from "node:fs";
+import path from "node:path";
+import { openStore } from "../eventstore/open.js";
+import { withSchemas } from "../eventstore/validating.js";
+import { recordingPositions } from "../eventstore/attributing-store.js";
+import { LogHealth } from "../eventstore/log-health.js";
+import type { EventStore } from "../eventstore/types.js";
+import { STEP_EVENT_TYPES, schemaForEventType } from "../domain/events.js";
+import { openReadModels, READ_MODELS_FILE, type ReadModels } from "../read-models/all.js";
+import type { Assembly } from "./assembly.js";
+
+export interface Log {
+  /** The log with its schema checks, attribution and append metrics. */
+  store: EventStore;
+  health: LogHealth;
+}
+
+/** Opens the log: registered first, it closes last. */
+export async function openLog({ config, parts, startup, metrics }: Assembly): Promise<Log> {
+  const health = new LogHealth();
+  const log = await openStore({ ...config, health });
+  // Asked of the adapter: the wrappers below pass on the port's required methods only.
+  metrics.walSyncs = () => log.syncStats?.();
+  const store = parts.use(
+    "event store",
+    recordingPositions(withSchemas(log, schemaForEventType, config.eventSchemaChecks === "all" ? undefined : STEP_EVENT_TYPES), metrics.onAppend),
+    (s) => s.close(),
+  );
+  startup.mark("event store");
+  return { store, health };
+}
+
+/** The read models, caught up with the log before anything is served; their gauges and the log's are registered with them. */
+export async function startReadModels({ config, parts, startup, metrics }: Assembly, log: Log): Promise<ReadModels> {
+  const readModels = parts.use("read models", await openReadModelsFor(log.store, config.dataDir), (m) => m.runner.close());
+  await readModels.runner.start(log.store, { health: log.health, waitDeadlineMs: config.eventstoreDeadlineMs });
+  startup.mark("read models");
+  metrics.observe(log.store, readModels, log.health);
+  return readModels;
+}
+
+/**
+ * Opens DATA_DIR/read-models.sqlite. A database ahead of the log (the log was replaced or
+ * truncated) cannot be trusted: it is removed and rebuilt from the log.
+ */
+async function openReadModelsFor(store: EventStore, dataDir: string): Promise<ReadModels> {
+  const models = openReadModels(dataDir);
+  if (models.runner.position <= (await store.headPosition())) return models;
+  models.runner.db.close();
+  for (const suffix of ["", "-wal", "-shm"]) rmSync(path.join(dataDir, READ_MODELS_FILE) + suffix, { force: true });
+  return openReadModels(dataDir);
+}
