@@ -3,7 +3,7 @@
  * bin over a fresh build, the project's own langgraph.json, graph file and @langchain/langgraph
  * (its node_modules linked to the repository's, so the test needs no network).
  */
-import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import t from "tap";
 import { Client } from "@langchain/langgraph-sdk";
@@ -64,6 +64,44 @@ t.test("dev serves the project's graph with the project's env, and writes only i
   t.equal(rebuild.code, 0, rebuild.stderr);
   t.match(JSON.parse(rebuild.stdout), { rebuild: { file: path.join(dataDir, "read-models.sqlite") } });
   t.same(snapshotTree(project), before, "nothing written into the project folder");
+});
+
+/** Sets the mode of every directory and file under `dir` (links not followed): read-only, or writable again. */
+function setModes(dir: string, mode: "read-only" | "writable"): void {
+  for (const entry of readdirSync(dir, { recursive: true, withFileTypes: true })) {
+    const full = path.join(entry.parentPath, entry.name);
+    if (entry.isSymbolicLink()) continue;
+    if (entry.isDirectory()) chmodSync(full, mode === "read-only" ? 0o555 : 0o755);
+    else chmodSync(full, mode === "read-only" ? 0o444 : 0o644);
+  }
+  chmodSync(dir, mode === "read-only" ? 0o555 : 0o755);
+}
+
+t.test("a read-only project folder serves: nothing is written beside the sources", async (t) => {
+  const project = makeProject({ nodeModules: "link" });
+  const dataRoot = tempDir("data");
+  t.teardown(() => {
+    setModes(project, "writable");
+    removeAll(project, dataRoot);
+  });
+  setModes(project, "read-only");
+  // Root writes through any mode: as root the server runs as nobody, who can read the package and the
+  // project but write only into the data directory and the temp dir.
+  const asRoot = process.getuid?.() === 0;
+  const as = asRoot ? { uid: 65534, gid: 65534 } : {};
+  if (asRoot) {
+    chmodSync(packageDir, 0o755);
+    chmodSync(dataRoot, 0o777);
+  }
+  const dataDir = path.join(dataRoot, "store");
+  const proc = await startCli(bin, ["dev", "--port", "0", "--data-dir", dataDir], project, undefined, as);
+  t.teardown(() => stopCli(proc));
+  t.ok(proc.url, `started (stderr: ${proc.stderr})`);
+  const client = new Client({ apiUrl: proc.url! });
+  const thread = await client.threads.create();
+  t.same(await client.runs.wait(thread.thread_id, "shouter", { input: { text: "read-only" } }), { text: "hello from .env READ-ONLY!" });
+  t.equal(await stopCli(proc), 0, `stopped cleanly (stderr: ${proc.stderr})`);
+  t.ok(existsSync(path.join(dataDir, "events.sqlite")), "the log is in --data-dir");
 });
 
 t.test("without --data-dir the data goes to .agent-server in the current folder", async (t) => {

@@ -132,11 +132,21 @@ export interface CliProcess {
 }
 
 /**
- * Runs `node <bin> ...args` in `cwd`; resolves once the ready line is printed (after the start line)
+ * Runs `node <bin> ...args` in `cwd` (as another user with `as`, when this process may); resolves once the ready line is printed (after the start line)
  * or the process ended, whichever is first.
  */
-export async function startCli(bin: string, args: string[], cwd: string, env: NodeJS.ProcessEnv = cleanEnv()): Promise<CliProcess> {
-  const child = spawn(process.execPath, [bin, ...args], { cwd, env, stdio: ["ignore", "pipe", "pipe"] });
+export async function startCli(
+  bin: string,
+  args: string[],
+  cwd: string,
+  env: NodeJS.ProcessEnv = cleanEnv(),
+  as: { uid?: number; gid?: number } = {},
+): Promise<CliProcess> {
+  // The test runner adds its own hooks to every child's NODE_OPTIONS (they write into this repository);
+  // a child running as another user starts through a shell that drops them.
+  const [command, argv] =
+    as.uid === undefined ? [process.execPath, [bin, ...args]] : ["/bin/sh", ["-c", 'unset NODE_OPTIONS; exec "$@"', "sh", process.execPath, bin, ...args]];
+  const child = spawn(command, argv, { cwd, env, stdio: ["ignore", "pipe", "pipe"], ...as });
   const proc: CliProcess = {
     child,
     stdout: "",
