@@ -1,6 +1,6 @@
 import t from "tap";
 import { AsyncBatchedStore, InMemoryStore, type Operation } from "@langchain/langgraph-checkpoint";
-import { drainBatchedStoresOnDemand } from "../src/runtime/batched-store.js";
+import { drainBatchedStoresOnDemand } from "../src/runtime/langchain-patches/index.js";
 
 /** Timers the process holds now (a polling loop holds one at all times). */
 const timers = () => process.getActiveResourcesInfo().filter((r) => r === "Timeout").length;

@@ -12,7 +12,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { promisify } from "node:util";
 import t from "tap";
 import { currentRequestContext, logPositionHeaders, runInRequestContext, type RequestContext } from "../src/context/request-context.js";
-import { skipRunTreesUnlessTracing } from "../src/runtime/tracing.js";
+import { skipRunTreesUnlessTracing } from "../src/runtime/langchain-patches/index.js";
 
 const State = Annotation.Root({ seen: Annotation<Record<string, unknown>> });
 

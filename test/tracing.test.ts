@@ -8,7 +8,7 @@ import { getContextVariable, setContextVariable } from "@langchain/core/context"
 import { AsyncLocalStorageProviderSingleton } from "@langchain/core/singletons";
 import { Annotation, END, START, StateGraph, getConfig } from "@langchain/langgraph";
 import t from "tap";
-import { skipRunTreesUnlessTracing } from "../src/runtime/tracing.js";
+import { skipRunTreesUnlessTracing } from "../src/runtime/langchain-patches/index.js";
 import { tracingConfigured } from "../src/context/tracing-env.js";
 
 const State = Annotation.Root({ seen: Annotation<Record<string, unknown>> });

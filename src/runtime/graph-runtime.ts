@@ -13,8 +13,7 @@ import path from "node:path";
 import type { TypeSchemaReader } from "./type-schemas/reader.js";
 import type { GraphCatalogue } from "./graph-catalogue.js";
 import type { GraphRuntime } from "./lazy-graph-runtime.js";
-import { skipRunTreesUnlessTracing } from "./tracing.js";
-import { drainBatchedStoresOnDemand } from "./batched-store.js";
+import { installLangChainPatches, missingPatches, type PatchTargets } from "./langchain-patches/index.js";
 import { registerMessagesReducer, registerZodRegistry } from "./graph-schemas.js";
 import { registerSdkLogger } from "./sdk-logger.js";
 import { loadGraphs } from "./graphs.js";
@@ -32,8 +31,8 @@ export interface GraphRuntimeOptions {
 
 /** Loads LangGraph, then the graphs (in langgraph.json's order), and builds the checkpointer. */
 export async function loadGraphRuntime(o: GraphRuntimeOptions): Promise<GraphRuntime> {
-  skipRunTreesUnlessTracing(); // before any graph runs: no LangSmith RunTree per node unless tracing is configured
-  drainBatchedStoresOnDemand(); // a run's store does not poll a timer for as long as the run lasts
+  // Before any graph runs, in the server's own copy of the libraries (a project's copies: adoptProjectCopies).
+  reportMissingPatches("the server's own LangChain", installLangChainPatches());
   await adoptProjectCopies(o.catalogue.ids().map((id) => o.catalogue.file(id)));
   // Before any graph file is imported: graphs may call the SDK's getLogger() at top level.
   registerSdkLogger(o.logLevel);
@@ -70,16 +69,22 @@ export async function adoptProjectCopies(graphFiles: string[]): Promise<void> {
     const zodSchema = await importOf(langgraph, "./zod/schema");
     if (zodSchema) registerZodRegistry(zodSchema, lg?.StateGraph);
     const checkpoint = await importOf(findPackage("@langchain/langgraph-checkpoint", langgraph.dir));
-    const batched = checkpoint?.AsyncBatchedStore as { prototype: object } | undefined;
-    if (typeof batched === "function") drainBatchedStoresOnDemand(batched);
     const core = findPackage("@langchain/core", langgraph.dir);
     const [singletons, callbacks] = await Promise.all([importOf(core, "./singletons"), importOf(core, "./callbacks/manager")]);
-    if (singletons?.AsyncLocalStorageProviderSingleton && callbacks?.CallbackManager && singletons._CONTEXT_VARIABLES_KEY !== undefined) {
-      skipRunTreesUnlessTracing(process.env, {
-        AsyncLocalStorageProviderSingleton: singletons.AsyncLocalStorageProviderSingleton,
-        _CONTEXT_VARIABLES_KEY: singletons._CONTEXT_VARIABLES_KEY as PropertyKey,
-        CallbackManager: callbacks.CallbackManager,
-      });
-    }
+    const targets: PatchTargets = {
+      batchedStore: (checkpoint?.AsyncBatchedStore as { prototype: object } | undefined) ?? { prototype: {} },
+      core: {
+        AsyncLocalStorageProviderSingleton: singletons?.AsyncLocalStorageProviderSingleton,
+        _CONTEXT_VARIABLES_KEY: (singletons?._CONTEXT_VARIABLES_KEY ?? Symbol("missing")) as PropertyKey,
+        CallbackManager: callbacks?.CallbackManager,
+      },
+    };
+    reportMissingPatches(`the LangChain of ${langgraph.dir}`, installLangChainPatches(targets));
   }
+}
+
+/** One line per copy whose shape a patch does not know: it still works, without that patch. */
+function reportMissingPatches(copy: string, report: ReturnType<typeof installLangChainPatches>): void {
+  const missing = missingPatches(report);
+  if (missing.length > 0) console.error(`agent-server: ${copy} has another shape than expected; not patched: ${missing.join(", ")} (it runs, without them)`);
 }

@@ -12,7 +12,7 @@ import type { Test } from "tap";
 import semver from "semver";
 import { AsyncBatchedStore } from "@langchain/langgraph-checkpoint";
 import { messagesStateReducer } from "@langchain/langgraph";
-import { drainsOnDemand } from "../../src/runtime/batched-store.js";
+import { drainsOnDemand } from "../../src/runtime/langchain-patches/index.js";
 import { isMessagesReducer } from "../../src/runtime/graph-schemas.js";
 import { findPackage, packageEntryUrl, transpiledFileOf } from "../../src/module-loader.js";
 import { startTestServer } from "./server.js";

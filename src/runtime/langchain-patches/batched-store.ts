@@ -6,7 +6,7 @@
  * turn of the event loop enqueues goes to the store in one batch (as before), batches in order, and
  * nothing runs while nothing is asked. Left alone if the class does not have the shape it expects.
  * A project's graphs may run on their own copy of LangGraph: each copy's class is patched (see
- * graph-runtime.ts), which is why the class can be passed in.
+ * ../graph-runtime.ts), which is why the class can be passed in.
  */
 import { AsyncBatchedStore, type Operation } from "@langchain/langgraph-checkpoint";
 

@@ -14,12 +14,12 @@
  * `tracingEnabled: false` (read by CallbackManager and by langsmith's `traceable`, which then trace nothing,
  * as with the RunTree). With LANGSMITH_TRACING=true (or any variable `tracingConfigured` reads) nothing is replaced.
  * A project's graphs may run on their own copy of @langchain/core: each copy's provider is replaced (see
- * graph-runtime.ts), with that copy's CallbackManager, which is why they can be passed in.
+ * ../graph-runtime.ts), with that copy's CallbackManager, which is why they can be passed in.
  */
 import { CallbackManager } from "@langchain/core/callbacks/manager";
 import type { RunnableConfig } from "@langchain/core/runnables";
 import { AsyncLocalStorageProviderSingleton, _CONTEXT_VARIABLES_KEY } from "@langchain/core/singletons";
-import { tracingConfigured } from "../context/tracing-env.js";
+import { tracingConfigured } from "../../context/tracing-env.js";
 
 const LC_CHILD_KEY = Symbol.for("lc:child_config");
 /** The name of LangChain's LangSmith tracer handler. */
