@@ -169,6 +169,8 @@ export class ProtocolCommands {
     } else {
       return errorResponse(id, "invalid_argument", "input.respond requires an interrupt_id.");
     }
+    // What follows answers from the thread's state: only to a caller who may read it (another user's thread is not found, as on REST).
+    await this.authorizeRead(caller, threadId);
     const thread = (await this.interruptedThreadState(threadId))?.thread;
     const last = thread && this.ctx.readModels.runs.listForThread(threadId, { limit: 1, offset: 0 })[0];
     // As the official server: a thread no run was started on has nothing to answer; one whose run is not waiting is a misuse.

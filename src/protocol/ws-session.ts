@@ -33,6 +33,14 @@ export class WsSession {
   /** The socket's one feed: events go out in log order, whichever subscriptions they are for. */
   private feed: Subscriber | undefined;
   private closed = false;
+  /**
+   * Open except while a subscribe is answered: the feed's events wait here meanwhile, so none goes out
+   * between a `subscription.subscribe` and its answer. The SDK sends its subscribes together after
+   * `run.start`; were the run's terminal lifecycle (for an earlier subscription) sent before a later
+   * one's answer, the SDK would end that later subscription with it unseen (`await thread.values`
+   * resolving undefined) whenever answering takes longer than the run (reads of a remote log).
+   */
+  private gate: Promise<void> = Promise.resolve();
 
   constructor(private readonly deps: WsSessionDeps) {}
 
@@ -72,20 +80,26 @@ export class WsSession {
   private async subscribe(id: number, params: Record<string, unknown>): Promise<void> {
     const filter = filterOfParams(params);
     if (typeof filter === "string") return this.deps.send(errorResponse(id, "invalid_argument", filter));
+    let open!: () => void;
+    this.gate = new Promise((resolve) => (open = resolve));
     try {
-      await this.deps.authorize();
-    } catch (error) {
-      return this.deps.send(errorResponse(id, "permission_denied", error instanceof Error ? error.message : String(error)));
+      try {
+        await this.deps.authorize();
+      } catch (error) {
+        return await this.deps.send(errorResponse(id, "permission_denied", error instanceof Error ? error.message : String(error)));
+      }
+      if (this.closed) return;
+      const subscriptionId = randomUUID();
+      // What the feed started below replays for this subscription: the events in the log now.
+      const head = seqOf(await this.deps.store.headPosition(), EVENTS_PER_LOG_EVENT - 1);
+      const replayed = await replayedEventCount(this.deps.store, this.deps.threadId, filter, head);
+      if (this.closed) return;
+      this.filters.set(subscriptionId, filter);
+      // The response first: the SDK only routes events to a subscription it knows.
+      await this.deps.send({ type: "success", id, result: { subscription_id: subscriptionId, replayed_events: replayed } });
+    } finally {
+      open();
     }
-    if (this.closed) return;
-    const subscriptionId = randomUUID();
-    // What the feed started below replays for this subscription: the events in the log now.
-    const head = seqOf(await this.deps.store.headPosition(), EVENTS_PER_LOG_EVENT - 1);
-    const replayed = await replayedEventCount(this.deps.store, this.deps.threadId, filter, head);
-    if (this.closed) return;
-    this.filters.set(subscriptionId, filter);
-    // The response first: the SDK only routes events to a subscription it knows.
-    await this.deps.send({ type: "success", id, result: { subscription_id: subscriptionId, replayed_events: replayed } });
     await this.restartFeed();
   }
 
@@ -110,9 +124,11 @@ export class WsSession {
     const channels = [...new Set(filters.flatMap((f) => f.channels))];
     const sinces = filters.flatMap((f) => (f.since === undefined ? [] : [f.since]));
     const feedFilter: EventFilter = sinces.length > 0 ? { channels, since: Math.min(...sinces) } : { channels };
-    this.feed = subscribe(this.deps.store, this.deps.threadId, feedFilter, this.deps.authorize, (event) =>
-      matches(event) ? this.deps.send(event) : undefined,
-    );
+    this.feed = subscribe(this.deps.store, this.deps.threadId, feedFilter, this.deps.authorize, async (event) => {
+      if (!matches(event)) return;
+      await this.gate;
+      await this.deps.send(event);
+    });
   }
 
   close(): void {
