@@ -252,3 +252,22 @@ t.test("custom auth on the protocol routes", async (t) => {
     t.equal((await alice.runs.list(threadId)).length, 2, "her two runs");
   });
 });
+
+t.test("an upgrade to a path that is no WebSocket is answered over HTTP, and its connection closed", async (t) => {
+  const srv = await startTestServer();
+  t.teardown(() => srv.close());
+  const ws = srv.url.replace(/^http/, "ws");
+  for (const [path, status] of [
+    ["/ok", 200],
+    ["/no/such/route", 404],
+    ["/threads/0190f1c2-0000-7000-8000-0000000000ff", 404],
+  ] as const) {
+    const outcome = await upgrade(`${ws}${path}`);
+    if (outcome.kind !== "refused") {
+      t.fail(`${path}: answered over HTTP, not ${JSON.stringify(outcome)}`);
+      continue;
+    }
+    t.equal(outcome.status, status, `${path}: ${status}`);
+    t.ok(await outcome.closedByServer(5_000), `${path}: the server closes the connection`);
+  }
+});

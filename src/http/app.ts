@@ -114,6 +114,12 @@ export async function buildHttpApp(options: HttpAppOptions): Promise<FastifyInst
   });
   // JSON and text/plain (the official JS server reads it as JSON); an empty body is no body, no body is {}.
   forgiveEmptyBodies(app);
+  // A WebSocket upgrade answered with an HTTP response instead of a socket (a route that is no
+  // WebSocket, a 404, a refused key or token): the connection left the HTTP server at the upgrade, so
+  // nothing else closes it (it would stay open, unauthenticated, and hold the server's shutdown).
+  app.addHook("onResponse", async (request) => {
+    if ((request.raw as { upgrade?: boolean }).upgrade === true) request.raw.socket.destroy();
+  });
 
   // Order of the onRequest hooks: CORS (answers preflights, adds its headers to every later
   // response), then the refusal of bad request targets, then the API key (cheap, constant), then

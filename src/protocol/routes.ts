@@ -54,13 +54,6 @@ export function protocolRoutes(ctx: AppContext, runs: RunsService, options: Prot
 
   return async (app) => {
     await app.register(websocket, { options: { maxPayload: 4 * 1024 * 1024 } });
-    // A WebSocket upgrade answered with an HTTP response instead of a socket (the API key's or custom
-    // authentication's 401, refused before @fastify/websocket's own hooks ran): the connection left the
-    // HTTP server at the upgrade, so nothing else closes it (it would stay open, unauthenticated, and hold
-    // the server's shutdown). It is closed once the response is written.
-    app.addHook("onResponse", async (request) => {
-      if ((request.raw as { upgrade?: boolean }).upgrade === true) request.raw.socket.destroy();
-    });
     const r = app.withTypeProvider<ZodTypeProvider>();
     const tags = ["thread streaming protocol"];
 
