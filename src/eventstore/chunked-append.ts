@@ -3,8 +3,9 @@
  *
  * - `appendInBatches` writes a list of events as several appends, each under the limit, in order.
  *   Event ids are derived from an operation id and the event's index (UUID v5), so running the same
- *   operation again after a crash neither duplicates what was written (both stores treat an append
- *   whose ids are already in the stream as a retry) nor loses what was not.
+ *   operation again after a crash can tell what was written from what was not: its caller reads the
+ *   stream and passes what is there as `skip` (the store does not: EventStoreDB recognises an append
+ *   with expected revision "any" by its ids only while it remembers them, not after a restart).
  * - `putLargeJson` / `getLargeJson` keep one JSON value of any size in its own stream as text
  *   chunks; the small `LargeJsonRef` is what callers store in their own events. Chunk ids depend on
  *   the content, so a retried put is a no-op and a reader checks the reassembled text by its hash.
@@ -72,8 +73,8 @@ export interface BatchedAppendOptions {
 /**
  * Appends `events` to `stream` as several appends (expected revision "any"), each at most the
  * budget, in order, with ids derived from the operation id. Not atomic: a reader may see a prefix
- * while it runs or after a crash; running it again completes it without duplicates. Returns the
- * revision of the last event (-1n when there were none).
+ * while it runs or after a crash; running it again with `skip` = the prefix written (found by the
+ * ids) completes it without duplicates. Returns the revision of the last event (-1n when there were none).
  */
 export async function appendInBatches(store: EventStore, stream: string, events: readonly EventData[], options: BatchedAppendOptions): Promise<bigint> {
   const withIds = events.map((e, i) => ({ ...e, id: operationEventId(options.operationId, i) }));

@@ -12,6 +12,11 @@
  *   `not leader`) are tried again, with the same event ids, until they succeed or the deadline passes
  *   (then StoreUnavailableError: 503 at the HTTP edge); a conflict is never retried. Subscriptions
  *   re-subscribe from their cursor after a drop (esdb-subscription.ts). Every outcome feeds LogHealth.
+ * - A failed attempt may still have been written (a commit timeout, a connection lost before the answer).
+ *   EventStoreDB recognises a retry by its event ids durably only for an exact expected revision (or
+ *   no_stream); for `any` / `stream_exists` only while the ids are in its cache of recent writes, which a
+ *   restart empties. So before trying such an append again, the adapter looks for its events at the end of
+ *   the stream (`writtenBefore`) and takes them, found, as the append's result.
  */
 import { randomUUID } from "node:crypto";
 import type { Readable } from "node:stream";
@@ -81,6 +86,13 @@ export const DEFAULT_DEADLINE_MS = 10_000;
 
 const PAGE_SIZE = 500;
 const MAX_INT64 = (1n << 63n) - 1n;
+/**
+ * How many events beyond its own an append retried with expected any / stream_exists looks back over at
+ * the end of the stream for an earlier attempt (others may have appended after it within the deadline).
+ */
+const RETRY_LOOKBACK = 256;
+/** Events per read of that look-back (a checkpoint event may be large: small pages). */
+const RETRY_LOOKBACK_PAGE = 32;
 
 /**
  * Connects to EventStoreDB and checks that it answers (one read of `$all`).
@@ -171,8 +183,20 @@ class EsdbStore implements EventStore {
       this.ensureOpen();
       // One append at a time: those it depends on first.
       await appendsWritten(options.after);
-      // The same ids on every try: EventStoreDB takes a retry of an append it already wrote as that append.
-      const result = await this.track(this.retrying(`an append to ${stream}`, (remainingMs) => this.doAppend(stream, prepared, expected, remainingMs)));
+      // The same ids on every try: EventStoreDB takes a retry of an append it already wrote as that append
+      // when the expected revision is exact; with any / stream_exists only if it still remembers the ids,
+      // so such a retry first looks for an earlier attempt's events in the stream.
+      let tried = false;
+      const result = await this.track(
+        this.retrying(`an append to ${stream}`, async (remainingMs) => {
+          if (tried && (expected === "any" || expected === "stream_exists") && prepared.length > 0) {
+            const earlier = await this.writtenBefore(stream, prepared);
+            if (earlier) return earlier;
+          }
+          tried = true;
+          return this.doAppend(stream, prepared, expected, remainingMs);
+        }),
+      );
       options.ticket?.written();
       return result;
     } catch (error) {
@@ -202,6 +226,34 @@ class EsdbStore implements EventStore {
     let position = events.length === 1 ? fromClientPosition(result.position) : undefined;
     position ??= await this.positionOf(stream, nextExpectedRevision);
     return { nextExpectedRevision, position };
+  }
+
+  /**
+   * The result of an earlier attempt of this append, if it was written: its events, in order and together
+   * (one append is atomic), among the last RETRY_LOOKBACK events after them. Undefined when not found: the
+   * earlier attempts were not written (or are buried deeper; then the server's own recognition is all
+   * there is). The position is the last event's, as a stream read reports it.
+   */
+  private async writtenBefore(stream: string, events: PreparedEvent[]): Promise<AppendResult | undefined> {
+    // EventStoreDB answers ids in lower case.
+    const ids = events.map((e) => e.id.toLowerCase());
+    let from: bigint | "end" = "end";
+    for (let scanned = 0; scanned < events.length + RETRY_LOOKBACK;) {
+      const page = await this.readStreamRaw(stream, { fromRevision: from, direction: "backwards", maxCount: RETRY_LOOKBACK_PAGE });
+      const at = page.findIndex((e) => e.id.toLowerCase() === ids[0]);
+      if (at >= 0) {
+        // Ours from its first event on, forwards (they may continue past this page: read them).
+        const ours = await this.readStreamRaw(stream, { fromRevision: page[at].revision, maxCount: events.length });
+        if (ours.length !== events.length || ours.some((e, i) => e.id.toLowerCase() !== ids[i])) return undefined;
+        const last = ours[ours.length - 1];
+        return { nextExpectedRevision: last.revision, position: last.position };
+      }
+      scanned += page.length;
+      const oldest = page.at(-1);
+      if (page.length < RETRY_LOOKBACK_PAGE || oldest === undefined || oldest.revision === 0n) return undefined;
+      from = oldest.revision - 1n;
+    }
+    return undefined;
   }
 
   /** Nothing to write: check the expectation like a write would, write nothing. */

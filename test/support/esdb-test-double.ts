@@ -14,7 +14,12 @@
  *   0-based revisions; expected revision any / no_stream / stream_exists / exact revision; a conflict is
  *   reported as EventStoreDB does it (Append: `AppendResp.wrong_expected_version` with current and expected
  *   revision; BatchAppend: a `google.rpc.Status` whose details pack `event_store.client.WrongExpectedVersion`).
- *   Idempotent appends by event id (see `tryIdempotent`). BatchAppend honours the deadline each write carries.
+ *   Idempotent appends by event id, with EventStoreDB's two rules (see `tryIdempotent`): an append with an
+ *   exact expected revision (or no_stream) that the stream already holds at that revision is recognised from
+ *   the log itself, always; an append with expected any (or stream_exists) only while its event ids are in a
+ *   bounded in-memory cache of recently written ids (`idempotencyWindow`), which every start, a restart on
+ *   the same data file included, begins EMPTY: a retry of such an append after a restart is written again,
+ *   as the real server writes it. BatchAppend honours the deadline each write carries.
  * - `Streams.Delete`, a SOFT delete as the real server does it: the stream's metadata (`$$<stream>`, a
  *   `$metadata` event) gets `$tb` = deleted, stream reads answer StreamNotFound, but the events stay in `$all`
  *   reads and `$all` subscriptions until a scavenge; a later append continues after the last revision (and
@@ -42,7 +47,8 @@
  * or refuse connections until `heal()`; Streams calls can be answered NotLeader with a leader hint (status
  * NOT_FOUND, trailers `exception: not-leader`, `leader-endpoint-host`, `leader-endpoint-port`: what the client's
  * NotLeaderError reads before it reconnects to that node), held past the client's deadline, and appends can be
- * applied and then answered as failed (commit timeout, or a dropped connection): an ambiguous write.
+ * applied and then answered as failed (commit timeout, a dropped connection, or a crash: the double stops
+ * listening until `restart()`): an ambiguous write.
  *
  * TLS and credentials: `{ tls }` serves TLS with a certificate from `generateTestCertificates()` (a CA generated
  * at test time); `{ credentials }` requires basic auth on every Streams call, answering a wrong password
@@ -127,6 +133,12 @@ export interface EsdbTestDoubleOptions {
    */
   beforeAppend?: (stream: string, events: number) => void;
   /**
+   * How many recently written event ids the double remembers for the idempotency of appends with expected
+   * any / stream_exists (EventStoreDB's committed-events cache, bounded by memory there). Default 100,000;
+   * forgotten at every start.
+   */
+  idempotencyWindow?: number;
+  /**
    * File-backed mode: the log is kept in this file (one JSON line per change) and read back at start, so
    * a stop and a start on the same file continue with the same events, positions and revisions.
    */
@@ -148,7 +160,12 @@ export interface EsdbTestDoubleStats {
   delayedCalls: number;
   ambiguousAppends: number;
   deniedCalls: number;
+  /** Appends answered from events already written (by event id), since this start. */
+  idempotentAppends: number;
 }
+
+/** How an append applied by `failAppendsAfterApplying` is answered. */
+export type AmbiguousAnswer = "timeout" | "drop" | "crash";
 
 export interface EsdbTestDouble {
   /** `esdb://127.0.0.1:<port>?tls=false`; with TLS and credentials `esdb://admin:changeit@127.0.0.1:<port>?tls=true&tlsCAFile=…`. */
@@ -176,11 +193,13 @@ export interface EsdbTestDouble {
   /** Holds every new call this long before serving it (past the client's deadline: it gets DEADLINE_EXCEEDED). */
   delayResponses(ms: number): void;
   /**
-   * Applies the next `count` appends, then answers each as failed: "timeout" as EventStoreDB reports a
-   * commit timeout (the client's DeadlineExceededError: may or may not have been written), "drop" by
-   * cutting the connections before the answer goes out. Either way the events ARE in the log.
+   * Applies the next `count` appends (of those `which` picks, given the stream and the event types; default
+   * all), then answers each as failed: "timeout" as EventStoreDB reports a commit timeout (the client's
+   * DeadlineExceededError: may or may not have been written), "drop" by cutting the connections before the
+   * answer goes out, "crash" as a server that dies once the write is durable: every connection is cut and
+   * connections are refused until `restart()` (or `heal()`). Either way the events ARE in the log.
    */
-  failAppendsAfterApplying(count?: number, how?: "timeout" | "drop"): void;
+  failAppendsAfterApplying(count?: number, how?: AmbiguousAnswer, which?: (stream: string, types: string[]) => boolean): void;
   /** Ends every fault: listens again, answers as the leader, without delay; releases the calls a delay holds. */
   heal(): Promise<void>;
   /** Removes soft-deleted events from `$all` (and from the data file); returns how many went. */
@@ -253,15 +272,29 @@ type FileRecord =
   | { op: "scavenged"; stream: string; count: number }
   | { op: "next"; position: string };
 
+/** The default of `idempotencyWindow`. */
+const DEFAULT_IDEMPOTENCY_WINDOW = 100_000;
+
 class Log {
   all: StoredEvent[] = [];
   readonly streams = new Map<string, StreamState>();
   private nextPosition = 0n;
   private wake: () => void = () => undefined;
   private changeSignal = this.newSignal();
+  /**
+   * Ids of the events written since this start, oldest first, at most `window` of them: EventStoreDB's
+   * cache of committed event ids (`IndexWriter._committedEvents`), the only thing its idempotency of
+   * appends with expected any / stream_exists looks at. In memory only: not read back from the file.
+   */
+  private readonly recentIds = new Map<string, { stream: string; index: number }>();
+  /** Appends answered from events already written (by event id). */
+  idempotentWrites = 0;
 
   /** `file`: where every change is appended (one JSON line each), read back by the next start. */
-  constructor(private readonly file?: string) {
+  constructor(
+    private readonly file?: string,
+    private readonly window = DEFAULT_IDEMPOTENCY_WINDOW,
+  ) {
     if (file && existsSync(file)) {
       for (const line of readFileSync(file, "utf8").split("\n")) if (line) this.load(JSON.parse(line) as FileRecord);
     }
@@ -309,7 +342,10 @@ class Log {
 
   write(streamName: string, expected: Expected, events: ProposedEvent[]): WriteResult {
     const idempotent = this.tryIdempotent(streamName, expected, events);
-    if (idempotent) return idempotent;
+    if (idempotent) {
+      if (idempotent.ok) this.idempotentWrites++;
+      return idempotent;
+    }
 
     const current = this.currentRevision(streamName);
     const ok =
@@ -343,6 +379,7 @@ class Log {
       };
       this.nextPosition += recordSize(stored);
       stream.revisionById.set(e.id, stream.events.length);
+      this.remember(e.id, streamName, stream.events.length);
       stream.events.push(stored);
       this.all.push(stored);
       written.push(stored);
@@ -465,25 +502,43 @@ class Log {
     }
   }
 
+  /** Adds a written event's id to the recent ones, forgetting the oldest beyond the window. */
+  private remember(id: string, stream: string, index: number): void {
+    this.recentIds.delete(id);
+    this.recentIds.set(id, { stream, index });
+    if (this.recentIds.size > this.window) this.recentIds.delete(this.recentIds.keys().next().value as string);
+  }
+
   /**
-   * EventStoreDB idempotency (simplified): if the first event id is already in the stream, the events that
-   * follow it carry the same ids in the same order, and the expected revision is the one the original write
-   * was made against (or any/stream_exists), the write succeeds without writing anything. A partial match is
-   * refused as a wrong expected version, as EventStoreDB does for "corrupted idempotency".
+   * EventStoreDB's idempotency (`IndexWriter.CheckCommit`), which has two rules:
+   * - expected any / stream_exists: only the cache of recently written event ids counts. Every id found
+   *   there, in this stream: the write succeeds without writing anything; the first id not found: an
+   *   ordinary write (duplicates, if the events were written before the cache forgot them or before a
+   *   restart); a later one not found: refused as a wrong expected version ("corrupted idempotency").
+   * - an exact expected revision (or no_stream, -1) behind the stream's end: the events at the revisions
+   *   after it are looked up in the stream itself (durable, so across restarts too). The same ids in the
+   *   same order: the write succeeds without writing anything; only a prefix: "corrupted idempotency".
    */
   private tryIdempotent(streamName: string, expected: Expected, events: ProposedEvent[]): WriteResult | undefined {
     if (events.length === 0) return undefined;
     const stream = this.streams.get(streamName);
-    const first = stream?.revisionById.get(events[0].id);
-    if (stream === undefined || first === undefined) return undefined;
-    const expectedMatches =
-      expected.kind === "any" ||
-      expected.kind === "stream_exists" ||
-      (expected.kind === "no_stream" && first === 0) ||
-      (expected.kind === "revision" && expected.revision === BigInt(first - 1));
+    if (stream === undefined) return undefined;
+    const corrupted = (): WriteResult => ({ ok: false, current: this.currentRevision(streamName), expected });
+    if (expected.kind === "any" || expected.kind === "stream_exists") {
+      let last: StoredEvent | undefined;
+      for (const [i, e] of events.entries()) {
+        const recent = this.recentIds.get(e.id);
+        const stored = recent?.stream === streamName ? stream.events[recent.index] : undefined;
+        if (stored?.id !== e.id || stored.scavenged) return i === 0 ? undefined : corrupted();
+        last = stored;
+      }
+      return { ok: true, currentRevision: last!.revision, position: last!.position };
+    }
+    const first = stream.revisionById.get(events[0].id);
+    if (first === undefined) return undefined;
+    const expectedMatches = (expected.kind === "no_stream" && first === 0) || (expected.kind === "revision" && expected.revision === BigInt(first - 1));
     if (!expectedMatches) return undefined; // the ordinary expected-version check decides
-    const allMatch = events.every((e, i) => stream.events[first + i]?.id === e.id);
-    if (!allMatch) return { ok: false, current: this.currentRevision(streamName), expected };
+    if (!events.every((e, i) => stream.events[first + i]?.id === e.id)) return corrupted();
     const last = stream.events[first + events.length - 1];
     return { ok: true, currentRevision: last.revision, position: last.position };
   }
@@ -680,7 +735,8 @@ export async function startEsdbTestDouble(options: EsdbTestDoubleOptions = {}): 
       return err instanceof Error ? err.message : String(err);
     }
   };
-  const log = new Log(options.dataFile);
+  // A new log on every start: what it remembers of recent writes (their ids, for idempotency) starts empty.
+  const log = new Log(options.dataFile, options.idempotencyWindow);
   let closing = false;
 
   // A fresh EventStoreDB is not empty: it holds system events. Seed a few so that the adapter's
@@ -699,10 +755,21 @@ export async function startEsdbTestDouble(options: EsdbTestDoubleOptions = {}): 
   }
 
   // ------------------------------------------------------------------------------------------- faults
-  const stats: EsdbTestDoubleStats = { connections: 0, cutConnections: 0, notLeaderAnswers: 0, delayedCalls: 0, ambiguousAppends: 0, deniedCalls: 0 };
+  const stats: EsdbTestDoubleStats = {
+    connections: 0,
+    cutConnections: 0,
+    notLeaderAnswers: 0,
+    delayedCalls: 0,
+    ambiguousAppends: 0,
+    deniedCalls: 0,
+    idempotentAppends: 0,
+  };
   let notLeaderHint: { host: string; port: number } | undefined;
   let delayMs = 0;
-  let ambiguous: { left: number; how: "timeout" | "drop" } = { left: 0, how: "timeout" };
+  type Which = (stream: string, types: string[]) => boolean;
+  let ambiguous: { left: number; how: AmbiguousAnswer; which?: Which } = { left: 0, how: "timeout" };
+  /** Set by a "crash" answer: the front stops listening (close() waits for it). */
+  let crashed: Promise<void> | undefined;
   /** Settled by heal() and close(): releases the calls a delay holds. */
   let released = resolvable();
   const expectedAuthorization = options.credentials
@@ -766,11 +833,23 @@ export async function startEsdbTestDouble(options: EsdbTestDoubleOptions = {}): 
     return ended === "timer" && deadlineFirst ? "deadline" : "serve";
   };
 
-  /** Whether this applied append is to be answered as a failure (an ambiguous write); counts it down. */
-  const takeAmbiguous = (): "timeout" | "drop" | undefined => {
+  /**
+   * Whether this applied append is to be answered as a failure (an ambiguous write); counts it down. A
+   * "crash" cuts every connection and stops listening here; the caller sends no answer, as for "drop".
+   */
+  const takeAmbiguous = (streamName: string, events: ProposedEvent[]): AmbiguousAnswer | undefined => {
     if (ambiguous.left <= 0) return undefined;
+    if (
+      ambiguous.which &&
+      !ambiguous.which(
+        streamName,
+        events.map((e) => e.type),
+      )
+    )
+      return undefined;
     ambiguous.left--;
     stats.ambiguousAppends++;
+    if (ambiguous.how === "crash") crashed ??= front?.refuse();
     return ambiguous.how;
   };
 
@@ -910,7 +989,8 @@ export async function startEsdbTestDouble(options: EsdbTestDoubleOptions = {}): 
         const result = log.write(streamName, expected, proposed);
         const resp = new streamsPb.AppendResp();
         if (result.ok) {
-          const ambiguousHow = takeAmbiguous();
+          const ambiguousHow = takeAmbiguous(streamName, proposed);
+          if (ambiguousHow === "crash") return; // applied; the server went down before answering
           if (ambiguousHow === "drop") return void front?.cutAll(); // applied; the answer is lost with the connection
           if (ambiguousHow === "timeout") {
             // EventStoreDB's commit timeout: "the write may or may not have been applied".
@@ -1014,7 +1094,8 @@ export async function startEsdbTestDouble(options: EsdbTestDoubleOptions = {}): 
           }
           const result = log.write(write.streamName, write.expected, write.events);
           if (result.ok) {
-            const ambiguousHow = takeAmbiguous();
+            const ambiguousHow = takeAmbiguous(write.streamName, write.events);
+            if (ambiguousHow === "crash") return undefined; // applied; the server went down before answering
             if (ambiguousHow === "drop") {
               front?.cutAll(); // applied; the answer is lost with the connection
               return undefined;
@@ -1296,6 +1377,7 @@ export async function startEsdbTestDouble(options: EsdbTestDoubleOptions = {}): 
     for (const resolve of [...closeSignals]) resolve();
     log.wakeAll();
     await openFront.close();
+    if (crashed) await crashed;
     server.forceShutdown();
   };
   const handle: EsdbTestDouble = {
@@ -1320,8 +1402,8 @@ export async function startEsdbTestDouble(options: EsdbTestDoubleOptions = {}): 
     delayResponses(ms: number) {
       delayMs = ms;
     },
-    failAppendsAfterApplying(count = 1, how: "timeout" | "drop" = "timeout") {
-      ambiguous = { left: count, how };
+    failAppendsAfterApplying(count = 1, how: AmbiguousAnswer = "timeout", which?: Which) {
+      ambiguous = { left: count, how, which };
     },
     async heal() {
       notLeaderHint = undefined;
@@ -1329,13 +1411,15 @@ export async function startEsdbTestDouble(options: EsdbTestDoubleOptions = {}): 
       ambiguous = { left: 0, how: "timeout" };
       released.resolve();
       released = resolvable();
+      if (crashed) await crashed;
+      crashed = undefined;
       await openFront.accept();
     },
     scavenge() {
       return log.scavenge();
     },
     get stats() {
-      return { ...stats, connections: openFront.accepted, cutConnections: openFront.cut };
+      return { ...stats, connections: openFront.accepted, cutConnections: openFront.cut, idempotentAppends: log.idempotentWrites };
     },
   };
   return handle;
