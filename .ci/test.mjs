@@ -17,12 +17,15 @@ const all = process.argv.includes("--all");
 
 /**
  * The tap files only `--all` runs: a real browser (Chromium), valgrind's instruction counts, the
- * chaos and long recovery runs against the EventStoreDB double, the official suite's parity check.
+ * chaos, fault and recovery runs (crashes, restarts and outages of the store or the server), the
+ * official suite's parity check, and the tests of the test and benchmark harness itself.
  */
 const HEAVY = [
   /^test\/chaos-.*\.test\.ts$/,
-  /^test\/esdb-recovery-long\.test\.ts$/,
+  /^test\/.*-recovery(-long)?\.test\.ts$/,
   /^test\/esdb-double-faults\.test\.ts$/,
+  /^test\/esdb-any-idempotency\.test\.ts$/,
+  /^test\/(ci-counts|bench-support)\.test\.ts$/,
   /^test\/(audit-page|cors-browser|react-use-stream|ui-browser)\.test\.ts$/,
   /^test\/instructions\.test\.ts$/,
   /^test\/official-suite-parity\.test\.ts$/,
