@@ -2,6 +2,7 @@ import t from "tap";
 import { WebSocket } from "ws";
 import { startTestServer, type TestServer } from "./support/server.js";
 import { gates as makeGates } from "./support/gates.js";
+import { record, rootLifecycle, TRANSPORTS, type ProtocolEvent, type Transport } from "./support/protocol-stream.js";
 
 /**
  * The thread streaming protocol (v2) through the official SDK's `ThreadStream`
@@ -10,12 +11,7 @@ import { gates as makeGates } from "./support/gates.js";
  * subscription, and a resume with `since` after the server restarted (the events are in the log).
  */
 
-/** The data of an event as these tests read it: `event` on lifecycle events, `interrupt_id` on input.requested, `messages` on values. */
-type EventData = { event: string; interrupt_id: string; messages: { content: string }[] };
-type Event = { type: "event"; seq: number; event_id: string; method: string; params: { namespace: string[]; data: EventData } };
-
-const TRANSPORTS = ["sse", "websocket"] as const;
-type Transport = (typeof TRANSPORTS)[number];
+type Event = ProtocolEvent;
 
 function threadStream(srv: TestServer, assistantId: string, transport: Transport, threadId?: string) {
   const options = {
@@ -26,37 +22,6 @@ function threadStream(srv: TestServer, assistantId: string, transport: Transport
   };
   return threadId ? srv.client.threads.stream(threadId, options as never) : srv.client.threads.stream(options as never);
 }
-
-/** Resolves once `predicate` holds for the events seen so far (or rejects after a deadline). */
-function until(events: Event[], predicate: (events: Event[]) => boolean, listen: (cb: () => void) => void, ms = 10_000): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (predicate(events)) return resolve();
-    const timer = setTimeout(
-      () => reject(new Error(`timed out; saw ${events.map((e) => `${e.method}:${JSON.stringify(e.params.data).slice(0, 60)}`).join(" | ")}`)),
-      ms,
-    );
-    listen(() => {
-      if (predicate(events)) {
-        clearTimeout(timer);
-        resolve();
-      }
-    });
-  });
-}
-
-function record(thread: { onEvent(cb: (e: unknown) => void): unknown }) {
-  const events: Event[] = [];
-  const listeners: (() => void)[] = [];
-  thread.onEvent((e) => {
-    events.push(e as Event);
-    for (const l of listeners) l();
-  });
-  const wait = (predicate: (events: Event[]) => boolean) => until(events, predicate, (cb) => listeners.push(cb));
-  return { events, wait };
-}
-
-const rootLifecycle = (events: Event[], status: string) =>
-  events.some((e) => e.method === "lifecycle" && e.params.namespace.length === 0 && e.params.data.event === status);
 
 t.test("ThreadStream over the thread streaming protocol", async (t) => {
   let srv = await startTestServer();
