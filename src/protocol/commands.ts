@@ -16,7 +16,6 @@ import type { RunRequest } from "../domain/run-request.js";
 import { MultitaskStrategySchema } from "../domain/run-record.js";
 import { EVENTS_PER_LOG_EVENT, lifecycleOf, seqOf } from "./log-events.js";
 import { filterOfParams } from "./subscription-params.js";
-import { threadHasRuns } from "./thread-feed.js";
 
 export interface ProtocolCommand {
   id: number;
@@ -91,6 +90,11 @@ export class ProtocolCommands {
     } catch (error) {
       return toProtocolError(command.id, error);
     }
+  }
+
+  /** The thread's latest run (the runs read model), or undefined on a thread no run was started on. */
+  private latestRun(threadId: string) {
+    return this.ctx.readModels.runs.listForThread(threadId, { limit: 1, offset: 0 })[0];
   }
 
   /** The seq of the last event in the log: what a command just did is applied through it. */
@@ -172,7 +176,7 @@ export class ProtocolCommands {
     // What follows answers from the thread's state: only to a caller who may read it (another user's thread is not found, as on REST).
     await this.authorizeRead(caller, threadId);
     const thread = (await this.interruptedThreadState(threadId))?.thread;
-    const last = thread && this.ctx.readModels.runs.listForThread(threadId, { limit: 1, offset: 0 })[0];
+    const last = thread && this.latestRun(threadId);
     // As the official server: a thread no run was started on has nothing to answer; one whose run is not waiting is a misuse.
     if (!thread || !last) return errorResponse(id, "no_such_run", "No interrupted run is bound to this thread.");
     if (Object.keys(thread.interrupts ?? {}).length === 0)
@@ -216,7 +220,7 @@ export class ProtocolCommands {
     const filter = filterOfParams(params);
     if (typeof filter === "string") return errorResponse(id, "invalid_argument", filter);
     await this.authorizeRead(caller, threadId);
-    if (!(await threadHasRuns(this.ctx.store, threadId))) return errorResponse(id, "no_such_run", "No active run is bound to this thread.");
+    if (!this.latestRun(threadId)) return errorResponse(id, "no_such_run", "No active run is bound to this thread.");
     return errorResponse(
       id,
       "not_supported",
@@ -227,7 +231,7 @@ export class ProtocolCommands {
   /** The root of the agent tree: the thread's latest run and its status (a thread without runs has none). */
   private async agentTree(caller: Caller, threadId: string, id: number): Promise<ProtocolResponse> {
     await this.authorizeRead(caller, threadId);
-    const last = this.ctx.readModels.runs.listForThread(threadId, { limit: 1, offset: 0 })[0];
+    const last = this.latestRun(threadId);
     if (!last) return errorResponse(id, "no_such_run", "No active run is bound to this thread.");
     const graphId = (last?.kwargs.config as { configurable?: { graph_id?: unknown } } | undefined)?.configurable?.graph_id;
     const status =

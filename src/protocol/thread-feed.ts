@@ -170,11 +170,6 @@ async function runsOf(store: EventStore, threadId: string): Promise<RunRef[]> {
   return deleted ? [] : runs;
 }
 
-/** Whether any run was ever started on the thread (its current incarnation). */
-export async function threadHasRuns(store: EventStore, threadId: string): Promise<boolean> {
-  return (await runsOf(store, threadId)).length > 0;
-}
-
 /**
  * How many events a feed with `filter` started now replays: those already in the log, at or before
  * `throughSeq` (the log's head when the subscription was made), that the filter lets through.
