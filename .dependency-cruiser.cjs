@@ -1,6 +1,6 @@
 // The layers of docs/architecture.md, drawn from the imports (`npx depcruise src projections`; test/architecture.test.ts).
 // Each layer may import only layers below it: eventstore → domain → projections → read-models →
-// runtime → webhooks → app → edges (http, a2a, mcp, protocol) → assembly (server.ts, main.ts and the
+// commands → runtime → webhooks → app → edges (http, a2a, mcp, protocol) → assembly (server.ts, main.ts and the
 // start-up parts of src/startup/), with the ground floor (src/context, src/util, config,
 // langgraph-config, module-loader, version) under all of them.
 // An edge never imports another edge.
@@ -13,6 +13,7 @@ const layers = [
   ["domain", "^src/domain/"],
   ["projections", "^projections/"],
   ["read-models", "^src/read-models/"],
+  ["commands", "^src/commands/"],
   ["runtime", "^src/runtime/"],
   ["webhooks", "^src/webhooks/"],
   ["app", "^src/app/"],

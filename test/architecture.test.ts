@@ -2,7 +2,9 @@ import { test } from "tap";
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
 import path from "node:path";
-import { readdirSync, readFileSync } from "node:fs";
+import os from "node:os";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { appendCallers } from "./support/append-callers.js";
 
 const root = path.resolve(import.meta.dirname, "..");
 
@@ -59,4 +61,41 @@ test("zod is imported as a namespace, so that the bundle keeps only the zod the 
     [],
     "no named or default import of zod",
   );
+});
+
+const sourceFiles = (...dirs: string[]) =>
+  dirs.flatMap((dir) =>
+    (readdirSync(path.join(root, dir), { recursive: true }) as string[]).filter((f) => f.endsWith(".ts")).map((f) => path.join(root, dir, f)),
+  );
+
+/**
+ * The command pipeline (src/commands/pipeline.ts) is the only caller of the event store's `append` above
+ * the store itself (whose decorators and chunked writes call the store they wrap): every write says
+ * there what it expects, what a conflict means to it and what it waits for.
+ */
+test("only the command pipeline appends to the event log", async (t) => {
+  const files = sourceFiles("src", "projections");
+  t.ok(files.length > 150, `every source file was read (${files.length})`);
+  const callers = appendCallers(root, files).filter((c) => !c.startsWith(`src${path.sep}eventstore${path.sep}`));
+  t.ok(
+    callers.length > 0 && callers.every((c) => c.startsWith(path.join("src", "commands", "pipeline.ts:"))),
+    `the pipeline appends, nobody else: ${callers.join(", ")}`,
+  );
+
+  // The check sees a call through any name the store goes by.
+  const dir = mkdtempSync(path.join(os.tmpdir(), "append-probe-"));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const probe = path.join(dir, "probe.ts");
+  writeFileSync(
+    probe,
+    [
+      `import type { EventStore } from ${JSON.stringify(path.join(root, "src", "eventstore", "types.js"))};`,
+      "export async function sneak(log: EventStore, rows: string[]) {",
+      "  rows.push('not a store');",
+      '  const { append } = { append: (s: string) => log.append(s, [], "any") };',
+      '  return append("x");',
+      "}",
+    ].join("\n"),
+  );
+  t.same(appendCallers(root, [probe]), [`${path.relative(root, probe)}:4`], "a call through another name is found; an array's push or a local append is not");
 });

@@ -125,13 +125,13 @@ t.test("cron aggregate: each tick fired once, disabled, end time, reschedule, de
   t.match(fire, { ok: true, events: [{ type: "CronFired", data: { tick: "2026-01-01T00:05:00.000+00:00", owner: "p1" } }] });
   if (!fire.ok) return;
   s = evolveCron(s, fire.events[0] as CronEvent, 1n)!;
-  t.match(decideFire(s, tick, { owner: "p2", now: NOW }), { ok: false, reason: "tick already fired" }, "never twice");
+  t.match(decideFire(s, tick, { owner: "p2", now: NOW }), { ok: false, kind: "conflict", detail: "tick already fired" }, "never twice");
   t.equal(iso(nextRunOf(s)!), "2026-01-01T00:10:00.000Z");
   const disable = decideUpdateCron(s, { enabled: false }, "2026-01-01T00:06:00+00:00");
   if (!disable.ok) throw new Error("update refused");
   s = evolveCron(s, disable.events[0] as CronEvent, 2n)!;
   t.equal(nextRunOf(s), null, "disabled: no next run");
-  t.match(decideFire(s, at("2026-01-01T00:10:00Z"), { owner: "p1", now: NOW }), { ok: false, reason: "cron disabled" });
+  t.match(decideFire(s, at("2026-01-01T00:10:00Z"), { owner: "p1", now: NOW }), { ok: false, kind: "conflict", detail: "cron disabled" });
   // Re-enabled at 00:31: ticks missed while disabled are not fired; the next is 00:35.
   s = evolveCron(s, { type: "CronUpdated", data: { enabled: true, updated_at: "2026-01-01T00:31:00+00:00" } }, 3n)!;
   t.equal(iso(nextRunOf(s)!), "2026-01-01T00:35:00.000Z");
@@ -141,12 +141,12 @@ t.test("cron aggregate: each tick fired once, disabled, end time, reschedule, de
     4n,
   )!;
   t.equal(nextRunOf(s), null, "next hourly tick (01:00) is past end_time");
-  t.match(decideFire(s, at("2026-01-01T01:00:00Z"), { owner: "p1", now: NOW }), { ok: false, reason: "past end_time" });
+  t.match(decideFire(s, at("2026-01-01T01:00:00Z"), { owner: "p1", now: NOW }), { ok: false, kind: "conflict", detail: "past end_time" });
   t.match(decideDeleteCron(s, NOW), { ok: true, events: [{ type: "CronDeleted" }] });
   t.equal(evolveCron(s, { type: "CronDeleted", data: { deleted_at: NOW } }, 5n), undefined);
   t.match(decideDeleteCron(undefined, NOW), { ok: false, kind: "not_found", detail: "Cron not found" });
   t.match(decideUpdateCron(undefined, {}, NOW), { ok: false, kind: "not_found" });
-  t.match(decideFire(undefined, tick, { owner: "p1", now: NOW }), { ok: false, reason: "cron deleted" });
+  t.match(decideFire(undefined, tick, { owner: "p1", now: NOW }), { ok: false, kind: "not_found", detail: "cron deleted" });
 });
 
 t.test("crons table: rows, next_run_at index, search, count, delete", async (t) => {

@@ -31,7 +31,7 @@ t.test("claim: exactly one owner; takeover only when allowed; attempts count", a
   t.match(first.events[0], { type: "RunClaimed", data: { owner: "w1", attempt: 1, lease_expires_at: 1500, base_checkpoint_id: "c0" } });
   const claimed = fold(first.events);
   t.equal(runStatusOf(claimed), "running");
-  t.same(decideClaim(claimed, { ...claimCmd, owner: "w2" }), { ok: false, reason: "run already claimed" });
+  t.same(decideClaim(claimed, { ...claimCmd, owner: "w2" }), { ok: false, kind: "conflict", detail: "run already claimed" });
   const takeover = decideClaim(claimed, { ...claimCmd, owner: "w2", takeover: true, baseCheckpointId: "c9" });
   t.ok(takeover.ok);
   if (!takeover.ok) return;
@@ -39,7 +39,7 @@ t.test("claim: exactly one owner; takeover only when allowed; attempts count", a
   const retaken = fold([...first.events, ...takeover.events]);
   t.equal(retaken.base_checkpoint_id, "c0", "a takeover keeps the base of the first attempt");
   const ended = fold([...first.events, { type: "RunEnded", data: { status: "success", ended_at: NOW } }]);
-  t.same(decideClaim(ended, { ...claimCmd, takeover: true }), { ok: false, reason: "run already ended" });
+  t.same(decideClaim(ended, { ...claimCmd, takeover: true }), { ok: false, kind: "conflict", detail: "run already ended" });
   t.equal(runStatusOf(ended), "success");
 });
 

@@ -184,7 +184,7 @@ t.test("body: the run, times, values, error; allowed_fields filter", async (t) =
 t.test("deliveries: claim once, retry when due, lapse of a dead sender's lease, final outcomes", async (t) => {
   t.equal(deliveryOf({ ...run, kwargs: { ...run.kwargs, webhook: undefined } }), undefined, "no webhook, no delivery");
   let d = deliveryOf(run)!;
-  t.match(decideWebhookClaim(d, { owner: "a", now: NOW, nowMs: 0, leaseMs: 100 }), { ok: false, reason: "run has not ended" });
+  t.match(decideWebhookClaim(d, { owner: "a", now: NOW, nowMs: 0, leaseMs: 100 }), { ok: false, kind: "conflict", detail: "run has not ended" });
   d = deliveryRunEnded(d, { status: "success", values: { x: 1 }, ended_at: "1970-01-01T00:00:01.000Z" });
   t.equal(d.status, "due");
   t.equal(d.due_at, 1000);
@@ -197,7 +197,7 @@ t.test("deliveries: claim once, retry when due, lapse of a dead sender's lease, 
   if (!claim.ok) return;
   t.ok(schemaForEventType("WebhookClaimed")!.safeParse(claim.events[0].data).success, "the claim matches its schema");
   d = evolveDelivery(d, claim.events[0] as WebhookEvent, 0n);
-  t.match(decideWebhookClaim(d, { owner: "b", now: NOW, nowMs: 1050, leaseMs: 100 }), { ok: false, reason: "delivery claimed" });
+  t.match(decideWebhookClaim(d, { owner: "b", now: NOW, nowMs: 1050, leaseMs: 100 }), { ok: false, kind: "conflict", detail: "delivery claimed" });
   t.match(decideWebhookClaim(d, { owner: "b", now: NOW, nowMs: 1100, leaseMs: 100 }), { ok: true, attempt: 1 }, "a lapsed lease is taken over");
   t.match(decideWebhookClaim(d, { owner: "b", now: NOW, nowMs: 1050, leaseMs: 100, takeover: true }), { ok: true }, "takeover of a dead owner at start");
   const retry = attemptEvents(
@@ -207,7 +207,7 @@ t.test("deliveries: claim once, retry when due, lapse of a dead sender's lease, 
   t.equal(retry.length, 1);
   d = evolveDelivery(d, retry[0] as WebhookEvent, 1n);
   t.match(d, { status: "due", due_at: 5000, attempts: 1 });
-  t.match(decideWebhookClaim(d, { owner: "a", now: NOW, nowMs: 4999, leaseMs: 100 }), { ok: false, reason: "not due yet" });
+  t.match(decideWebhookClaim(d, { owner: "a", now: NOW, nowMs: 4999, leaseMs: 100 }), { ok: false, kind: "conflict", detail: "not due yet" });
   t.match(decideWebhookClaim(d, { owner: "a", now: NOW, nowMs: 5000, leaseMs: 100 }), { ok: true, attempt: 2 });
   const done = attemptEvents({ owner: "a", attempt: 2, delivery_id: "x", started_at: NOW, duration_ms: 3, status_code: 200, outcome: "delivered" }, NOW);
   t.same(
@@ -216,7 +216,7 @@ t.test("deliveries: claim once, retry when due, lapse of a dead sender's lease, 
   );
   d = done.reduce((s, e, i) => evolveDelivery(s, e as WebhookEvent, BigInt(2 + i)), d);
   t.match(d, { status: "delivered", due_at: null, attempts: 2, revision: 3n });
-  t.match(decideWebhookClaim(d, { owner: "a", now: NOW, nowMs: 9e9, leaseMs: 100 }), { ok: false, reason: "delivery already delivered" });
+  t.match(decideWebhookClaim(d, { owner: "a", now: NOW, nowMs: 9e9, leaseMs: 100 }), { ok: false, kind: "conflict", detail: "delivery already delivered" });
   const failed = attemptEvents(
     { owner: "a", attempt: 1, delivery_id: "x", started_at: NOW, duration_ms: 1, error: "Webhook host blocked: y", outcome: "failed" },
     NOW,

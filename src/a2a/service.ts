@@ -15,7 +15,8 @@ import { runStream, type RunEnded, type RunView } from "../domain/runs.js";
 import type { JsonObject } from "../domain/json.js";
 import type { RunRecord } from "../domain/run-record.js";
 import type { SqlFragment } from "../read-models/json-filter.js";
-import { a2aPushStream, pushDeliveryKey, type StoredPushConfig } from "../domain/a2a-push.js";
+import { pushDeliveryKey, type StoredPushConfig } from "../domain/a2a-push.js";
+import { catchUpPushRunEnd, deletePushConfig, setPushConfig } from "../app/a2a-push.js";
 import { checkWebhookUrl } from "../webhooks/url-policy.js";
 import { webhookUrlPolicyFor } from "../webhooks/mode-policy.js";
 import { isLargeValueMarker, resolveLarge, withValuesResolved } from "../eventstore/large-values.js";
@@ -366,13 +367,7 @@ export class A2AService {
 
   private async writePushConfig(taskId: string, runId: string, input: PushConfigInput, protocol: ProtocolVersion): Promise<StoredPushConfig> {
     const config = { ...input, id: input.id ?? taskId };
-    const appended = await this.ctx.store.append(
-      a2aPushStream(taskId),
-      [{ type: "A2APushConfigSet", data: { task_id: taskId, run_id: runId, protocol, config, set_at: this.ctx.now() } }],
-      "any",
-    );
-    // Read-your-writes: a get right after the set sees it.
-    await this.ctx.readModels.runner.waitFor(appended.position);
+    await setPushConfig(this.ctx, { taskId, runId, config, protocol });
     return { ...config, protocol };
   }
 
@@ -392,13 +387,7 @@ export class A2AService {
     // fold made no delivery for it (the read models are at our append now, so they tell).
     if (!view.stream.ended && this.runs.view(runId)?.stream.ended && !this.ctx.readModels.webhooks.get(pushDeliveryKey(runId, config.id))) {
       const ended = await this.runs.terminalEvent(runId);
-      if (ended) {
-        await this.ctx.store.append(
-          a2aPushStream(id),
-          [{ type: "A2APushRunEndCaughtUp", data: { task_id: id, run_id: runId, config_id: config.id, ended } }],
-          "any",
-        );
-      }
+      if (ended) await catchUpPushRunEnd(this.ctx, { taskId: id, runId, configId: config.id, ended });
     }
     return { taskId: id, config };
   }
@@ -421,12 +410,7 @@ export class A2AService {
   async deletePush(assistant: Assistant, taskId: string, configId: string, visible?: Visible): Promise<void> {
     const { taskId: id, configs } = await this.listPush(assistant, taskId, visible);
     if (!configs.some((c) => c.id === configId)) return;
-    const appended = await this.ctx.store.append(
-      a2aPushStream(id),
-      [{ type: "A2APushConfigDeleted", data: { task_id: id, config_id: configId, deleted_at: this.ctx.now() } }],
-      "any",
-    );
-    await this.ctx.readModels.runner.waitFor(appended.position);
+    await deletePushConfig(this.ctx, id, configId);
   }
 
   /** The closing events of an ended run: its artifact, then the status with `final: true`. */

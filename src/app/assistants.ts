@@ -1,8 +1,6 @@
 import { validate as isUuid } from "uuid";
 import type { AppContext } from "./context.js";
-import { execute } from "./commands.js";
 import { authConditions, type AuthFilters } from "../read-models/auth-filters.js";
-import { catchUpWithStream } from "./commands.js";
 import {
   assistantStream,
   decideCreateAssistant,
@@ -20,7 +18,6 @@ import type { AssistantFilter, AssistantSortField } from "../read-models/assista
 import type { SortOrder } from "../read-models/statements.js";
 import { invalid, notFound } from "../domain/errors.js";
 import { defaultAssistantId as defaultAssistantIdFor } from "../runtime/graph-catalogue.js";
-import { WrongExpectedVersionError } from "../eventstore/types.js";
 import { newTimeOrderedId } from "../util/new-id.js";
 
 /** Application service of assistants: commands through the deciders, queries on the read model. */
@@ -40,7 +37,7 @@ export function findAssistant(ctx: AppContext, assistantId: string): Assistant |
 export async function findAssistantConsistent(ctx: AppContext, assistantId: string): Promise<Assistant | undefined> {
   const found = findAssistant(ctx, assistantId);
   if (found) return found;
-  await catchUpWithStream(ctx, assistantStream(assistantId));
+  await ctx.commands.catchUpWithStream(assistantStream(assistantId));
   return findAssistant(ctx, assistantId);
 }
 
@@ -56,7 +53,7 @@ async function liveState(ctx: AppContext, idOrGraph: string): Promise<AssistantS
   const id = resolveAssistantId(ctx, idOrGraph);
   let s = ctx.readModels.assistants.load(id);
   if (!s || s.deleted) {
-    await catchUpWithStream(ctx, assistantStream(id));
+    await ctx.commands.catchUpWithStream(assistantStream(id));
     s = ctx.readModels.assistants.load(id);
   }
   if (!s || s.deleted) throw notFound("Assistant not found");
@@ -73,9 +70,11 @@ export async function createAssistant(ctx: AppContext, cmd: Omit<CreateAssistant
   assertKnownGraph(ctx, cmd.graph_id);
   const assistantId = cmd.assistant_id?.toLowerCase() ?? newTimeOrderedId();
   const now = ctx.now();
-  const { state } = await execute(ctx, loadAssistant(ctx, assistantId), assistantStream(assistantId), (s) =>
-    decideCreateAssistant(s, { ...cmd, assistant_id: assistantId }, now),
-  );
+  const { state } = await ctx.commands.decide({
+    stream: assistantStream(assistantId),
+    load: loadAssistant(ctx, assistantId),
+    decide: (s) => decideCreateAssistant(s, { ...cmd, assistant_id: assistantId }, now),
+  });
   return state!.current;
 }
 
@@ -83,21 +82,25 @@ export async function patchAssistant(ctx: AppContext, idOrGraph: string, cmd: Pa
   if (cmd.graph_id !== undefined) assertKnownGraph(ctx, cmd.graph_id);
   const id = resolveAssistantId(ctx, idOrGraph);
   const now = ctx.now();
-  const { state } = await execute(ctx, loadAssistant(ctx, id), assistantStream(id), (s) => decidePatchAssistant(s, cmd, now));
+  const { state } = await ctx.commands.decide({ stream: assistantStream(id), load: loadAssistant(ctx, id), decide: (s) => decidePatchAssistant(s, cmd, now) });
   return state!.current;
 }
 
 export async function setLatestVersion(ctx: AppContext, idOrGraph: string, version: number): Promise<Assistant> {
   const id = resolveAssistantId(ctx, idOrGraph);
   const now = ctx.now();
-  const { state } = await execute(ctx, loadAssistant(ctx, id), assistantStream(id), (s) => decideSetLatestVersion(s, version, now));
+  const { state } = await ctx.commands.decide({
+    stream: assistantStream(id),
+    load: loadAssistant(ctx, id),
+    decide: (s) => decideSetLatestVersion(s, version, now),
+  });
   return state!.current;
 }
 
 export async function deleteAssistant(ctx: AppContext, idOrGraph: string): Promise<string> {
   const id = resolveAssistantId(ctx, idOrGraph);
   const now = ctx.now();
-  await execute(ctx, loadAssistant(ctx, id), assistantStream(id), (s) => decideDeleteAssistant(s, now));
+  await ctx.commands.decide({ stream: assistantStream(id), load: loadAssistant(ctx, id), decide: (s) => decideDeleteAssistant(s, now) });
   return id;
 }
 
@@ -150,11 +153,7 @@ export async function ensureDefaultAssistants(
       ctx.now(),
     );
     if (!created.ok) continue;
-    try {
-      const result = await ctx.store.append(assistantStream(assistantId), created.events, "no_stream");
-      await ctx.readModels.runner.waitFor(result.position);
-    } catch (error) {
-      if (!(error instanceof WrongExpectedVersionError)) throw error;
-    }
+    // Another process (or an earlier start) created it: theirs stands.
+    await ctx.commands.append({ stream: assistantStream(assistantId), events: created.events, expected: "no_stream", onConflict: "lose", waitFor: "fold" });
   }
 }

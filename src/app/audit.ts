@@ -9,7 +9,6 @@ import { resolveLarge } from "../eventstore/large-values.js";
 import { DomainError, conflict, invalid, isNotFound, notFound } from "../domain/errors.js";
 import type { AppContext } from "./context.js";
 import type { ThreadLifecycle } from "./thread-lifecycle.js";
-import { catchUpWithStream } from "./commands.js";
 import { authorize, type Caller } from "./auth/caller.js";
 import { filterMatches, type AuthFilters } from "../read-models/auth-filters.js";
 import { currentRequestContext } from "../context/request-context.js";
@@ -153,7 +152,7 @@ export async function replayFromLog(
  */
 export async function purgeThread(ctx: AppContext, lifecycle: ThreadLifecycle, threadId: string, actor: string): Promise<void> {
   const id = threadId.toLowerCase();
-  await catchUpWithStream(ctx, threadStream(id));
+  await ctx.commands.catchUpWithStream(threadStream(id));
   const state = ctx.readModels.threads.load(id);
   const check = decidePurgeThread(state, id, actor, 0, ctx.now());
   if (!check.ok) throw new DomainError(check.kind, check.detail);
@@ -170,8 +169,7 @@ export async function purgeThread(ctx: AppContext, lifecycle: ThreadLifecycle, t
   const decision = decidePurgeThread(ctx.readModels.threads.load(id), id, actor, streams.length, ctx.now(), runIds);
   if (!decision.ok) return; // purged concurrently
   // "any": on EventStoreDB the stream was just deleted, and a deleted stream is written again after its last revision.
-  const result = await ctx.store.append(threadStream(id), decision.events, "any");
-  await ctx.readModels.runner.waitFor(result.position);
+  await ctx.commands.append({ stream: threadStream(id), events: decision.events, expected: "any", waitFor: "fold" });
   eraseLeftoversOfPurge(ctx.readModels);
 }
 

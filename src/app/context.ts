@@ -1,5 +1,6 @@
 import type { Config } from "../config.js";
 import type { EventStore } from "../eventstore/types.js";
+import type { CommandPipeline } from "../commands/pipeline.js";
 import type { ReadModels } from "../read-models/all.js";
 import type { GraphCatalogue } from "../runtime/graph-catalogue.js";
 import type { GraphRuntime } from "../runtime/lazy-graph-runtime.js";
@@ -11,6 +12,8 @@ export interface AppContext {
   /** The validated langgraph.json (graphs, http, webhooks). */
   langgraph: LoadedLanggraphConfig;
   store: EventStore;
+  /** The one way to append (src/commands/pipeline.ts). */
+  commands: CommandPipeline;
   /** The indexed read models (DATA_DIR/read-models.sqlite) and their queries. */
   readModels: ReadModels;
   /** The graphs langgraph.json names (ids, descriptions, defaults): known before any graph is loaded. */

@@ -1,5 +1,6 @@
 import { ulid } from "ulid";
-import { WrongExpectedVersionError, type EventStore } from "../eventstore/types.js";
+import type { EventStore } from "../eventstore/types.js";
+import { CommandPipeline } from "../commands/pipeline.js";
 import { CRON_STREAM_PREFIX, cronCursor, cronStream, decideFire, isoOf, tickToComplete, type CronState } from "../domain/crons.js";
 import { dueTicks } from "../domain/cron-schedule.js";
 import type { ReadModels } from "../read-models/all.js";
@@ -45,8 +46,10 @@ export class CronScheduler {
   private readonly done = new Set<Promise<void>>();
   private unsubscribe: (() => void) | undefined;
   private stopping = false;
+  private readonly commands: CommandPipeline;
 
   constructor(private readonly o: CronSchedulerOptions) {
+    this.commands = new CommandPipeline(o.store, o.readModels.runner);
     this.owner = o.owner ?? `crons-${ulid()}`;
     this.loop = new WakeLoop({ clock: o.clock, pass: () => this.fireWhatIsDue(), onError: (error) => o.log?.(`crons: ${(error as Error).message}`) });
   }
@@ -134,13 +137,15 @@ export class CronScheduler {
     const orphan = tickToComplete(cron, now);
     if (orphan !== null) {
       const record = await this.runOfTick(cron, orphan);
-      try {
-        const appended = await this.o.store.append(cronStream(cron.cron_id), [record], cron.revision);
-        this.stats.completed++;
-        await this.o.readModels.runner.waitFor(appended.position);
-      } catch (error) {
-        if (!(error instanceof WrongExpectedVersionError)) throw error;
-      }
+      // Lost: someone recorded it first.
+      const recorded = await this.commands.append({
+        stream: cronStream(cron.cron_id),
+        events: [record],
+        expected: cron.revision,
+        onConflict: "lose",
+        waitFor: "fold",
+      });
+      if (recorded) this.stats.completed++;
       return; // the next pass fires what is due, from the recorded state
     }
     let state = cron;
@@ -148,21 +153,16 @@ export class CronScheduler {
     for (const tick of ticks) {
       const decision = decideFire(state, tick, { owner: this.owner, now: isoOf(this.o.clock.now()) });
       if (!decision.ok) break;
-      let revision: bigint;
-      try {
-        const appended = await this.o.store.append(cronStream(cron.cron_id), decision.events, state.revision);
-        revision = appended.nextExpectedRevision;
-        position = appended.position;
-      } catch (error) {
-        if (error instanceof WrongExpectedVersionError) {
-          this.stats.lost++;
-          return; // another process fired it (or the cron changed)
-        }
-        throw error;
+      const fired = await this.commands.append({ stream: cronStream(cron.cron_id), events: decision.events, expected: state.revision, onConflict: "lose" });
+      if (!fired) {
+        this.stats.lost++;
+        return; // another process fired it (or the cron changed)
       }
+      const revision = fired.nextExpectedRevision;
+      position = fired.position;
       this.stats.fired++;
       const record = await this.runOfTick(state, tick);
-      const appended = await this.o.store.append(cronStream(cron.cron_id), [record], "any");
+      const appended = await this.commands.append({ stream: cronStream(cron.cron_id), events: [record], expected: "any" });
       position = appended.position;
       // Another process appended between our claim and its record (it may have fired the next tick,
       // or the cron changed): the state we hold is stale, and claiming the next tick against the

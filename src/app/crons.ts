@@ -1,5 +1,4 @@
 import type { AppContext } from "./context.js";
-import { catchUpWithStream, execute } from "./commands.js";
 import { findAssistantConsistent, resolveAssistantId } from "./assistants.js";
 import { threadStateConsistent } from "./threads.js";
 import { assertWebhookAllowed } from "./webhooks.js";
@@ -111,10 +110,11 @@ export class CronsService {
       user_id: null,
       payload: payloadOf(req),
     };
-    const { state } = await execute(ctx, this.load(cronId), cronStream(cronId), () => ({
-      ok: true as const,
-      events: [{ type: "CronCreated", data: { ...fields, cron_id: cronId, created_at: this.now() } }],
-    }));
+    const { state } = await ctx.commands.decide({
+      stream: cronStream(cronId),
+      load: this.load(cronId),
+      decide: () => ({ ok: true as const, events: [{ type: "CronCreated", data: { ...fields, cron_id: cronId, created_at: this.now() } }] }),
+    });
     return publicCron(state!);
   }
 
@@ -123,7 +123,7 @@ export class CronsService {
     const id = cronId.toLowerCase();
     let s = this.ctx.readModels.crons.get(id);
     if (!s) {
-      await catchUpWithStream(this.ctx, cronStream(id));
+      await this.ctx.commands.catchUpWithStream(cronStream(id));
       s = this.ctx.readModels.crons.get(id);
     }
     if (!s || (filters && !filterMatches(s.metadata, filters))) throw notFound("Cron not found");
@@ -149,14 +149,14 @@ export class CronsService {
     delete payload.metadata;
     if (Object.keys(payload).length) changes.payload = { ...current.payload, ...payload };
     const id = current.cron_id;
-    const { state } = await execute(this.ctx, this.load(id), cronStream(id), (s) => decideUpdateCron(s, changes, this.now()));
+    const { state } = await this.ctx.commands.decide({ stream: cronStream(id), load: this.load(id), decide: (s) => decideUpdateCron(s, changes, this.now()) });
     return publicCron(state!);
   }
 
   async delete(caller: Caller, cronId: string): Promise<void> {
     const { filters } = await authorize(caller, "crons", "delete", { cron_id: cronId });
     const id = (await this.get(cronId, filters)).cron_id;
-    await execute(this.ctx, this.load(id), cronStream(id), (s) => decideDeleteCron(s, this.now()));
+    await this.ctx.commands.decide({ stream: cronStream(id), load: this.load(id), decide: (s) => decideDeleteCron(s, this.now()) });
   }
 
   async search(

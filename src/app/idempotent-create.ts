@@ -5,7 +5,7 @@
  * log is the only memory of a key: it holds across restarts and across processes sharing it.
  */
 import type { EventStore, RecordedEvent } from "../eventstore/types.js";
-import { WrongExpectedVersionError } from "../eventstore/types.js";
+import type { CommandPipeline } from "../commands/pipeline.js";
 import {
   decideIdempotentCreate,
   evolveIdempotency,
@@ -22,6 +22,7 @@ import type { RunRecord } from "../domain/run-record.js";
 
 export interface IdempotentCreateDeps {
   store: EventStore;
+  commands: CommandPipeline;
   now(): string;
   ttlMs: number;
   /** How long a twin waits for the first request to record its run before it answers 409. */
@@ -94,22 +95,23 @@ export async function createOnce(deps: IdempotentCreateDeps, req: IdempotentRequ
       }
       continue;
     }
-    let claimed: bigint;
-    try {
-      claimed = (await deps.store.append(stream, [decision.event], decision.expected)).nextExpectedRevision;
-    } catch (e) {
-      if (e instanceof WrongExpectedVersionError && attempt < MAX_ATTEMPTS) continue; // another request took it first
-      throw e;
+    // Another request took it first: decide again on what it wrote.
+    const claim = await deps.commands.append({ stream, events: [decision.event], expected: decision.expected, onConflict: "lose" });
+    if (!claim) {
+      if (attempt < MAX_ATTEMPTS) continue;
+      throw conflict("A request with this Idempotency-Key is still in progress; retry later");
     }
+    const claimed = claim.nextExpectedRevision;
     let run: RunRecord;
     try {
       run = await create();
     } catch (e) {
       // Nothing was created: the key is free for the retry the client will make.
-      await deps.store.append(stream, [releaseKey(stream, claimed, req.runId, (e as Error).message ?? "failed", deps.now())], claimed).catch(() => undefined);
+      const release = releaseKey(stream, claimed, req.runId, (e as Error).message ?? "failed", deps.now());
+      await deps.commands.append({ stream, events: [release], expected: claimed }).catch(() => undefined);
       throw e;
     }
-    await deps.store.append(stream, [recordRun(stream, claimed, run)], claimed);
+    await deps.commands.append({ stream, events: [recordRun(stream, claimed, run)], expected: claimed });
     return run;
   }
 }

@@ -3,7 +3,7 @@ import { setImmediate as afterThisTurn } from "node:timers/promises";
 import { newTimeOrderedId } from "../util/new-id.js";
 import type { AppContext } from "./context.js";
 import { assertWebhookAllowed } from "./webhooks.js";
-import { CATCH_UP_TIMEOUT_MS, catchUpWithStream, execute } from "./commands.js";
+import { CATCH_UP_TIMEOUT_MS } from "../commands/pipeline.js";
 import { createOnce, idempotencyKeyOf } from "./idempotent-create.js";
 import { externalizeIfLarge, withValuesResolved } from "../eventstore/large-values.js";
 import { findAssistantConsistent } from "./assistants.js";
@@ -14,7 +14,7 @@ import { decideCancel, publicRun, runStream, type CancelAction, type RunEnded, t
 import type { RunRecord, RunStatus } from "../domain/run-record.js";
 import type { RunRequest } from "../domain/run-request.js";
 import { isPlainObject, type JsonObject } from "../domain/json.js";
-import { WrongExpectedVersionError, type AppendTicket, type RecordedEvent } from "../eventstore/types.js";
+import type { AppendTicket, RecordedEvent } from "../eventstore/types.js";
 import { conflict, isNotFound, notFound } from "../domain/errors.js";
 import { completeOnThread, loadRunStream, readRunEnd, type CompletionDeps } from "../runtime/run-completion.js";
 import type { AuthContext } from "./auth/engine.js";
@@ -310,6 +310,7 @@ export class RunsService {
     if (key === undefined) return this.createNow(authorized, headers, forResult);
     const deps = {
       store: this.ctx.store,
+      commands: this.ctx.commands,
       now: () => this.ctx.now(),
       ttlMs: this.ctx.config.idempotencyKeyTtlSecs * 1000,
       inProgressWaitMs: CATCH_UP_TIMEOUT_MS,
@@ -379,15 +380,15 @@ export class RunsService {
         }
       }
     };
-    const { decision } = await execute(
-      ctx,
-      () => ctx.readModels.threads.load(tid),
-      threadStream(tid),
-      (s) => decideEnqueueRun(s && !s.deleted ? s : undefined, run, stamp),
-      atHead,
+    const { decision } = await ctx.commands.decide({
+      stream: threadStream(tid),
+      load: () => ctx.readModels.threads.load(tid),
       loaded,
-      !forResult,
-    );
+      decide: (s) => decideEnqueueRun(s && !s.deleted ? s : undefined, run, stamp),
+      issued: atHead,
+      // A /wait answers from the log once the run's end is durable: nobody waits for the enqueue's fold.
+      waitFor: forResult ? "commit" : "fold",
+    });
     // Before any fold can come: the fold of the enqueue needs its sync, reported in a later turn of the event loop.
     if (forResult) this.enqueuedUnfolded.add(run.run_id);
     // A /wait answers only at the run's end: the rest of its handling (the route's, up to registering its wait)
@@ -416,7 +417,7 @@ export class RunsService {
   async get(threadId: string | null, runId: string): Promise<RunRecord> {
     let v = this.view(runId);
     if (!v && threadId !== null) {
-      await catchUpWithStream(this.ctx, threadStream(threadId.toLowerCase()));
+      await this.ctx.commands.catchUpWithStream(threadStream(threadId.toLowerCase()));
       v = this.view(runId);
     }
     if (!v || (threadId !== null && v.run.thread_id !== threadId.toLowerCase())) throw notFound("Run not found");
@@ -436,22 +437,25 @@ export class RunsService {
     const v = this.view(id);
     if (!v || (threadId !== null && v.run.thread_id !== threadId.toLowerCase())) throw notFound("Run not found");
     // The read model's view first; after a conflict, the run stream itself (strongly consistent).
-    let stream: RunStreamState = v.stream;
-    for (let attempt = 0; ; attempt++) {
-      const decision = decideCancel(stream, action, this.ctx.now());
-      if (decision.events.length === 0) return;
-      try {
-        const expected = stream.owner ? "any" : stream.revision;
-        const result = await this.ctx.store.append(runStream(id), decision.events, expected);
-        await this.ctx.readModels.runner.waitFor(result.position);
-      } catch (error) {
-        if (!(error instanceof WrongExpectedVersionError) || attempt >= 5) throw error;
-        stream = await loadRunStream(this.ctx.store, id);
-        continue;
-      }
-      if (decision.endsNow) await completeOnThread(this.completion, v.run, decision.endsNow, undefined);
-      return;
-    }
+    // A claimed run's request is appended at any revision (its worker acts on it); an unclaimed one's
+    // end expects the revision it was decided on, so that a claim in between wins.
+    const expectedOf = (s: RunStreamState) => (s.owner ? "any" : s.revision);
+    let decision = decideCancel(v.stream, action, this.ctx.now());
+    if (decision.events.length === 0) return;
+    const appended = await this.ctx.commands.append({
+      stream: runStream(id),
+      events: decision.events,
+      expected: expectedOf(v.stream),
+      waitFor: "fold",
+      onConflict: {
+        reconsider: async () => {
+          const now = await loadRunStream(this.ctx.store, id);
+          decision = decideCancel(now, action, this.ctx.now());
+          return decision.events.length === 0 ? undefined : { events: decision.events, expected: expectedOf(now) };
+        },
+      },
+    });
+    if (appended && decision.endsNow) await completeOnThread(this.completion, v.run, decision.endsNow, undefined);
   }
 
   /** Cancels runs by ids on a thread, or every run with a status (POST /runs/cancel). */
@@ -478,12 +482,12 @@ export class RunsService {
     const v = this.view(runId);
     if (!v || v.run.thread_id !== threadId.toLowerCase()) throw notFound("Run not found");
     if (!v.threadFinished) throw conflict("Run is still active; cancel it before deleting it");
-    const result = await this.ctx.store.append(
-      threadStream(v.run.thread_id),
-      [{ type: "RunDeleted", data: { run_id: v.run.run_id, deleted_at: this.ctx.now() } }],
-      "any",
-    );
-    await this.ctx.readModels.runner.waitFor(result.position);
+    await this.ctx.commands.append({
+      stream: threadStream(v.run.thread_id),
+      events: [{ type: "RunDeleted", data: { run_id: v.run.run_id, deleted_at: this.ctx.now() } }],
+      expected: "any",
+      waitFor: "fold",
+    });
   }
 
   /** Cancels the active runs of a thread about to be deleted (its runs leave the read model with it). */

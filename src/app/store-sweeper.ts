@@ -5,7 +5,8 @@
  * several processes on one EventStoreDB, exactly one of them expires an item). Reads hide expired
  * items already; the sweep makes the expiry part of the log.
  */
-import { WrongExpectedVersionError, type EventStore, type RecordedEvent } from "../eventstore/types.js";
+import type { EventStore, RecordedEvent } from "../eventstore/types.js";
+import { CommandPipeline } from "../commands/pipeline.js";
 import type { ReadModels } from "../read-models/all.js";
 import { decideExpire, storeItemStream } from "../domain/store.js";
 import type { Clock } from "../context/clock.js";
@@ -25,7 +26,10 @@ export class StoreSweeper {
   private readonly loop: WakeLoop;
   private unsubscribe: (() => void) | undefined;
 
+  private readonly commands: CommandPipeline;
+
   constructor(private readonly o: StoreSweeperOptions) {
+    this.commands = new CommandPipeline(o.store, o.readModels.runner);
     this.loop = new WakeLoop({
       clock: o.clock,
       pass: () => this.sweepDue(),
@@ -61,13 +65,11 @@ export class StoreSweeper {
       let last: bigint | undefined;
       let progress = 0;
       for (const item of due) {
-        try {
-          last = (await this.o.store.append(storeItemStream(item.namespace, item.key), decideExpire(item, now), item.revision)).position;
-        } catch (error) {
-          if (!(error instanceof WrongExpectedVersionError)) throw error;
-          // Changed meanwhile (put, refresh, or another process expired it): the read model will say.
-          await this.o.readModels.runner.waitForAtMost(await this.o.store.headPosition(), 5_000);
-        }
+        const stream = storeItemStream(item.namespace, item.key);
+        // Changed meanwhile (put, refresh, or another process expired it): the read model will say.
+        const expired = await this.commands.append({ stream, events: decideExpire(item, now), expected: item.revision, onConflict: "lose" });
+        if (expired) last = expired.position;
+        else await this.commands.catchUpWithStream(stream);
         progress++;
       }
       if (last !== undefined) await this.o.readModels.runner.waitFor(last);

@@ -22,7 +22,7 @@ import {
 import type { JsonObject } from "../domain/json.js";
 import type { StoreIndex } from "../runtime/store-index.js";
 import type { Clock } from "../context/clock.js";
-import { catchUpWithStream } from "./commands.js";
+import { CommandPipeline } from "../commands/pipeline.js";
 import { invalid } from "../domain/errors.js";
 
 export interface StoreServiceOptions {
@@ -67,7 +67,11 @@ export function assertNamespace(namespace: readonly string[], options: { allowEm
 }
 
 export class StoreService {
-  constructor(private readonly o: StoreServiceOptions) {}
+  private readonly commands: CommandPipeline;
+
+  constructor(private readonly o: StoreServiceOptions) {
+    this.commands = new CommandPipeline(o.store, o.readModels.runner);
+  }
 
   get clock(): Clock {
     return this.o.clock;
@@ -150,15 +154,14 @@ export class StoreService {
   private async loadConsistent(namespace: string[], key: string): Promise<StoreItemState | undefined> {
     const found = this.o.readModels.storeItems.load(namespace, key);
     if (found) return found;
-    await catchUpWithStream(this.o, storeItemStream(namespace, key));
+    await this.commands.catchUpWithStream(storeItemStream(namespace, key));
     return this.o.readModels.storeItems.load(namespace, key);
   }
 
   /** Last writer wins for puts and deletes (as in the official stores); read-your-writes after each append. */
   private async append(stream: string, events: EventData[]): Promise<void> {
     if (events.length === 0) return;
-    const result = await this.o.store.append(stream, events, "any");
-    await this.o.readModels.runner.waitFor(result.position);
+    await this.commands.append({ stream, events, expected: "any", waitFor: "fold" });
   }
 
   private async embed(cmd: PutCommand): Promise<StoreVector[]> {

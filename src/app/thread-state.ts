@@ -7,7 +7,6 @@ import { externalizeIfLarge } from "../eventstore/large-values.js";
 import { decideUpdateThreadState, threadIsBusy, threadStream } from "../domain/threads.js";
 import { isPlainObject, type JsonObject } from "../domain/json.js";
 import { conflict, notFound, precondition } from "../domain/errors.js";
-import { execute } from "./commands.js";
 import { toWire } from "../runtime/wire.js";
 import type { CompiledGraph } from "../runtime/graphs.js";
 import type { Caller } from "./auth/caller.js";
@@ -158,12 +157,11 @@ async function recordThreadState(ctx: AppContext, threadId: string, graph: Compi
     next: [...snapshot.next],
   };
   const now = ctx.now();
-  await execute(
-    ctx,
-    () => ctx.readModels.threads.load(threadId),
-    threadStream(threadId),
-    (s) => decideUpdateThreadState(s, update, now),
-  );
+  await ctx.commands.decide({
+    stream: threadStream(threadId),
+    load: () => ctx.readModels.threads.load(threadId),
+    decide: (s) => decideUpdateThreadState(s, update, now),
+  });
 }
 
 function assertIdle(ctx: AppContext, threadId: string): void {

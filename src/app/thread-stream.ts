@@ -4,7 +4,6 @@
  * with the id that resumes just after it (see domain/thread-stream.ts). Never talks to a worker.
  */
 import type { AppContext } from "./context.js";
-import { catchUpWithStream } from "./commands.js";
 import { threadState } from "./threads.js";
 import type { EventStore, Subscription } from "../eventstore/types.js";
 import { isLargeValueMarker, resolveLarge } from "../eventstore/large-values.js";
@@ -35,7 +34,7 @@ const PAGE = 100;
  * thread without active runs from its last event.
  */
 export async function presentOf(ctx: AppContext, threadId: string): Promise<ThreadStreamStart> {
-  await catchUpWithStream(ctx, threadStream(threadId));
+  await ctx.commands.catchUpWithStream(threadStream(threadId));
   const state = threadState(ctx, threadId);
   if (!state) return { kind: "beginning" };
   const active = new Set(state.activeRuns);

@@ -1,5 +1,4 @@
 import type { AppContext } from "./context.js";
-import { catchUpWithStream, execute } from "./commands.js";
 import { withValuesResolved } from "../eventstore/large-values.js";
 import {
   decideCreateThread,
@@ -12,6 +11,7 @@ import {
   type ThreadState,
 } from "../domain/threads.js";
 import type { JsonObject } from "../domain/json.js";
+import type { Decision } from "../domain/decision.js";
 import type { ThreadFilter, ThreadSortField } from "../read-models/threads.js";
 import type { SortOrder } from "../read-models/statements.js";
 import { notFound } from "../domain/errors.js";
@@ -33,7 +33,7 @@ export function threadState(ctx: AppContext, threadId: string): ThreadState | un
 export async function threadStateConsistent(ctx: AppContext, threadId: string): Promise<ThreadState | undefined> {
   const found = threadState(ctx, threadId);
   if (found) return found;
-  await catchUpWithStream(ctx, threadStream(threadId.toLowerCase()));
+  await ctx.commands.catchUpWithStream(threadStream(threadId.toLowerCase()));
   return threadState(ctx, threadId);
 }
 
@@ -61,8 +61,11 @@ export async function createThread(
   const before = load();
   // A deleted thread's id created again starts a new incarnation of it (see domain/thread-incarnations.ts).
   if (before?.deleted) await clearLeftoverCheckpoints(ctx, threadId);
-  const outcome = await execute(ctx, load, threadStream(threadId), (s) => decideCreateThread(s, { ...cmd, thread_id: threadId }, now), undefined, {
-    state: before,
+  const outcome = await ctx.commands.decide({
+    stream: threadStream(threadId),
+    load,
+    loaded: { state: before },
+    decide: (s) => decideCreateThread(s, { ...cmd, thread_id: threadId }, now),
   });
   const [created] = outcome.decision.events;
   // The thread its ThreadCreated makes (the fold the read model applied to it) rather than a read back of the
@@ -107,16 +110,24 @@ export async function currentIncarnationStart(ctx: AppContext, threadId: string)
 export async function patchThread(ctx: AppContext, threadId: string, metadata: JsonObject, expiresAt?: string): Promise<Thread> {
   const id = threadId.toLowerCase();
   const now = ctx.now();
-  const { state } = await execute(ctx, loadThread(ctx, id), threadStream(id), (s) =>
-    decidePatchThread(s && !s.deleted ? s : undefined, metadata, now, expiresAt),
-  );
+  const { state } = await ctx.commands.decide({
+    stream: threadStream(id),
+    load: loadThread(ctx, id),
+    decide: (s) => decidePatchThread(s && !s.deleted ? s : undefined, metadata, now, expiresAt),
+  });
   return withValues(ctx, state!.thread);
 }
 
-export async function deleteThread(ctx: AppContext, threadId: string): Promise<void> {
+/** Appends the thread's deletion; `only`: unless the thread (as the log now has it) fails this test. Says whether it deleted. */
+export async function deleteThread(ctx: AppContext, threadId: string, only?: (s: ThreadState | undefined) => boolean): Promise<boolean> {
   const id = threadId.toLowerCase();
   const now = ctx.now();
-  await execute(ctx, loadThread(ctx, id), threadStream(id), (s) => decideDeleteThread(s, now));
+  const { decision } = await ctx.commands.decide({
+    stream: threadStream(id),
+    load: loadThread(ctx, id),
+    decide: (s): Decision => (only && !only(s) ? { ok: true, events: [] } : decideDeleteThread(s, now)),
+  });
+  return decision.events.length > 0;
 }
 
 export type ThreadQuery = ThreadFilter;

@@ -195,14 +195,10 @@ export function decideDeleteCron(s: CronState | undefined, now: string): Decisio
 }
 
 /** Fire one tick: only an enabled cron, only a tick after the last one fired, never past its end. */
-export function decideFire(
-  s: CronState | undefined,
-  tickMs: number,
-  cmd: { owner: string; now: string },
-): { ok: true; events: { type: string; data: unknown }[] } | { ok: false; reason: string } {
-  if (!s) return { ok: false, reason: "cron deleted" };
-  if (!s.enabled) return { ok: false, reason: "cron disabled" };
-  if (tickMs <= cronCursor(s)) return { ok: false, reason: "tick already fired" };
-  if (s.end_time && tickMs > Date.parse(s.end_time)) return { ok: false, reason: "past end_time" };
+export function decideFire(s: CronState | undefined, tickMs: number, cmd: { owner: string; now: string }): Decision {
+  if (!s) return { ok: false, kind: "not_found", detail: "cron deleted" };
+  if (!s.enabled) return { ok: false, kind: "conflict", detail: "cron disabled" };
+  if (tickMs <= cronCursor(s)) return { ok: false, kind: "conflict", detail: "tick already fired" };
+  if (s.end_time && tickMs > Date.parse(s.end_time)) return { ok: false, kind: "conflict", detail: "past end_time" };
   return { ok: true, events: [{ type: "CronFired", data: { tick: isoOf(tickMs), owner: cmd.owner, fired_at: cmd.now } }] };
 }

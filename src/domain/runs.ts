@@ -1,5 +1,6 @@
 import * as z from "zod";
 import type { EventsOf } from "./event-types.js";
+import type { Decision } from "./decision.js";
 import type { EventData } from "../eventstore/types.js";
 import type { RunRecord, RunStatus } from "./run-record.js";
 import { FinalRunStatusSchema, type FinalRunStatus } from "./threads.js";
@@ -104,8 +105,6 @@ export function runStatusOf(s: RunStreamState): RunStatus {
 
 // ---- deciders (pure) ----
 
-export type RunDecision = { ok: true; events: EventData[] } | { ok: false; reason: string };
-
 /**
  * Claim a run. A fresh run (never claimed) is claimable by anyone; a claimed one only when
  * `takeover` says its owner is dead (single-process store at startup, or its lease expired).
@@ -113,9 +112,9 @@ export type RunDecision = { ok: true; events: EventData[] } | { ok: false; reaso
 export function decideClaim(
   s: RunStreamState,
   cmd: { owner: string; now: string; nowMs: number; leaseMs: number; takeover: boolean; baseCheckpointId: string | null },
-): RunDecision {
-  if (s.ended) return { ok: false, reason: "run already ended" };
-  if (s.owner && !cmd.takeover) return { ok: false, reason: "run already claimed" };
+): Decision {
+  if (s.ended) return { ok: false, kind: "conflict", detail: "run already ended" };
+  if (s.owner && !cmd.takeover) return { ok: false, kind: "conflict", detail: "run already claimed" };
   const data: z.infer<typeof runEventSchemas.RunClaimed> = {
     owner: cmd.owner,
     attempt: s.attempt + 1,
@@ -142,9 +141,9 @@ export function decideCancel(s: RunStreamState, action: CancelAction, now: strin
 }
 
 /** End a run: only its current owner may, and only once. */
-export function decideEnd(s: RunStreamState, owner: string, ended: RunEnded): RunDecision {
-  if (s.ended) return { ok: false, reason: "run already ended" };
-  if (s.owner !== owner) return { ok: false, reason: `run is owned by ${s.owner ?? "nobody"}` };
+export function decideEnd(s: RunStreamState, owner: string, ended: RunEnded): Decision {
+  if (s.ended) return { ok: false, kind: "conflict", detail: "run already ended" };
+  if (s.owner !== owner) return { ok: false, kind: "conflict", detail: `run is owned by ${s.owner ?? "nobody"}` };
   return { ok: true, events: [{ type: "RunEnded", data: ended }] };
 }
 

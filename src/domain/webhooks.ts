@@ -1,4 +1,5 @@
 import * as z from "zod";
+import type { Decision } from "./decision.js";
 import { v5 as uuidv5 } from "uuid";
 import type { EventsOf } from "./event-types.js";
 import type { EventData } from "../eventstore/types.js";
@@ -140,18 +141,18 @@ export function evolveDelivery(d: Delivery, event: WebhookEvent, revision: bigin
 
 // ---- deciders (pure) ----
 
-export type WebhookDecision = { ok: true; events: EventData[]; attempt: number } | { ok: false; reason: string };
+export type WebhookDecision = { ok: true; events: EventData[]; attempt: number } | Extract<Decision, { ok: false }>;
 
 /**
  * Claim the next attempt: when it is due, or when the current claim's lease lapsed (its sender
  * died), or when `takeover` says every other owner is dead (a single-process store at start).
  */
 export function decideWebhookClaim(d: Delivery, cmd: { owner: string; now: string; nowMs: number; leaseMs: number; takeover?: boolean }): WebhookDecision {
-  if (d.status === "waiting") return { ok: false, reason: "run has not ended" };
-  if (d.status === "delivered" || d.status === "failed") return { ok: false, reason: `delivery already ${d.status}` };
+  if (d.status === "waiting") return { ok: false, kind: "conflict", detail: "run has not ended" };
+  if (d.status === "delivered" || d.status === "failed") return { ok: false, kind: "conflict", detail: `delivery already ${d.status}` };
   const lapsed = d.due_at === null || d.due_at <= cmd.nowMs;
-  if (d.status === "sending" && !lapsed && !(cmd.takeover && d.owner !== cmd.owner)) return { ok: false, reason: "delivery claimed" };
-  if (d.status === "due" && !lapsed) return { ok: false, reason: "not due yet" };
+  if (d.status === "sending" && !lapsed && !(cmd.takeover && d.owner !== cmd.owner)) return { ok: false, kind: "conflict", detail: "delivery claimed" };
+  if (d.status === "due" && !lapsed) return { ok: false, kind: "conflict", detail: "not due yet" };
   const attempt = d.attempts + 1;
   return {
     ok: true,

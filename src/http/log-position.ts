@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { CatchUpRunner } from "../read-models/catch-up-runner.js";
 import { logPositionHeaders, runInRequestContext, type RequestContext } from "../context/request-context.js";
-import { CATCH_UP_TIMEOUT_MS } from "../app/commands.js";
+import { CATCH_UP_TIMEOUT_MS } from "../commands/pipeline.js";
 
 const HEADER = "x-log-position";
 

@@ -29,7 +29,8 @@ import {
   type SerializedValue,
   type CheckpointEvent,
 } from "../domain/checkpoint-events.js";
-import { WrongExpectedVersionError, type AppendTicket, type EventData, type EventStore, type RecordedEvent } from "../eventstore/types.js";
+import type { AppendTicket, EventData, EventStore, RecordedEvent } from "../eventstore/types.js";
+import { CommandPipeline } from "../commands/pipeline.js";
 import {
   APPEND_BUDGET,
   appendInBatches,
@@ -120,6 +121,7 @@ export interface EventSourcedCheckpointSaverOptions {
  */
 export class EventSourcedCheckpointSaver extends BaseCheckpointSaver {
   private readonly store: EventStore;
+  private readonly commands: CommandPipeline;
   /** Exposed for tests and diagnostics (how many threads are held). */
   readonly cache: ThreadCheckpointsCache;
   private readonly unsubscribe: (() => void) | undefined;
@@ -140,6 +142,7 @@ export class EventSourcedCheckpointSaver extends BaseCheckpointSaver {
   constructor(options: EventSourcedCheckpointSaverOptions) {
     super(options.serde);
     this.store = options.store;
+    this.commands = new CommandPipeline(options.store);
     this.appendsCommitInCallOrder = options.store.kind === "sqlite";
     this.codec = new CheckpointCodec(this.serde, options.metadataFromConfig ?? false);
     this.snapshotEvery = options.snapshotEvery ?? DEFAULT_SNAPSHOT_EVERY;
@@ -447,13 +450,9 @@ export class EventSourcedCheckpointSaver extends BaseCheckpointSaver {
    * undefined instead of appending when the stream moved on (the caller's view is outdated).
    */
   private async append(threadId: string, events: EventData[], expected?: bigint, ticket?: AppendTicket): Promise<bigint | undefined> {
-    let result;
-    try {
-      result = await this.store.append(checkpointStream(threadId), events, expected ?? "any", ticket ? { ticket } : undefined);
-    } catch (error) {
-      if (expected !== undefined && error instanceof WrongExpectedVersionError) return undefined;
-      throw error;
-    }
+    // With an expected revision, a conflict means the caller's view is outdated: nothing is appended.
+    const result = await this.commands.append({ stream: checkpointStream(threadId), events, expected: expected ?? "any", ticket, onConflict: "lose" });
+    if (!result) return undefined;
     const caching = this.cache.appended(threadId, revisioned(events, result.nextExpectedRevision, result.dataLengths));
     if (caching) await caching;
     return result.nextExpectedRevision;

@@ -1,6 +1,6 @@
 import { v5 as uuidv5 } from "uuid";
-import type { EventStore, RecordedEvent } from "../eventstore/types.js";
-import { WrongExpectedVersionError, type AppendTicket } from "../eventstore/types.js";
+import type { AppendTicket, EventStore, RecordedEvent } from "../eventstore/types.js";
+import type { CommandPipeline } from "../commands/pipeline.js";
 import type { ReadModels } from "../read-models/all.js";
 import { unfoldable } from "../read-models/quarantine.js";
 import { runStream, emptyRunStream, evolveRunStream, threadFinishOf, type RunEnded, type RunStreamEvent, type RunStreamState } from "../domain/runs.js";
@@ -13,12 +13,17 @@ export const finishedMarkId = (runId: string) => uuidv5(`RunFinished:${runId}`, 
 
 export interface CompletionDeps {
   store: EventStore;
+  commands: CommandPipeline;
   readModels: ReadModels;
   now(): string;
   /** Drops the checkpoints newer than `afterCheckpointId` (what a rolled-back run wrote). */
   discardCheckpointsAfter?(threadId: string, afterCheckpointId: string | null, reason: string): Promise<void>;
-  /** Deletes a thread's checkpoints (temporary threads of stateless runs). */
-  deleteThreadCheckpoints?(threadId: string): Promise<void>;
+  /**
+   * Deletes a stateless run's temporary thread, the way every thread is deleted (its hooks, its decider,
+   * its checkpoints), unless it is no longer that run's: another run is active on it, or the id was
+   * deleted and created again after `runCreatedAt`.
+   */
+  deleteTemporaryThread?(threadId: string, runCreatedAt: string): Promise<void>;
 }
 
 /** Reads and folds `run-{id}` from the log (used when the local view may be behind). */
@@ -67,24 +72,12 @@ export async function completeOnThread(
     await deps.discardCheckpointsAfter?.(run.thread_id, baseCheckpointId, `run ${run.run_id} rolled back`);
   }
   const mark = { id: finishedMarkId(run.run_id), type: "RunFinished", data: threadFinishOf(run.run_id, ended) };
-  const markOptions = options.after ? { after: options.after, urgent: true } : undefined;
-  let position = (await deps.store.append(threadStream(run.thread_id), [mark], "any", markOptions)).position;
-  if (run.kwargs.temporary) {
-    for (let attempt = 0; attempt < 5; attempt++) {
-      await deps.readModels.runner.waitFor(position);
-      const thread = deps.readModels.threads.load(run.thread_id);
-      // A thread created after the run is a new incarnation of the id (the temporary one was deleted and the id reused): not ours to delete.
-      if (!thread || thread.deleted || thread.activeRuns.length > 0 || thread.thread.created_at > run.created_at) break;
-      try {
-        position = (await deps.store.append(threadStream(run.thread_id), [{ type: "ThreadDeleted", data: { deleted_at: deps.now() } }], thread.revision))
-          .position;
-        await deps.deleteThreadCheckpoints?.(run.thread_id);
-        break;
-      } catch (error) {
-        if (!(error instanceof WrongExpectedVersionError)) throw error;
-        position = await deps.store.headPosition();
-      }
-    }
-  }
-  await deps.readModels.runner.waitFor(position);
+  await deps.commands.append({
+    stream: threadStream(run.thread_id),
+    events: [mark],
+    expected: "any",
+    waitFor: "fold",
+    ...(options.after ? { after: options.after, urgent: true } : {}),
+  });
+  if (run.kwargs.temporary) await deps.deleteTemporaryThread?.(run.thread_id, run.created_at);
 }

@@ -1,4 +1,5 @@
-import { AppendTicket, AppendTooLargeError, type AppendOptions, type EventData, type EventStore } from "../eventstore/types.js";
+import { AppendTicket, AppendTooLargeError, type AppendOptions, type EventData } from "../eventstore/types.js";
+import type { CommandPipeline } from "../commands/pipeline.js";
 import { APPEND_BUDGET, planBatches, sizeOfEvent } from "../eventstore/chunked-append.js";
 
 /**
@@ -24,7 +25,7 @@ export class RunStreamWriter {
   private readonly revisions = new WeakMap<EventData, bigint>();
 
   constructor(
-    private readonly store: EventStore,
+    private readonly commands: CommandPipeline,
     readonly stream: string,
     revision: bigint,
     private readonly shrink: (event: EventData) => Promise<EventData> = async (event) => event,
@@ -61,7 +62,7 @@ export class RunStreamWriter {
   /** One append; when the store refuses it as too large, shrunk events in several appends. */
   private async append(batch: EventData[], checked: boolean, options?: AppendOptions): Promise<void> {
     try {
-      const result = await this.store.append(this.stream, batch, checked ? this.revision : "any", options);
+      const result = await this.commands.append({ stream: this.stream, events: batch, expected: checked ? this.revision : "any", ...options });
       this.written(batch, result.nextExpectedRevision);
       return;
     } catch (error) {
@@ -74,7 +75,7 @@ export class RunStreamWriter {
     let done = 0;
     for (const group of planBatches(this.stream, shrunk)) {
       // Each part expects the revision the previous part left, so nothing interleaves unnoticed.
-      const result = await this.store.append(this.stream, group, checked ? this.revision : "any", parts);
+      const result = await this.commands.append({ stream: this.stream, events: group, expected: checked ? this.revision : "any", ...parts });
       this.written(batch.slice(done, done + group.length), result.nextExpectedRevision);
       done += group.length;
     }
@@ -94,7 +95,10 @@ export class RunStreamWriter {
       const rest = this.queue.splice(0);
       try {
         const events = [...rest, ...last];
-        const result = await this.store.append(this.stream, events, inFlight.base + BigInt(inFlight.count), {
+        const result = await this.commands.append({
+          stream: this.stream,
+          events,
+          expected: inFlight.base + BigInt(inFlight.count),
           ...options,
           after: [...(options.after ?? []), inFlight.ticket],
         });

@@ -272,21 +272,27 @@ export class RunWorker {
     if (!claim.ok) return;
     // Executed, or (cancelled while its worker was down, or its workers died too often) ended at once.
     const plan = planClaim(stream, { runId: run.run_id, takeover });
-    let revision: bigint;
+    let claimed;
     try {
       // The claim and the stream's first event go in one append (one commit before the first byte).
-      revision = (await this.o.store.append(runStream(run.run_id), [...claim.events, ...plan.first], stream.revision, enqueued && { after: [enqueued] }))
-        .nextExpectedRevision;
+      claimed = await this.o.commands.append({
+        stream: runStream(run.run_id),
+        events: [...claim.events, ...plan.first],
+        expected: stream.revision,
+        onConflict: "lose",
+        ...(enqueued ? { after: [enqueued] } : {}),
+      });
     } catch (error) {
       // The enqueue itself was refused (its command retries it): nothing was claimed, and the thread is looked at again (finally).
       if (enqueued?.state === "failed") return;
-      if (error instanceof WrongExpectedVersionError) {
-        this.stats.lost++;
-        entry.lost = true;
-        return; // another worker won
-      }
       throw error;
     }
+    if (!claimed) {
+      this.stats.lost++;
+      entry.lost = true;
+      return; // another worker won
+    }
+    const revision = claimed.nextExpectedRevision;
     tracePoint("run.claimed");
     this.stats.claimed++;
     entry.claimed = true;
@@ -309,7 +315,7 @@ export class RunWorker {
       const d = e.data as { event: string; data: unknown };
       return { ...e, data: { event: d.event, data: await externalizeIfLarge(this.o.store, "run-output-", run.run_id, d.data) } };
     };
-    const writer = new RunStreamWriter(this.o.store, runStream(run.run_id), revision, shrink);
+    const writer = new RunStreamWriter(this.o.commands, runStream(run.run_id), revision, shrink);
     // The `values` output event of each data object emitted: a large result that is one of them is referenced, not written again.
     const valuesOutputs = new WeakMap<object, EventData>();
     const output = (event: string, data: unknown) => {
@@ -386,21 +392,21 @@ export class RunWorker {
 
   /** Appends RunEnded (only the owner, only once), then the thread's RunFinished mark. */
   private async end(run: RunRecord, revision: bigint, ended: RunEnded, base: string | null): Promise<void> {
-    let expected = revision;
-    for (let attempt = 0; ; attempt++) {
-      try {
-        await this.o.store.append(runStream(run.run_id), [{ type: "RunEnded", data: ended }], expected, { urgent: true });
-        break;
-      } catch (error) {
-        if (!(error instanceof WrongExpectedVersionError) || attempt >= 5) throw error;
+    const appended = await this.o.commands.append({
+      stream: runStream(run.run_id),
+      events: [{ type: "RunEnded", data: ended }],
+      expected: revision,
+      urgent: true,
+      onConflict: {
         // Someone appended meanwhile (a cancel request): decide again on the stream as it is.
-        const current = await loadRunStream(this.o.store, run.run_id);
-        const decision = decideEnd(current, this.owner, ended);
-        if (!decision.ok) return;
-        expected = current.revision as bigint;
-      }
-    }
-    await this.completed(run, ended, base);
+        reconsider: async () => {
+          const current = await loadRunStream(this.o.store, run.run_id);
+          const decision = decideEnd(current, this.owner, ended);
+          return decision.ok ? { events: decision.events, expected: current.revision } : undefined;
+        },
+      },
+    });
+    if (appended) await this.completed(run, ended, base);
   }
 
   private async completed(run: RunRecord, ended: RunEnded, base: string | null): Promise<void> {
@@ -449,8 +455,12 @@ export class RunWorker {
     const renewals = [...this.active]
       .filter(([, a]) => a.claimed)
       .map(([runId]) =>
-        this.o.store
-          .append(runStream(runId), [{ type: "RunLeaseRenewed", data: { owner: this.owner, lease_expires_at: leaseExpiry(nowMs, this.leaseMs) } }], "any")
+        this.o.commands
+          .append({
+            stream: runStream(runId),
+            events: [{ type: "RunLeaseRenewed", data: { owner: this.owner, lease_expires_at: leaseExpiry(nowMs, this.leaseMs) } }],
+            expected: "any",
+          })
           .catch(() => undefined),
       );
     await Promise.all(renewals);

@@ -1,5 +1,6 @@
 import type { EventStore } from "../eventstore/types.js";
 import type { ReadModels } from "../read-models/all.js";
+import { CommandPipeline } from "../commands/pipeline.js";
 import type { CompletionDeps } from "../runtime/run-completion.js";
 import { resolveWebhookHeaders } from "../langgraph-config.js";
 import type { AppContext } from "../app/context.js";
@@ -34,15 +35,17 @@ export async function startServices(
   readModels: ReadModels,
   { runtime }: GraphRuntimePart,
 ): Promise<Services> {
-  const ctx: AppContext = { config, langgraph, store, readModels, graphs, runtime: () => runtime.get(), now: isoNow };
+  const commands = new CommandPipeline(store, readModels.runner);
+  const ctx: AppContext = { config, langgraph, store, commands, readModels, graphs, runtime: () => runtime.get(), now: isoNow };
   await ensureDefaultAssistants(ctx, graphs.defaultAssistants());
   startup.mark("default assistants");
   const lifecycle = threadLifecycle(ctx);
   const completion: CompletionDeps = {
     store,
+    commands,
     readModels,
     now: ctx.now,
-    deleteThreadCheckpoints: async (id: string) => (await runtime.get()).checkpointer.deleteThread(id),
+    deleteTemporaryThread: (id, runCreatedAt) => lifecycle.deleteTemporary(id, runCreatedAt),
     discardCheckpointsAfter: async (threadId: string, after: string | null, reason: string) =>
       void (await (await runtime.get()).checkpointer.discardAfter(threadId, after, reason)),
   };

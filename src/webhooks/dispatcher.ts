@@ -1,5 +1,6 @@
 import { ulid } from "ulid";
-import { WrongExpectedVersionError, type EventStore, type RecordedEvent, type Subscription } from "../eventstore/types.js";
+import type { EventStore, RecordedEvent, Subscription } from "../eventstore/types.js";
+import { CommandPipeline } from "../commands/pipeline.js";
 import { RUN_STREAM_PREFIX, type RunEnded } from "../domain/runs.js";
 import {
   WEBHOOK_STREAM_PREFIX,
@@ -89,7 +90,10 @@ export class WebhookDispatcher {
   /** Owners whose claims are dead (exclusive store: every owner but us, at start). */
   private takeover: boolean;
 
+  private readonly commands: CommandPipeline;
+
   constructor(private readonly o: DispatcherOptions) {
+    this.commands = new CommandPipeline(o.store, o.readModels.runner);
     this.owner = o.owner ?? `webhooks-${ulid()}`;
     this.model = o.readModels.webhooks;
     this.takeover = o.exclusiveStore;
@@ -238,17 +242,14 @@ export class WebhookDispatcher {
     let revision: bigint | "no_stream" = d.revision;
     let pendingClaim = claim.events;
     if (!this.o.exclusiveStore) {
-      try {
-        revision = (await this.o.store.append(webhookStream(deliveryKey(d)), claim.events, d.revision)).nextExpectedRevision;
-        pendingClaim = [];
-        this.stats.claimed++;
-      } catch (error) {
-        if (error instanceof WrongExpectedVersionError) {
-          this.stats.lost++;
-          return;
-        }
-        throw error;
+      const claimed = await this.commands.append({ stream: webhookStream(deliveryKey(d)), events: claim.events, expected: d.revision, onConflict: "lose" });
+      if (!claimed) {
+        this.stats.lost++;
+        return;
       }
+      revision = claimed.nextExpectedRevision;
+      pendingClaim = [];
+      this.stats.claimed++;
     }
     const attempt = claim.attempt;
     const startedAt = this.nowIso();
@@ -294,14 +295,15 @@ export class WebhookDispatcher {
       this.nowIso(),
       verdict.outcome === "failed" ? verdict.reason : undefined,
     );
-    try {
-      const appended = await this.o.store.append(webhookStream(deliveryKey(d)), [...pendingClaim, ...events], revision);
-      // The row must show this outcome before the slot frees, or the next pump would see it as still claimed by us.
-      await this.o.readModels.runner.waitFor(appended.position);
-    } catch (error) {
-      if (!(error instanceof WrongExpectedVersionError)) throw error;
-      // Our lease lapsed and another process took the delivery over: its record stands.
-    }
+    // The row must show this outcome before the slot frees, or the next pump would see it as still claimed by us.
+    // Lost: our lease lapsed and another process took the delivery over; its record stands.
+    await this.commands.append({
+      stream: webhookStream(deliveryKey(d)),
+      events: [...pendingClaim, ...events],
+      expected: revision,
+      onConflict: "lose",
+      waitFor: "fold",
+    });
   }
 
   /** A run webhook's body, or an A2A push's (the task; undefined when it is gone). */

@@ -14,7 +14,9 @@ import type { AppContext } from "../../src/app/context.js";
 import { isoNow } from "../../src/util/time.js";
 import { ensureDefaultAssistants } from "../../src/app/assistants.js";
 import { RunsService } from "../../src/app/runs.js";
+import { threadLifecycle } from "../../src/app/thread-lifecycle.js";
 import type { CompletionDeps } from "../../src/runtime/run-completion.js";
+import { CommandPipeline } from "../../src/commands/pipeline.js";
 import { TEST_GRAPHS } from "./server.js";
 
 /** The application core over a SQLite log in a temporary directory, with the test graphs, in this process (no HTTP). */
@@ -56,17 +58,20 @@ export async function inProcessCore(
     config: loadConfig({ DATA_DIR: dir }),
     langgraph,
     store,
+    commands: new CommandPipeline(store, readModels.runner),
     readModels,
     graphs: graphs.catalogue,
     runtime: async () => ({ graphs, checkpointer }),
     now: isoNow,
   };
   await ensureDefaultAssistants(ctx, graphs.defaultAssistants());
+  const lifecycle = threadLifecycle(ctx);
   const completion: CompletionDeps = {
     store,
+    commands: ctx.commands,
     readModels,
     now: isoNow,
-    deleteThreadCheckpoints: (id) => checkpointer.deleteThread(id),
+    deleteTemporaryThread: (id, runCreatedAt) => lifecycle.deleteTemporary(id, runCreatedAt),
     discardCheckpointsAfter: async (id, after) => void (await checkpointer.discardAfter(id, after)),
   };
   const runs = new RunsService(ctx, completion);
