@@ -179,8 +179,11 @@ t.test("answerNotLeader: NotLeaderError with the leader's endpoint, and the clie
   await raw.appendToStream("leader-a", jsonEvent({ type: "One", data: { on: "leader" } }));
   const onLeader = await adapter(t, leader.connectionString);
   t.same(dataOf(await onLeader.readStream("leader-a")), [{ on: "leader" }], "the retry went to the leader");
-  const onFollower = await adapter(t, follower.connectionString.replace(/$/, "")).catch((e: unknown) => e);
-  t.ok(onFollower instanceof StoreUnavailableError || onFollower instanceof Error, "the follower still answers NotLeader to a new client");
+  // A new client (our adapter: its open reads $all) on the follower: refused, as unreachable, not as an unusable server.
+  const onFollower = await rejection(adapter(t, follower.connectionString));
+  t.ok(onFollower instanceof StoreUnavailableError, `the follower still answers NotLeader to a new client: StoreUnavailableError (${String(onFollower)})`);
+  t.ok((onFollower as Error).cause instanceof NotLeaderError, "caused by the client's NotLeaderError");
+  t.match((onFollower as Error).message, /^cannot reach EventStoreDB at .*: Leader info available$/, "mapped as a failure that goes away (not-leader)");
   await follower.heal();
   const healed = await adapter(t, follower.connectionString);
   t.same(dataOf(await healed.readStream("leader-a")), [], "healed: it serves its own (empty) log again");

@@ -50,6 +50,11 @@
  * applied and then answered as failed (commit timeout, a dropped connection, or a crash: the double stops
  * listening until `restart()`): an ambiguous write.
  *
+ * Gate (not a fault: a way to prove interleavings): `holdAppends(which)` holds the appends it picks, after they
+ * reached the double and before they are applied, until the test releases (applies, in arrival order) or drops
+ * them; `reached(n)` resolves once n are held. E.g. "both claims of two concurrent requests have reached the
+ * log before either was applied" is awaited as an event instead of hoped for with timing.
+ *
  * TLS and credentials: `{ tls }` serves TLS with a certificate from `generateTestCertificates()` (a CA generated
  * at test time); `{ credentials }` requires basic auth on every Streams call, answering a wrong password
  * UNAUTHENTICATED and an anonymous call PERMISSION_DENIED `access-denied`, as the server does (both are the
@@ -147,7 +152,11 @@ export interface EsdbTestDoubleOptions {
   port?: number;
   /** Serve TLS with this certificate (see `generateTestCertificates`); the connection string names the CA file. */
   tls?: { cert: string; key: string; caFile: string };
-  /** Require these basic-auth credentials on every Streams call, as a secure EventStoreDB does (`admin:changeit`). */
+  /**
+   * Require these basic-auth credentials on every Streams call, as a secure EventStoreDB does (`admin:changeit`):
+   * an anonymous call is answered PERMISSION_DENIED `access-denied`, a wrong password UNAUTHENTICATED. Use it
+   * with `tls`: gRPC sends credentials on secure channels only, so over `tls=false` every call is anonymous.
+   */
   credentials?: { username: string; password: string };
 }
 
@@ -162,6 +171,26 @@ export interface EsdbTestDoubleStats {
   deniedCalls: number;
   /** Appends answered from events already written (by event id), since this start. */
   idempotentAppends: number;
+}
+
+/** The appends `holdAppends` holds. */
+export interface AppendGate {
+  /** The appends held so far, in arrival order (stream and event types). */
+  readonly held: readonly { stream: string; types: string[] }[];
+  /** Resolves once `count` appends are held (at once: none is applied before release()). */
+  reached(count: number): Promise<void>;
+  /**
+   * Stops holding and applies the held appends in arrival order, each answered as usual (a conflict as a
+   * conflict) to a client that is still there (through Append, `batchAppend: false`, the append of a client
+   * that went away meanwhile is not applied). Returns how many were held.
+   */
+  release(): number;
+  /**
+   * Stops holding and discards the held appends without applying them (a client still there gets UNAVAILABLE,
+   * as when the connection was lost before the write: it may retry). For a writer that died while its write
+   * was on the way. Returns how many were discarded.
+   */
+  drop(): number;
 }
 
 /** How an append applied by `failAppendsAfterApplying` is answered. */
@@ -200,7 +229,13 @@ export interface EsdbTestDouble {
    * connections are refused until `restart()` (or `heal()`). Either way the events ARE in the log.
    */
   failAppendsAfterApplying(count?: number, how?: AmbiguousAnswer, which?: (stream: string, types: string[]) => boolean): void;
-  /** Ends every fault: listens again, answers as the leader, without delay; releases the calls a delay holds. */
+  /**
+   * Holds every append `which` picks (given the stream and the event types) once it has reached the double,
+   * before it is checked or applied, until the returned gate is released or dropped (one gate at a time).
+   * Other appends go on meanwhile, on the same connection too.
+   */
+  holdAppends(which: (stream: string, types: string[]) => boolean): AppendGate;
+  /** Ends every fault: listens again, answers as the leader, without delay; releases the calls a delay holds (and a gate's appends). */
   heal(): Promise<void>;
   /** Removes soft-deleted events from `$all` (and from the data file); returns how many went. */
   scavenge(): number;
@@ -772,6 +807,42 @@ export async function startEsdbTestDouble(options: EsdbTestDoubleOptions = {}): 
   let crashed: Promise<void> | undefined;
   /** Settled by heal() and close(): releases the calls a delay holds. */
   let released = resolvable();
+  /** The gate of `holdAppends`, while it holds. */
+  interface HeldAppend {
+    stream: string;
+    types: string[];
+    apply(): void;
+    discard(): void;
+  }
+  interface Gate {
+    which: Which;
+    held: HeldAppend[];
+    waiters: { count: number; resolve: () => void }[];
+  }
+  let gate: Gate | undefined;
+  /** Holds the append when the gate picks it (true: `apply` or `discard` runs later), else false. */
+  const holdAtGate = (stream: string, types: string[], apply: () => void, discard: () => void): boolean => {
+    if (!gate || !gate.which(stream, types)) return false;
+    gate.held.push({ stream, types, apply, discard });
+    const count = gate.held.length;
+    gate.waiters = gate.waiters.filter((w) => (w.count <= count ? (w.resolve(), false) : true));
+    return true;
+  };
+  /** Ends the gate: its held appends are applied (in arrival order) or discarded. */
+  const openGate = (how: "apply" | "discard"): number => {
+    const ending = gate;
+    gate = undefined;
+    if (!ending) return 0;
+    for (const h of ending.held) {
+      try {
+        if (how === "apply") h.apply();
+        else h.discard();
+      } catch {
+        // the call went away meanwhile: nothing to answer
+      }
+    }
+    return ending.held.length;
+  };
   const expectedAuthorization = options.credentials
     ? `Basic ${Buffer.from(`${options.credentials.username}:${options.credentials.password}`).toString("base64")}`
     : undefined;
@@ -960,11 +1031,35 @@ export async function startEsdbTestDouble(options: EsdbTestDoubleOptions = {}): 
         }
         void held(call).then((outcome) => {
           if (outcome !== "serve" || failed) return;
+          const proceed = () => {
+            if (failed || closing) return;
+            try {
+              answerAppend();
+            } catch (err) {
+              fail(err);
+            }
+          };
+          const discard = () => {
+            if (failed || closing) return;
+            failed = true;
+            callback({ code: grpc.status.UNAVAILABLE, details: "Connection lost before the write" });
+          };
+          let stream: string | undefined;
           try {
-            answerAppend();
-          } catch (err) {
-            fail(err);
+            stream = gate && header ? streamNameOf(header.getStreamIdentifier()) : undefined;
+          } catch {
+            stream = undefined; // answerAppend reports it
           }
+          if (
+            stream === undefined ||
+            !holdAtGate(
+              stream,
+              proposed.map((e) => e.type),
+              proceed,
+              discard,
+            )
+          )
+            proceed();
         });
       });
       const answerAppend = () => {
@@ -1142,6 +1237,31 @@ export async function startEsdbTestDouble(options: EsdbTestDoubleOptions = {}): 
       };
       /** Each write's deadline (ms since the epoch), from the options of its first request. */
       const deadlines = new Map<string, number>();
+      /** The stream and event types of the write that `req` (its final request) completes; undefined when malformed (answer() says why). */
+      const writeOf = (req: BatchAppendReq): { stream: string; types: string[] } | undefined => {
+        try {
+          const write = pending.get(parseUuid(req.getCorrelationId()));
+          const stream = req.hasOptions() ? streamNameOf(req.getOptions()!.getStreamIdentifier()) : write?.streamName;
+          if (stream === undefined) return undefined;
+          const types = [...(req.hasOptions() ? [] : (write?.events ?? [])), ...req.getProposedMessagesList().map(proposedEvent)].map((e) => e.type);
+          return { stream, types };
+        } catch {
+          return undefined;
+        }
+      };
+      /** A write the gate drops: forgotten unapplied, answered as a lost connection (the client may retry). */
+      const discardWrite = (req: BatchAppendReq) => {
+        const correlationId = parseUuid(req.getCorrelationId());
+        const streamName = req.hasOptions() ? streamNameOf(req.getOptions()!.getStreamIdentifier()) : (pending.get(correlationId)?.streamName ?? "");
+        pending.delete(correlationId);
+        const resp = new streamsPb.BatchAppendResp();
+        resp.setCorrelationId(req.getCorrelationId());
+        resp.setStreamIdentifier(streamIdentifier(streamName));
+        resp.setError(
+          errorStatus(grpc.status.UNAVAILABLE, "Connection lost before the write", "event_store.client.Unknown", new sharedPb.Unknown().serializeBinary()),
+        );
+        if (!call.cancelled && !closing) call.write(resp);
+      };
       call.on("data", (req: BatchAppendReq) => {
         queue = queue.then(async () => {
           const correlation = Buffer.from(req.getCorrelationId()?.serializeBinary() ?? []).toString("hex");
@@ -1162,8 +1282,13 @@ export async function startEsdbTestDouble(options: EsdbTestDoubleOptions = {}): 
             return;
           }
           if (req.getIsFinal()) deadlines.delete(correlation);
-          const resp = answer(req);
-          if (resp && !call.cancelled && !closing) call.write(resp);
+          const reply = () => {
+            const resp = answer(req);
+            if (resp && !call.cancelled && !closing) call.write(resp);
+          };
+          const gated = gate && req.getIsFinal() ? writeOf(req) : undefined;
+          if (gated && holdAtGate(gated.stream, gated.types, reply, () => discardWrite(req))) return; // answered at release() or drop()
+          reply();
         });
       });
       call.on("end", () => void queue.then(() => call.end()));
@@ -1373,6 +1498,7 @@ export async function startEsdbTestDouble(options: EsdbTestDoubleOptions = {}): 
   const close = async () => {
     if (closing) return;
     closing = true;
+    openGate("discard");
     released.resolve();
     for (const resolve of [...closeSignals]) resolve();
     log.wakeAll();
@@ -1405,7 +1531,24 @@ export async function startEsdbTestDouble(options: EsdbTestDoubleOptions = {}): 
     failAppendsAfterApplying(count = 1, how: AmbiguousAnswer = "timeout", which?: Which) {
       ambiguous = { left: count, how, which };
     },
+    holdAppends(which) {
+      if (gate) throw new Error("holdAppends: a gate is already holding (release() or drop() it first)");
+      const current: Gate = { which, held: [], waiters: [] };
+      gate = current;
+      return {
+        get held() {
+          return current.held.map(({ stream, types }) => ({ stream, types }));
+        },
+        reached(count: number) {
+          if (current.held.length >= count) return Promise.resolve();
+          return new Promise<void>((resolve) => current.waiters.push({ count, resolve }));
+        },
+        release: () => (gate === current ? openGate("apply") : 0),
+        drop: () => (gate === current ? openGate("discard") : 0),
+      };
+    },
     async heal() {
+      openGate("apply");
       notLeaderHint = undefined;
       delayMs = 0;
       ambiguous = { left: 0, how: "timeout" };
