@@ -20,11 +20,13 @@ export function subscribe(
   filter: EventFilter,
   authorize: () => Promise<void>,
   send: (event: ProtocolEvent) => Promise<void> | void,
+  /** Without `since`: the run to start at (see threadFeed). */
+  fromRun?: string,
 ): Subscriber {
   const controller = new AbortController();
   const done = (async () => {
     let authorized = false;
-    for await (const event of threadFeed(store, threadId, filter.since, controller.signal)) {
+    for await (const event of threadFeed(store, threadId, filter.since, controller.signal, fromRun)) {
       if (!matchesFilter(filter, event)) continue;
       if (!authorized) {
         await authorize();

@@ -26,9 +26,33 @@ const graphNameOf = (run: RunRecord): string => {
   return typeof graphId === "string" ? graphId : run.assistant_id;
 };
 
+/** A thread's runs in its current incarnation, and whether that incarnation was deleted. */
+interface RunListState {
+  readonly runs: RunRef[];
+  deleted: boolean;
+}
+
+/**
+ * One event of the thread stream applied to its run list; says whether it changed it. A deleted
+ * thread's id may be created again: a creation starts the list anew (the runs before it were another
+ * thread's), and a deletion ends the list only if no creation follows it.
+ */
+function applyToRunList(list: RunListState, event: { type: string; data: unknown }): boolean {
+  if (event.type === "RunEnqueued") {
+    const run = (event.data as { run: RunRecord }).run;
+    list.runs.push({ runId: run.run_id, graphName: graphNameOf(run) });
+  } else if (event.type === "ThreadCreated") {
+    list.deleted = false;
+    list.runs.length = 0;
+  } else if (event.type === "ThreadDeleted") {
+    list.deleted = true;
+  } else return false;
+  return true;
+}
+
 /** The thread's runs as the thread stream names them, live; `caughtUp` once the history is in. */
 class RunList {
-  readonly runs: RunRef[] = [];
+  private readonly state: RunListState = { runs: [], deleted: false };
   caughtUp = false;
   ended = false;
   private wake: (() => void) | undefined;
@@ -40,25 +64,18 @@ class RunList {
     this.done = this.pump();
   }
 
+  get runs(): readonly RunRef[] {
+    return this.state.runs;
+  }
+
   private async pump(): Promise<void> {
-    // A deleted thread's id may be created again: a deletion in the history ends the feed only if no
-    // creation follows it, and a creation starts the list anew (the runs before it were another thread's).
-    let deleted = false;
     try {
       for await (const item of this.subscription) {
         if (item.kind === "caughtUp") {
           this.caughtUp = true;
-          if (deleted) break;
-        } else if (item.event.type === "RunEnqueued") {
-          const run = (item.event.data as { run: RunRecord }).run;
-          this.runs.push({ runId: run.run_id, graphName: graphNameOf(run) });
-        } else if (item.event.type === "ThreadCreated") {
-          deleted = false;
-          this.runs.length = 0;
-        } else if (item.event.type === "ThreadDeleted") {
-          deleted = true;
-          if (this.caughtUp) break;
-        } else continue;
+          if (this.state.deleted) break;
+        } else if (!applyToRunList(this.state, item.event)) continue;
+        else if (this.state.deleted && this.caughtUp) break;
         this.notify();
       }
     } catch {
@@ -96,7 +113,7 @@ async function endedBefore(store: EventStore, runId: string, since: number): Pro
 }
 
 /** Where a feed without `since` starts: the latest run, or the first of the runs before it that have not ended (it is queued behind them). */
-async function liveStart(store: EventStore, runs: RunRef[]): Promise<number> {
+async function liveStart(store: EventStore, runs: readonly RunRef[]): Promise<number> {
   let index = Math.max(0, runs.length - 1);
   while (index > 0 && runs.length - index < UNENDED_SEARCH && !(await readRunEnd(store, runs[index - 1]!.runId))) index--;
   return index;
@@ -132,14 +149,25 @@ async function* runEvents(store: EventStore, run: RunRef, since: number | undefi
   }
 }
 
-/** The protocol events of a thread's runs, in order, after `since` (see the module comment); ends when `signal` aborts or the thread is deleted. */
-export async function* threadFeed(store: EventStore, threadId: string, since: number | undefined, signal: AbortSignal): AsyncGenerator<ProtocolEvent> {
+/**
+ * The protocol events of a thread's runs, in order, after `since` (see the module comment); ends when
+ * `signal` aborts or the thread is deleted. `fromRun`: without `since`, start at this run (where a count
+ * of what the feed replays was made) rather than at the live start as it is now.
+ */
+export async function* threadFeed(
+  store: EventStore,
+  threadId: string,
+  since: number | undefined,
+  signal: AbortSignal,
+  fromRun?: string,
+): AsyncGenerator<ProtocolEvent> {
   const list = new RunList(store, threadId);
   const stop = () => list.notify();
   signal.addEventListener("abort", stop, { once: true });
   try {
     while (!list.caughtUp && !list.ended && !signal.aborted) await list.changed();
-    let next = since === undefined ? await liveStart(store, list.runs) : 0;
+    const named = fromRun === undefined ? -1 : list.runs.findIndex((r) => r.runId === fromRun);
+    let next = since !== undefined ? 0 : named >= 0 ? named : await liveStart(store, list.runs);
     while (!signal.aborted) {
       if (next < list.runs.length) {
         yield* runEvents(store, list.runs[next++]!, since, signal);
@@ -156,29 +184,27 @@ export async function* threadFeed(store: EventStore, threadId: string, since: nu
 
 /** The runs of a thread's current incarnation, read once (none when its last incarnation was deleted). */
 async function runsOf(store: EventStore, threadId: string): Promise<RunRef[]> {
-  const runs: RunRef[] = [];
-  let deleted = false;
-  for (const event of await store.readStream(threadStream(threadId))) {
-    if (event.type === "RunEnqueued") {
-      const run = (event.data as { run: RunRecord }).run;
-      runs.push({ runId: run.run_id, graphName: graphNameOf(run) });
-    } else if (event.type === "ThreadCreated") {
-      deleted = false;
-      runs.length = 0;
-    } else if (event.type === "ThreadDeleted") deleted = true;
-  }
-  return deleted ? [] : runs;
+  const list: RunListState = { runs: [], deleted: false };
+  for (const event of await store.readStream(threadStream(threadId))) applyToRunList(list, event);
+  return list.deleted ? [] : list.runs;
 }
 
 /**
  * How many events a feed with `filter` started now replays: those already in the log, at or before
- * `throughSeq` (the log's head when the subscription was made), that the filter lets through.
+ * `throughSeq` (the log's head when the subscription was made), that the filter lets through; and the
+ * run the count started at, for the feed to start there too (`threadFeed`'s `fromRun`).
  */
-export async function replayedEventCount(store: EventStore, threadId: string, filter: EventFilter, throughSeq: number): Promise<number> {
+export async function replayedEventCount(
+  store: EventStore,
+  threadId: string,
+  filter: EventFilter,
+  throughSeq: number,
+): Promise<{ count: number; fromRun: string | undefined }> {
   const runs = await runsOf(store, threadId);
   const since = filter.since;
   let count = 0;
-  for (let index = since === undefined ? await liveStart(store, runs) : 0; index < runs.length; index++) {
+  const start = since === undefined ? await liveStart(store, runs) : 0;
+  for (let index = start; index < runs.length; index++) {
     const run = runs[index]!;
     if (since !== undefined && (await endedBefore(store, run.runId, since))) continue;
     const state = newRunMapState(run.graphName);
@@ -189,5 +215,6 @@ export async function replayedEventCount(store: EventStore, threadId: string, fi
       if (recorded.type === "RunEnded") break;
     }
   }
-  return count;
+  // The feed starts at the same run, whatever has been enqueued since.
+  return { count, fromRun: since === undefined ? runs[start]?.runId : undefined };
 }

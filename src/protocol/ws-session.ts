@@ -32,6 +32,8 @@ export class WsSession {
   private readonly filters = new Map<string, EventFilter>();
   /** The socket's one feed: events go out in log order, whichever subscriptions they are for. */
   private feed: Subscriber | undefined;
+  /** Without `since`: the run the newest subscription's replay count started at, where the restarted feed starts. */
+  private fromRun: string | undefined;
   private closed = false;
   /**
    * Open except while a subscribe is answered: the feed's events wait here meanwhile, so none goes out
@@ -95,8 +97,10 @@ export class WsSession {
       const replayed = await replayedEventCount(this.deps.store, this.deps.threadId, filter, head);
       if (this.closed) return;
       this.filters.set(subscriptionId, filter);
+      // The feed restarted below replays from the run the count started at, so the count holds.
+      this.fromRun = replayed.fromRun;
       // The response first: the SDK only routes events to a subscription it knows.
-      await this.deps.send({ type: "success", id, result: { subscription_id: subscriptionId, replayed_events: replayed } });
+      await this.deps.send({ type: "success", id, result: { subscription_id: subscriptionId, replayed_events: replayed.count } });
     } finally {
       open();
     }
@@ -124,11 +128,18 @@ export class WsSession {
     const channels = [...new Set(filters.flatMap((f) => f.channels))];
     const sinces = filters.flatMap((f) => (f.since === undefined ? [] : [f.since]));
     const feedFilter: EventFilter = sinces.length > 0 ? { channels, since: Math.min(...sinces) } : { channels };
-    this.feed = subscribe(this.deps.store, this.deps.threadId, feedFilter, this.deps.authorize, async (event) => {
-      if (!matches(event)) return;
-      await this.gate;
-      await this.deps.send(event);
-    });
+    this.feed = subscribe(
+      this.deps.store,
+      this.deps.threadId,
+      feedFilter,
+      this.deps.authorize,
+      async (event) => {
+        if (!matches(event)) return;
+        await this.gate;
+        await this.deps.send(event);
+      },
+      this.fromRun,
+    );
   }
 
   close(): void {
