@@ -39,15 +39,25 @@ export interface PageQuery {
   offset: number;
 }
 
-/** `SELECT <columns> FROM <from> WHERE … ORDER BY … LIMIT … OFFSET …` and the matching count. */
-export function pageAndCount(cache: StatementCache, from: string, columns: string, idColumn: string, q: PageQuery): { rows: unknown[]; total: number } {
+/**
+ * `SELECT <columns> FROM <from> WHERE … ORDER BY … LIMIT … OFFSET …` and the matching count, read
+ * from `counted` when given (another source of the same rows, e.g. an index alone).
+ */
+export function pageAndCount(
+  cache: StatementCache,
+  from: string,
+  columns: string,
+  idColumn: string,
+  q: PageQuery,
+  counted: { from: string; where: readonly SqlFragment[] } = { from, where: q.where },
+): { rows: unknown[]; total: number } {
   const where = q.where.length ? q.where.map((w) => `(${w.sql})`).join(" AND ") : "1";
   const params = q.where.flatMap((w) => w.params);
   const dir = q.sortOrder === "asc" ? "ASC" : "DESC";
   const rows = cache
     .get(`SELECT ${columns} FROM ${from} WHERE ${where} ORDER BY ${q.sortColumn} ${dir}, ${idColumn} ${dir} LIMIT ? OFFSET ?`)
     .all(...params, q.limit, q.offset);
-  const total = countWhere(cache, from, q.where);
+  const total = countWhere(cache, counted.from, counted.where);
   return { rows, total };
 }
 

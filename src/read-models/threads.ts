@@ -46,7 +46,7 @@ const QUALIFIED = COLUMN_NAMES.split(", ")
  */
 export const threadsTable: TableProjection = {
   name: "threads",
-  version: 3,
+  version: 4,
   ddl: [
     `CREATE TABLE threads (
        thread_id TEXT PRIMARY KEY,
@@ -75,14 +75,15 @@ export const threadsTable: TableProjection = {
     "CREATE INDEX threads_status ON threads (status, created_at) WHERE deleted = 0",
     // The run worker's start-up question: which threads have runs waiting? Only those rows are indexed.
     "CREATE INDEX threads_with_active_runs ON threads (thread_id) WHERE active_runs <> '[]'",
-    ...metadataIndexDdl("threads"),
+    // Index rows carry the thread's created_at: a metadata search in the default order reads only its page's threads.
+    ...metadataIndexDdl("threads", "created_at"),
   ],
   streamPrefixes: [PREFIX],
   eventTypes: Object.keys(threadEventSchemas),
   prepare(db) {
     const load = loader(db);
     const rows = new ChangedColumnsWriter<ThreadState>(db, "threads", "thread_id", THREAD_COLUMNS);
-    const index = prepareMetadataIndex(db, "threads");
+    const index = prepareMetadataIndex(db, "threads", "created_at");
     const write = (id: string, before: ThreadState | undefined, after: ThreadState | undefined) => {
       if (!after) return;
       rows.write(id, before, after);
@@ -90,7 +91,9 @@ export const threadsTable: TableProjection = {
       // The same object unless a fold replaced it: only then is it compared as JSON.
       const metadataChanged =
         before !== undefined && before.thread.metadata !== metadata && JSON.stringify(before.thread.metadata) !== JSON.stringify(metadata);
-      if (!before || before.deleted !== after.deleted || metadataChanged) index.replace(id, after.deleted ? undefined : metadata, !before);
+      const createdChanged = before !== undefined && before.thread.created_at !== after.thread.created_at;
+      if (!before || before.deleted !== after.deleted || metadataChanged || createdChanged)
+        index.replace(id, after.deleted ? undefined : metadata, !before, after.thread.created_at);
     };
     const entities = new BatchedEntities<ThreadState>(load, write);
     return {
@@ -210,18 +213,30 @@ export class ThreadsReadModel {
 
   search(q: ThreadFilter & { sort_by?: ThreadSortField; sort_order?: SortOrder; limit: number; offset: number }): { page: Thread[]; total: number } {
     const source = sourceOf(q);
-    const { rows, total } = pageAndCount(this.cache, source.from, QUALIFIED, "threads.thread_id", {
-      where: source.where,
-      sortColumn: `threads.${q.sort_by ?? "created_at"}`,
-      sortOrder: q.sort_order ?? "desc",
-      limit: q.limit,
-      offset: q.offset,
-    });
+    const sortBy = q.sort_by ?? "created_at";
+    // Driven from the metadata index, created_at order is the index's own (its rows carry it, the
+    // id breaks ties as thread_id does): the query stops once it has the page, instead of sorting
+    // every matching thread.
+    const inIndexOrder = source.driven && sortBy === "created_at";
+    const { rows, total } = pageAndCount(
+      this.cache,
+      source.from,
+      QUALIFIED,
+      inIndexOrder ? "driver.id" : "threads.thread_id",
+      {
+        where: source.where,
+        sortColumn: inIndexOrder ? "driver.created_at" : `threads.${sortBy}`,
+        sortOrder: q.sort_order ?? "desc",
+        limit: q.limit,
+        offset: q.offset,
+      },
+      source.counted,
+    );
     return { page: (rows as ThreadRow[]).map(threadOf), total };
   }
 
   count(q: ThreadFilter): number {
-    const source = sourceOf(q);
+    const source = sourceOf(q).counted;
     return countWhere(this.cache, source.from, source.where);
   }
 
@@ -231,7 +246,14 @@ export class ThreadsReadModel {
   }
 }
 
-function sourceOf(q: ThreadFilter): FilteredSource {
+interface ThreadSource extends FilteredSource {
+  /** Whether the metadata index drives the query (alias `driver`). */
+  driven: boolean;
+  /** What a count of these threads reads. */
+  counted: FilteredSource;
+}
+
+function sourceOf(q: ThreadFilter): ThreadSource {
   const source = metadataSource("threads", "thread_id", "metadata", q.metadata);
   const where: SqlFragment[] = [{ sql: "threads.deleted = 0", params: [] }, ...source.where];
   if (q.ids !== undefined)
@@ -239,5 +261,9 @@ function sourceOf(q: ThreadFilter): FilteredSource {
   if (q.status !== undefined) where.push({ sql: "threads.status = ?", params: [q.status] });
   if (q.values !== undefined) where.push(containsSql('threads."values"', q.values));
   if (q.extra) where.push(...q.extra);
-  return { from: source.from, where };
+  // The index holds live threads only: when every condition but `deleted = 0` is one of the index's
+  // own (the metadata's scalar entries), a count reads the index alone, no thread row.
+  const index = source.index;
+  const counted = index !== undefined && where.length === 1 + index.where.length ? index : { from: source.from, where };
+  return { from: source.from, where, driven: index !== undefined, counted };
 }
