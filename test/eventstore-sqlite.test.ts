@@ -135,31 +135,31 @@ t.test("group commit: concurrent appends share one transaction; a failing append
   t.equal((await store.readAll({ filter: { streamPrefixes: ["batch-"] } })).length, 50, "every batched append was written");
 });
 
-t.test("an urgent append commits before the turn's check phase, taking what is queued along", async (t) => {
+t.test("appends of one turn share a commit; an urgent one takes what is queued along, and leaves nothing behind", async (t) => {
   const store = await openSqliteStore({ path: path.join(await tempDir(t), "events.sqlite") });
   t.teardown(() => store.close());
   await store.append("warm-1", [{ type: "One", data: {} }]);
 
-  // An ordinary append waits for the check phase: an immediate queued before it runs first.
-  const order: string[] = [];
-  setImmediate(() => order.push("immediate"));
-  await store.append("plain-1", [{ type: "One", data: {} }]).then(() => order.push("plain committed"));
-  t.same(order, ["immediate", "plain committed"], "batched for the turn");
+  let before = store.stats();
+  await Promise.all([store.append("plain-1", [{ type: "One", data: {} }]), store.append("plain-2", [{ type: "One", data: {} }])]);
+  t.equal(store.stats().transactions - before.transactions, 1, "two ordinary appends of one turn: one transaction");
 
-  order.length = 0;
-  const before = store.stats();
-  setImmediate(() => order.push("immediate"));
-  const queued = store.append("queued-1", [{ type: "One", data: {} }]).then(() => order.push("queued committed"));
-  const urgent = store.append("urgent-1", [{ type: "End", data: {} }], "no_stream", { urgent: true }).then(() => order.push("urgent committed"));
+  before = store.stats();
+  const queued = store.append("queued-1", [{ type: "One", data: {} }]);
+  const urgent = store.append("urgent-1", [{ type: "End", data: {} }], "no_stream", { urgent: true });
   await Promise.all([queued, urgent]);
-  t.same(order.slice(0, 2).sort(), ["queued committed", "urgent committed"], "both committed before the immediate ran");
-  t.equal(store.stats().transactions - before.transactions, 1, "in one transaction");
-  await new Promise((resolve) => setImmediate(resolve));
-  t.equal(store.stats().transactions - before.transactions, 1, "the check phase found nothing left to commit");
+  t.equal(store.stats().transactions - before.transactions, 1, "the urgent append and the one queued before it: one transaction");
+  await store.append("after-1", [{ type: "One", data: {} }]);
+  t.equal(store.stats().transactions - before.transactions, 2, "nothing was left queued for another commit: the next append is the only other one");
   t.same(
     (await store.readStream("urgent-1")).map((e) => e.type),
     ["End"],
     "durable and readable",
+  );
+  t.same(
+    (await store.readStream("queued-1")).map((e) => e.type),
+    ["One"],
+    "the queued one too",
   );
 });
 

@@ -33,7 +33,7 @@ t.test("temporary threads", async (t) => {
     const run = await runs.create(
       await runs.authorize(SYSTEM_CALLER, null, { assistant_id: "agent", input: { messages: [{ role: "user", content: "hi" }] } } as never),
     );
-    await runs.waitDone(run.run_id);
+    await runs.lifecycle.waitDone(run.run_id);
     t.equal(threadState(ctx, run.thread_id), undefined, "the thread is gone from the read model");
     t.same((await types(threadStream(run.thread_id))).slice(-2), ["RunFinished", "ThreadDeleted"], "deleted after the run's mark");
     // The checkpoints go after the thread (the lifecycle's order): awaited as the event they are.

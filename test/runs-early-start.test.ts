@@ -110,8 +110,8 @@ t.test("a head run starts at its commit, before the read models show it", async 
   const second = await runs.create(await request({ input: { delay: 0 }, multitask_strategy: "enqueue" }));
   t.equal(offered.length, 1, "a run queued behind another is not offered");
   gate.open("first");
-  await runs.waitDone(first.run_id);
-  await runs.waitDone(second.run_id);
+  await runs.lifecycle.waitDone(first.run_id);
+  await runs.lifecycle.waitDone(second.run_id);
   for (const id of [first.run_id, second.run_id]) {
     const events = await log.readStream(runStream(id));
     t.equal(events.filter((e) => e.type === "RunClaimed").length, 1, `one claim for ${id}`);
@@ -163,7 +163,7 @@ t.test("a head run's claim is committed with its enqueue, and a refused enqueue 
 
   const one = await createThread(ctx, { metadata: {}, if_exists: "raise" });
   const first = await runs.create(await request(one.thread_id));
-  await runs.waitDone(first.run_id);
+  await runs.lifecycle.waitDone(first.run_id);
   t.equal(committedIn.get("RunClaimed")?.length, 1);
   t.same(committedIn.get("RunClaimed"), committedIn.get("RunEnqueued"), "the claim was written in the enqueue's commit");
 
@@ -171,7 +171,7 @@ t.test("a head run's claim is committed with its enqueue, and a refused enqueue 
   interfere = true;
   const second = await runs.create(await request(two.thread_id));
   t.equal(interfere, false, "the enqueue met a concurrent write");
-  await runs.waitDone(second.run_id);
+  await runs.lifecycle.waitDone(second.run_id);
   const thread = await log.readStream(threadStream(two.thread_id));
   t.same(
     thread.map((e) => e.type),

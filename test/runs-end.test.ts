@@ -47,7 +47,7 @@ t.test("a run's end", async (t) => {
         on_completion: "keep",
       } as never),
     );
-    await runs.waitDone(run.run_id);
+    await runs.lifecycle.waitDone(run.run_id);
     return {
       run,
       events: await store.readStream(runStream(run.run_id)),

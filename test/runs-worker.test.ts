@@ -34,7 +34,7 @@ t.test("workers sharing a store", async (t) => {
         ),
       );
     }
-    await Promise.all(created.map((r) => runs.waitDone(r.run_id)));
+    await Promise.all(created.map((r) => runs.lifecycle.waitDone(r.run_id)));
     const owners = new Set<string>();
     for (const r of created) {
       const events = await store.readStream(runStream(r.run_id));
@@ -81,8 +81,8 @@ t.test("workers sharing a store", async (t) => {
     }
     await sub.close();
     await runs.cancel(null, run.run_id, "interrupt");
-    await runs.waitDone(run.run_id);
-    t.equal((await runs.terminalEvent(run.run_id))?.status, "interrupted");
+    await runs.lifecycle.waitDone(run.run_id);
+    t.equal((await runs.lifecycle.terminalEvent(run.run_id))?.status, "interrupted");
   });
 
   t.test("a takeover chosen from read models that are behind is not claimed once the log shows a live owner", async (t) => {
@@ -132,7 +132,7 @@ t.test("workers sharing a store", async (t) => {
     const claims = (await store.readStream(runStream(run.run_id))).filter((e) => e.type === "RunClaimed").map((e) => (e.data as { owner: string }).owner);
     t.same(claims, ["first", "heir"], "the heir, whose lease the log shows live, keeps the run");
     await runs.cancel(null, run.run_id, "interrupt");
-    await runs.waitDone(run.run_id);
+    await runs.lifecycle.waitDone(run.run_id);
   });
 
   t.test("a run longer than the timeout is aborted and ends with status timeout", async (t) => {
@@ -142,8 +142,8 @@ t.test("workers sharing a store", async (t) => {
     workers.push(strict);
     await strict.start();
     const run = await runs.create(await runs.authorize(SYSTEM_CALLER, null, { assistant_id: "delay", input: { delay: 60_000 }, on_completion: "keep" }));
-    await runs.waitDone(run.run_id);
-    t.match(await runs.terminalEvent(run.run_id), { status: "timeout", error: { error: "TimeoutError" } });
+    await runs.lifecycle.waitDone(run.run_id);
+    t.match(await runs.lifecycle.terminalEvent(run.run_id), { status: "timeout", error: { error: "TimeoutError" } });
     const outputs = (await store.readStream(runStream(run.run_id))).filter((e) => e.type === "RunOutput").map((e) => (e.data as { event: string }).event);
     t.same(outputs, ["metadata", "values", "error"]);
   });
@@ -175,8 +175,8 @@ t.test("workers sharing a store", async (t) => {
     }
     await sub.close();
     t.same(attempts, [1, 2, 3, 4]);
-    await runs.waitDone(run.run_id);
-    t.match(await runs.terminalEvent(run.run_id), { status: "error", error: { error: "RunAttemptsExhausted" } });
+    await runs.lifecycle.waitDone(run.run_id);
+    t.match(await runs.lifecycle.terminalEvent(run.run_id), { status: "error", error: { error: "RunAttemptsExhausted" } });
     const outputs = (await store.readStream(runStream(run.run_id))).filter((e) => e.type === "RunOutput").map((e) => (e.data as { event: string }).event);
     t.equal(outputs[outputs.length - 1], "error");
   });

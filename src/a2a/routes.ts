@@ -162,7 +162,7 @@ export function a2aRoutes(ctx: AppContext, runs: RunsService, options: A2ARoutes
   ) {
     const sse = new SseWriter(reply, {});
     const stopped = new AbortController();
-    const untrack = runs.track(() => sse.end());
+    const untrack = runs.lifecycle.track(() => sse.end());
     sse.onClose(() => stopped.abort());
     sse.onEnd(() => stopped.abort());
     const send = async (payload: unknown, revision?: bigint) => {

@@ -119,7 +119,7 @@ export class A2AService {
   private async load(view: RunView, taskId: string): Promise<TaskRun> {
     let ended: RunEnded | undefined;
     if (view.stream.ended) {
-      const terminal = await this.runs.terminalEvent(view.run.run_id);
+      const terminal = await this.runs.lifecycle.terminalEvent(view.run.run_id);
       ended = terminal && (await withValuesResolved(this.ctx.store, terminal));
     }
     const input = view.run.kwargs.input;
@@ -140,7 +140,7 @@ export class A2AService {
     if (!first || first.run.assistant_id !== assistant.assistant_id || first.run.metadata[TASK_ID_KEY] !== undefined) throw taskNotFound(taskId);
     // Custom auth: a task the user may not see is not found (its existence is not revealed).
     if (visible && !(await visible(first.run))) throw taskNotFound(taskId);
-    const stateOf = async (v: RunView) => taskStateOf(v, stateNeedsTerminal(v) ? await this.runs.terminalEvent(v.run.run_id) : undefined);
+    const stateOf = async (v: RunView) => taskStateOf(v, stateNeedsTerminal(v) ? await this.runs.lifecycle.terminalEvent(v.run.run_id) : undefined);
     const state = await stateOf(first);
     // Only a task that waited for input can have been resumed by a later run.
     if (state !== "input-required") return { view: first, taskId: id, state };
@@ -219,7 +219,7 @@ export class A2AService {
 
   /** The task once its run ended (or the client left / the server stops: as it is then). */
   async settled(runId: string, taskId: string, historyLength: number | undefined, signal?: AbortSignal): Promise<Task> {
-    await this.runs.waitShown(runId, signal);
+    await this.runs.lifecycle.waitShown(runId, signal);
     const view = this.runs.view(runId);
     if (!view) throw taskNotFound(taskId);
     const run = await this.load(view, taskId);
@@ -344,7 +344,7 @@ export class A2AService {
       await subscription.close();
     }
     if (signal.aborted) return;
-    await this.runs.waitShown(runId, signal);
+    await this.runs.lifecycle.waitShown(runId, signal);
     const view = this.runs.view(runId);
     if (!view || signal.aborted) return;
     yield* this.finalEvents(await this.load(view, taskId));
@@ -386,7 +386,7 @@ export class A2AService {
     // The run was running when we looked; if its end reached the log before the config did, the
     // fold made no delivery for it (the read models are at our append now, so they tell).
     if (!view.stream.ended && this.runs.view(runId)?.stream.ended && !this.ctx.readModels.webhooks.get(pushDeliveryKey(runId, config.id))) {
-      const ended = await this.runs.terminalEvent(runId);
+      const ended = await this.runs.lifecycle.terminalEvent(runId);
       if (ended) await catchUpPushRunEnd(this.ctx, { taskId: id, runId, configId: config.id, ended });
     }
     return { taskId: id, config };

@@ -1,28 +1,27 @@
 import { validate as isUuid } from "uuid";
-import { setImmediate as afterThisTurn } from "node:timers/promises";
 import { newTimeOrderedId } from "../util/new-id.js";
 import type { AppContext } from "./context.js";
 import { assertWebhookAllowed } from "./webhooks.js";
 import { CATCH_UP_TIMEOUT_MS } from "../commands/pipeline.js";
 import { createOnce, idempotencyKeyOf } from "./idempotent-create.js";
-import { externalizeIfLarge, withValuesResolved } from "../eventstore/large-values.js";
+import { externalizeIfLarge } from "../eventstore/large-values.js";
 import { findAssistantConsistent } from "./assistants.js";
 import { createThread, threadState, threadStateConsistent } from "./threads.js";
 import { defaultAssistantId } from "../runtime/graph-catalogue.js";
 import { decideEnqueueRun, threadStream, type Thread, type ThreadState } from "../domain/threads.js";
-import { decideCancel, publicRun, runStream, type CancelAction, type RunEnded, type RunStreamState, type RunView } from "../domain/runs.js";
+import { decideCancel, publicRun, runStream, type CancelAction, type RunStreamState, type RunView } from "../domain/runs.js";
 import type { RunRecord, RunStatus } from "../domain/run-record.js";
 import type { RunRequest } from "../domain/run-request.js";
 import { isPlainObject, type JsonObject } from "../domain/json.js";
-import type { AppendTicket, RecordedEvent } from "../eventstore/types.js";
+import type { AppendTicket } from "../eventstore/types.js";
 import { conflict, isNotFound, notFound } from "../domain/errors.js";
-import { completeOnThread, loadRunStream, readRunEnd, type CompletionDeps } from "../runtime/run-completion.js";
+import { completeOnThread, loadRunStream, type CompletionDeps } from "../runtime/run-completion.js";
 import type { AuthContext } from "./auth/engine.js";
+import { RunLifecycle } from "./run-lifecycle.js";
 import { isRestricted, type Caller } from "./auth/caller.js";
 import { authorizeCreateRun } from "./auth/guards.js";
 import { assistantHidden } from "./visible-assistants.js";
 import { authConditions, type AuthFilters } from "../read-models/auth-filters.js";
-import type { RunDoneness } from "../read-models/runs.js";
 import { configurableHeadersOf, DEFAULT_CONFIGURABLE_HEADERS } from "./configurable-headers.js";
 import { currentRequestContext } from "../context/request-context.js";
 import { assembleRun } from "../domain/run-assembly.js";
@@ -53,22 +52,6 @@ export interface AuthorizedRun {
 
 const obj = (v: unknown): JsonObject => (isPlainObject(v) ? v : {});
 
-/**
- * The result a finished run reports to /wait and /join, from its terminal event: what the official
- * servers answer, the run's last `values` chunk (JS `Runs.wait` in libs/langgraph-api/src/storage/ops.mts,
- * Python `wait_run` / `Runs.join`). A graph that stopped at an interrupt emitted `{"__interrupt__": [...]}`
- * last (`[]` for interrupt_before / interrupt_after), not its state; an error is `{"__error__": ...}`.
- * `undefined`: the run left no values (cancelled before it started): the caller answers the thread's.
- */
-export function runResult(ended: RunEnded | undefined): unknown {
-  if (!ended) return {};
-  if (ended.error && ended.status !== "interrupted") return { __error__: ended.error };
-  if (ended.status === "interrupted" && ended.interrupts !== undefined && !ended.values_after_interrupt) {
-    return { __interrupt__: Object.values(ended.interrupts).flatMap((v) => (Array.isArray(v) ? v : [])) };
-  }
-  return ended.values;
-}
-
 /** Runs whose thread the custom-auth `filters` let the user see, as a condition on the runs table. */
 export function threadsOfRuns(filters: AuthFilters | undefined): { sql: string; params: unknown[] }[] {
   return authConditions(filters, "threads.metadata").map((c) => ({
@@ -79,34 +62,20 @@ export function threadsOfRuns(filters: AuthFilters | undefined): { sql: string; 
 
 /** Application service of runs: create (with double-texting), read, cancel, delete, wait. */
 export class RunsService {
-  /**
-   * Who waits for which run, with the run's thread (a temporary thread's deletion ends its run):
-   * `wakes` once the read models show the run done, `resultWakes` as soon as the log has its end (see waitEnded).
-   */
-  private readonly waiters = new Map<string, { threadId: string; temporary: boolean; wakes: (() => void)[]; resultWakes: (() => void)[] }>();
-  /** Open streams and waits, ended when the server shuts down. */
-  private readonly open = new Set<() => void>();
-  private readonly unsubscribe: () => void;
-  private readonly unsubscribeDelivered: () => void;
-  /** Runs whose RunFinished mark was delivered and is not folded yet: at most one batch of them (see waitEnded). */
-  private readonly endedUnfolded = new Set<string>();
-  /**
-   * Runs created for their result (a /wait) whose RunEnqueued the read models have not folded yet: their
-   * creation did not wait for it (see create's `forResult`). Each leaves at that fold.
-   */
-  private readonly enqueuedUnfolded = new Set<string>();
   /** `http.configurable_headers` of langgraph.json, compiled once. */
   private readonly headersToConfigurable: ReturnType<typeof configurableHeadersOf>;
   /** Told of each run that becomes its thread's head when it is enqueued (see onHeadEnqueued). */
   private readonly headListeners = new Set<HeadListener>();
+
+  /** Who waits for which run, and what they are answered (see run-lifecycle.ts). */
+  readonly lifecycle: RunLifecycle;
 
   constructor(
     private readonly ctx: AppContext,
     private readonly completion: CompletionDeps,
   ) {
     this.headersToConfigurable = configurableHeadersOf(ctx.langgraph.config.http.configurable_headers ?? DEFAULT_CONFIGURABLE_HEADERS);
-    this.unsubscribe = ctx.readModels.runner.onApplied((event) => this.onEvent(event));
-    this.unsubscribeDelivered = ctx.readModels.runner.onDelivered((event) => this.onDelivered(event));
+    this.lifecycle = new RunLifecycle(ctx);
   }
 
   /**
@@ -121,148 +90,12 @@ export class RunsService {
     return () => this.headListeners.delete(listener);
   }
 
-  /** Registers something to end at shutdown; returns the function that unregisters it. */
-  track(end: () => void): () => void {
-    this.open.add(end);
-    return () => this.open.delete(end);
-  }
-
-  private closed = false;
-
   close(): void {
-    this.closed = true;
-    this.unsubscribe();
-    this.unsubscribeDelivered();
-    for (const end of [...this.open]) end();
-    this.open.clear();
-    for (const waiting of this.waiters.values()) for (const wake of [...waiting.wakes, ...waiting.resultWakes]) wake();
-    this.waiters.clear();
-  }
-
-  /** Wakes the waiters of the runs this event may have ended: only those (a look at each costs a read-model load). */
-  private onEvent(event: RecordedEvent): void {
-    if (event.type === "RunFinished" && this.endedUnfolded.size > 0) this.endedUnfolded.delete((event.data as { run_id: string }).run_id);
-    if (event.type === "RunEnqueued" && this.enqueuedUnfolded.size > 0) this.enqueuedUnfolded.delete((event.data as { run: RunRecord }).run.run_id);
-    if (this.waiters.size === 0 || !event.streamId.startsWith("thread-")) return;
-    if (event.type === "RunFinished" || event.type === "RunDeleted") {
-      this.wakeIfDone((event.data as { run_id: string }).run_id);
-    } else if (event.type === "ThreadDeleted") {
-      const threadId = event.streamId.slice("thread-".length);
-      for (const [runId, waiting] of [...this.waiters]) if (waiting.threadId === threadId) this.wakeIfDone(runId);
-    }
-  }
-
-  /**
-   * A run's end reached the log (durable) before the read models fold it: who waits for its result
-   * is answered now. The thread's RunFinished mark is written only with the run's RunEnded, so the
-   * result is there to read. A temporary thread's run is done only once the thread is deleted: its
-   * waiters stay for the fold.
-   */
-  private onDelivered(event: RecordedEvent): void {
-    if (event.type !== "RunFinished" || !event.streamId.startsWith("thread-")) return;
-    const runId = (event.data as { run_id: string }).run_id;
-    this.endedUnfolded.add(runId);
-    const waiting = this.waiters.get(runId);
-    if (!waiting || waiting.temporary || waiting.resultWakes.length === 0) return;
-    const wakes = waiting.resultWakes.splice(0);
-    if (waiting.wakes.length === 0) this.waiters.delete(runId);
-    for (const wake of wakes) wake();
-  }
-
-  private wakeIfDone(runId: string): void {
-    const waiting = this.waiters.get(runId);
-    if (!waiting || !this.isDone(runId)) return;
-    this.waiters.delete(runId);
-    for (const wake of [...waiting.wakes, ...waiting.resultWakes]) wake();
+    this.lifecycle.close();
   }
 
   view(runId: string): RunView | undefined {
     return this.ctx.readModels.runs.load(runId.toLowerCase());
-  }
-
-  /**
-   * The run's terminal event, read from `run-{id}` (the read model keeps only its status): what
-   * /wait and /join return. Undefined while the run has not ended (or never existed).
-   */
-  async terminalEvent(runId: string): Promise<RunEnded | undefined> {
-    return (await readRunEnd(this.ctx.store, runId.toLowerCase()))?.data as RunEnded | undefined;
-  }
-
-  /**
-   * Waits for the run's end, then returns what /wait and /join answer. The answer is read from the
-   * log, so it goes out as soon as the end is durable (waitEnded), before the read models fold it.
-   */
-  async waitResult(runId: string, signal?: AbortSignal, created?: RunRecord): Promise<unknown> {
-    await this.waitEnded(runId, signal, created);
-    const ended = await this.terminalEvent(runId);
-    const result = runResult(ended && (await withValuesResolved(this.ctx.store, ended)));
-    if (result !== undefined) return result;
-    // A run cancelled before it made any state: the thread's values, as the Python server's join falls
-    // back to (`null` when it has none; a stateless run's thread is gone: `{}`, as Python answers).
-    const tid = created?.thread_id ?? this.view(runId)?.run.thread_id;
-    const thread = tid === undefined ? undefined : threadState(this.ctx, tid);
-    if (!thread) return {};
-    return (await withValuesResolved(this.ctx.store, thread.thread)).values ?? null;
-  }
-
-  /** Whether the run is over as far as its thread is concerned (or gone); a temporary thread is deleted by then. */
-  isDone(runId: string, created?: RunRecord): boolean {
-    return this.isDoneAs(this.donenessOf(runId.toLowerCase(), created));
-  }
-
-  /** The read models' doneness of a run, or, for a run created for its result and not folded yet, what its record says. */
-  private donenessOf(id: string, created?: RunRecord): RunDoneness | undefined {
-    const shown = this.ctx.readModels.runs.doneness(id);
-    if (shown || !created || !this.enqueuedUnfolded.has(id)) return shown;
-    return { threadId: created.thread_id, threadFinished: this.endedUnfolded.has(id), temporary: created.kwargs.temporary === true };
-  }
-
-  private isDoneAs(d: RunDoneness | undefined): boolean {
-    if (!d) return true;
-    if (!d.threadFinished) return false;
-    return !d.temporary || !threadState(this.ctx, d.threadId);
-  }
-
-  /** Resolves once the run ended and its thread shows it in the read models (or the run is gone). */
-  waitDone(runId: string, signal?: AbortSignal): Promise<void> {
-    return this.waitFor(runId, "wakes", signal);
-  }
-
-  /**
-   * Resolves once the run's end is durable in the log (the thread's RunFinished mark delivered, now or
-   * before this call), or the run is done as waitDone sees it, whichever comes first: for answers read
-   * from the log only (a /wait or /join result, the end of a run's SSE stream).
-   * A later request still sees the run done: the read models fold what was delivered before serving it
-   * (CatchUpRunner.settle). `created`: the run, when the caller created it for its result (see create's
-   * `forResult`): the read models may not show it yet.
-   */
-  waitEnded(runId: string, signal?: AbortSignal, created?: RunRecord): Promise<void> {
-    return this.waitFor(runId, "resultWakes", signal, created);
-  }
-
-  /**
-   * Resolves once the run's end is durable and the read models show it: waitEnded, then what the log
-   * delivered folded now (CatchUpRunner.settle), rather than in the fold's own turn of the event loop.
-   * For answers built from the read models (A2A tasks).
-   */
-  async waitShown(runId: string, signal?: AbortSignal): Promise<void> {
-    await this.waitEnded(runId, signal);
-    this.ctx.readModels.runner.settle();
-  }
-
-  private waitFor(runId: string, list: "wakes" | "resultWakes", signal?: AbortSignal, created?: RunRecord): Promise<void> {
-    const id = runId.toLowerCase();
-    if (this.closed || signal?.aborted) return Promise.resolve();
-    const doneness = this.donenessOf(id, created);
-    if (!doneness || this.isDoneAs(doneness)) return Promise.resolve();
-    if (list === "resultWakes" && !doneness.temporary && this.endedUnfolded.has(id)) return Promise.resolve();
-    return new Promise((resolve) => {
-      const wake = () => resolve();
-      const waiting = this.waiters.get(id) ?? { threadId: doneness.threadId, temporary: doneness.temporary, wakes: [], resultWakes: [] };
-      waiting[list].push(wake);
-      this.waiters.set(id, waiting);
-      signal?.addEventListener("abort", wake, { once: true });
-    });
   }
 
   private async assistantOf(idOrGraph: string) {
@@ -390,11 +223,7 @@ export class RunsService {
       waitFor: forResult ? "commit" : "fold",
     });
     // Before any fold can come: the fold of the enqueue needs its sync, reported in a later turn of the event loop.
-    if (forResult) this.enqueuedUnfolded.add(run.run_id);
-    // A /wait answers only at the run's end: the rest of its handling (the route's, up to registering its wait)
-    // yields to the run's graph, started by the head listener when the thread is free, and comes once the
-    // event loop turns, typically while the run's last commit is being synced, where the main thread waits anyway.
-    if (forResult) await afterThisTurn();
+    if (forResult) await this.lifecycle.createdForResult(run.run_id);
     const action: CancelAction | undefined = decision.strategy === "rollback" ? "rollback" : decision.strategy === "interrupt" ? "interrupt" : undefined;
     if (action) {
       // A run that ended (or was removed) meanwhile needs no cancelling.
@@ -407,7 +236,7 @@ export class RunsService {
         // rolled-back runs are gone when the caller looks. Bounded: a run whose worker died goes
         // later, when its lease is taken over.
         const deadline = AbortSignal.timeout(CATCH_UP_TIMEOUT_MS);
-        await Promise.all(decision.cancel.map((id) => this.waitDone(id, deadline)));
+        await Promise.all(decision.cancel.map((id) => this.lifecycle.waitDone(id, deadline)));
       }
     }
     return run;

@@ -52,7 +52,7 @@ export async function truncate(d: TruncateDeps, what: TruncateRequest, caller: C
     for (const threadId of threads) await d.runs.cancelThreadRuns(threadId);
     let n = 0;
     for (const r of ids) {
-      await d.runs.waitDone(r.run_id).catch(() => undefined);
+      await d.runs.lifecycle.waitDone(r.run_id).catch(() => undefined);
       await d.runs.delete(r.thread_id, r.run_id).then(
         () => n++,
         () => undefined,

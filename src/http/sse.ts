@@ -1,10 +1,5 @@
-import { SseWriter } from "../util/sse-writer.js";
-
 export { SseWriter, HEARTBEAT_MS } from "../util/sse-writer.js";
-import type { EventStore } from "../eventstore/types.js";
-import { runStream } from "../domain/runs.js";
 import { HttpError } from "./errors.js";
-import { isLargeValueMarker, resolveLarge } from "../eventstore/large-values.js";
 
 /**
  * The PY join filter `?stream_mode=`: keeps events of the listed modes (with their subgraph
@@ -41,44 +36,4 @@ export function parseLastEventId(header: string | string[] | undefined): bigint 
   if (value === undefined || value.trim() === "" || value.trim() === "-1" || value.trim() === "-") return "start";
   if (!/^\d+$/.test(value.trim())) throw new HttpError(422, `Last-Event-ID: must be an event id (a non-negative integer) or -1, got "${value}"`);
   return BigInt(value.trim()) + RUN_SSE_ID_OFFSET;
-}
-
-/**
- * Tails `run-{id}` from the log: every RunOutput after `from` (exclusive) becomes an SSE event whose
- * id is `runSseId` of its stream revision; ends after RunEnded or when the client leaves. Never talks to a worker.
- */
-export async function tailRunStream(
-  store: EventStore,
-  runId: string,
-  from: bigint | "start",
-  sse: SseWriter,
-  /** Awaited after RunEnded before the response ends (the thread shows the outcome by then). */
-  settled?: () => Promise<unknown>,
-  /** Only events this accepts are sent (their ids stay those of their revisions). */
-  accept: (event: string) => boolean = () => true,
-): Promise<void> {
-  const subscription = store.subscribeToStream(runStream(runId), { fromRevision: from });
-  const stop = () => void subscription.close();
-  sse.onClose(stop);
-  sse.onEnd(stop);
-  try {
-    for await (const item of subscription) {
-      if (sse.closed) break;
-      if (item.kind !== "event") continue;
-      const e = item.event;
-      if (e.type === "RunOutput") {
-        const d = e.data as { event: string; data: unknown };
-        if (!accept(d.event)) continue;
-        // A chunk too large for one event was written beside the run (see RunStreamWriter).
-        const data = isLargeValueMarker(d.data) ? await resolveLarge(store, d.data) : d.data;
-        const backpressure = sse.event(d.event, data, runSseId(e.revision));
-        if (backpressure) await backpressure;
-      } else if (e.type === "RunEnded") {
-        break;
-      }
-    }
-  } finally {
-    await subscription.close();
-  }
-  if (!sse.closed) await settled?.();
 }

@@ -102,11 +102,11 @@ export class McpTools {
       throw error;
     }
     const cancel = () => {
-      if (!this.runs.isDone(runId)) void this.runs.cancel(null, runId, "interrupt").catch(() => undefined);
+      if (!this.runs.lifecycle.isDone(runId)) void this.runs.cancel(null, runId, "interrupt").catch(() => undefined);
     };
     signal.addEventListener("abort", cancel, { once: true });
     try {
-      return toolResult(await this.runs.waitResult(runId, signal));
+      return toolResult(await this.runs.lifecycle.waitResult(runId, signal));
     } finally {
       signal.removeEventListener("abort", cancel);
     }

@@ -148,7 +148,7 @@ export class ProtocolCommands {
     if (!state || Object.keys(state.thread.interrupts ?? {}).length > 0 || head === undefined) return state;
     const view = this.runs.view(head);
     if (!view?.stream.ended || view.threadFinished) return state;
-    await this.runs.waitDone(head);
+    await this.runs.lifecycle.waitDone(head);
     return threadStateConsistent(this.ctx, threadId);
   }
 

@@ -68,7 +68,7 @@ export function protocolRoutes(ctx: AppContext, runs: RunsService, options: Prot
       // Refused before the stream starts: a 403/404 the client sees as such (and does not retry).
       await commands.authorizeRead(caller, threadId);
       const sse = new SseWriter(reply, {});
-      const untrack = runs.track(() => sse.end());
+      const untrack = runs.lifecycle.track(() => sse.end());
       const subscriber = subscribe(
         ctx.store,
         threadId,
@@ -115,7 +115,7 @@ export function protocolRoutes(ctx: AppContext, runs: RunsService, options: Prot
             : Buffer.from(data).toString("utf8");
         queue = queue.then(() => session.onMessage(text)).catch((error) => req.log.warn({ err: error }, "protocol command failed"));
       });
-      const untrack = runs.track(() => socket.close(1001, "server shutting down"));
+      const untrack = runs.lifecycle.track(() => socket.close(1001, "server shutting down"));
       socket.on("close", () => {
         untrack();
         session.close();

@@ -109,7 +109,7 @@ function routesOf(
       ? []
       : [
           threadRoutes(ctx, lifecycle),
-          threadStreamRoutes(ctx, lifecycle, (end) => runs.track(end), metrics),
+          threadStreamRoutes(ctx, lifecycle, (end) => runs.lifecycle.track(end), metrics),
           threadStateRoutes(ctx),
           auditRoutes(ctx),
           quarantineRoutes(ctx),

@@ -10,15 +10,12 @@ import { CancelActionSchema } from "../../domain/runs.js";
 import { Uuid } from "../schemas.js";
 import { pick } from "../../domain/json.js";
 import { logPositionHeaders } from "../../context/request-context.js";
-import { SseWriter, parseLastEventId, streamModeFilter, tailRunStream } from "../sse.js";
+import { SseWriter, parseLastEventId, runSseId, streamModeFilter } from "../sse.js";
 import { callerOf } from "../auth.js";
 import { RunsAccess } from "../../app/runs-access.js";
 import { idempotencyKeyOf } from "../../app/idempotent-create.js";
 import { batchItemKey } from "../../domain/idempotency.js";
 import { tracePoint } from "../../util/trace-points.js";
-
-/** How long a /wait may hold its headers back hoping to send them with the result (see waitRun). */
-const WAIT_HEADERS_DELAY_MS = 50;
 
 const ThreadParams = z.object({ thread_id: Uuid });
 const RunParams = z.object({ thread_id: Uuid, run_id: Uuid });
@@ -51,7 +48,8 @@ const CancelManyBody = z
 const runPath = (run: RunRecord, stateless: boolean) => (stateless ? `/runs/${run.run_id}` : `/threads/${run.thread_id}/runs/${run.run_id}`);
 
 export function runRoutes(ctx: AppContext, runs: RunsService, streams: { openStreams: number } = { openStreams: 0 }): FastifyPluginAsync {
-  /** Streams a run's events from the log; cancels it when the client leaves if asked to. */
+  const lifecycle = runs.lifecycle;
+  /** Streams a run's outputs as SSE (the run's lifecycle reads them from the log); cancels it when the client leaves if asked to. */
   async function streamRun(
     reply: FastifyReply,
     run: RunRecord,
@@ -69,26 +67,27 @@ export function runRoutes(ctx: AppContext, runs: RunsService, streams: { openStr
     };
     sse.onClose(uncount);
     sse.onEnd(uncount);
-    const untrack = runs.track(() => sse.end());
+    const untrack = lifecycle.track(() => sse.end());
     if (cancelOnDisconnect) {
       sse.onClose(() => {
-        if (!runs.isDone(run.run_id)) void runs.cancel(null, run.run_id, "interrupt").catch(() => undefined);
+        if (!lifecycle.isDone(run.run_id)) void runs.cancel(null, run.run_id, "interrupt").catch(() => undefined);
       });
     }
-    const view = runs.view(run.run_id);
-    const endedAt = view?.stream.ended ? view.stream.revision : undefined;
-    if (!(typeof from === "bigint" && typeof endedAt === "bigint" && from >= endedAt)) {
-      const closed = new AbortController();
-      sse.onClose(() => closed.abort());
-      await tailRunStream(ctx.store, run.run_id, from, sse, () => runs.waitEnded(run.run_id, closed.signal), streamModeFilter(modes));
+    const closed = new AbortController();
+    sse.onClose(() => closed.abort());
+    sse.onEnd(() => closed.abort());
+    for await (const output of lifecycle.outputs(run.run_id, from, streamModeFilter(modes), closed.signal)) {
+      const backpressure = sse.event(output.event, output.data, runSseId(output.revision));
+      if (backpressure) await backpressure;
     }
     untrack();
     sse.end();
   }
 
   /**
-   * Waits for the run's end writing keep-alive newlines (PY), then its result as JSON. `createdHere`: the
-   * run was created for this wait (runs.create's `forResult`), and may not be in the read models yet.
+   * Answers a run's result as JSON once it is over, headers first (then a newline every 5 s, as the
+   * Python server, so that no client or proxy times out) when the lifecycle says they are due.
+   * `createdHere`: the run was created for this wait (runs.create's `forResult`).
    */
   async function waitRun(reply: FastifyReply, run: RunRecord, headers: Record<string, string>, cancelOnDisconnect: boolean, createdHere = false) {
     const created = createdHere ? run : undefined;
@@ -100,31 +99,19 @@ export function runRoutes(ctx: AppContext, runs: RunsService, streams: { openStr
     raw.on("close", () => {
       if (raw.writableEnded) return;
       controller.abort();
-      if (cancelOnDisconnect && !runs.isDone(run.run_id, created)) void runs.cancel(null, run.run_id, "interrupt").catch(() => undefined);
+      if (cancelOnDisconnect && !lifecycle.isDone(run.run_id, created)) void runs.cancel(null, run.run_id, "interrupt").catch(() => undefined);
     });
-    let headersDue: NodeJS.Timeout | undefined;
+    const answer = lifecycle.answer(run.run_id, controller.signal, created);
     let answered = false;
     let keepAlive: NodeJS.Timeout | undefined;
-    if (!runs.isDone(run.run_id, created)) {
-      // A run that ends within WAIT_HEADERS_DELAY_MS is answered in one write, headers and result (a
-      // write to the socket is a system call); a longer one gets its
-      // headers then, and a newline every 5 s so that no client or proxy times out.
-      // The headers name the run: they leave only once its enqueue is durable, as every response waits for.
-      const sendHeaders = () => {
-        if (answered || raw.destroyed) return;
-        raw.flushHeaders();
-        keepAlive = setInterval(() => raw.write("\n"), 5_000);
-      };
-      headersDue = setTimeout(() => {
-        const durable = ctx.store.whenDurable();
-        if (durable) durable.then(sendHeaders, () => undefined);
-        else sendHeaders();
-      }, WAIT_HEADERS_DELAY_MS);
-    }
-    const result = await runs.waitResult(run.run_id, controller.signal, created);
+    void answer.headersDue?.then(() => {
+      if (answered || raw.destroyed) return;
+      raw.flushHeaders();
+      keepAlive = setInterval(() => raw.write("\n"), 5_000);
+    });
+    const result = await answer.result;
     tracePoint("wait.result");
     answered = true;
-    clearTimeout(headersDue);
     clearInterval(keepAlive);
     if (!controller.signal.aborted) raw.end(JSON.stringify(result));
     tracePoint("wait.answered");
