@@ -17,7 +17,8 @@ const all = process.argv.includes("--all");
 
 /**
  * The tap files only `--all` runs: a real browser (Chromium), valgrind's instruction counts, the
- * chaos, fault and recovery runs (crashes, restarts and outages of the store or the server), the
+ * chaos, fault and recovery runs (crashes, restarts and outages of the store or the server, a leader
+ * that moves, processes killed in the middle of an Idempotency-Key's claim), the
  * official suite's parity check, and the tests of the test and benchmark harness itself.
  */
 const HEAVY = [
@@ -25,6 +26,8 @@ const HEAVY = [
   /^test\/.*-recovery(-long)?\.test\.ts$/,
   /^test\/esdb-double-faults\.test\.ts$/,
   /^test\/esdb-any-idempotency\.test\.ts$/,
+  /^test\/esdb-not-leader\.test\.ts$/,
+  /^test\/runs-idempotency-races\.test\.ts$/,
   /^test\/(ci-counts|bench-support)\.test\.ts$/,
   /^test\/(audit-page|cors-browser|react-use-stream|ui-browser)\.test\.ts$/,
   /^test\/instructions\.test\.ts$/,
