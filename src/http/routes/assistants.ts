@@ -3,7 +3,7 @@ import { callerOf } from "../auth.js";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import * as z from "zod";
 import type { AppContext } from "../../app/context.js";
-import { AssistantsService } from "../../app/assistants-service.js";
+import { AssistantsAccess } from "../../app/assistants-access.js";
 import { pick } from "../../domain/json.js";
 import type { ThreadLifecycle } from "../../app/thread-lifecycle.js";
 import { IfExists, JsonObject, Limit, Offset, RunnableConfig, SortOrder, Uuid, paginationHeaders } from "../schemas.js";
@@ -50,7 +50,7 @@ export function assistantRoutes(ctx: AppContext, lifecycle: ThreadLifecycle): Fa
   return async (app) => {
     const r = app.withTypeProvider<ZodTypeProvider>();
     const tags = ["assistants"];
-    const assistants = new AssistantsService(ctx, lifecycle);
+    const assistants = new AssistantsAccess(ctx, lifecycle);
 
     r.post("/assistants", { schema: { tags, body: CreateBody } }, async (req) => assistants.create(callerOf(req), req.body));
 

@@ -3,7 +3,7 @@ import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import * as z from "zod";
 import type { AppContext } from "../../app/context.js";
 import type { ThreadLifecycle } from "../../app/thread-lifecycle.js";
-import { ThreadsService } from "../../app/threads-service.js";
+import { ThreadsAccess } from "../../app/threads-access.js";
 import { parseThreadStreamLastEventId, ThreadStreamModesSchema } from "../../domain/thread-stream.js";
 import { logPositionHeaders } from "../../context/request-context.js";
 import { callerOf } from "../auth.js";
@@ -34,7 +34,7 @@ export function threadStreamRoutes(
 ): FastifyPluginAsync {
   return async (app) => {
     const r = app.withTypeProvider<ZodTypeProvider>();
-    const threads = new ThreadsService(ctx, lifecycle);
+    const threads = new ThreadsAccess(ctx, lifecycle);
 
     r.get("/threads/:thread_id/stream", { schema: { tags: ["threads"], params: ThreadIdParams, querystring: StreamQuery } }, async (req, reply) => {
       // Both SDKs send `stream_mode`; the Python server documents `stream_modes`.

@@ -2,7 +2,7 @@ import type { FastifyPluginAsync } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import * as z from "zod";
 import type { AppContext } from "../../app/context.js";
-import { ThreadsService } from "../../app/threads-service.js";
+import { ThreadsAccess } from "../../app/threads-access.js";
 import { callerOf } from "../auth.js";
 import { ThreadStatusSchema } from "../../domain/threads.js";
 import { pick } from "../../domain/json.js";
@@ -71,7 +71,7 @@ export function threadRoutes(ctx: AppContext, lifecycle: ThreadLifecycle): Fasti
   return async (app) => {
     const r = app.withTypeProvider<ZodTypeProvider>();
     const tags = ["threads"];
-    const threads = new ThreadsService(ctx, lifecycle);
+    const threads = new ThreadsAccess(ctx, lifecycle);
 
     r.post("/threads", { schema: { tags, body: CreateBody.default({}) } }, async (req) => {
       const { ttl, ...body } = req.body;

@@ -40,7 +40,7 @@ export interface AssistantCreateRequest {
   description?: string | null;
 }
 
-export class AssistantsService {
+export class AssistantsAccess {
   constructor(
     private readonly ctx: AppContext,
     private readonly lifecycle: ThreadLifecycle,

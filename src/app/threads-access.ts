@@ -39,7 +39,7 @@ export type PruneStrategy = "delete" | "keep_latest";
 
 export type ThreadSearchRequest = ThreadQuery & { sort_by?: ThreadSortField; sort_order?: SortOrder; limit: number; offset: number };
 
-export class ThreadsService {
+export class ThreadsAccess {
   constructor(
     private readonly ctx: AppContext,
     private readonly lifecycle: ThreadLifecycle,
