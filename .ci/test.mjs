@@ -16,10 +16,12 @@ const resultsDir = path.join(root, ".test-results");
 const all = process.argv.includes("--all");
 
 /**
- * The tap files only `--all` runs: a real browser (Chromium), valgrind's instruction counts, the
+ * The tap files only `--all` runs: a real browser (Chromium), the
  * chaos, fault and recovery runs (crashes, restarts and outages of the store or the server, a leader
  * that moves, processes killed in the middle of an Idempotency-Key's claim), the
- * official suite's parity check, and the tests of the test and benchmark harness itself.
+ * official suite's parity check, and the test of CI's own counting. The benchmarks' harness has its
+ * tests beside it (bench/test/, `npm run bench:test`: the statistics, the probes, valgrind's
+ * instruction counts), run with the benchmarks' smoke runs below.
  */
 const HEAVY = [
   /^test\/chaos-.*\.test\.ts$/,
@@ -28,9 +30,8 @@ const HEAVY = [
   /^test\/esdb-any-idempotency\.test\.ts$/,
   /^test\/esdb-not-leader\.test\.ts$/,
   /^test\/runs-idempotency-races\.test\.ts$/,
-  /^test\/(ci-counts|bench-support)\.test\.ts$/,
+  /^test\/ci-counts\.test\.ts$/,
   /^test\/(audit-page|cors-browser|react-use-stream|ui-browser)\.test\.ts$/,
-  /^test\/instructions\.test\.ts$/,
   /^test\/official-suite-parity\.test\.ts$/,
 ];
 const testFiles = readdirSync(path.join(root, "test"), { recursive: true })
@@ -159,6 +160,26 @@ if (!all) {
   );
   finish();
 }
+
+// The benchmarks' harness tests (bench/test/), counted with the rest.
+const benchTests = await run(
+  bin("tap"),
+  [
+    "--reporter=tap",
+    ...readdirSync(path.join(root, "bench", "test"))
+      .filter((f) => f.endsWith(".test.ts"))
+      .map((f) => `bench/test/${f}`),
+  ],
+  {
+    capture: true,
+  },
+);
+const benchTestCounts = countTap(benchTests.out);
+totals.passed += benchTestCounts.passed;
+totals.failed += benchTestCounts.failed;
+totals.skipped += benchTestCounts.skipped;
+steps.push(["bench harness tests", benchTests.code === 0 && benchTestCounts.failed === 0]);
+if (benchTests.code !== 0 && benchTestCounts.failed === 0) totals.failed++;
 
 const benchCounts = await runBenches();
 totals.passed += benchCounts.passed;

@@ -1,5 +1,5 @@
 import t from "tap";
-import { countNodeInstructions, instructionsUnavailable } from "../bench/support/instructions.js";
+import { countNodeInstructions, instructionsUnavailable } from "../support/instructions.js";
 
 // Three node processes under callgrind, each about 30× slower than native (and tap's own hooks ride along).
 t.setTimeout(300_000);

@@ -6,14 +6,14 @@ import os from "node:os";
 import path from "node:path";
 import { createRequire } from "node:module";
 import { promisify } from "node:util";
-import { repoRoot } from "./support/server.js";
-import { parseBenchOptions } from "../bench/support/options.js";
-import { cpuMs, rssMiB } from "../bench/support/server.js";
-import { check, findEventsPerSecond, median, mediansOf, pairedRatios, percentile, perSecond, summary, tally } from "../bench/support/stats.js";
-import { sampleOf, storeWorkPerJob } from "../bench/support/metrics.js";
-import { sequentialBudget } from "../bench/support/sequential-budget.js";
-import { ioPerJob, parseProcIo, readProcIo } from "../bench/support/proc-io.js";
-import { parseCallgrindTotal } from "../bench/support/instructions.js";
+import { repoRoot } from "../../test/support/server.js";
+import { parseBenchOptions } from "../support/options.js";
+import { cpuMs, rssMiB } from "../support/server.js";
+import { check, findEventsPerSecond, median, mediansOf, pairedRatios, percentile, perSecond, summary, tally } from "../support/stats.js";
+import { sampleOf, storeWorkPerJob } from "../support/metrics.js";
+import { sequentialBudget } from "../support/sequential-budget.js";
+import { ioPerJob, parseProcIo, readProcIo } from "../support/proc-io.js";
+import { parseCallgrindTotal } from "../support/instructions.js";
 
 /** The benchmark helpers: options, statistics and target checks (pure), and the /proc readers. */
 
@@ -137,7 +137,7 @@ t.test("bench/run.ts --list names every benchmark file, so CI runs each one in t
 });
 
 t.test("the cost probe counts the promises and heap bytes of its window, and its GCs", async (t) => {
-  const probe = createRequire(import.meta.url)("../bench/support/cost-probe.cjs") as {
+  const probe = createRequire(import.meta.url)("../support/cost-probe.cjs") as {
     open(): void;
     close(): { promises: number; allocated_bytes: number; minor_gcs: number; major_gcs: number };
   };
@@ -160,7 +160,7 @@ t.test("the cost probe counts the promises and heap bytes of its window, and its
 
 t.test("trace points reach a subscriber of the critical-path channel, and nothing is published without one", async (t) => {
   const { subscribe, unsubscribe, channel } = await import("node:diagnostics_channel");
-  const { tracePoint, CRITICAL_PATH_CHANNEL } = await import("../src/util/trace-points.js");
+  const { tracePoint, CRITICAL_PATH_CHANNEL } = await import("../../src/util/trace-points.js");
   const seen: unknown[] = [];
   const listener = (message: unknown) => seen.push(message);
   t.notOk(channel(CRITICAL_PATH_CHANNEL).hasSubscribers, "nobody listens at first");
@@ -174,11 +174,11 @@ t.test("trace points reach a subscriber of the critical-path channel, and nothin
 });
 
 t.test("the critical-path probe's timeline: the median of each point over the records, a name's k-th occurrence its own point", async (t) => {
-  const probe = createRequire(import.meta.url)("../bench/support/critical-path-probe.cjs") as {
+  const probe = createRequire(import.meta.url)("../support/critical-path-probe.cjs") as {
     medianTimeline(records: [string, number][][]): { point: string; median_ms: number; n: number }[];
     CHANNEL: string;
   };
-  const { CRITICAL_PATH_CHANNEL } = await import("../src/util/trace-points.js");
+  const { CRITICAL_PATH_CHANNEL } = await import("../../src/util/trace-points.js");
   t.equal(probe.CHANNEL, CRITICAL_PATH_CHANNEL, "the probe listens where the server's trace points are published");
   const timeline = probe.medianTimeline([
     [
