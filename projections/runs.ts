@@ -1,6 +1,6 @@
 import type { RecordedEvent } from "../src/eventstore/types.js";
 import { RUN_STREAM_PREFIX, evolveRunStream, runViewOf, type RunEnded, type RunStreamEvent, type RunView } from "../src/domain/runs.js";
-import type { RunRecord } from "../src/domain/run-record.js";
+import { isEvent } from "../src/domain/event-of.js";
 import type { Projection } from "./projection.js";
 
 const THREAD = "thread-";
@@ -27,15 +27,9 @@ export const runsProjection: Projection<RunView> = {
   streamPrefixes: [THREAD, RUN_STREAM_PREFIX],
   key(event: RecordedEvent) {
     if (event.streamId.startsWith(RUN_STREAM_PREFIX)) return event.type === "RunOutput" ? undefined : event.streamId.slice(RUN_STREAM_PREFIX.length);
-    switch (event.type) {
-      case "RunEnqueued":
-        return (event.data as { run: RunRecord }).run.run_id;
-      case "RunFinished":
-      case "RunDeleted":
-        return (event.data as { run_id: string }).run_id;
-      default:
-        return undefined;
-    }
+    if (isEvent(event, "RunEnqueued")) return event.data.run.run_id;
+    if (isEvent(event, "RunFinished") || isEvent(event, "RunDeleted")) return event.data.run_id;
+    return undefined;
   },
   evolve(state, event) {
     if (event.streamId.startsWith(RUN_STREAM_PREFIX)) {
@@ -43,16 +37,12 @@ export const runsProjection: Projection<RunView> = {
       const stream = evolveRunStream(state.stream, { type: event.type, data: event.data } as RunStreamEvent, event.revision);
       return { ...state, stream: stream.ended ? { ...stream, ended: slim(stream.ended) } : stream };
     }
-    switch (event.type) {
-      case "RunEnqueued":
-        return runViewOf((event.data as { run: RunRecord }).run);
-      case "RunFinished":
-        if (!state) return undefined;
-        return (event.data as { status: string }).status === "rollback" ? undefined : { ...state, threadFinished: true };
-      case "RunDeleted":
-        return undefined;
-      default:
-        return state;
+    if (isEvent(event, "RunEnqueued")) return runViewOf(event.data.run);
+    if (isEvent(event, "RunFinished")) {
+      if (!state) return undefined;
+      return event.data.status === "rollback" ? undefined : { ...state, threadFinished: true };
     }
+    if (event.type === "RunDeleted") return undefined;
+    return state;
   },
 };

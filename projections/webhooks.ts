@@ -1,6 +1,6 @@
 import type { RecordedEvent } from "../src/eventstore/types.js";
 import { RUN_STREAM_PREFIX, type RunEnded } from "../src/domain/runs.js";
-import type { RunRecord } from "../src/domain/run-record.js";
+import { isEvent } from "../src/domain/event-of.js";
 import {
   WEBHOOK_STREAM_PREFIX,
   deliveryOf,
@@ -29,24 +29,19 @@ export const webhookDeliveries = {
   eventTypes: ["RunEnqueued", "RunClaimed", "RunEnded", ...Object.keys(webhookEventSchemas), ...Object.keys(a2aPushEventSchemas)],
 
   key(event: RecordedEvent): string | undefined {
-    if (event.streamId.startsWith(THREAD)) return event.type === "RunEnqueued" ? (event.data as { run: RunRecord }).run.run_id : undefined;
+    if (event.streamId.startsWith(THREAD)) return isEvent(event, "RunEnqueued") ? event.data.run.run_id : undefined;
     if (event.streamId.startsWith(RUN_STREAM_PREFIX)) return event.streamId.slice(RUN_STREAM_PREFIX.length);
     if (event.streamId.startsWith(WEBHOOK_STREAM_PREFIX)) return event.streamId.slice(WEBHOOK_STREAM_PREFIX.length);
     return undefined;
   },
 
   evolve(state: Delivery | undefined, event: RecordedEvent): Delivery | undefined {
-    if (event.type === "RunEnqueued") return state ?? deliveryOf((event.data as { run: RunRecord }).run);
+    if (isEvent(event, "RunEnqueued")) return state ?? deliveryOf(event.data.run);
     if (!state) return undefined;
-    switch (event.type) {
-      case "RunClaimed":
-        return deliveryRunStarted(state, (event.data as { claimed_at: string }).claimed_at);
-      case "RunEnded":
-        return deliveryRunEnded(state, event.data as RunEnded);
-      default:
-        if (!event.streamId.startsWith(WEBHOOK_STREAM_PREFIX)) return state;
-        return evolveDelivery(state, { type: event.type, data: event.data } as WebhookEvent, event.revision);
-    }
+    if (isEvent(event, "RunClaimed")) return deliveryRunStarted(state, event.data.claimed_at);
+    if (isEvent(event, "RunEnded")) return deliveryRunEnded(state, event.data);
+    if (!event.streamId.startsWith(WEBHOOK_STREAM_PREFIX)) return state;
+    return evolveDelivery(state, { type: event.type, data: event.data } as WebhookEvent, event.revision);
   },
 };
 
@@ -59,8 +54,8 @@ export const webhookDeliveries = {
 export const a2aPush = {
   /** The task a newly enqueued run continues, if any (linked only if that task has push links). */
   continuedTask(event: RecordedEvent): { run_id: string; task_id: string } | undefined {
-    if (event.type !== "RunEnqueued") return undefined;
-    const run = (event.data as { run: RunRecord }).run;
+    if (!isEvent(event, "RunEnqueued")) return undefined;
+    const run = event.data.run;
     const task = run.metadata[TASK_ID_KEY];
     return typeof task === "string" ? { run_id: run.run_id, task_id: task } : undefined;
   },

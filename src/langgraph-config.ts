@@ -1,8 +1,8 @@
 /**
  * `langgraph.json` (zod schema + loader) and the `LANGGRAPH_CONFIG` environment variable.
  *
- * Fields read: `graphs`, `env`, `http`, `webhooks`, `auth`, `store`, `ui`, `ui_config`; every
- * other top-level key (node_version, dependencies, checkpointer, ...) is accepted and passed through.
+ * Fields read: `graphs`, `env`, `http`, `webhooks`, `auth`, `store`, `checkpointer`, `ui`, `ui_config`;
+ * every other top-level key (node_version, dependencies, ...) is accepted and passed through.
  * An invalid file is reported as one line naming the field, e.g.
  *   `langgraph.json: graphs.agent: expected "path:export"`.
  */
@@ -238,6 +238,30 @@ export const StoreConfigSchema = z.looseObject({
 });
 export type StoreConfig = z.output<typeof StoreConfigSchema>;
 
+/** What `checkpointer.ttl` does to a thread whose checkpoints outlived `default_ttl`. */
+export const CheckpointTtlStrategySchema = z.enum(["delete", "keep_latest"], { error: 'expected "delete" or "keep_latest"' });
+export type CheckpointTtlStrategy = z.output<typeof CheckpointTtlStrategySchema>;
+
+/**
+ * `checkpointer.ttl`, as the official config names it: every `sweep_interval_minutes` (default 5),
+ * up to `sweep_limit` threads (default 1000) whose last activity is older than `default_ttl`
+ * minutes are swept: `delete` removes all their checkpoints, `keep_latest` all but the latest of
+ * each namespace. Without `default_ttl` nothing expires (src/app/checkpoint-ttl-sweeper.ts).
+ */
+export const CheckpointerConfigSchema = z.looseObject({
+  ttl: z
+    .looseObject({
+      strategy: CheckpointTtlStrategySchema.default("delete"),
+      /** Minutes. */
+      default_ttl: z.number().positive().nullable().optional(),
+      sweep_interval_minutes: z.number().positive().default(5),
+      sweep_limit: z.number().int().positive().default(1000),
+    })
+    .nullable()
+    .optional(),
+});
+export type CheckpointerConfig = z.output<typeof CheckpointerConfigSchema>;
+
 // ---------------------------------------------------------------------------------------------
 // the file
 
@@ -250,6 +274,7 @@ export const LanggraphConfigSchema = z.looseObject({
   webhooks: WebhooksConfigSchema,
   auth: AuthConfigSchema.optional(),
   store: StoreConfigSchema.optional(),
+  checkpointer: CheckpointerConfigSchema.optional(),
   /** Generative UI: agent name -> component file (relative to langgraph.json), bundled at start. */
   ui: z.record(z.string().min(1), z.string().min(1)).optional(),
   /** `shared`: more packages the UI bundles leave to the host page (beside React and the SDK). */

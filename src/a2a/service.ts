@@ -12,6 +12,7 @@ import { getAssistant } from "../app/assistants.js";
 import { assistantHidden } from "../app/visible-assistants.js";
 import type { Assistant } from "../domain/assistants.js";
 import { runStream, type RunEnded, type RunView } from "../domain/runs.js";
+import { isEvent } from "../domain/event-of.js";
 import type { JsonObject } from "../domain/json.js";
 import type { RunRecord } from "../domain/run-record.js";
 import type { SqlFragment } from "../read-models/json-filter.js";
@@ -331,8 +332,8 @@ export class A2AService {
             working = true;
             yield workingUpdate(e.revision);
           }
-          if (e.type === "RunOutput") {
-            const d = e.data as { event: string; data: unknown };
+          if (isEvent(e, "RunOutput")) {
+            const d = e.data;
             const data = isLargeValueMarker(d.data) ? await resolveLarge(this.ctx.store, d.data) : d.data;
             const text = d.event === "messages" ? deltaOf(data) : undefined;
             if (text !== undefined) yield workingUpdate(e.revision, text);

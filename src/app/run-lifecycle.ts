@@ -20,6 +20,7 @@ import type { RecordedEvent } from "../eventstore/types.js";
 import { runStream, type RunEnded, type RunView } from "../domain/runs.js";
 import type { RunRecord } from "../domain/run-record.js";
 import type { RunDoneness } from "../read-models/runs.js";
+import { isEvent } from "../domain/event-of.js";
 import { readRunEnd } from "../runtime/run-completion.js";
 
 /** How long a /wait may hold its headers back hoping to send them with the result. */
@@ -113,11 +114,11 @@ export class RunLifecycle {
 
   /** Wakes the waiters of the runs this event may have ended: only those (a look at each costs a read-model load). */
   private onEvent(event: RecordedEvent): void {
-    if (event.type === "RunFinished" && this.endedUnfolded.size > 0) this.endedUnfolded.delete((event.data as { run_id: string }).run_id);
-    if (event.type === "RunEnqueued" && this.enqueuedUnfolded.size > 0) this.enqueuedUnfolded.delete((event.data as { run: RunRecord }).run.run_id);
+    if (isEvent(event, "RunFinished") && this.endedUnfolded.size > 0) this.endedUnfolded.delete(event.data.run_id);
+    if (isEvent(event, "RunEnqueued") && this.enqueuedUnfolded.size > 0) this.enqueuedUnfolded.delete(event.data.run.run_id);
     if (this.waiters.size === 0 || !event.streamId.startsWith("thread-")) return;
-    if (event.type === "RunFinished" || event.type === "RunDeleted") {
-      this.wakeIfDone((event.data as { run_id: string }).run_id);
+    if (isEvent(event, "RunFinished") || isEvent(event, "RunDeleted")) {
+      this.wakeIfDone(event.data.run_id);
     } else if (event.type === "ThreadDeleted") {
       const threadId = event.streamId.slice("thread-".length);
       for (const [runId, waiting] of [...this.waiters]) if (waiting.threadId === threadId) this.wakeIfDone(runId);
@@ -131,8 +132,8 @@ export class RunLifecycle {
    * waiters stay for the fold.
    */
   private onDelivered(event: RecordedEvent): void {
-    if (event.type !== "RunFinished" || !event.streamId.startsWith("thread-")) return;
-    const runId = (event.data as { run_id: string }).run_id;
+    if (!isEvent(event, "RunFinished") || !event.streamId.startsWith("thread-")) return;
+    const runId = event.data.run_id;
     this.endedUnfolded.add(runId);
     const waiting = this.waiters.get(runId);
     if (!waiting || waiting.temporary || waiting.resultWakes.length === 0) return;
@@ -157,7 +158,8 @@ export class RunLifecycle {
    * /wait and /join return. Undefined while the run has not ended (or never existed).
    */
   async terminalEvent(runId: string): Promise<RunEnded | undefined> {
-    return (await readRunEnd(this.ctx.store, runId.toLowerCase()))?.data as RunEnded | undefined;
+    const ended = await readRunEnd(this.ctx.store, runId.toLowerCase());
+    return ended && isEvent(ended, "RunEnded") ? ended.data : undefined;
   }
 
   /**
@@ -276,8 +278,8 @@ export class RunLifecycle {
         if (item.kind !== "event") continue;
         const e = item.event;
         if (e.type === "RunEnded") break;
-        if (e.type !== "RunOutput") continue;
-        const d = e.data as { event: string; data: unknown };
+        if (!isEvent(e, "RunOutput")) continue;
+        const d = e.data;
         if (!accept(d.event)) continue;
         // A chunk too large for one event was written beside the run (see RunStreamWriter).
         const data = isLargeValueMarker(d.data) ? await resolveLarge(this.ctx.store, d.data) : d.data;

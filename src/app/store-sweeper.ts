@@ -9,6 +9,7 @@ import type { EventStore, RecordedEvent } from "../eventstore/types.js";
 import { CommandPipeline } from "../commands/pipeline.js";
 import type { ReadModels } from "../read-models/all.js";
 import { decideExpire, storeItemStream } from "../domain/store.js";
+import { isEvent } from "../domain/event-of.js";
 import type { Clock } from "../context/clock.js";
 import { WakeLoop } from "../context/wake-loop.js";
 
@@ -40,8 +41,8 @@ export class StoreSweeper {
   start(): void {
     // A new or refreshed expiry earlier than the armed one moves the timer forward.
     this.unsubscribe = this.o.readModels.runner.onApplied((event: RecordedEvent) => {
-      if (event.type !== "StoreItemPut" && event.type !== "StoreItemTtlRefreshed") return;
-      const at = (event.data as { expires_at: number | null }).expires_at;
+      if (!isEvent(event, "StoreItemPut") && !isEvent(event, "StoreItemTtlRefreshed")) return;
+      const at = event.data.expires_at;
       if (at !== null) this.loop.dueAt(at);
     });
     void this.loop.run();

@@ -1,6 +1,7 @@
 import { WEBHOOK_STREAM_PREFIX } from "../domain/webhooks.js";
 import type { EventStore, RecordedEvent } from "../eventstore/types.js";
-import { PURGED_EVENT_TYPE } from "../eventstore/types.js";
+import { purgedTypeOf } from "../eventstore/types.js";
+import { isEvent } from "../domain/event-of.js";
 import { threadStream } from "../domain/threads.js";
 import { runStream } from "../domain/runs.js";
 import { CHECKPOINT_STREAM_PREFIX, CHECKPOINT_VALUE_STREAM_PREFIX } from "../domain/checkpoint-events.js";
@@ -18,12 +19,8 @@ const THREAD_SIDE_PREFIXES = ["thread-values-"];
 export function runIdsOf(threadEvents: readonly RecordedEvent[]): string[] {
   const ids = new Set<string>();
   for (const e of threadEvents) {
-    if (e.type === "RunEnqueued") ids.add((e.data as { run: { run_id: string } }).run.run_id);
-    else if (
-      e.type === PURGED_EVENT_TYPE &&
-      (e.data as { purged_type?: string }).purged_type === "RunEnqueued" &&
-      typeof e.metadata.correlation_id === "string"
-    ) {
+    if (isEvent(e, "RunEnqueued")) ids.add(e.data.run.run_id);
+    else if (purgedTypeOf(e) === "RunEnqueued" && typeof e.metadata.correlation_id === "string") {
       ids.add(e.metadata.correlation_id);
     }
   }
@@ -64,8 +61,7 @@ export function filterHistory(events: readonly RecordedEvent[], f: HistoryFilter
   const out: RecordedEvent[] = [];
   for (const e of events) {
     if (f.after !== undefined && e.position <= f.after) continue;
-    if (!f.includeOutput && (e.type === "RunOutput" || (e.type === PURGED_EVENT_TYPE && (e.data as { purged_type?: string }).purged_type === "RunOutput")))
-      continue;
+    if (!f.includeOutput && (e.type === "RunOutput" || purgedTypeOf(e) === "RunOutput")) continue;
     if (f.types && !f.types.includes(e.type)) continue;
     if (f.runId !== undefined && runOf(e) !== f.runId) continue;
     out.push(e);
@@ -116,7 +112,7 @@ export async function threadContent(store: EventStore, threadId: string): Promis
   for (const runId of runIds) {
     const configs = await store.readStream(a2aPushStream(runId));
     if (configs.length > 0) streams.add(a2aPushStream(runId));
-    for (const e of configs) if (e.type === "A2APushConfigSet") configIds.add((e.data as { config: { id: string } }).config.id);
+    for (const e of configs) if (isEvent(e, "A2APushConfigSet")) configIds.add(e.data.config.id);
   }
   for (const runId of runIds) {
     streams.add(runStream(runId));

@@ -6,6 +6,7 @@ import { isNotFound } from "../domain/errors.js";
 import type { Clock } from "../context/clock.js";
 import { WakeLoop } from "../context/wake-loop.js";
 import { isoOf } from "../util/time.js";
+import { isEvent } from "../domain/event-of.js";
 
 /**
  * Whether a thread event can move the next expiry: a create or update that sets `expires_at` (an
@@ -16,8 +17,8 @@ import { isoOf } from "../util/time.js";
 export function changesThreadExpiry(event: { streamId: string; type: string; data: unknown }): boolean {
   if (!event.streamId.startsWith("thread-")) return false;
   if (event.type === "ThreadDeleted" || event.type === "ThreadPurged") return true;
-  if (event.type !== "ThreadCreated" && event.type !== "ThreadUpdated") return false;
-  return (event.data as { expires_at?: unknown }).expires_at !== undefined;
+  if (!isEvent(event, "ThreadCreated") && !isEvent(event, "ThreadUpdated")) return false;
+  return event.data.expires_at !== undefined;
 }
 
 export interface TtlSweeperOptions {

@@ -154,6 +154,15 @@ export const checkpointsDiscardedSchema = z.object({
 export type CheckpointsDiscarded = z.infer<typeof checkpointsDiscardedSchema>;
 
 /**
+ * The `reason` of a discard that kept only the latest checkpoint of each namespace (`POST
+ * /threads/prune` writes `pruned (keep_latest)`, the checkpoint TTL sweeper `pruned (checkpointer.ttl
+ * keep_latest)`); such a discard may list no checkpoint at all (there was nothing older). Rollbacks
+ * discard newer checkpoints under other reasons.
+ */
+export const TTL_KEEP_LATEST_REASON = "pruned (checkpointer.ttl keep_latest)";
+export const isKeepLatestPrune = (reason: string | undefined): boolean => reason?.startsWith("pruned (") === true;
+
+/**
  * A snapshot of the thread's fold as of the revision before this event: the content (in its own
  * stream, `ref`) holds, per namespace, the latest checkpoint with the blobs it reads and its
  * pending writes. A cache miss reads the stream backwards to the latest snapshot and folds
@@ -185,10 +194,10 @@ export type CheckpointEvent =
   | { type: "CheckpointsSnapshot"; data: CheckpointsSnapshot };
 
 /**
- * Event type → schema of its data, for `withSchemas`. Includes the chunks of the values and
- * snapshot contents the saver keeps in streams of their own (`putLargeJson`).
+ * Event type → schema of its data, typed per event type (for the event catalogue, src/domain/events.ts).
+ * Includes the chunks of the values and snapshot contents the saver keeps in streams of their own (`putLargeJson`).
  */
-export const checkpointEventSchemas: Record<string, ZodType> = {
+export const checkpointEventCatalogue = {
   ...largeJsonEventSchemas,
   [CheckpointEventTypes.CheckpointSaved]: checkpointSavedSchema,
   [CheckpointEventTypes.PendingWritesSaved]: pendingWritesSavedSchema,
@@ -196,4 +205,7 @@ export const checkpointEventSchemas: Record<string, ZodType> = {
   [CheckpointEventTypes.CheckpointsCopied]: checkpointsCopiedSchema,
   [CheckpointEventTypes.CheckpointsDiscarded]: checkpointsDiscardedSchema,
   [CheckpointEventTypes.CheckpointsSnapshot]: checkpointsSnapshotSchema,
-};
+} satisfies Record<string, ZodType>;
+
+/** The same schemas looked up by any event type name, for `withSchemas`. */
+export const checkpointEventSchemas: Record<string, ZodType> = checkpointEventCatalogue;

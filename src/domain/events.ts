@@ -1,7 +1,7 @@
 import type { ZodType } from "zod";
 import { assistantEventSchemas } from "./assistants.js";
 import { threadEventSchemas } from "./threads.js";
-import { checkpointEventSchemas } from "./checkpoint-events.js";
+import { checkpointEventCatalogue } from "./checkpoint-events.js";
 import { runEventSchemas } from "./runs.js";
 import { storeEventSchemas } from "./store.js";
 import { largeJsonEventSchemas } from "../eventstore/chunked-append.js";
@@ -11,10 +11,10 @@ import { a2aPushEventSchemas } from "./a2a-push.js";
 import { idempotencyEventSchemas } from "./idempotency.js";
 
 /** The event catalogue: every event type the log may hold, with the schema of its data. */
-const catalogue: Record<string, ZodType> = {
+const catalogue = {
   ...assistantEventSchemas,
   ...threadEventSchemas,
-  ...checkpointEventSchemas,
+  ...checkpointEventCatalogue,
   ...runEventSchemas,
   ...storeEventSchemas,
   ...largeJsonEventSchemas,
@@ -22,7 +22,10 @@ const catalogue: Record<string, ZodType> = {
   ...cronEventSchemas,
   ...a2aPushEventSchemas,
   ...idempotencyEventSchemas,
-};
+} satisfies Record<string, ZodType>;
+
+/** The catalogue's type: event type → zod schema of its data (see src/domain/event-of.ts). */
+export type EventCatalogue = typeof catalogue;
 
 /**
  * The events a run writes per graph step: its checkpoints and pending writes (one constructor each, in
@@ -33,6 +36,8 @@ const catalogue: Record<string, ZodType> = {
  */
 export const STEP_EVENT_TYPES: ReadonlySet<string> = new Set(["CheckpointSaved", "PendingWritesSaved", "RunOutput"]);
 
+const schemasByType: Record<string, ZodType> = catalogue;
+
 export function schemaForEventType(type: string): ZodType | undefined {
-  return Object.hasOwn(catalogue, type) ? catalogue[type] : undefined;
+  return Object.hasOwn(schemasByType, type) ? schemasByType[type] : undefined;
 }

@@ -7,7 +7,8 @@
  *
  * Pure: folds of the events of one thread id (type, data, revision, position, attribution), no I/O.
  */
-import { PURGED_EVENT_TYPE } from "../eventstore/types.js";
+import { PURGED_EVENT_TYPE, purgedTypeOf } from "../eventstore/types.js";
+import { isEvent } from "./event-of.js";
 import { evolveThread, threadStream, type ThreadEvent, type ThreadState } from "./threads.js";
 import type { JsonObject } from "./json.js";
 
@@ -40,9 +41,7 @@ export interface Incarnation {
   purged: boolean;
 }
 
-/** Tombstones of a purge keep the type of the event they replace. */
-const purgedTypeOf = (e: { type: string; data: unknown }): string | undefined =>
-  e.type === PURGED_EVENT_TYPE ? (e.data as { purged_type?: string } | null)?.purged_type : undefined;
+// Tombstones of a purge keep the type of the event they replace (`purgedTypeOf`).
 
 /** Whether the event starts an incarnation: a ThreadCreated, or what a purge left of one. */
 export const startsIncarnation = (e: { type: string; data: unknown }): boolean => e.type === "ThreadCreated" || purgedTypeOf(e) === "ThreadCreated";
@@ -105,7 +104,7 @@ function runOfEvent(e: IncarnationLogEvent): string | undefined {
 
 /** The run a RunEnqueued (or its tombstone, whose attribution names the run) enqueued. */
 function enqueuedRun(e: IncarnationLogEvent): string | undefined {
-  if (e.type === "RunEnqueued") return (e.data as { run: { run_id: string } }).run.run_id;
+  if (isEvent(e, "RunEnqueued")) return e.data.run.run_id;
   if (purgedTypeOf(e) === "RunEnqueued" && typeof e.metadata.correlation_id === "string") return e.metadata.correlation_id;
   return undefined;
 }

@@ -9,7 +9,7 @@
  * Revisions are the log's, so a resume works after a restart, in any process.
  */
 import * as z from "zod";
-import type { RunRecord } from "./run-record.js";
+import { isEvent } from "./event-of.js";
 
 export const THREAD_STREAM_MODES = ["run_modes", "lifecycle", "state_update"] as const;
 export type ThreadStreamMode = (typeof THREAD_STREAM_MODES)[number];
@@ -71,7 +71,7 @@ export type ThreadLogEvent = { type: string; data: unknown };
 
 /** The run a thread event enqueued, if it is a RunEnqueued: its events follow it in the stream. */
 export function runEnqueuedBy(event: ThreadLogEvent): string | undefined {
-  return event.type === "RunEnqueued" ? (event.data as { run: RunRecord }).run.run_id : undefined;
+  return isEvent(event, "RunEnqueued") ? event.data.run.run_id : undefined;
 }
 
 /** After these the thread has nothing more to say: the stream ends. */
@@ -81,8 +81,8 @@ export function endsThreadStream(event: ThreadLogEvent): boolean {
 
 /** What a thread event sends: `state_update` for a state changed outside a run (POST /state, supersteps). */
 export function threadEventOutputs(modes: readonly ThreadStreamMode[], threadId: string, event: ThreadLogEvent): ThreadStreamOutput[] {
-  if (event.type !== "ThreadStateUpdated" || !modes.includes("state_update")) return [];
-  const d = event.data as { values: unknown; interrupts: Record<string, unknown>; next?: string[]; updated_at: string };
+  if (!isEvent(event, "ThreadStateUpdated") || !modes.includes("state_update")) return [];
+  const d = event.data;
   return [
     {
       event: "state_update",
@@ -99,22 +99,19 @@ export function threadEventOutputs(modes: readonly ThreadStreamMode[], threadId:
 export function runEventOutputs(modes: readonly ThreadStreamMode[], runId: string, event: ThreadLogEvent): ThreadStreamOutput[] {
   const runModes = modes.includes("run_modes");
   const lifecycle = modes.includes("lifecycle");
-  switch (event.type) {
-    case "RunOutput": {
-      const d = event.data as { event: string; data: unknown };
-      return runModes ? [{ event: d.event, data: d.data }] : [];
-    }
-    case "RunClaimed": {
-      const d = event.data as { attempt: number };
-      return lifecycle ? [{ event: "metadata", data: { status: "run_started", run_id: runId, attempt: d.attempt } }] : [];
-    }
-    case "RunEnded": {
-      const d = event.data as { status: string };
-      return runModes || lifecycle ? [{ event: "metadata", data: { status: "run_done", run_id: runId, run_status: d.status } }] : [];
-    }
-    default:
-      return [];
+  if (isEvent(event, "RunOutput")) {
+    const d = event.data;
+    return runModes ? [{ event: d.event, data: d.data }] : [];
   }
+  if (isEvent(event, "RunClaimed")) {
+    const d = event.data;
+    return lifecycle ? [{ event: "metadata", data: { status: "run_started", run_id: runId, attempt: d.attempt } }] : [];
+  }
+  if (isEvent(event, "RunEnded")) {
+    const d = event.data;
+    return runModes || lifecycle ? [{ event: "metadata", data: { status: "run_done", run_id: runId, run_status: d.status } }] : [];
+  }
+  return [];
 }
 
 /** A run's stream ends with its terminal event. */

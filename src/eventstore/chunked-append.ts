@@ -114,6 +114,10 @@ export type LargeJsonChunk = z.infer<typeof largeJsonChunkSchema>;
 /** For the event catalogue (`withSchemas`). */
 export const largeJsonEventSchemas = { [LARGE_JSON_CHUNK]: largeJsonChunkSchema };
 
+/** Whether an event is a chunk of a large value (its data checked against `largeJsonChunkSchema` when appended). */
+const isLargeJsonChunk = <E extends { type: string; data: unknown }>(event: E): event is E & { type: typeof LARGE_JSON_CHUNK; data: LargeJsonChunk } =>
+  event.type === LARGE_JSON_CHUNK;
+
 /**
  * Characters per chunk. A character of JSON text takes at most 3 bytes in a chunk's data (a
  * non-ASCII BMP character; `"` and `\` are escaped to 2; a surrogate pair is 4 bytes for 2).
@@ -201,8 +205,8 @@ export async function getLargeJson(store: EventStore, ref: LargeJsonRef): Promis
   for (let from = 0n; found < ref.chunks;) {
     const page = await store.readStream(ref.stream, { fromRevision: from, maxCount: 64 });
     for (const event of page) {
-      if (event.type !== LARGE_JSON_CHUNK) continue;
-      const chunk = event.data as LargeJsonChunk;
+      if (!isLargeJsonChunk(event)) continue;
+      const chunk = event.data;
       if (chunk.sha256 !== ref.sha256 || chunk.count !== ref.chunks || pieces[chunk.index] !== undefined) continue;
       pieces[chunk.index] = chunk.text;
       found += 1;

@@ -309,6 +309,16 @@ export function purgeBehaviourOf(store: Pick<EventStore, "kind">): PurgeBehaviou
 /** The type of a purged event's tombstone (SQLite); its data is `{ purged_type }`. */
 export const PURGED_EVENT_TYPE = "EventPurged";
 
+/** The data of a tombstone: written by the SQLite adapter itself (not an event of the catalogue). */
+export interface PurgedEventData {
+  purged_type: string;
+}
+
+/** The type of the event a tombstone replaced; undefined when `event` is not a tombstone. */
+export function purgedTypeOf(event: { type: string; data: unknown }): string | undefined {
+  return event.type === PURGED_EVENT_TYPE ? (event.data as PurgedEventData | null)?.purged_type : undefined;
+}
+
 export function matchesFilter(streamId: string, type: string, filter: EventFilter | undefined): boolean {
   if (!filter) return true;
   if (filter.streamPrefixes && !filter.streamPrefixes.some((p) => streamId.startsWith(p))) return false;

@@ -11,6 +11,7 @@
 import { matchesSubscription } from "@langchain/langgraph/stream";
 import type { RecordedEvent } from "../eventstore/types.js";
 import type { RunEnded } from "../domain/runs.js";
+import { isEvent } from "../domain/event-of.js";
 import {
   closeSubgraphs,
   newInterruptRecords,
@@ -61,16 +62,13 @@ export function lifecycleOf(status: RunEnded["status"]): "completed" | "failed" 
 /** One log event of `run-{id}` → its protocol events (none for claims, renewals, cancel requests, tombstones). */
 export function protocolEventsOf(state: RunMapState, event: RecordedEvent): ProtocolEvent[] {
   const records: ProtocolRecord[] = [];
-  switch (event.type) {
-    case "RunClaimed": {
-      // The first claim starts the run; a takeover after a crash continues it.
-      const data = event.data as { attempt: number };
-      if (data.attempt === 1) records.push({ method: "lifecycle", namespace: [], data: { event: "running", graph_name: state.graphName } });
-      break;
-    }
-    case "RunOutput": {
-      const data = event.data as { event: string; data: unknown };
-      if (data.event !== PROTOCOL_OUTPUT) break;
+  if (isEvent(event, "RunClaimed")) {
+    // The first claim starts the run; a takeover after a crash continues it.
+    if (event.data.attempt === 1) records.push({ method: "lifecycle", namespace: [], data: { event: "running", graph_name: state.graphName } });
+  } else if (isEvent(event, "RunOutput")) {
+    const data = event.data;
+    if (data.event === PROTOCOL_OUTPUT) {
+      // A protocol-mode chunk: its data is one ProtocolRecord (the schema types any chunk's data as unknown).
       const record = data.data as ProtocolRecord;
       // Remember what the run announced, so its end does not announce it twice.
       if (record.method === "input.requested") {
@@ -79,21 +77,16 @@ export function protocolEventsOf(state: RunMapState, event: RecordedEvent): Prot
       }
       trackLifecycle(state.chunks, record);
       records.push(record);
-      break;
     }
-    case "RunEnded": {
-      const ended = event.data as RunEnded;
-      // Interrupts the chunks did not show (a run recorded without protocol events) are announced at its end.
-      for (const list of Object.values(ended.interrupts ?? {})) records.push(...newInterruptRecords(state.chunks, [], list));
-      // Subgraphs still open end with the run, with its status (the error is the root's to tell).
-      records.push(...closeSubgraphs(state.chunks, [], lifecycleOf(ended.status)));
-      const lifecycle: Record<string, unknown> = { event: lifecycleOf(ended.status), graph_name: state.graphName };
-      if (ended.error && ended.status !== "interrupted") lifecycle.error = ended.error.message;
-      records.push({ method: "lifecycle", namespace: [], data: lifecycle });
-      break;
-    }
-    default:
-      break;
+  } else if (isEvent(event, "RunEnded")) {
+    const ended = event.data;
+    // Interrupts the chunks did not show (a run recorded without protocol events) are announced at its end.
+    for (const list of Object.values(ended.interrupts ?? {})) records.push(...newInterruptRecords(state.chunks, [], list));
+    // Subgraphs still open end with the run, with its status (the error is the root's to tell).
+    records.push(...closeSubgraphs(state.chunks, [], lifecycleOf(ended.status)));
+    const lifecycle: Record<string, unknown> = { event: lifecycleOf(ended.status), graph_name: state.graphName };
+    if (ended.error && ended.status !== "interrupted") lifecycle.error = ended.error.message;
+    records.push({ method: "lifecycle", namespace: [], data: lifecycle });
   }
   const timestamp = event.created.getTime();
   return records.slice(0, EVENTS_PER_LOG_EVENT).map((record, index) => {

@@ -14,6 +14,7 @@ import { threadStream } from "../domain/threads.js";
 import { runStream } from "../domain/runs.js";
 import { readRunEnd } from "../runtime/run-completion.js";
 import type { RunRecord } from "../domain/run-record.js";
+import { isEvent } from "../domain/event-of.js";
 import { EVENTS_PER_LOG_EVENT, matchesFilter, newRunMapState, protocolEventsOf, seqOf, type EventFilter, type ProtocolEvent } from "./log-events.js";
 
 interface RunRef {
@@ -38,8 +39,8 @@ interface RunListState {
  * thread's), and a deletion ends the list only if no creation follows it.
  */
 function applyToRunList(list: RunListState, event: { type: string; data: unknown }): boolean {
-  if (event.type === "RunEnqueued") {
-    const run = (event.data as { run: RunRecord }).run;
+  if (isEvent(event, "RunEnqueued")) {
+    const run = event.data.run;
     list.runs.push({ runId: run.run_id, graphName: graphNameOf(run) });
   } else if (event.type === "ThreadCreated") {
     list.deleted = false;
@@ -122,7 +123,7 @@ async function liveStart(store: EventStore, runs: readonly RunRef[]): Promise<nu
 /** One recorded event of a run → its protocol events, a chunk written beside the run (see RunStreamWriter) read back first. */
 async function protocolEventsOfRecorded(store: EventStore, state: ReturnType<typeof newRunMapState>, recorded: RecordedEvent): Promise<ProtocolEvent[]> {
   let event = recorded;
-  const output = event.type === "RunOutput" ? (event.data as { event: string; data: unknown }) : undefined;
+  const output = isEvent(event, "RunOutput") ? event.data : undefined;
   if (output && isLargeValueMarker(output.data)) event = { ...event, data: { ...output, data: await resolveLarge(store, output.data) } };
   return protocolEventsOf(state, event);
 }

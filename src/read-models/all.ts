@@ -7,9 +7,10 @@ import { runsTable, RunsReadModel } from "./runs.js";
 import { webhooksTable, WebhooksReadModel } from "./webhooks.js";
 import { cronsTable, CronsReadModel } from "./crons.js";
 import { storeItemsTable, StoreReadModel } from "./store-items.js";
+import { checkpointTtlTable, CheckpointTtlReadModel } from "./checkpoint-ttl.js";
 
 /** Every table the read-model database holds, fed by one filtered `$all` subscription. */
-export const allTables: TableProjection[] = [assistantsTable, threadsTable, runsTable, webhooksTable, cronsTable, storeItemsTable];
+export const allTables: TableProjection[] = [assistantsTable, threadsTable, runsTable, webhooksTable, cronsTable, storeItemsTable, checkpointTtlTable];
 
 /** File name of the read-model database inside DATA_DIR. */
 export const READ_MODELS_FILE = "read-models.sqlite";
@@ -25,6 +26,8 @@ export interface ReadModels {
   crons: CronsReadModel;
   /** Store items (PUT/GET /store/items, the graphs' BaseStore). */
   storeItems: StoreReadModel;
+  /** Threads by last checkpoint activity, for `checkpointer.ttl`. */
+  checkpointTtl: CheckpointTtlReadModel;
 }
 
 export function readModelsOf(store: CatchUpRunner): ReadModels {
@@ -36,6 +39,7 @@ export function readModelsOf(store: CatchUpRunner): ReadModels {
     webhooks: new WebhooksReadModel(store.db),
     crons: new CronsReadModel(store.db),
     storeItems: new StoreReadModel(store.db),
+    checkpointTtl: new CheckpointTtlReadModel(store.db),
   };
 }
 

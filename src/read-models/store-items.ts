@@ -2,7 +2,15 @@ import type Database from "better-sqlite3";
 import type { RecordedEvent } from "../eventstore/types.js";
 import type { TableProjection } from "./table.js";
 import { storeItemsProjection } from "../../projections/store.js";
-import { namespacePath, storeEventSchemas, STORE_STREAM_PREFIX, type StoreItemState, type StoreVector, type ValueCondition } from "../domain/store.js";
+import {
+  namespacePath,
+  storeEventSchemas,
+  STORE_STREAM_PREFIX,
+  type StoreEvent,
+  type StoreItemState,
+  type StoreVector,
+  type ValueCondition,
+} from "../domain/store.js";
 import type { JsonObject } from "../domain/json.js";
 import { and, containsSql, keyPath, type SqlFragment } from "./json-filter.js";
 import { StatementCache } from "./statements.js";
@@ -80,7 +88,8 @@ export const storeItemsTable: TableProjection = {
     const countDown = db.prepare("UPDATE store_namespaces SET items = items - 1 WHERE ns_path = ?");
     const dropEmpty = db.prepare("DELETE FROM store_namespaces WHERE ns_path = ? AND items <= 0");
     return (event: RecordedEvent) => {
-      const { namespace, key } = event.data as { namespace: string[]; key: string };
+      // The table folds the store's streams only (`eventTypes`): every event here is a store event.
+      const { namespace, key } = (event as RecordedEvent & StoreEvent).data;
       const nsPath = namespacePath(namespace);
       const before = load(nsPath, key);
       const after = storeItemsProjection.evolve(before, event);

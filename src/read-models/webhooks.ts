@@ -3,8 +3,7 @@ import type { RecordedEvent } from "../eventstore/types.js";
 import type { TableProjection } from "./table.js";
 import { a2aPush, webhookDeliveries } from "../../projections/webhooks.js";
 import { deliveryKey, type Delivery } from "../domain/webhooks.js";
-import type { RunEnded } from "../domain/runs.js";
-import type { ThreadPurged } from "../domain/threads.js";
+import { isEvent } from "../domain/event-of.js";
 import { A2A_PUSH_STREAM_PREFIX, type A2APushEvent, type StoredPushConfig } from "../domain/a2a-push.js";
 
 /**
@@ -64,16 +63,16 @@ export const webhooksTable: TableProjection = {
       }
     };
     return (event: RecordedEvent) => {
-      if (event.type === "ThreadPurged") return forgetRuns((event.data as ThreadPurged).run_ids ?? []);
+      if (isEvent(event, "ThreadPurged")) return forgetRuns(event.data.run_ids ?? []);
       if (event.streamId.startsWith(A2A_PUSH_STREAM_PREFIX)) return applyPush(event);
       const continued = a2aPush.continuedTask(event);
       if (continued && taskLinked.get(continued.task_id) !== undefined) link.run(continued.run_id, continued.task_id);
       const key = webhookDeliveries.key(event);
       if (key === undefined) return;
-      if (event.type === "RunEnded") {
+      if (isEvent(event, "RunEnded")) {
         const task = linked.get(key) as string | undefined;
         if (task !== undefined) {
-          for (const d of a2aPush.deliveriesOnEnd(key, task, configs(task), event.data as RunEnded)) if (!find(deliveryKey(d))) write(d);
+          for (const d of a2aPush.deliveriesOnEnd(key, task, configs(task), event.data)) if (!find(deliveryKey(d))) write(d);
         }
       }
       const before = find(key);

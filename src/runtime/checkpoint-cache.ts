@@ -1,5 +1,6 @@
 import { evolveCheckpoints, pmapEntries, stateFromSnapshot, type SnapshotContent, type ThreadCheckpoints } from "../../projections/checkpoints.js";
-import { checkpointStream, threadIdOfCheckpointStream, type CheckpointEvent, type CheckpointsSnapshot } from "../domain/checkpoint-events.js";
+import { checkpointStream, threadIdOfCheckpointStream, type CheckpointEvent } from "../domain/checkpoint-events.js";
+import { isEvent, type TypedEvent } from "../domain/event-of.js";
 import { getLargeJson } from "../eventstore/chunked-append.js";
 import { InvalidEventError, type EventStore, type RecordedEvent } from "../eventstore/types.js";
 import { describeError } from "../read-models/quarantine.js";
@@ -286,13 +287,13 @@ export class ThreadCheckpointsCache {
   private async readTail(threadId: string): Promise<Entry> {
     const stream = checkpointStream(threadId);
     const newestFirst: RecordedEvent[] = [];
-    let snapshot: RecordedEvent | undefined;
+    let snapshot: (RecordedEvent & TypedEvent<"CheckpointsSnapshot">) | undefined;
     let from: bigint | "end" = "end";
     let pageSize = TAIL_FIRST_PAGE;
     scan: for (; ; pageSize = Math.min(pageSize * 2, 512)) {
       const page = await this.store.readStream(stream, { direction: "backwards", fromRevision: from, maxCount: pageSize });
       for (const event of page) {
-        if (event.type === "CheckpointsSnapshot") {
+        if (isEvent(event, "CheckpointsSnapshot")) {
           snapshot = event;
           break scan;
         }
@@ -306,7 +307,7 @@ export class ThreadCheckpointsCache {
     const events = newestFirst.reverse();
     let entry: Entry = { state: undefined, revision: (events[0]?.revision ?? 0n) - 1n, bytes: 0, sinceSnapshot: 0 };
     if (snapshot) {
-      const marker = snapshot.data as CheckpointsSnapshot;
+      const marker = snapshot.data;
       try {
         const content = (await getLargeJson(this.store, marker.ref)) as SnapshotContent;
         entry = { state: stateFromSnapshot(content), revision: snapshot.revision, bytes: marker.ref.bytes, sinceSnapshot: 0 };

@@ -28,6 +28,7 @@ import {
   type PendingWritesSaved,
   type SerializedValue,
   type CheckpointEvent,
+  TTL_KEEP_LATEST_REASON,
 } from "../domain/checkpoint-events.js";
 import type { AppendTicket, EventData, EventStore, RecordedEvent } from "../eventstore/types.js";
 import { CommandPipeline } from "../commands/pipeline.js";
@@ -64,6 +65,7 @@ import { ValueTexts } from "./value-texts.js";
 import { jsonContains } from "../domain/json.js";
 import { CheckpointCodec, defersWrites, type EncodedTuple, type InlineValue } from "./checkpoint-codec.js";
 import { tracePoint } from "../util/trace-points.js";
+import { isEvent } from "../domain/event-of.js";
 import { publicMetadata } from "./stream-modes.js";
 
 export { DEFER_CHECKPOINT_WRITES, checkpointMetadata } from "./checkpoint-codec.js";
@@ -281,6 +283,40 @@ export class EventSourcedCheckpointSaver extends BaseCheckpointSaver {
   }
 
   /**
+   * The checkpoint TTL's `keep_latest` claim: discards all but the latest checkpoint of each
+   * namespace if the thread's stream is still at `expected`, in one CheckpointsDiscarded (which may
+   * list none: it marks the sweep either way). Undefined when the stream is elsewhere (another
+   * process swept it, or the thread was written to); else how many checkpoints were discarded, and
+   * where the discard is in the log.
+   */
+  async keepLatestAt(threadId: string, expected: bigint | "no_stream"): Promise<{ discarded: number; position: bigint } | undefined> {
+    await this.deferred.drain(threadId);
+    let thread: ThreadCheckpoints | undefined;
+    if (expected !== "no_stream") {
+      const full = await this.cache.full(threadId);
+      if (full.revision !== expected) return undefined;
+      thread = full.state;
+    }
+    const checkpoints: CheckpointsDiscarded["checkpoints"] = [];
+    for (const nsName of thread ? namespacesOf(thread) : []) {
+      const ns = namespaceOf(thread!, nsName) as NamespaceCheckpoints;
+      for (const entry of [...checkpointsNewestFirst(ns)].slice(1)) checkpoints.push({ checkpoint_ns: nsName, checkpoint_id: entry.checkpoint_id });
+    }
+    const data: CheckpointsDiscarded = { thread_id: threadId, checkpoints, reason: TTL_KEEP_LATEST_REASON };
+    const events = [{ type: "CheckpointsDiscarded", data }];
+    const result = await this.commands.append({ stream: checkpointStream(threadId), events, expected, onConflict: "lose" });
+    if (!result) return undefined;
+    const caching = this.cache.appended(threadId, revisioned(events, result.nextExpectedRevision, result.dataLengths));
+    if (caching) await caching;
+    // A cached state folded from an older snapshot may no longer know the latest: snapshot now.
+    if (thread && checkpoints.length > 0) {
+      const after = evolveCheckpoints(thread, { type: "CheckpointsDiscarded", data }, threadId);
+      await this.writeSnapshot(threadId, after, result.nextExpectedRevision);
+    }
+    return { discarded: checkpoints.length, position: result.position };
+  }
+
+  /**
    * Discards every checkpoint (all namespaces) newer than `afterCheckpointId` (all of them when
    * null): the thread is rolled back to where it was at that checkpoint (double-texting
    * `rollback` discards what the cancelled run wrote). Checkpoint ids are time-ordered. One append.
@@ -398,8 +434,9 @@ export class EventSourcedCheckpointSaver extends BaseCheckpointSaver {
   ): Promise<{ operationId: string; written: number; done: boolean } | undefined> {
     const tail = await this.store.readStream(checkpointStream(toThreadId), { direction: "backwards", maxCount: copiedEvents + 2 });
     const at = tail.findIndex((e) => e.type === "CheckpointsCopied");
-    if (at < 0) return undefined;
-    const marker = tail[at].data as CheckpointsCopied;
+    const copy = tail[at];
+    if (at < 0 || !isEvent(copy, "CheckpointsCopied")) return undefined;
+    const marker = copy.data;
     const operationId = marker.operation_id;
     if (!operationId || marker.from_thread_id !== fromThreadId || marker.source_revision !== sourceRevision) return undefined;
     const ours = tail.slice(0, at + 1).reverse(); // the marker and what follows it, oldest first

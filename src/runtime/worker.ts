@@ -6,6 +6,7 @@ import { AppendTicket, WrongExpectedVersionError, type EventData, type EventStor
 import type { ReadModels } from "../read-models/all.js";
 import { RUN_STREAM_PREFIX, decideClaim, decideEnd, runStream, runViewOf, type CancelAction, type RunEnded, type RunView } from "../domain/runs.js";
 import type { RunRecord } from "../domain/run-record.js";
+import { isEvent } from "../domain/event-of.js";
 import { executeRun, type GraphSource } from "./execute-run.js";
 import { serializeError } from "./stream-modes.js";
 import { RunStreamWriter } from "./run-stream-writer.js";
@@ -170,10 +171,10 @@ export class RunWorker {
     if (event.streamId.startsWith(RUN_STREAM_PREFIX)) {
       if (event.type === "RunClaimed") this.openClaims.add(event.streamId.slice(RUN_STREAM_PREFIX.length));
       else if (event.type === "RunEnded") this.openClaims.delete(event.streamId.slice(RUN_STREAM_PREFIX.length));
-      else if (event.type === "RunCancelRequested") {
+      else if (isEvent(event, "RunCancelRequested")) {
         const a = this.active.get(event.streamId.slice(RUN_STREAM_PREFIX.length));
         if (a && !a.cancel) {
-          a.cancel = (event.data as { action: CancelAction }).action;
+          a.cancel = event.data.action;
           a.controller.abort(new Error(`run cancelled (${a.cancel})`));
         }
       }
@@ -181,7 +182,7 @@ export class RunWorker {
     }
     if (event.type === "RunEnqueued" || event.type === "RunFinished") {
       // A run already launched at its enqueue (offer: the thread's head, early start) leaves its thread nothing to start now.
-      if (event.type === "RunEnqueued" && this.active.has((event.data as { run: RunRecord }).run.run_id)) return;
+      if (isEvent(event, "RunEnqueued") && this.active.has(event.data.run.run_id)) return;
       this.ready.add(event.streamId.slice("thread-".length));
       this.pump();
     }
@@ -311,8 +312,8 @@ export class RunWorker {
       : undefined;
     // A chunk too large for one append (a whole large state in `values` mode) is written beside the run.
     const shrink = async (e: EventData): Promise<EventData> => {
-      if (e.type !== "RunOutput") return e;
-      const d = e.data as { event: string; data: unknown };
+      if (!isEvent(e, "RunOutput")) return e;
+      const d = e.data;
       return { ...e, data: { event: d.event, data: await externalizeIfLarge(this.o.store, "run-output-", run.run_id, d.data) } };
     };
     const writer = new RunStreamWriter(this.o.commands, runStream(run.run_id), revision, shrink);

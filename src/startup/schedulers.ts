@@ -4,6 +4,7 @@ import type { ReadModels } from "../read-models/all.js";
 import { CronScheduler } from "../app/cron-scheduler.js";
 import { StoreSweeper } from "../app/store-sweeper.js";
 import { TtlSweeper } from "../app/ttl-sweeper.js";
+import { CheckpointTtlSweeper, checkpointTtlSettings } from "../app/checkpoint-ttl-sweeper.js";
 import { IdleMemory } from "../util/idle-memory.js";
 import type { Assembly } from "./assembly.js";
 import type { Services } from "./services.js";
@@ -14,7 +15,7 @@ export function startStoreSweeper({ parts, clock }: Assembly, store: EventStore,
   storeSweeper.start();
 }
 
-/** The cron scheduler, the idle-memory sampler and the thread TTL sweeper: the last parts, the first closed. */
+/** The cron scheduler, the idle-memory sampler, the thread TTL and checkpoint TTL sweepers: the last parts, the first closed. */
 export function startSchedulers(
   { config, parts, startup, metrics, clock }: Assembly,
   store: EventStore,
@@ -45,6 +46,22 @@ export function startSchedulers(
   idleMemory.start();
   const ttlSweeper = parts.use("thread TTL sweeper", new TtlSweeper({ ctx, lifecycle, clock, log: (m) => console.error(m) }), (s) => s.stop());
   ttlSweeper.start();
+  // `checkpointer.ttl` with a `default_ttl`: threads idle that long deleted, or pruned to their latest checkpoints.
+  const checkpointTtl = checkpointTtlSettings(ctx.langgraph.config.checkpointer?.ttl);
+  if (checkpointTtl) {
+    const sweeper = parts.use(
+      "checkpoint TTL sweeper",
+      new CheckpointTtlSweeper({
+        ...checkpointTtl,
+        ctx,
+        checkpointer: async () => (await ctx.runtime()).checkpointer,
+        clock,
+        log: (m) => console.error(m),
+      }),
+      (s) => s.stop(),
+    );
+    sweeper.start();
+  }
   startup.mark("schedulers");
   return { scheduler, ttlSweeper };
 }

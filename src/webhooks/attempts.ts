@@ -1,5 +1,6 @@
 import type { EventStore } from "../eventstore/types.js";
 import { deliveryKey, webhookStream, type Delivery, type WebhookAttempted } from "../domain/webhooks.js";
+import { isEvent } from "../domain/event-of.js";
 
 /** Which A2A push an entry is about (absent for the run's own webhook). */
 export interface PushOfEntry {
@@ -31,14 +32,14 @@ export async function readWebhookAttempts(store: EventStore, runId: string, push
 async function readDeliveryLog(store: EventStore, key: string): Promise<WebhookAttemptView[]> {
   const out: WebhookAttemptView[] = [];
   for (const e of await store.readStream(webhookStream(key))) {
-    if (e.type === "WebhookAttempted") {
-      const d = e.data as WebhookAttempted;
+    if (isEvent(e, "WebhookAttempted")) {
+      const d = e.data;
       out.push({ event: "attempt", at: d.started_at, ...d });
-    } else if (e.type === "WebhookDelivered") {
-      const d = e.data as { attempts: number; delivered_at: string };
+    } else if (isEvent(e, "WebhookDelivered")) {
+      const d = e.data;
       out.push({ event: "delivered", at: d.delivered_at, attempts: d.attempts });
-    } else if (e.type === "WebhookFailed") {
-      const d = e.data as { attempts: number; reason: string; failed_at: string };
+    } else if (isEvent(e, "WebhookFailed")) {
+      const d = e.data;
       out.push({ event: "failed", at: d.failed_at, attempts: d.attempts, reason: d.reason });
     }
   }

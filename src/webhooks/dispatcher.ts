@@ -1,7 +1,7 @@
 import { ulid } from "ulid";
 import type { EventStore, RecordedEvent, Subscription } from "../eventstore/types.js";
 import { CommandPipeline } from "../commands/pipeline.js";
-import { RUN_STREAM_PREFIX, type RunEnded } from "../domain/runs.js";
+import { RUN_STREAM_PREFIX } from "../domain/runs.js";
 import {
   WEBHOOK_STREAM_PREFIX,
   attemptEvents,
@@ -13,6 +13,7 @@ import {
   type Delivery,
 } from "../domain/webhooks.js";
 import { pushHeaders } from "../domain/a2a-push.js";
+import { isEvent } from "../domain/event-of.js";
 import type { ReadModels } from "../read-models/all.js";
 import type { WebhookUrlPolicy } from "../langgraph-config.js";
 import { webhookBody } from "./body.js";
@@ -177,12 +178,13 @@ export class WebhookDispatcher {
   }
 
   private startOnCommittedEnd(event: RecordedEvent): void {
-    if (this.stopping || this.inflight.size >= this.o.concurrency) return;
+    // The subscription holds RunEnded events only.
+    if (this.stopping || !isEvent(event, "RunEnded") || this.inflight.size >= this.o.concurrency) return;
     const key = event.streamId.slice(RUN_STREAM_PREFIX.length);
     if (this.inflight.has(key)) return;
     const row = this.model.get(key);
     if (!row || row.push || row.ended || row.status !== "waiting" || !row.run_started_at) return;
-    const d = deliveryRunEnded(row, event.data as RunEnded);
+    const d = deliveryRunEnded(row, event.data);
     if (this.dueNow(d) && !this.isQuarantined(d)) this.launch(d, false);
   }
 
