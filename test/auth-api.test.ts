@@ -139,23 +139,21 @@ t.test("custom auth", async (t) => {
       const res = await call(srv, method, url, aliceToken);
       t.equal(res.status, 200, `owner: ${method} ${url} → 200`);
     }
-    // Joining the run's stream: a plain HTTP 404 before any stream, as for an unknown run.
+    // Joining the run's stream: as on the official server, a 200 stream of one `error` event naming 404.
     const joined = await call(srv, "GET", `/threads/${tid}/runs/${run.run_id}/stream`, bobToken);
-    t.equal(joined.status, 404);
-    t.match(joined.headers.get("content-type"), /^application\/json/);
-    t.match(joined.json, { detail: String });
-    await t.rejects(
-      (async () => {
-        for await (const _ of bob.runs.joinStream(tid, run.run_id)) void _;
-      })(),
-      /404/,
-      "the SDK's joinStream fails with the 404",
-    );
+    t.equal(joined.status, 200);
+    t.match(joined.headers.get("content-type"), /^text\/event-stream/);
+    t.equal(joined.text, 'event: error\r\ndata: {"error":"Error","message":"404: Thread not found"}\r\n\r\n');
+    const chunks: { event: string; data: unknown }[] = [];
+    for await (const chunk of bob.runs.joinStream(tid, run.run_id)) chunks.push({ event: chunk.event, data: chunk.data });
+    t.same(chunks, [{ event: "error", data: { error: "Error", message: "404: Thread not found" } }], "the SDK's joinStream yields it");
     const ownStream: string[] = [];
     for await (const chunk of alice.runs.joinStream(tid, run.run_id)) ownStream.push(chunk.event);
     t.notOk(ownStream.includes("error"), "the owner joins the same stream without an error");
     const unknown = await call(srv, "GET", `/threads/00000000-0000-4000-8000-000000000000/runs/${run.run_id}/stream`, bobToken);
-    t.equal(unknown.status, 404, "a run not on that thread: a plain 404 as before");
+    t.same([unknown.status, unknown.text], [200, 'event: error\r\ndata: "Run not found"\r\n\r\n'], 'a run not on that thread: the official "Run not found"');
+    const malformed = await call(srv, "GET", `/threads/${tid}/runs/not-a-uuid/stream`, bobToken);
+    t.equal(malformed.status, 422, "a malformed id is still refused before any stream");
     await t.rejects(bob.threads.get(tid), /404/, "through the SDK");
     await t.rejects(bob.assistants.get(aid), /404/);
     const taken = await call(srv, "POST", "/threads", bobToken, { thread_id: tid, if_exists: "do_nothing" });

@@ -4,7 +4,8 @@
  * crons, A2A, MCP, protocol v2 `run.start`; nor shown on its agent card. Each answers as it answers
  * an unknown assistant, so neither the assistant's config nor its existence leaks. With the JWT
  * auth file of test/auth (every user owns what they create and sees only that), through the
- * official SDK where it applies. Also: joining the stream of another user's run is a plain 404.
+ * official SDK where it applies. Also: joining the stream of another user's run is, as on the official
+ * server, a 200 stream of one `error` event naming 404 (the same whatever the run id).
  */
 import path from "node:path";
 import { randomUUID } from "node:crypto";
@@ -230,25 +231,25 @@ t.test("the agent card: authenticated under custom auth, 404 for who may not rea
   }
 });
 
-t.test("joining the stream of another user's run: a plain HTTP 404 with a JSON detail", async (t) => {
+t.test("joining the stream of another user's run: 200 and one `error` event naming 404, as the official server", async (t) => {
   const run = await alice.runs.create(aliceThread, aid, { input });
   await alice.runs.join(aliceThread, run.run_id);
+  const hidden = 'event: error\r\ndata: {"error":"Error","message":"404: Thread not found"}\r\n\r\n';
   const joined = await call("bob", "GET", `/threads/${aliceThread}/runs/${run.run_id}/stream`);
-  t.equal(joined.status, 404);
-  t.match(joined.headers.get("content-type"), /^application\/json/);
-  t.match(joined.json, { detail: String });
+  t.equal(joined.status, 200);
+  t.match(joined.headers.get("content-type"), /^text\/event-stream/);
+  t.equal(joined.text, hidden, "one error event, then the end: nothing of the run");
+  const made = await call("bob", "GET", `/threads/${aliceThread}/runs/${unknownId}/stream`);
+  t.same([made.status, made.text], [200, hidden], "the same for a run id that is not there: the run's existence does not show");
   const unknown = await call("bob", "GET", `/threads/${bobThread}/runs/${run.run_id}/stream`);
-  t.same([unknown.status, Object.keys(unknown.json ?? {})], [404, ["detail"]], "as a run that is not there");
-  await t.rejects(
-    (async () => {
-      for await (const _ of bob.runs.joinStream(aliceThread, run.run_id)) void _;
-    })(),
-    /404/,
-    "the SDK's joinStream fails with the 404",
-  );
+  t.same([unknown.status, unknown.text], [200, 'event: error\r\ndata: "Run not found"\r\n\r\n'], "on bob's own thread: no such run there");
+  const chunks: { event: string; data: unknown }[] = [];
+  for await (const chunk of bob.runs.joinStream(aliceThread, run.run_id)) chunks.push({ event: chunk.event, data: chunk.data });
+  t.same(chunks, [{ event: "error", data: { error: "Error", message: "404: Thread not found" } }], "the SDK's joinStream yields the one error event");
   const own: string[] = [];
   for await (const chunk of alice.runs.joinStream(aliceThread, run.run_id)) own.push(chunk.event);
   t.notOk(own.includes("error"), "the owner joins the same stream");
+  t.ok(own.length > 0, `the owner's stream has the run's events (${own.join(", ")})`);
 });
 
 t.test("graph defaults: readable and runnable by every user; a user's own `created_by: system` hides nothing less", async (t) => {

@@ -170,6 +170,36 @@ t.test("run streams", async (t) => {
     );
   });
 
+  t.test('joining no such run: 200 and one `error` event "Run not found", as the official server; a malformed id stays a 422', async (t) => {
+    const thread = await client().threads.create();
+    const other = await client().threads.create();
+    const run = await client().runs.create(other.thread_id, "agent", { input: { messages: [human("elsewhere")] } });
+    await client().runs.join(other.thread_id, run.run_id);
+    const unknownRun = "00000000-0000-4000-8000-000000000000";
+    for (const [what, tid, rid] of [
+      ["an unknown run id", thread.thread_id, unknownRun],
+      ["a run of another thread", thread.thread_id, run.run_id],
+      ["an unknown thread", unknownRun, run.run_id],
+    ]) {
+      const res = await fetch(`${srv.url}/threads/${tid}/runs/${rid}/stream`);
+      t.equal(res.status, 200, what);
+      t.match(res.headers.get("content-type"), /^text\/event-stream/, what);
+      t.equal(res.headers.get("content-location"), null, `${what}: no run to locate`);
+      t.equal(await res.text(), 'event: error\r\ndata: "Run not found"\r\n\r\n', `${what}: one error event, then the end`);
+      t.same(
+        await collect(client().runs.joinStream(tid, rid) as AsyncIterable<Part>),
+        [{ event: "error", data: "Run not found", id: undefined }],
+        `${what}: through the SDK`,
+      );
+    }
+    const own = await collect(client().runs.joinStream(other.thread_id, run.run_id, { lastEventId: "-1" }) as AsyncIterable<Part>);
+    t.same(own.map((p) => p.event).slice(0, 1), ["metadata"], "the run on its own thread streams as usual");
+    t.notOk(own.some((p) => p.event === "error"));
+    const malformed = await fetch(`${srv.url}/threads/${thread.thread_id}/runs/not-a-uuid/stream`);
+    t.equal(malformed.status, 422, "a malformed run id is still refused before any stream");
+    t.match(await malformed.json(), { detail: String });
+  });
+
   t.test("joining a running run streams it live to the end", async (t) => {
     const thread = await client().threads.create();
     const run = await client().runs.create(thread.thread_id, "delay", { input: { delay: 100 }, streamMode: ["updates"] });

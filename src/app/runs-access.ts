@@ -26,7 +26,8 @@ export class RunsAccess {
 
   /**
    * A run of a thread, for reading (get, join, stream): one of a thread the caller may not see is
-   * not found, before anything is sent (a stream too answers a plain 404, as for an unknown run).
+   * not found, before anything is sent (the join-stream route turns that into the official server's
+   * 200 stream of one `error` event).
    */
   async get(caller: Caller, threadId: string, runId: string): Promise<RunRecord> {
     await authorizeThread(this.ctx, caller, "read", threadId, { thread_id: threadId, run_id: runId });

@@ -16,6 +16,7 @@ import { RunsAccess } from "../../app/runs-access.js";
 import { idempotencyKeyOf } from "../../app/idempotent-create.js";
 import { batchItemKey } from "../../domain/idempotency.js";
 import { tracePoint } from "../../util/trace-points.js";
+import { DomainError } from "../../domain/errors.js";
 
 const ThreadParams = z.object({ thread_id: Uuid });
 const RunParams = z.object({ thread_id: Uuid, run_id: Uuid });
@@ -43,6 +44,20 @@ const JoinStreamQuery = z.object({
 const CancelManyBody = z
   .object({ thread_id: Uuid.optional(), run_ids: z.array(Uuid).optional(), status: z.enum(["pending", "running", "all"]).optional() })
   .refine((b) => (b.run_ids !== undefined) !== (b.status !== undefined), { message: "give either thread_id and run_ids, or status" });
+
+/**
+ * The one `error` event the official server streams (with a 200) when a run's stream cannot be joined,
+ * from what `RunsAccess.get` refused, as langgraphjs's `Runs.Stream.join` (libs/langgraph-api/src/storage/ops.mts)
+ * yields it: a thread the caller may not see, `{"error": "Error", "message": "404: Thread not found"}`
+ * (whatever the run id, so no run's existence shows); no such run on the thread (nor such a thread),
+ * the bare string `"Run not found"`. Undefined for any other error, which keeps its HTTP answer.
+ */
+function joinRefusalEvent(error: unknown): unknown {
+  if (!(error instanceof DomainError) || error.kind !== "not_found") return undefined;
+  if (error.detail === "Run not found") return "Run not found";
+  if (error.detail.startsWith("Thread with ID ")) return { error: "Error", message: "404: Thread not found" };
+  return undefined;
+}
 
 /** Where a run lives, as the Python server reports it in Content-Location / Location. */
 const runPath = (run: RunRecord, stateless: boolean) => (stateless ? `/runs/${run.run_id}` : `/threads/${run.thread_id}/runs/${run.run_id}`);
@@ -182,8 +197,19 @@ export function runRoutes(ctx: AppContext, runs: RunsService, streams: { openStr
       });
 
       r.get(`${prefix}/:thread_id/runs/:run_id/stream`, { schema: { tags, hide, params: RunParams, querystring: JoinStreamQuery } }, async (req, reply) => {
-        // A run of a thread the caller may not see is a plain 404 before any stream, as an unknown run is.
-        const run = await access.get(callerOf(req), req.params.thread_id, req.params.run_id);
+        // A run of a thread the caller may not see, or no such run: a 200 stream of one `error` event, as the official server answers.
+        let run: RunRecord;
+        try {
+          run = await access.get(callerOf(req), req.params.thread_id, req.params.run_id);
+        } catch (error) {
+          const event = joinRefusalEvent(error);
+          if (event === undefined) throw error;
+          const sse = new SseWriter(reply, logPositionHeaders());
+          const backpressure = sse.event("error", event);
+          if (backpressure) await backpressure;
+          sse.end();
+          return;
+        }
         const from = parseLastEventId(req.headers["last-event-id"]);
         const path = runPath(run, false);
         await streamRun(reply, run, { "Content-Location": path, Location: `${path}/stream` }, from, req.query.cancel_on_disconnect, req.query.stream_mode);
