@@ -31,6 +31,8 @@ const benches: Record<string, (options: BenchOptions) => Promise<Record<string, 
   "project-vs-repo": async (o) => (await import("./project-vs-repo.js")).benchProjectVsRepo(o),
   // Runs' worth of events in the log read back by a filtered subscription.
   "filtered-catchup": async (o) => (await import("./filtered-catchup.js")).benchFilteredCatchUp(o.tiny ? 500 : o.big ? 50_000 : 10_000),
+  // Waves of 20, 200 and 500 concurrent token streams (thread + runs/stream each): latencies, CPU per token and per run, peak RSS; `--anchor` adds the official JS dev server.
+  streams: async (o) => (await import("./streams.js")).benchStreams(o),
 };
 
 const args = process.argv.slice(2).filter((a) => a !== "--");

@@ -1,0 +1,259 @@
+/**
+ * Streams benchmark: many chats at once. A token-streaming graph (bench/support/streams-graph.ts: one node calling
+ * `FakeListChatModel`, a 50-token answer, 40 ms apart: 2 s of model time) in a project folder with its own
+ * node_modules (bench/support/project.ts, the server installed there as users install it), served with
+ * N_JOBS_PER_WORKER=512. In waves of 20, 200 and 500 concurrent clients, each client creates a thread and
+ * streams one run to the end (`POST /threads`, then `POST /threads/{id}/runs/stream` with
+ * `stream_mode: ["messages-tuple", "values"]`, the SSE read with undici, one connection per client;
+ * bench/support/streams-client.ts). Per wave:
+ *   - first event (`metadata`), first token (first `messages` event with content) and end, from sending the
+ *     stream request: p50 and p99;
+ *   - server CPU (utime + stime of the process tree, /proc) over the wave, per token event and per run;
+ *   - peak RSS of the process tree during the wave (sampled every 100 ms);
+ *   - token events per second delivered (all clients' token events ÷ the wave's wall time).
+ * `--anchor` (or STREAMS_ANCHOR=1) also starts the official JS dev server (`@langchain/langgraph-cli@1.5.1 dev`,
+ * bench/support/streams-anchor.ts) on the same graph source and runs every wave on it too, right after ours, so
+ * both are stated side by side from one run; if it cannot be installed or started the reason is printed and the
+ * benchmark goes on with ours only. Each server first gets a warm-up wave (not counted), then its CPU while idle is
+ * read over 3 s (`idle_cpu_ms_per_s`, the floor under a wave's CPU).
+ * Sizes: STREAMS_WAVES="20,200" (default 20,200,500), STREAMS_TOKENS (50), STREAMS_SLEEP_MS (40).
+ * --tiny: one wave of 5 streams, a 10-token answer 5 ms apart, ours only (unless --anchor is given too).
+ * Run: npm run bench -- streams [--anchor] [--tiny]
+ */
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { Pool } from "undici";
+import type { BenchOptions } from "./support/options.js";
+import { positiveIntEnv } from "./support/options.js";
+import { makeBenchProject, type BenchProject } from "./support/project.js";
+import { startBenchServer } from "./support/server.js";
+import { round2, summary } from "./support/stats.js";
+import { anchorDir, startAnchor } from "./support/streams-anchor.js";
+import { streamOneRun, type StreamTiming } from "./support/streams-client.js";
+import { STREAMS_GRAPH_ID, streamsAnswer, streamsGraphSource, streamsLanggraphJson } from "./support/streams-graph.js";
+import { sampleTreePeakRss, treeCpuMs } from "./support/streams-proc.js";
+
+const MAX_JOBS = 512;
+
+interface Target {
+  name: "ours" | "anchor";
+  pid: number;
+  url: string;
+  describe: string;
+  stop(): Promise<void>;
+}
+
+interface Percentiles {
+  p50_ms: number;
+  p99_ms: number;
+}
+
+export interface WaveResult {
+  streams: number;
+  ok: number;
+  errors: number;
+  first_error?: string;
+  first_event: Percentiles;
+  first_token: Percentiles;
+  end: Percentiles;
+  thread_create: Percentiles;
+  /** The same three from the client's start (its POST /threads), what the user of a new chat waits. */
+  from_client_start: { first_token: Percentiles; end: Percentiles };
+  /** The most streams open at one time (sent, not yet ended): how concurrent the wave really was. */
+  peak_open_streams: number;
+  token_events: number;
+  tokens_per_s: number;
+  wall_ms: number;
+  server_cpu_ms: number;
+  server_cpu_per_token_event_us: number;
+  server_cpu_per_run_ms: number;
+  peak_rss_mib: number;
+}
+
+function percentiles(values: number[]): Percentiles {
+  if (!values.length) return { p50_ms: NaN, p99_ms: NaN };
+  const s = summary(values);
+  return { p50_ms: s.p50_ms, p99_ms: s.p99_ms };
+}
+
+/** The most streams open at once: intervals from sending the stream request to its end. */
+export function peakOpen(streams: readonly Pick<StreamTiming, "stream_sent_at" | "end_ms">[]): number {
+  const edges = streams.flatMap((s) => [
+    [s.stream_sent_at, 1],
+    [s.stream_sent_at + s.end_ms, -1],
+  ]);
+  edges.sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+  let open = 0;
+  let peak = 0;
+  for (const [, d] of edges) peak = Math.max(peak, (open += d));
+  return peak;
+}
+
+/** `n` clients at once on `target`, each on its own connection. */
+async function wave(target: Target, n: number, answer: string): Promise<WaveResult> {
+  const pool = new Pool(target.url, { connections: n, pipelining: 1, keepAliveTimeout: 30_000, headersTimeout: 600_000, bodyTimeout: 600_000 });
+  try {
+    const rss = sampleTreePeakRss(target.pid);
+    const cpu0 = await treeCpuMs(target.pid);
+    const t0 = performance.now();
+    const settled = await Promise.allSettled(Array.from({ length: n }, () => streamOneRun(pool, STREAMS_GRAPH_ID, answer)));
+    const wallMs = performance.now() - t0;
+    const cpu = (await treeCpuMs(target.pid)) - cpu0;
+    const peak = await rss.stop();
+    const ok = settled.filter((s): s is PromiseFulfilledResult<StreamTiming> => s.status === "fulfilled").map((s) => s.value);
+    const failed = settled.filter((s): s is PromiseRejectedResult => s.status === "rejected");
+    const tokens = ok.reduce((a, t) => a + t.tokens, 0);
+    return {
+      streams: n,
+      ok: ok.length,
+      errors: failed.length,
+      ...(failed.length ? { first_error: String((failed[0].reason as Error)?.message ?? failed[0].reason).slice(0, 500) } : {}),
+      first_event: percentiles(ok.map((t) => t.first_event_ms)),
+      first_token: percentiles(ok.map((t) => t.first_token_ms)),
+      end: percentiles(ok.map((t) => t.end_ms)),
+      thread_create: percentiles(ok.map((t) => t.thread_ms)),
+      from_client_start: {
+        first_token: percentiles(ok.map((t) => t.thread_ms + t.first_token_ms)),
+        end: percentiles(ok.map((t) => t.thread_ms + t.end_ms)),
+      },
+      peak_open_streams: peakOpen(ok),
+      token_events: tokens,
+      tokens_per_s: Math.round((tokens / wallMs) * 1000),
+      wall_ms: Math.round(wallMs),
+      server_cpu_ms: Math.round(cpu),
+      server_cpu_per_token_event_us: tokens ? round2((cpu / tokens) * 1000) : NaN,
+      server_cpu_per_run_ms: ok.length ? round2(cpu / ok.length) : NaN,
+      peak_rss_mib: peak,
+    };
+  } finally {
+    await pool.close();
+  }
+}
+
+/** Our server on the project folder, its langgraph.json naming the streams graph only. */
+async function startOurs(project: BenchProject, dataDir: string, tokens: number, sleepMs: number): Promise<Target> {
+  await writeFile(path.join(project.dir, "src", "chat.ts"), streamsGraphSource(tokens, sleepMs));
+  await writeFile(project.langgraphJson, streamsLanggraphJson("./src/chat.ts"));
+  const server = await startBenchServer(dataDir, { N_JOBS_PER_WORKER: String(MAX_JOBS), LANGGRAPH_JSON: project.langgraphJson }, [], project.script);
+  return {
+    name: "ours",
+    pid: server.pid,
+    url: server.url,
+    describe: `this server (package installed in a project folder with its own node_modules, SQLite), N_JOBS_PER_WORKER=${MAX_JOBS}`,
+    stop: () => server.stop(),
+  };
+}
+
+/** "20,200,500" → [20, 200, 500]; anything but positive integers is an error naming STREAMS_WAVES. */
+export function parseWaves(text: string): number[] {
+  const waves = text.split(",").map((w) => Number(w.trim()));
+  if (!waves.length || waves.some((n) => !Number.isInteger(n) || n < 1)) throw new Error(`STREAMS_WAVES must list positive integers, got "${text}"`);
+  return waves;
+}
+
+function fmt(p: Percentiles): string {
+  return `${Math.round(p.p50_ms)}/${Math.round(p.p99_ms)}`;
+}
+
+/** One line per side and wave on stderr, for reading as it runs. */
+function printWave(name: string, w: WaveResult): void {
+  console.error(
+    `streams: ${name.padEnd(6)} ${String(w.streams).padStart(4)} streams: first event ${fmt(w.first_event)} ms, first token ${fmt(w.first_token)} ms, ` +
+      `end ${fmt(w.end)} ms (p50/p99; thread ${fmt(w.thread_create)} ms before, ${w.peak_open_streams} open at most); CPU ${w.server_cpu_per_token_event_us} µs/token, ${w.server_cpu_per_run_ms} ms/run; ` +
+      `peak RSS ${w.peak_rss_mib} MiB; ${w.tokens_per_s} tokens/s${w.errors ? `; ${w.errors} errors: ${w.first_error}` : ""}`,
+  );
+}
+
+export async function benchStreams(
+  options: BenchOptions,
+  argv: readonly string[] = process.argv,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<Record<string, unknown>> {
+  const tiny = options.tiny;
+  const waves = tiny ? [5] : parseWaves(env.STREAMS_WAVES ?? "20,200,500");
+  const tokens = tiny ? 10 : positiveIntEnv(env, "STREAMS_TOKENS", 50);
+  const sleepMs = tiny ? 5 : positiveIntEnv(env, "STREAMS_SLEEP_MS", 40);
+  const warmup = tiny ? 2 : 20;
+  const wantAnchor = argv.includes("--anchor") || (!!env.STREAMS_ANCHOR && env.STREAMS_ANCHOR !== "0");
+  const answer = streamsAnswer(tokens);
+
+  const project = await makeBenchProject();
+  const dataDir = await mkdtemp(path.join(tmpdir(), "agent-server-bench-streams-"));
+  const targets: Target[] = [];
+  let anchorNote: string | undefined;
+  try {
+    targets.push(await startOurs(project, dataDir, tokens, sleepMs));
+    if (wantAnchor) {
+      try {
+        targets.push({ name: "anchor", ...(await startAnchor(await anchorDir(env), tokens, sleepMs, MAX_JOBS)) });
+      } catch (error) {
+        anchorNote = `anchor skipped: ${(error as Error).message}`;
+        console.error(`streams: ${anchorNote}`);
+      }
+    }
+    for (const t of targets) {
+      const w = await wave(t, warmup, answer);
+      if (w.errors) throw new Error(`${t.name}: warm-up wave failed: ${w.first_error}`);
+    }
+    // What each server's tree burns with no request (timers, persistence): the floor under a wave's CPU.
+    const idle: Record<string, number> = {};
+    for (const t of targets) {
+      await new Promise((r) => setTimeout(r, tiny ? 100 : 1_000));
+      const c0 = await treeCpuMs(t.pid);
+      const i0 = performance.now();
+      await new Promise((r) => setTimeout(r, tiny ? 500 : 3_000));
+      idle[t.name] = round2(((await treeCpuMs(t.pid)) - c0) / ((performance.now() - i0) / 1000));
+    }
+    const results: Record<string, WaveResult[]> = Object.fromEntries(targets.map((t) => [t.name, []]));
+    for (const n of waves) {
+      for (const t of targets) {
+        await new Promise((r) => setTimeout(r, tiny ? 100 : 1_000)); // the previous wave's stragglers settle
+        const w = await wave(t, n, answer);
+        printWave(t.name, w);
+        if (tiny && w.errors) throw new Error(`${t.name}: ${w.errors} of ${n} streams failed: ${w.first_error}`);
+        results[t.name].push(w);
+      }
+    }
+    const sideBySide = results.anchor?.length
+      ? waves.map((n, i) => {
+          const o = results.ours[i];
+          const a = results.anchor[i];
+          const pair = (ours: number, anchor: number) => ({ ours, anchor, ours_over_anchor: round2(ours / anchor) });
+          return {
+            streams: n,
+            first_event_p50_ms: pair(o.first_event.p50_ms, a.first_event.p50_ms),
+            first_token_p50_ms: pair(o.first_token.p50_ms, a.first_token.p50_ms),
+            end_p50_ms: pair(o.end.p50_ms, a.end.p50_ms),
+            end_p99_ms: pair(o.end.p99_ms, a.end.p99_ms),
+            cpu_per_token_event_us: pair(o.server_cpu_per_token_event_us, a.server_cpu_per_token_event_us),
+            cpu_per_run_ms: pair(o.server_cpu_per_run_ms, a.server_cpu_per_run_ms),
+            thread_create_p50_ms: pair(o.thread_create.p50_ms, a.thread_create.p50_ms),
+            peak_open_streams: pair(o.peak_open_streams, a.peak_open_streams),
+            peak_rss_mib: pair(o.peak_rss_mib, a.peak_rss_mib),
+            tokens_per_s: pair(o.tokens_per_s, a.tokens_per_s),
+          };
+        })
+      : undefined;
+    return {
+      setup: {
+        mode: tiny ? "tiny" : "full",
+        graph: `${STREAMS_GRAPH_ID}: one node, FakeListChatModel answering ${tokens} tokens ${sleepMs} ms apart (${tokens * sleepMs} ms of model time)`,
+        request: 'POST /threads, then POST /threads/{id}/runs/stream, stream_mode ["messages-tuple", "values"], read to the end',
+        waves,
+        warmup_streams: warmup,
+        client: "undici, one connection per stream, 127.0.0.1; times from sending the stream request",
+        cpu_rss: "utime + stime and VmRSS summed over the server's process tree (/proc); RSS peak sampled every 100 ms",
+        servers: Object.fromEntries(targets.map((t) => [t.name, t.describe])),
+        ...(anchorNote ? { anchor: anchorNote } : {}),
+      },
+      idle_cpu_ms_per_s: idle,
+      waves: results,
+      ...(sideBySide ? { side_by_side: sideBySide } : {}),
+    };
+  } finally {
+    for (const t of targets) await t.stop().catch(() => undefined);
+    await rm(dataDir, { recursive: true, force: true });
+    await project.remove();
+  }
+}
