@@ -11,7 +11,8 @@ import type { RunRequest } from "../domain/run-request.js";
 import { getAssistant } from "../app/assistants.js";
 import { assistantHidden } from "../app/visible-assistants.js";
 import type { Assistant } from "../domain/assistants.js";
-import { runStream, type RunEnded, type RunView } from "../domain/runs.js";
+import type { RunEnded, RunView } from "../domain/runs.js";
+import { chunkOf, tailRun } from "../runtime/run-tail.js";
 import { isEvent } from "../domain/event-of.js";
 import type { JsonObject } from "../domain/json.js";
 import type { RunRecord } from "../domain/run-record.js";
@@ -301,9 +302,6 @@ export class A2AService {
    */
   async *events(runId: string, taskId: string, from: bigint | "start", signal: AbortSignal): AsyncGenerator<StreamItem> {
     const contextId = this.runs.view(runId)?.run.thread_id ?? "";
-    const subscription = this.ctx.store.subscribeToStream(runStream(runId), { fromRevision: from });
-    const stop = () => void subscription.close();
-    signal.addEventListener("abort", stop, { once: true });
     let working = false;
     const workingUpdate = (revision: bigint, text?: string): StreamItem => ({
       revision,
@@ -321,28 +319,16 @@ export class A2AService {
         },
       },
     });
-    try {
-      for await (const item of subscription) {
-        if (signal.aborted) return;
-        if (item.kind !== "event") continue;
-        const e = item.event;
-        if (e.type === "RunEnded") break;
-        if (e.type === "RunClaimed" || e.type === "RunOutput") {
-          if (!working) {
-            working = true;
-            yield workingUpdate(e.revision);
-          }
-          if (isEvent(e, "RunOutput")) {
-            const d = e.data;
-            const data = isLargeValueMarker(d.data) ? await resolveLarge(this.ctx.store, d.data) : d.data;
-            const text = d.event === "messages" ? deltaOf(data) : undefined;
-            if (text !== undefined) yield workingUpdate(e.revision, text);
-          }
-        }
+    for await (const e of tailRun(this.ctx.store, runId, from, signal)) {
+      if (e.type !== "RunClaimed" && e.type !== "RunOutput") continue;
+      if (!working) {
+        working = true;
+        yield workingUpdate(e.revision);
       }
-    } finally {
-      signal.removeEventListener("abort", stop);
-      await subscription.close();
+      if (isEvent(e, "RunOutput")) {
+        const text = e.data.event === "messages" ? deltaOf(await chunkOf(this.ctx.store, e.data)) : undefined;
+        if (text !== undefined) yield workingUpdate(e.revision, text);
+      }
     }
     if (signal.aborted) return;
     await this.runs.lifecycle.waitShown(runId, signal);

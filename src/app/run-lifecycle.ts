@@ -15,9 +15,10 @@
 import { setImmediate as afterThisTurn } from "node:timers/promises";
 import type { AppContext } from "./context.js";
 import { threadState } from "./threads.js";
-import { withValuesResolved, isLargeValueMarker, resolveLarge } from "../eventstore/large-values.js";
+import { withValuesResolved } from "../eventstore/large-values.js";
 import type { RecordedEvent } from "../eventstore/types.js";
-import { runStream, type RunEnded, type RunView } from "../domain/runs.js";
+import type { RunEnded, RunView } from "../domain/runs.js";
+import { chunkOf, tailRun } from "../runtime/run-tail.js";
 import type { RunRecord } from "../domain/run-record.js";
 import type { RunDoneness } from "../read-models/runs.js";
 import { isEvent } from "../domain/event-of.js";
@@ -269,25 +270,9 @@ export class RunLifecycle {
     const endedAt = view?.stream.ended ? view.stream.revision : undefined;
     // Resumed at or after the end: nothing more to send.
     if (typeof from === "bigint" && typeof endedAt === "bigint" && from >= endedAt) return;
-    const subscription = this.ctx.store.subscribeToStream(runStream(runId), { fromRevision: from });
-    const stop = () => void subscription.close();
-    signal.addEventListener("abort", stop, { once: true });
-    try {
-      for await (const item of subscription) {
-        if (signal.aborted) return;
-        if (item.kind !== "event") continue;
-        const e = item.event;
-        if (e.type === "RunEnded") break;
-        if (!isEvent(e, "RunOutput")) continue;
-        const d = e.data;
-        if (!accept(d.event)) continue;
-        // A chunk too large for one event was written beside the run (see RunStreamWriter).
-        const data = isLargeValueMarker(d.data) ? await resolveLarge(this.ctx.store, d.data) : d.data;
-        yield { event: d.event, data, revision: e.revision };
-      }
-    } finally {
-      signal.removeEventListener("abort", stop);
-      await subscription.close();
+    for await (const e of tailRun(this.ctx.store, runId, from, signal)) {
+      if (!isEvent(e, "RunOutput") || !accept(e.data.event)) continue;
+      yield { event: e.data.event, data: await chunkOf(this.ctx.store, e.data), revision: e.revision };
     }
     if (!signal.aborted) await this.waitEnded(runId, signal);
   }

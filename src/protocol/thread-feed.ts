@@ -9,9 +9,10 @@
  * waits in the queue behind it; with `since` it replays every later event of every run.
  */
 import type { EventStore, RecordedEvent } from "../eventstore/types.js";
-import { isLargeValueMarker, resolveLarge } from "../eventstore/large-values.js";
+import { isLargeValueMarker } from "../eventstore/large-values.js";
 import { threadStream } from "../domain/threads.js";
 import { runStream } from "../domain/runs.js";
+import { chunkOf, tailRun } from "../runtime/run-tail.js";
 import { readRunEnd } from "../runtime/run-completion.js";
 import type { RunRecord } from "../domain/run-record.js";
 import { isEvent } from "../domain/event-of.js";
@@ -124,7 +125,7 @@ async function liveStart(store: EventStore, runs: readonly RunRef[]): Promise<nu
 async function protocolEventsOfRecorded(store: EventStore, state: ReturnType<typeof newRunMapState>, recorded: RecordedEvent): Promise<ProtocolEvent[]> {
   let event = recorded;
   const output = isEvent(event, "RunOutput") ? event.data : undefined;
-  if (output && isLargeValueMarker(output.data)) event = { ...event, data: { ...output, data: await resolveLarge(store, output.data) } };
+  if (output && isLargeValueMarker(output.data)) event = { ...event, data: { ...output, data: await chunkOf(store, output) } };
   return protocolEventsOf(state, event);
 }
 
@@ -132,21 +133,10 @@ async function protocolEventsOfRecorded(store: EventStore, state: ReturnType<typ
 async function* runEvents(store: EventStore, run: RunRef, since: number | undefined, signal: AbortSignal): AsyncGenerator<ProtocolEvent> {
   if (since !== undefined && (await endedBefore(store, run.runId, since))) return;
   const state = newRunMapState(run.graphName);
-  const subscription = store.subscribeToStream(runStream(run.runId), { fromRevision: "start" });
-  const stop = () => void subscription.close();
-  signal.addEventListener("abort", stop, { once: true });
-  try {
-    for await (const item of subscription) {
-      if (signal.aborted) return;
-      if (item.kind !== "event") continue;
-      for (const protocolEvent of await protocolEventsOfRecorded(store, state, item.event)) {
-        if (since === undefined || protocolEvent.seq > since) yield protocolEvent;
-      }
-      if (item.event.type === "RunEnded") return;
+  for await (const recorded of tailRun(store, run.runId, "start", signal)) {
+    for (const protocolEvent of await protocolEventsOfRecorded(store, state, recorded)) {
+      if (since === undefined || protocolEvent.seq > since) yield protocolEvent;
     }
-  } finally {
-    signal.removeEventListener("abort", stop);
-    await subscription.close();
   }
 }
 
