@@ -314,3 +314,37 @@ t.test("the TTL runs from the claim as the claiming server's clock stamped it, n
   t.equal(claims.length, 2, "claimed again");
   t.ok(Date.parse(claims[1].claimed_at) >= claim.expires_at, "the second claim is at or after the first's expiry, on the server's clock");
 });
+
+t.test("a claim whose process created its run and died before recording it: another process answers with that run", async (t) => {
+  const d = await double(t);
+  const log = await logReader(t, d);
+  const b = await server(t, d);
+  const thread = await b.client.threads.create();
+  const body = { assistant_id: "agent", input: input("created, not recorded") };
+  const key = "created-not-recorded-1";
+  const stream = idempotencyStream(key, "");
+
+  // A claims the key and creates its run; its record of the run reaches the log and is held there.
+  const a = await skewedProcess(t, d, 0);
+  const gate = d.holdAppends((s, types) => s === stream && types.includes("IdempotentRunCreated"));
+  const fromA = post(`${a.url}/threads/${thread.thread_id}/runs`, body, key).catch((error: unknown) => error);
+  await within(gate.reached(1), 30_000, "A's record of its run reaches the log");
+  const [claimByA] = claimsOf(await keyEvents(log, key));
+  t.ok(claimByA, "A's claim is in the log");
+  a.child.kill("SIGKILL");
+  await a.exited;
+  t.ok((await fromA) instanceof Error, "A's request died with it");
+  t.equal(gate.drop(), 1, "A's record was discarded, never applied");
+
+  // B shows A's run (a get catches up with the thread's stream), then gets the same request with the same key.
+  t.equal((await b.client.runs.get(thread.thread_id, claimByA.run_id)).run_id, claimByA.run_id, "A's run is in the log");
+  const fromB = await within(post(`${b.url}/threads/${thread.thread_id}/runs`, body, key), 20_000, "B answers");
+  t.equal(fromB.status, 200, "B answers at once, without waiting for the claim to be abandoned");
+  t.equal(fromB.body.run_id, claimByA.run_id, "with the run A created: no second run");
+  t.same(
+    (await keyEvents(log, key)).map((e) => e.type),
+    ["IdempotencyKeyClaimed", "IdempotentRunCreated"],
+    "B recorded A's run for the key",
+  );
+  t.same(await runIds(b, thread.thread_id), [claimByA.run_id], "exactly one run on the thread");
+});

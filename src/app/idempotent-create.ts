@@ -23,6 +23,8 @@ import type { RunRecord } from "../domain/run-record.js";
 export interface IdempotentCreateDeps {
   store: EventStore;
   commands: CommandPipeline;
+  /** The run with this id, if the read models show it (asked again at each turn of the wait for the claimer). */
+  findRun(runId: string): Promise<RunRecord | undefined>;
   now(): string;
   ttlMs: number;
   /** How long a twin waits for the first request to record its run before it answers 409. */
@@ -90,6 +92,14 @@ export async function createOnce(deps: IdempotentCreateDeps, req: IdempotentRequ
     if (decision.kind === "conflict") throw conflict(decision.detail);
     if (decision.kind === "replay") return decision.run;
     if (decision.kind === "in_progress") {
+      // The claimer may have created its run and then died (or be slow) before recording it: that run
+      // is this request's answer, recorded now at the claim's revision (the claimer's own record, if it
+      // comes first, wins the same way).
+      const created = await deps.findRun(decision.runId);
+      if (created) {
+        await deps.commands.append({ stream, events: [recordRun(stream, state!.revision, created)], expected: state!.revision, onConflict: "lose" });
+        return created;
+      }
       if (attempt >= MAX_ATTEMPTS || !(await nextEvent(deps.store, stream, state!.revision, deps.inProgressWaitMs))) {
         throw conflict("A request with this Idempotency-Key is still in progress; retry later");
       }
@@ -111,7 +121,8 @@ export async function createOnce(deps: IdempotentCreateDeps, req: IdempotentRequ
       await deps.commands.append({ stream, events: [release], expected: claimed }).catch(() => undefined);
       throw e;
     }
-    await deps.commands.append({ stream, events: [recordRun(stream, claimed, run)], expected: claimed });
+    // A twin that found the run first recorded it already (the same event): either record stands.
+    await deps.commands.append({ stream, events: [recordRun(stream, claimed, run)], expected: claimed, onConflict: "lose" });
     return run;
   }
 }

@@ -144,6 +144,10 @@ export class RunsService {
     const deps = {
       store: this.ctx.store,
       commands: this.ctx.commands,
+      findRun: async (runId: string) => {
+        const v = this.view(runId);
+        return v ? publicRun(v) : undefined;
+      },
       now: () => this.ctx.now(),
       ttlMs: this.ctx.config.idempotencyKeyTtlSecs * 1000,
       inProgressWaitMs: CATCH_UP_TIMEOUT_MS,
