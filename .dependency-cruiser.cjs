@@ -1,4 +1,4 @@
-// The layers of docs/architecture.md, drawn from the imports (`npx depcruise src projections`; test/architecture.test.ts).
+// The layers of docs/architecture.md, drawn from the imports (`npx depcruise src projections`; test/repo/architecture.test.ts).
 // Each layer may import only layers below it: eventstore → domain → projections → read-models →
 // commands → runtime → webhooks → app → edges (http, a2a, mcp, protocol) → assembly (server.ts, main.ts and the
 // start-up parts of src/startup/), with the ground floor (src/context, src/util, config,

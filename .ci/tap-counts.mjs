@@ -3,7 +3,7 @@
 // counts as a failure.
 /** The only skips allowed: tests that need what a fresh machine does not have, with the reason. */
 export const ALLOWED_SKIPS = [
-  { file: "test/eventstore-esdb.test.ts", name: "contract: real EventStoreDB", why: "runs only with EVENTSTORE_URL naming a real EventStoreDB" },
+  { file: "test/eventstore/esdb.test.ts", name: "contract: real EventStoreDB", why: "runs only with EVENTSTORE_URL naming a real EventStoreDB" },
 ];
 
 /** Counts the tests of each file (subtests one level below the file) in raw TAP output. */

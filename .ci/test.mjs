@@ -23,17 +23,7 @@ const all = process.argv.includes("--all");
  * tests beside it (bench/test/, `npm run bench:test`: the statistics, the probes, valgrind's
  * instruction counts), run with the benchmarks' smoke runs below.
  */
-const HEAVY = [
-  /^test\/chaos-.*\.test\.ts$/,
-  /^test\/.*-recovery(-long)?\.test\.ts$/,
-  /^test\/esdb-double-faults\.test\.ts$/,
-  /^test\/esdb-any-idempotency\.test\.ts$/,
-  /^test\/esdb-not-leader\.test\.ts$/,
-  /^test\/runs-idempotency-races\.test\.ts$/,
-  /^test\/ci-counts\.test\.ts$/,
-  /^test\/(audit-page|cors-browser|react-use-stream|ui-browser)\.test\.ts$/,
-  /^test\/official-suite-parity\.test\.ts$/,
-];
+const HEAVY = [/^test\/e2e\//, /^test\/eventstore\/esdb-(double-faults|any-idempotency|not-leader)\.test\.ts$/, /^test\/repo\/ci-counts\.test\.ts$/];
 const testFiles = readdirSync(path.join(root, "test"), { recursive: true })
   .map((f) => `test/${String(f).split(path.sep).join("/")}`)
   .filter((f) => f.endsWith(".test.ts"))

@@ -10,7 +10,7 @@
  * directories, hence distinct module instances, the split a project install gives, without the network),
  * `agent-server` holds the files `npm pack` ships (package.json, README, bin/, dist/ as built here, the
  * audit page), and every other package is a symlink to this repository's node_modules entry (as
- * test/project-runtime.test.ts does).
+ * test/cli/project-runtime.test.ts does).
  *
  * `benchGraph()` is the graph the server benchmarks (engine, runs, critical-path) run: such a project,
  * made once per process and removed when it exits, or with BENCH_GRAPH=repo this repository's own

@@ -3,7 +3,7 @@ import type { Decision } from "../domain/decision.js";
 import { DomainError } from "../domain/errors.js";
 
 /**
- * The command pipeline: the one module that appends to the event log (test/architecture.test.ts
+ * The command pipeline: the one module that appends to the event log (test/repo/architecture.test.ts
  * fails any other caller of `EventStore.append`). Every writer, the REST and A2A edges through
  * the application core, the run worker, crons, webhooks, the Store, says here, by name, what its
  * append expects of the stream, what a conflict with another writer means to it, and what it

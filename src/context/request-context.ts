@@ -26,7 +26,7 @@ export interface RequestContext {
  * @langchain/core, @langchain/langgraph and langsmith), and carries "context variables"
  * (`Symbol.for("lc:context_variables")`, @langchain/core's `_CONTEXT_VARIABLES_KEY`) from each store it
  * replaces to the next. So the request context rides there, as one context variable, and the process has one
- * storage instead of two (test/request-context.test.ts checks the symbols against LangChain's exports).
+ * storage instead of two (test/context/request-context.test.ts checks the symbols against LangChain's exports).
  *
  * With LangSmith tracing configured, LangChain takes the top store for a traceable run tree; the context then
  * keeps a storage of its own, as the cost of tracing dwarfs that of a second storage.

@@ -7,7 +7,7 @@
  * message into its dict and a bigint into text), built in one walk instead: no text in between, and
  * a message's own `toJSON()` (LangChain's constructor form, as costly as `toDict()` itself) is not
  * computed just to be replaced: every `values` chunk carries the whole conversation, so the work
- * saved grows with it. test/wire.test.ts holds the round trip as the oracle.
+ * saved grows with it. test/runtime/wire.test.ts holds the round trip as the oracle.
  */
 
 interface Dictable {

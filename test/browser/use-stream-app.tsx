@@ -1,6 +1,6 @@
 /**
  * A chat page on `@langchain/react`'s `useStream` (the thread streaming protocol, v2): the
- * example of the README, and the page test/react-use-stream.test.ts drives in Chromium.
+ * example of the README, and the page test/e2e/react-use-stream.test.ts drives in Chromium.
  * The thread id lives in the address (`?thread=`), so a reload reattaches to a run in flight.
  * Query: `api` (the server), `assistant` (default `agent`), `transport` (`sse` or `websocket`).
  */

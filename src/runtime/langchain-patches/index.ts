@@ -2,7 +2,7 @@
  * The server's patches on LangChain internals, in one place. Each replaces methods of a class or a
  * singleton in one copy of the libraries (the server's own, or a project's: see ../graph-runtime.ts)
  * after checking the shape it relies on: a copy whose shape changed is left as it is, and the caller
- * reports it. test/langchain-patches.test.ts installs each on every LangGraph version the server
+ * reports it. test/runtime/langchain-patches/patches.test.ts installs each on every LangGraph version the server
  * supports, so an upgrade that changes a shape fails a test instead of switching a patch off silently.
  */
 import { tracingConfigured } from "../../context/tracing-env.js";
