@@ -11,6 +11,7 @@ import * as z from "zod";
 import { A2AError, ERROR_REASONS, ErrorCode, invalidParams } from "./errors.js";
 import type { ProtocolVersion } from "./jsonrpc.js";
 import type { StoredPushConfig } from "../domain/a2a-push.js";
+import { canonicalIfUuid } from "../domain/ids.js";
 import type {
   Artifact,
   ListParams,
@@ -63,6 +64,9 @@ function parse<T>(schema: z.ZodType<T>, value: unknown): T {
   throw invalidParams(`Invalid params: ${where}: ${issue.message}`);
 }
 
+/** A task or context id as the client sent it; canonical when it is a UUID (contexts are threads). */
+const A2AId = z.string().overwrite(canonicalIfUuid);
+
 const blankToUndefined = (v: string | undefined | null) => (v === undefined || v === null || v === "" ? undefined : v);
 
 /** The push config fields both versions share; `url` must be an absolute http(s) URL (the URL policy checks the rest). */
@@ -100,10 +104,10 @@ const MessageV03 = z.object({
   role: z.enum(["user", "agent"]),
   parts: z.array(PartV03).min(1, "a message needs at least one part"),
   messageId: z.string().optional(),
-  taskId: z.string().nullable().optional(),
-  contextId: z.string().nullable().optional(),
+  taskId: A2AId.nullable().optional(),
+  contextId: A2AId.nullable().optional(),
   metadata: Obj.optional(),
-  referenceTaskIds: z.array(z.string()).optional(),
+  referenceTaskIds: z.array(A2AId).optional(),
   extensions: z.array(z.string()).optional(),
   command: z.object({ resume: z.unknown() }).partial().optional(),
 });
@@ -112,7 +116,7 @@ const SendV03 = z.object({
   message: MessageV03,
   // The seed / OpenAPI example shape: `messageId` and `thread.threadId` beside the message.
   messageId: z.string().optional(),
-  thread: z.object({ threadId: z.string().nullable().optional() }).optional(),
+  thread: z.object({ threadId: A2AId.nullable().optional() }).optional(),
   command: z.object({ resume: z.unknown() }).partial().optional(),
   configuration: z
     .object({
@@ -127,9 +131,9 @@ const SendV03 = z.object({
 
 const AuthV03 = z.object({ schemes: z.array(z.string()), credentials: z.string().optional() });
 const PushConfigV03 = z.object({ ...PushFields, authentication: AuthV03.optional() });
-const PushSetV03 = z.object({ taskId: z.string().min(1), pushNotificationConfig: PushConfigV03, metadata: Obj.optional() });
-const PushQueryV03 = z.object({ id: z.string().min(1), pushNotificationConfigId: z.string().optional(), metadata: Obj.optional() });
-const PushDeleteV03 = z.object({ id: z.string().min(1), pushNotificationConfigId: z.string().min(1), metadata: Obj.optional() });
+const PushSetV03 = z.object({ taskId: A2AId.min(1), pushNotificationConfig: PushConfigV03, metadata: Obj.optional() });
+const PushQueryV03 = z.object({ id: A2AId.min(1), pushNotificationConfigId: z.string().optional(), metadata: Obj.optional() });
+const PushDeleteV03 = z.object({ id: A2AId.min(1), pushNotificationConfigId: z.string().min(1), metadata: Obj.optional() });
 
 function pushConfigV03(c: StoredPushConfig): Record<string, unknown> {
   const out: Record<string, unknown> = { id: c.id, url: c.url };
@@ -138,8 +142,8 @@ function pushConfigV03(c: StoredPushConfig): Record<string, unknown> {
   return out;
 }
 
-const TaskQuery = z.object({ id: z.string().min(1), historyLength: NonNegativeInt.optional(), metadata: Obj.optional(), tenant: z.string().optional() });
-const TaskIdParams = z.object({ id: z.string().min(1), metadata: Obj.optional(), tenant: z.string().optional() });
+const TaskQuery = z.object({ id: A2AId.min(1), historyLength: NonNegativeInt.optional(), metadata: Obj.optional(), tenant: z.string().optional() });
+const TaskIdParams = z.object({ id: A2AId.min(1), metadata: Obj.optional(), tenant: z.string().optional() });
 
 function messageOf(m: z.infer<typeof MessageV03>, fallbackId: string | undefined, parts: Part[]): Message {
   const out: Message = { kind: "message", role: m.role, parts, messageId: blankToUndefined(m.messageId) ?? blankToUndefined(fallbackId) ?? randomUUID() };
@@ -244,13 +248,13 @@ const PartV1 = z
 
 const MessageV1 = z.object({
   messageId: z.string().optional(),
-  contextId: z.string().optional(),
-  taskId: z.string().optional(),
+  contextId: A2AId.optional(),
+  taskId: A2AId.optional(),
   role: z.enum(["ROLE_USER", "ROLE_AGENT"]),
   parts: z.array(PartV1).min(1, "a message needs at least one part"),
   metadata: Obj.optional(),
   extensions: z.array(z.string()).optional(),
-  referenceTaskIds: z.array(z.string()).optional(),
+  referenceTaskIds: z.array(A2AId).optional(),
   command: z.object({ resume: z.unknown() }).partial().optional(),
 });
 
@@ -270,12 +274,12 @@ const SendV1 = z.object({
 
 /** v1.0 `TaskPushNotificationConfig`: flat, one `scheme` (empty strings are proto3 defaults, i.e. absent). */
 const AuthV1 = z.object({ scheme: z.string(), credentials: z.string().optional() });
-const PushConfigV1 = z.object({ tenant: z.string().optional(), taskId: z.string().optional(), ...PushFields, authentication: AuthV1.nullish() });
-const PushSetV1 = PushConfigV1.extend({ taskId: z.string().min(1) });
-const PushQueryV1 = z.object({ tenant: z.string().optional(), taskId: z.string().min(1), id: z.string().optional() });
+const PushConfigV1 = z.object({ tenant: z.string().optional(), taskId: A2AId.optional(), ...PushFields, authentication: AuthV1.nullish() });
+const PushSetV1 = PushConfigV1.extend({ taskId: A2AId.min(1) });
+const PushQueryV1 = z.object({ tenant: z.string().optional(), taskId: A2AId.min(1), id: z.string().optional() });
 const PushListV1 = z.object({
   tenant: z.string().optional(),
-  taskId: z.string().min(1),
+  taskId: A2AId.min(1),
   pageSize: z.number().int().optional(),
   pageToken: z.string().optional(),
 });
@@ -298,7 +302,7 @@ function pushConfigV1(taskId: string, c: StoredPushConfig): Record<string, unkno
 
 const ListV1 = z.object({
   tenant: z.string().optional(),
-  contextId: z.string().optional(),
+  contextId: A2AId.optional(),
   status: z.enum(Object.keys(STATE_FROM_V1) as [string, ...string[]]).optional(),
   pageSize: z.number().int().min(1).max(100).optional(),
   pageToken: z.string().regex(/^\d*$/, "must be a token returned as nextPageToken").optional(),

@@ -136,8 +136,7 @@ export class A2AService {
    * task's state, reading the run's log only when the read model's view cannot tell the state.
    */
   private async locate(assistant: Assistant, taskId: string, visible?: Visible): Promise<{ view: RunView; taskId: string; state: TaskState }> {
-    const id = taskId.toLowerCase();
-    const first = isUuid(id) ? this.runs.view(id) : undefined;
+    const first = isUuid(taskId) ? this.runs.view(taskId) : undefined;
     // A run that resumed a task is part of that task, not a task of its own.
     if (!first || first.run.assistant_id !== assistant.assistant_id || first.run.metadata[TASK_ID_KEY] !== undefined) throw taskNotFound(taskId);
     // Custom auth: a task the user may not see is not found (its existence is not revealed).
@@ -145,10 +144,10 @@ export class A2AService {
     const stateOf = async (v: RunView) => taskStateOf(v, stateNeedsTerminal(v) ? await this.runs.lifecycle.terminalEvent(v.run.run_id) : undefined);
     const state = await stateOf(first);
     // Only a task that waited for input can have been resumed by a later run.
-    if (state !== "input-required") return { view: first, taskId: id, state };
-    const latest = this.index.latestContinuation({ assistantId: assistant.assistant_id, contextId: first.run.thread_id }, id);
+    if (state !== "input-required") return { view: first, taskId, state };
+    const latest = this.index.latestContinuation({ assistantId: assistant.assistant_id, contextId: first.run.thread_id }, taskId);
     const view = latest ? this.runs.view(latest.run_id) : undefined;
-    return view ? { view, taskId: id, state: await stateOf(view) } : { view: first, taskId: id, state };
+    return view ? { view, taskId, state: await stateOf(view) } : { view: first, taskId, state };
   }
 
   /** A task's current run with its terminal event. */
@@ -174,7 +173,7 @@ export class A2AService {
       }
       if (state !== "input-required") throw unsupported(`Task '${message.taskId}' is still ${state}; wait for it to end or cancel it`);
       threadId = resolved.view.run.thread_id;
-      if (message.contextId && message.contextId.toLowerCase() !== threadId) {
+      if (message.contextId && message.contextId !== threadId) {
         throw invalidParams(`contextId '${message.contextId}' is not the context of task '${message.taskId}' (${threadId})`);
       }
       taskId = resolved.taskId;
@@ -182,7 +181,7 @@ export class A2AService {
     } else {
       const contextId = message.contextId ?? p.threadId;
       if (contextId !== undefined && !isUuid(contextId)) throw invalidParams(`contextId must be a UUID (it names a thread), got '${contextId}'`);
-      threadId = contextId?.toLowerCase() ?? newTimeOrderedId();
+      threadId = contextId ?? newTimeOrderedId();
       const shape = await this.graphShape(assistant.graph_id);
       plan = p.command?.resume !== undefined ? resumeOfMessage(message, p.command) : inputOfMessage(message, shape.acceptsMessages, assistant.assistant_id);
     }
@@ -244,7 +243,7 @@ export class A2AService {
     } catch (error) {
       throw toA2AError(error, "task");
     }
-    const task = await this.settled(view.run.run_id, taskId.toLowerCase(), undefined);
+    const task = await this.settled(view.run.run_id, taskId, undefined);
     if (task.status.state !== "canceled") {
       throw new A2AError(ErrorCode.TaskNotCancelable, `Task '${taskId}' ended as ${task.status.state} before it could be canceled`);
     }

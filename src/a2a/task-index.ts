@@ -32,7 +32,7 @@ const FIRST_RUNS: SqlFragment[] = [{ sql: `${continuation} IS NULL`, params: [] 
 
 export function readModelTaskIndex(ctx: AppContext): TaskIndex {
   const runs = ctx.readModels.runs;
-  const query = (scope: TaskScope) => ({ threadId: scope.contextId?.toLowerCase() });
+  const query = (scope: TaskScope) => ({ threadId: scope.contextId });
   const firstRuns = (scope: TaskScope) => [...FIRST_RUNS, ...(scope.extra ?? [])];
   return {
     tasks: (scope, page) => runs.listByAssistant(scope.assistantId, { ...query(scope), ...page, extra: firstRuns(scope) }),

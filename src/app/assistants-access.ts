@@ -71,7 +71,7 @@ export class AssistantsAccess {
       if_exists: body.if_exists ?? "raise",
     });
     // Someone else's assistant with that id: a conflict (its content stays hidden).
-    const existing = value.assistant_id ? await findAssistantConsistent(this.ctx, value.assistant_id.toLowerCase()) : undefined;
+    const existing = value.assistant_id ? await findAssistantConsistent(this.ctx, value.assistant_id) : undefined;
     if (existing && filters && !filterMatches(existing.metadata, filters)) throw conflict("Assistant already exists");
     return createAssistant(this.ctx, { ...value, config: value.config ?? {}, context: value.context ?? {}, metadata: value.metadata ?? {} });
   }

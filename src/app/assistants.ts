@@ -1,4 +1,4 @@
-import { validate as isUuid } from "uuid";
+import { canonicalId, isUuid } from "../domain/ids.js";
 import type { AppContext } from "./context.js";
 import { authConditions, type AuthFilters } from "../read-models/auth-filters.js";
 import {
@@ -24,9 +24,19 @@ import { newTimeOrderedId } from "../util/new-id.js";
 
 /** An assistant id in the API may also be a graph id (it names that graph's default assistant). */
 export function resolveAssistantId(ctx: AppContext, idOrGraph: string): string {
-  if (isUuid(idOrGraph)) return idOrGraph.toLowerCase();
-  if (ctx.graphs.has(idOrGraph)) return defaultAssistantIdFor(idOrGraph);
-  throw invalid(`assistant_id: "${idOrGraph}" is neither a UUID nor a known graph id`);
+  const id = assistantIdOf(ctx, idOrGraph);
+  if (id === undefined) throw invalid(`assistant_id: "${idOrGraph}" is neither a UUID nor a known graph id`);
+  return id;
+}
+
+/**
+ * The id an assistant reference names: a UUID (in any case: a reference may come from a graph's
+ * own configuration or a protocol command as well as a request schema), or a graph id for that
+ * graph's default assistant; undefined when it is neither.
+ */
+export function assistantIdOf(ctx: AppContext, idOrGraph: string): string | undefined {
+  if (isUuid(idOrGraph)) return canonicalId(idOrGraph);
+  return ctx.graphs.has(idOrGraph) ? defaultAssistantIdFor(idOrGraph) : undefined;
 }
 
 export function findAssistant(ctx: AppContext, assistantId: string): Assistant | undefined {
@@ -68,7 +78,7 @@ export function assertKnownGraph(ctx: AppContext, graphId: string): void {
 
 export async function createAssistant(ctx: AppContext, cmd: Omit<CreateAssistant, "assistant_id"> & { assistant_id?: string }): Promise<Assistant> {
   assertKnownGraph(ctx, cmd.graph_id);
-  const assistantId = cmd.assistant_id?.toLowerCase() ?? newTimeOrderedId();
+  const assistantId = cmd.assistant_id ?? newTimeOrderedId();
   const now = ctx.now();
   const { state } = await ctx.commands.decide({
     stream: assistantStream(assistantId),

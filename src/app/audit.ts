@@ -50,7 +50,7 @@ export interface ThreadHistoryView {
  * Pure.
  */
 export function historyView(threadId: string, all: readonly RecordedEvent[], filters: AuthFilters | undefined, only?: number): ThreadHistoryView {
-  const id = threadId.toLowerCase();
+  const id = threadId;
   const index = indexIncarnations(id, all);
   const incarnations = index.incarnations.filter((inc) => (only === undefined || inc.number === only) && visibleUnder(inc, filters));
   const shown = new Set(incarnations.map((inc) => inc.number));
@@ -133,7 +133,7 @@ export async function replayFromLog(
   since?: LogPoint,
   view?: ThreadHistoryView,
 ): Promise<ReplayJson> {
-  const id = threadId.toLowerCase();
+  const id = threadId;
   const v = view ?? historyView(id, await threadEventsOr404(store, id), undefined);
   const now: LogPoint = at ?? { position: v.events[v.events.length - 1]?.position ?? -1n };
   const current = await replayAt(store, v, now);
@@ -151,7 +151,7 @@ export async function replayFromLog(
  * 404 when the thread never existed or is purged already.
  */
 export async function purgeThread(ctx: AppContext, lifecycle: ThreadLifecycle, threadId: string, actor: string): Promise<void> {
-  const id = threadId.toLowerCase();
+  const id = threadId;
   await ctx.commands.catchUpWithStream(threadStream(id));
   const state = ctx.readModels.threads.load(id);
   const check = decidePurgeThread(state, id, actor, 0, ctx.now());
@@ -197,7 +197,7 @@ export async function purgeVisibleThread(ctx: AppContext, lifecycle: ThreadLifec
   const { filters } = await authorize(caller, "threads", "delete", { thread_id: threadId });
   const all = await threadEventsOr404(ctx.store, threadId);
   if (filters) {
-    const withContent = indexIncarnations(threadId.toLowerCase(), all).incarnations.filter((inc) => inc.metadata !== undefined);
+    const withContent = indexIncarnations(threadId, all).incarnations.filter((inc) => inc.metadata !== undefined);
     const visible = withContent.filter((inc) => visibleUnder(inc, filters)).length;
     if (visible === 0) throw notFound(`Thread with ID ${threadId} not found`);
     if (visible < withContent.length)

@@ -100,7 +100,7 @@ export class CronsService {
     const cronId = newTimeOrderedId();
     const fields: CronFields = {
       assistant_id: assistantId,
-      thread_id: threadId === null ? null : threadId.toLowerCase(),
+      thread_id: threadId === null ? null : threadId,
       schedule: req.schedule.trim(),
       timezone,
       end_time: endTime,
@@ -120,7 +120,7 @@ export class CronsService {
 
   /** The cron, or 404 when it is unknown or custom auth's filters hide it. */
   async get(cronId: string, filters?: AuthFilters): Promise<CronState> {
-    const id = cronId.toLowerCase();
+    const id = cronId;
     let s = this.ctx.readModels.crons.get(id);
     if (!s) {
       await this.ctx.commands.catchUpWithStream(cronStream(id));
@@ -196,7 +196,7 @@ export class CronsService {
   private normalise(q: CronFilter): CronFilter {
     const out: CronFilter = {};
     if (q.assistant_id !== undefined) out.assistant_id = resolveAssistantId(this.ctx, q.assistant_id);
-    if (q.thread_id !== undefined) out.thread_id = q.thread_id.toLowerCase();
+    if (q.thread_id !== undefined) out.thread_id = q.thread_id;
     if (q.enabled !== undefined) out.enabled = q.enabled;
     if (q.metadata !== undefined) out.metadata = q.metadata;
     if (q.auth !== undefined) out.auth = q.auth;

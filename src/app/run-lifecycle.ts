@@ -151,7 +151,7 @@ export class RunLifecycle {
   }
 
   private view(runId: string): RunView | undefined {
-    return this.ctx.readModels.runs.load(runId.toLowerCase());
+    return this.ctx.readModels.runs.load(runId);
   }
 
   /**
@@ -159,7 +159,7 @@ export class RunLifecycle {
    * /wait and /join return. Undefined while the run has not ended (or never existed).
    */
   async terminalEvent(runId: string): Promise<RunEnded | undefined> {
-    const ended = await readRunEnd(this.ctx.store, runId.toLowerCase());
+    const ended = await readRunEnd(this.ctx.store, runId);
     return ended && isEvent(ended, "RunEnded") ? ended.data : undefined;
   }
 
@@ -182,7 +182,7 @@ export class RunLifecycle {
 
   /** Whether the run is over as far as its thread is concerned (or gone); a temporary thread is deleted by then. */
   isDone(runId: string, created?: RunRecord): boolean {
-    return this.isDoneAs(this.donenessOf(runId.toLowerCase(), created));
+    return this.isDoneAs(this.donenessOf(runId, created));
   }
 
   /** The read models' doneness of a run, or, for a run created for its result and not folded yet, what its record says. */
@@ -226,7 +226,7 @@ export class RunLifecycle {
   }
 
   private waitFor(runId: string, list: "wakes" | "resultWakes", signal?: AbortSignal, created?: RunRecord): Promise<void> {
-    const id = runId.toLowerCase();
+    const id = runId;
     if (this.closed || signal?.aborted) return Promise.resolve();
     const doneness = this.donenessOf(id, created);
     if (!doneness || this.isDoneAs(doneness)) return Promise.resolve();

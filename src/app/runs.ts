@@ -1,13 +1,11 @@
-import { validate as isUuid } from "uuid";
 import { newTimeOrderedId } from "../util/new-id.js";
 import type { AppContext } from "./context.js";
 import { assertWebhookAllowed } from "./webhooks.js";
 import { CATCH_UP_TIMEOUT_MS } from "../commands/pipeline.js";
 import { createOnce, idempotencyKeyOf } from "./idempotent-create.js";
 import { externalizeIfLarge } from "../eventstore/large-values.js";
-import { findAssistantConsistent } from "./assistants.js";
+import { assistantIdOf, findAssistantConsistent } from "./assistants.js";
 import { createThread, threadState, threadStateConsistent } from "./threads.js";
-import { defaultAssistantId } from "../runtime/graph-catalogue.js";
 import { decideEnqueueRun, threadStream, type Thread, type ThreadState } from "../domain/threads.js";
 import { decideCancel, publicRun, runStream, type CancelAction, type RunStreamState, type RunView } from "../domain/runs.js";
 import type { RunRecord, RunStatus } from "../domain/run-record.js";
@@ -95,11 +93,11 @@ export class RunsService {
   }
 
   view(runId: string): RunView | undefined {
-    return this.ctx.readModels.runs.load(runId.toLowerCase());
+    return this.ctx.readModels.runs.load(runId);
   }
 
   private async assistantOf(idOrGraph: string) {
-    const id = isUuid(idOrGraph) ? idOrGraph.toLowerCase() : this.ctx.graphs.has(idOrGraph) ? defaultAssistantId(idOrGraph) : undefined;
+    const id = assistantIdOf(this.ctx, idOrGraph);
     const assistant = id ? await findAssistantConsistent(this.ctx, id) : undefined;
     if (!assistant) throw unknownAssistant(idOrGraph);
     return assistant;
@@ -182,7 +180,7 @@ export class RunsService {
         thread = found.thread;
         loaded = { state: found };
       } else if (req.if_not_exists !== "create") throw notFound(`Thread with ID ${threadId} not found`);
-      else thread = await createThread(ctx, { thread_id: threadId.toLowerCase(), metadata: obj(req.metadata), if_exists: "do_nothing" });
+      else thread = await createThread(ctx, { thread_id: threadId, metadata: obj(req.metadata), if_exists: "do_nothing" });
     }
     const tid = thread.thread_id;
     const runId = authorized.runId;
@@ -250,10 +248,10 @@ export class RunsService {
   async get(threadId: string | null, runId: string): Promise<RunRecord> {
     let v = this.view(runId);
     if (!v && threadId !== null) {
-      await this.ctx.commands.catchUpWithStream(threadStream(threadId.toLowerCase()));
+      await this.ctx.commands.catchUpWithStream(threadStream(threadId));
       v = this.view(runId);
     }
-    if (!v || (threadId !== null && v.run.thread_id !== threadId.toLowerCase())) throw notFound("Run not found");
+    if (!v || (threadId !== null && v.run.thread_id !== threadId)) throw notFound("Run not found");
     if (threadId !== null && !threadState(this.ctx, threadId)) throw notFound("Run not found");
     return publicRun(v);
   }
@@ -261,14 +259,14 @@ export class RunsService {
   /** A thread's runs; the custom-auth `filters` apply to the runs' thread (in the SQL query). */
   async list(threadId: string, q: { limit: number; offset: number; status?: RunStatus }, filters?: AuthFilters): Promise<RunRecord[]> {
     if (!(await threadStateConsistent(this.ctx, threadId))) throw notFound(`Thread with ID ${threadId} not found`);
-    return this.ctx.readModels.runs.listForThread(threadId.toLowerCase(), { ...q, extra: threadsOfRuns(filters) });
+    return this.ctx.readModels.runs.listForThread(threadId, { ...q, extra: threadsOfRuns(filters) });
   }
 
   /** Cancels one run: a pending one ends now, a running one is aborted by its worker. */
   async cancel(threadId: string | null, runId: string, action: CancelAction): Promise<void> {
-    const id = runId.toLowerCase();
+    const id = runId;
     const v = this.view(id);
-    if (!v || (threadId !== null && v.run.thread_id !== threadId.toLowerCase())) throw notFound("Run not found");
+    if (!v || (threadId !== null && v.run.thread_id !== threadId)) throw notFound("Run not found");
     // The read model's view first; after a conflict, the run stream itself (strongly consistent).
     // A claimed run's request is appended at any revision (its worker acts on it); an unclaimed one's
     // end expects the revision it was decided on, so that a claim in between wins.
@@ -299,7 +297,7 @@ export class RunsService {
   ): Promise<number> {
     let targets: RunView[];
     if (q.run_ids) {
-      targets = q.run_ids.map((id) => this.view(id)).filter((v): v is RunView => !!v && (!q.thread_id || v.run.thread_id === q.thread_id.toLowerCase()));
+      targets = q.run_ids.map((id) => this.view(id)).filter((v): v is RunView => !!v && (!q.thread_id || v.run.thread_id === q.thread_id));
     } else {
       targets = this.ctx.readModels.runs.activeWithStatus(
         q.status === "all" || q.status === undefined ? ["pending", "running"] : [q.status],
@@ -313,7 +311,7 @@ export class RunsService {
 
   async delete(threadId: string, runId: string): Promise<void> {
     const v = this.view(runId);
-    if (!v || v.run.thread_id !== threadId.toLowerCase()) throw notFound("Run not found");
+    if (!v || v.run.thread_id !== threadId) throw notFound("Run not found");
     if (!v.threadFinished) throw conflict("Run is still active; cancel it before deleting it");
     await this.ctx.commands.append({
       stream: threadStream(v.run.thread_id),

@@ -32,7 +32,7 @@ export function runIdsOf(threadEvents: readonly RecordedEvent[]): string[] {
  * of its runs, merged in log order. Undefined when the thread never existed.
  */
 export async function readThreadEvents(store: EventStore, threadId: string): Promise<RecordedEvent[] | undefined> {
-  const id = threadId.toLowerCase();
+  const id = threadId;
   const thread = await store.readStream(threadStream(id));
   if (thread.length === 0) return undefined;
   const others = await Promise.all([
@@ -101,7 +101,7 @@ export function eventJson(e: RecordedEvent, incarnation: number) {
  * checkpoint values (`checkpoint-value-{sha256}`) are not, as other threads (copies) may share them.
  */
 export async function threadContent(store: EventStore, threadId: string): Promise<{ streams: string[]; runIds: string[] }> {
-  const id = threadId.toLowerCase();
+  const id = threadId;
   const thread = await store.readStream(threadStream(id));
   const checkpoints = await store.readStream(`${CHECKPOINT_STREAM_PREFIX}${id}`);
   const streams = new Set<string>([threadStream(id), `${CHECKPOINT_STREAM_PREFIX}${id}`, ...THREAD_SIDE_PREFIXES.map((prefix) => `${prefix}${id}`)]);

@@ -38,7 +38,7 @@ export function threadLifecycle(ctx: AppContext): ThreadLifecycle {
     async copy(threadId, as = {}) {
       const source = (await threadStateConsistent(ctx, threadId))?.thread;
       if (!source) throw conflict(`Thread ${threadId} not found`);
-      const copyId = as.threadId?.toLowerCase() ?? newTimeOrderedId();
+      const copyId = as.threadId ?? newTimeOrderedId();
       // Values written beside the source (its runs' or its own) are written again beside the copy: a purge
       // of the source removes those streams, and the copy must keep its values.
       const values = isLargeValueMarker(source.values)
@@ -55,11 +55,11 @@ export function threadLifecycle(ctx: AppContext): ThreadLifecycle {
       return copy;
     },
     async delete(threadId) {
-      await remove(threadId.toLowerCase());
+      await remove(threadId);
     },
     async deleteTemporary(threadId, runCreatedAt) {
       const stillTheRuns = (s: ThreadState | undefined) => !!s && !s.deleted && s.activeRuns.length === 0 && s.thread.created_at <= runCreatedAt;
-      const id = threadId.toLowerCase();
+      const id = threadId;
       if (stillTheRuns(ctx.readModels.threads.load(id))) await remove(id, stillTheRuns);
     },
     applySupersteps: (threadId, supersteps) => applySupersteps(ctx, threadId, supersteps),

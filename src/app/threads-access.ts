@@ -117,7 +117,7 @@ export class ThreadsAccess {
    */
   async prune(caller: Caller, threadIds: readonly string[], strategy: PruneStrategy): Promise<{ pruned_count: number }> {
     let pruned = 0;
-    for (const threadId of new Set(threadIds.map((id) => id.toLowerCase()))) {
+    for (const threadId of new Set(threadIds)) {
       try {
         await authorizeThread(this.ctx, caller, strategy === "delete" ? "delete" : "update", threadId, { thread_id: threadId, strategy });
         await getThread(this.ctx, threadId);

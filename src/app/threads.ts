@@ -25,7 +25,7 @@ import { PURGED_EVENT_TYPE } from "../eventstore/types.js";
 
 /** The live thread's folded state in the local read model (undefined: unknown or deleted). */
 export function threadState(ctx: AppContext, threadId: string): ThreadState | undefined {
-  const s = ctx.readModels.threads.load(threadId.toLowerCase());
+  const s = ctx.readModels.threads.load(threadId);
   return s && !s.deleted ? s : undefined;
 }
 
@@ -33,7 +33,7 @@ export function threadState(ctx: AppContext, threadId: string): ThreadState | un
 export async function threadStateConsistent(ctx: AppContext, threadId: string): Promise<ThreadState | undefined> {
   const found = threadState(ctx, threadId);
   if (found) return found;
-  await ctx.commands.catchUpWithStream(threadStream(threadId.toLowerCase()));
+  await ctx.commands.catchUpWithStream(threadStream(threadId));
   return threadState(ctx, threadId);
 }
 
@@ -54,7 +54,7 @@ export async function createThread(
   ctx: AppContext,
   cmd: { thread_id?: string; metadata: JsonObject; if_exists: "raise" | "do_nothing"; copied_from?: string; values?: JsonObject | null; expires_at?: string },
 ): Promise<Thread> {
-  const threadId = cmd.thread_id?.toLowerCase() ?? newTimeOrderedId();
+  const threadId = cmd.thread_id ?? newTimeOrderedId();
   const now = ctx.now();
   // An id made here was never used: there is nothing to look up.
   const load = cmd.thread_id === undefined ? () => undefined : loadThread(ctx, threadId);
@@ -98,7 +98,7 @@ const PAGE = 100;
 export async function currentIncarnationStart(ctx: AppContext, threadId: string): Promise<bigint> {
   let from: bigint | "end" = "end";
   for (;;) {
-    const page = await ctx.store.readStream(threadStream(threadId.toLowerCase()), { direction: "backwards", fromRevision: from, maxCount: PAGE });
+    const page = await ctx.store.readStream(threadStream(threadId), { direction: "backwards", fromRevision: from, maxCount: PAGE });
     const created = page.find((e) => startsIncarnation(e));
     if (created) return created.revision;
     const last = page[page.length - 1];
@@ -108,7 +108,7 @@ export async function currentIncarnationStart(ctx: AppContext, threadId: string)
 }
 
 export async function patchThread(ctx: AppContext, threadId: string, metadata: JsonObject, expiresAt?: string): Promise<Thread> {
-  const id = threadId.toLowerCase();
+  const id = threadId;
   const now = ctx.now();
   const { state } = await ctx.commands.decide({
     stream: threadStream(id),
@@ -120,7 +120,7 @@ export async function patchThread(ctx: AppContext, threadId: string, metadata: J
 
 /** Appends the thread's deletion; `only`: unless the thread (as the log now has it) fails this test. Says whether it deleted. */
 export async function deleteThread(ctx: AppContext, threadId: string, only?: (s: ThreadState | undefined) => boolean): Promise<boolean> {
-  const id = threadId.toLowerCase();
+  const id = threadId;
   const now = ctx.now();
   const { decision } = await ctx.commands.decide({
     stream: threadStream(id),

@@ -6,11 +6,10 @@
  *    A2A, MCP, protocol v2, the agent card): `assistants:read` runs and its filters hide it.
  * A hidden assistant answers as an unknown one does on each edge, so its existence is not revealed.
  */
-import { validate as isUuid } from "uuid";
 import type { AppContext } from "./context.js";
 import type { Assistant } from "../domain/assistants.js";
 import { authorize, type Caller } from "./auth/caller.js";
-import { findAssistantConsistent, searchAssistants } from "./assistants.js";
+import { assistantIdOf, findAssistantConsistent, searchAssistants } from "./assistants.js";
 import { defaultAssistantId } from "../runtime/graph-catalogue.js";
 import { filterMatches } from "../read-models/auth-filters.js";
 
@@ -42,12 +41,6 @@ export function isGraphDefault(assistant: Assistant): boolean {
   return assistant.assistant_id === defaultAssistantId(assistant.graph_id) && assistant.metadata.created_by === "system";
 }
 
-/** The id an assistant reference names (a UUID, or a graph id for that graph's default); undefined: neither. */
-function idOf(ctx: AppContext, idOrGraph: string): string | undefined {
-  if (isUuid(idOrGraph)) return idOrGraph.toLowerCase();
-  return ctx.graphs.has(idOrGraph) ? defaultAssistantId(idOrGraph) : undefined;
-}
-
 /**
  * Runs custom auth's `assistants:read` for the caller on the assistant `idOrGraph` names (the
  * handler's refusal is thrown, as on GET /assistants/{id}) and tells whether its filters hide an
@@ -61,7 +54,7 @@ function idOf(ctx: AppContext, idOrGraph: string): string | undefined {
 export async function assistantHidden(ctx: AppContext, caller: Caller, idOrGraph: string): Promise<boolean> {
   const { filters } = await authorize(caller, "assistants", "read", { assistant_id: idOrGraph });
   if (!filters) return false;
-  const id = idOf(ctx, idOrGraph);
+  const id = assistantIdOf(ctx, idOrGraph);
   // The consistent lookup: an assistant another process just wrote must not slip past the check.
   const assistant = id === undefined ? undefined : await findAssistantConsistent(ctx, id);
   return assistant !== undefined && !isGraphDefault(assistant) && !filterMatches(assistant.metadata, filters);

@@ -26,10 +26,10 @@ export async function webhookAttempts(ctx: AppContext, caller: Caller, threadId:
     threadId === null
       ? await authorize(caller, "threads", "read", { run_id: runId })
       : await authorizeThread(ctx, caller, "read", threadId, { thread_id: threadId, run_id: runId });
-  const id = runId.toLowerCase();
+  const id = runId;
   // Deliveries outlive their run's row (a stateless run's thread is deleted when it ends).
   const run = ctx.readModels.webhooks.get(id)?.run ?? ctx.readModels.runs.load(id)?.run;
-  if (!run || (threadId !== null && run.thread_id !== threadId.toLowerCase())) throw notFound("Run not found");
+  if (!run || (threadId !== null && run.thread_id !== threadId)) throw notFound("Run not found");
   // Custom auth: a run whose metadata (its thread's at creation) the user may not see is not found.
   if (filters && !filterMatches(run.metadata, filters)) throw notFound("Run not found");
   return readWebhookAttempts(ctx.store, id, ctx.readModels.webhooks.pushesOfRun(id));

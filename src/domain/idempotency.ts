@@ -27,7 +27,7 @@ const sha256 = (text: string) => createHash("sha256").update(text).digest("hex")
 export const idempotencyStream = (key: string, identity: string) => `${IDEMPOTENCY_STREAM_PREFIX}${sha256(`${identity}\u0000${key}`).slice(0, 40)}`;
 
 /** The fingerprint of what was asked: the thread (null for a stateless run) and the body, keys sorted. */
-export const requestHash = (threadId: string | null, body: unknown) => sha256(stringify({ thread_id: threadId?.toLowerCase() ?? null, body }) ?? "");
+export const requestHash = (threadId: string | null, body: unknown) => sha256(stringify({ thread_id: threadId ?? null, body }) ?? "");
 
 /** Item `index` of a batch: each run of a batch is its own key, derived from the request's. */
 export const batchItemKey = (key: string, index: number) => `${key}#${index}`;

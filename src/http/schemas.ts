@@ -1,10 +1,12 @@
 import * as z from "zod";
 import { JsonObjectSchema } from "../util/json.js";
 import { RunnableConfigSchema } from "../domain/run-request.js";
+import { UuidSchema } from "../domain/ids.js";
 
 /** Request pieces shared by several routes. */
 export const JsonObject = JsonObjectSchema;
-export const Uuid = z.uuid({ error: "must be a UUID" });
+/** An id in a path, query or body: a UUID, lower-cased once parsed (see src/domain/ids.ts). */
+export const Uuid = UuidSchema;
 export const IfExists = z.enum(["raise", "do_nothing"]);
 export const SortOrder = z.enum(["asc", "desc"]);
 export const Limit = z.number().int().min(1).max(1000).default(10);

@@ -19,13 +19,14 @@ import { SseWriter } from "../util/sse-writer.js";
 import { ProtocolCommands, type ProtocolCommand } from "./commands.js";
 import { subscribe } from "./subscriber.js";
 import { WsSession } from "./ws-session.js";
+import { UuidSchema } from "../domain/ids.js";
 
 export interface ProtocolRoutesOptions {
   /** Who asks (custom auth's handlers and user), as the server's authentication established it. */
   callerOf: (request: FastifyRequest) => Caller;
 }
 
-const ThreadParams = z.object({ thread_id: z.uuid({ error: "must be a UUID" }) });
+const ThreadParams = z.object({ thread_id: UuidSchema });
 const Channel = z
   .string()
   .refine((c) => ["values", "updates", "messages", "tools", "lifecycle", "input", "checkpoints", "tasks", "custom"].includes(c) || c.startsWith("custom:"), {
@@ -58,12 +59,12 @@ export function protocolRoutes(ctx: AppContext, runs: RunsService, options: Prot
     const tags = ["thread streaming protocol"];
 
     r.post("/threads/:thread_id/commands", { schema: { tags, params: ThreadParams, body: CommandBody } }, async (req) => {
-      const threadId = req.params.thread_id.toLowerCase();
+      const threadId = req.params.thread_id;
       return commands.handle(options.callerOf(req), threadId, req.body as ProtocolCommand, headersOf(req));
     });
 
     r.post("/threads/:thread_id/stream/events", { schema: { tags, params: ThreadParams, body: EventsBody } }, async (req, reply) => {
-      const threadId = req.params.thread_id.toLowerCase();
+      const threadId = req.params.thread_id;
       const caller = options.callerOf(req);
       // Refused before the stream starts: a 403/404 the client sees as such (and does not retry).
       await commands.authorizeRead(caller, threadId);
@@ -84,7 +85,7 @@ export function protocolRoutes(ctx: AppContext, runs: RunsService, options: Prot
     });
 
     r.get("/threads/:thread_id/stream/events", { schema: { tags, params: ThreadParams }, websocket: true }, async (socket, req) => {
-      const threadId = (req.params as { thread_id: string }).thread_id.toLowerCase();
+      const threadId = (req.params as { thread_id: string }).thread_id;
       const caller = options.callerOf(req);
       try {
         await commands.authorizeRead(caller, threadId);

@@ -256,8 +256,7 @@ interface ThreadSource extends FilteredSource {
 function sourceOf(q: ThreadFilter): ThreadSource {
   const source = metadataSource("threads", "thread_id", "metadata", q.metadata);
   const where: SqlFragment[] = [{ sql: "threads.deleted = 0", params: [] }, ...source.where];
-  if (q.ids !== undefined)
-    where.push({ sql: `threads.thread_id IN (SELECT value FROM json_each(?))`, params: [JSON.stringify(q.ids.map((i) => i.toLowerCase()))] });
+  if (q.ids !== undefined) where.push({ sql: `threads.thread_id IN (SELECT value FROM json_each(?))`, params: [JSON.stringify(q.ids)] });
   if (q.status !== undefined) where.push({ sql: "threads.status = ?", params: [q.status] });
   if (q.values !== undefined) where.push(containsSql('threads."values"', q.values));
   if (q.extra) where.push(...q.extra);

@@ -58,7 +58,7 @@ export function auditRoutes(ctx: AppContext): FastifyPluginAsync {
           ?.split(",")
           .map((t) => t.trim())
           .filter(Boolean),
-        runId: q.run_id?.toLowerCase(),
+        runId: q.run_id,
         includeOutput: q.include_output ?? false,
       });
       const json = (e: (typeof events)[number]) => eventJson(e, view.numberOf(e));
