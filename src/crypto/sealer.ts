@@ -1,0 +1,184 @@
+import { envelopeKeyId, isEnvelope, openEnvelope, parseEnvelope, sealEnvelope } from "./envelope.js";
+import { KeyDestroyedError, UnreadableEnvelopeError, WrongMasterKeyError } from "./errors.js";
+import { KeyVault, type DataKey } from "./key-vault.js";
+import { Lru } from "./lru.js";
+import type { MasterKeys } from "./master-keys.js";
+
+export { KeyDestroyedError, UnreadableEnvelopeError, WrongMasterKeyError };
+
+/**
+ * Encryption at rest with crypto-shredding: every stream's values are sealed with data keys that belong to that stream
+ * alone, so destroying those keys makes the stream's values unreadable wherever copies of them lie.
+ */
+export interface Sealer {
+  /**
+   * Encrypts `plaintext` (JSON text) for `stream` with a data key that belongs to that stream alone: taken from the
+   * vault's pool of pre-created keys the first time this process seals for the stream (a bounded LRU remembers
+   * stream -> key id; on a miss a fresh pool key is taken, so a stream may have several keys, never one shared with
+   * another stream). Synchronous. The stream name is the AES-GCM additional data. Returns a compact ASCII envelope.
+   */
+  seal(stream: string, plaintext: string): string;
+  /** Decrypts an envelope sealed for `stream`: KeyDestroyedError when its key was destroyed, UnreadableEnvelopeError otherwise. */
+  open(stream: string, envelope: string): string;
+  /** True when `value` is a string in the envelope format (a look at its header, no crypto). */
+  isEnvelope(value: unknown): value is string;
+  /** The data key id an envelope names (UnreadableEnvelopeError when it is not an envelope). */
+  keyIdOf(envelope: string): string;
+  /** Destroys these data keys for good, durably; unknown ids are ignored. */
+  destroy(keyIds: readonly string[]): void;
+  /** Re-wraps every data key under the current master key; returns how many were re-wrapped. */
+  rewrapAll(): number;
+  close(): void;
+}
+
+const DEFAULT_POOL_SIZE = 256;
+/** Unwrapped data keys held in memory (32 bytes each). */
+const KEY_CACHE_SIZE = 10_000;
+/** Streams whose key this process remembers; a stream forgotten gets a fresh key when sealed for again. */
+const STREAM_CACHE_SIZE = 10_000;
+
+/** Opens the vault at `vaultPath`; throws WrongMasterKeyError when it holds keys and no configured master key unwraps one. */
+export function openSealer(options: { vaultPath: string; masterKeys: MasterKeys; poolSize?: number }): Sealer {
+  const poolSize = options.poolSize ?? DEFAULT_POOL_SIZE;
+  if (!Number.isInteger(poolSize) || poolSize < 1) throw new RangeError(`poolSize must be a positive integer, not ${poolSize}`);
+  return new VaultSealer(new KeyVault(options.vaultPath, options.masterKeys), poolSize);
+}
+
+class VaultSealer implements Sealer {
+  /** Keys this process reserved and has not handed out yet, with their bytes (it created them). */
+  private pool: DataKey[] = [];
+  private readonly keys = new Lru<string, Buffer>(KEY_CACHE_SIZE);
+  private readonly streams = new Lru<string, string>(STREAM_CACHE_SIZE);
+  private refillScheduled = false;
+  private closed = false;
+
+  constructor(
+    private readonly vault: KeyVault,
+    private readonly poolSize: number,
+  ) {}
+
+  seal(stream: string, plaintext: string): string {
+    this.assertOpen();
+    let keyId = this.streams.get(stream);
+    let key = keyId === undefined ? undefined : this.liveKey(keyId);
+    if (keyId === undefined || key === undefined) {
+      const taken = this.take();
+      keyId = taken.id;
+      key = taken.key;
+      this.streams.set(stream, keyId);
+      this.keys.set(keyId, key);
+    }
+    return sealEnvelope(key, keyId, stream, plaintext);
+  }
+
+  open(stream: string, envelope: string): string {
+    this.assertOpen();
+    const parsed = parseEnvelope(envelope);
+    if (parsed === undefined) throw new UnreadableEnvelopeError("not a sealed value: the envelope is malformed");
+    const key = this.keys.get(parsed.keyId) ?? this.load(parsed.keyId);
+    const plaintext = openEnvelope(key, parsed, stream);
+    if (plaintext === undefined) {
+      throw new UnreadableEnvelopeError(`the value sealed with data key ${parsed.keyId} does not verify: it was altered, or sealed for another stream`);
+    }
+    return plaintext;
+  }
+
+  isEnvelope(value: unknown): value is string {
+    return isEnvelope(value);
+  }
+
+  keyIdOf(envelope: string): string {
+    const keyId = envelopeKeyId(envelope);
+    if (keyId === undefined) throw new UnreadableEnvelopeError("not a sealed value: the envelope is malformed");
+    return keyId;
+  }
+
+  destroy(keyIds: readonly string[]): void {
+    this.assertOpen();
+    if (keyIds.length === 0) return;
+    const doomed = new Set(keyIds);
+    this.vault.destroy(keyIds);
+    for (const id of doomed) {
+      this.keys.get(id)?.fill(0);
+      this.keys.delete(id);
+    }
+    // Collected first: deleting from a Map while iterating it is safe, but this reads plainly.
+    const streams = [...this.streams.entries()].filter(([, id]) => doomed.has(id)).map(([stream]) => stream);
+    for (const stream of streams) this.streams.delete(stream);
+    for (const k of this.pool) if (doomed.has(k.id)) k.key.fill(0);
+    this.pool = this.pool.filter((k) => !doomed.has(k.id));
+  }
+
+  rewrapAll(): number {
+    this.assertOpen();
+    return this.vault.rewrapAll();
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    for (const k of this.pool) k.key.fill(0);
+    for (const [, key] of this.keys.entries()) key.fill(0);
+    this.pool = [];
+    this.keys.clear();
+    this.streams.clear();
+    this.vault.close();
+  }
+
+  /** A key for sealing: undefined once destroyed (perhaps by another process), so that the stream gets a fresh one. */
+  private liveKey(keyId: string): Buffer | undefined {
+    const cached = this.keys.get(keyId);
+    if (cached) return cached;
+    const found = this.vault.lookup(keyId);
+    if (found.state !== "live") return undefined;
+    this.keys.set(keyId, found.key);
+    return found.key;
+  }
+
+  private load(keyId: string): Buffer {
+    const found = this.vault.lookup(keyId);
+    switch (found.state) {
+      case "live":
+        this.keys.set(keyId, found.key);
+        return found.key;
+      case "destroyed":
+        throw new KeyDestroyedError(keyId);
+      case "unknown":
+        throw new UnreadableEnvelopeError(`data key ${keyId} is not in the key vault at ${this.vault.path}`);
+      case "locked":
+        throw new UnreadableEnvelopeError(
+          `data key ${keyId} is wrapped by master key ${found.masterKeyId}, which is not configured: list it in LANGGRAPH_AES_PREVIOUS_KEYS`,
+        );
+    }
+  }
+
+  /** A pool key, never handed out before; refilled ahead of need so that sealing seldom waits for an fsync. */
+  private take(): DataKey {
+    if (this.pool.length === 0) this.refill();
+    const taken = this.pool.pop() as DataKey;
+    if (this.pool.length < this.poolSize / 4) this.scheduleRefill();
+    return taken;
+  }
+
+  private refill(): void {
+    this.pool.push(...this.vault.createBlock(this.poolSize));
+  }
+
+  private scheduleRefill(): void {
+    if (this.refillScheduled) return;
+    this.refillScheduled = true;
+    setImmediate(() => {
+      this.refillScheduled = false;
+      if (this.closed || this.pool.length >= this.poolSize / 4) return;
+      try {
+        this.refill();
+      } catch {
+        // Left to the synchronous refill when the pool runs dry, which reports its error to a caller.
+      }
+    });
+  }
+
+  private assertOpen(): void {
+    if (this.closed) throw new Error("the sealer is closed");
+  }
+}

@@ -1,0 +1,308 @@
+import t, { type Test } from "tap";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import Database from "better-sqlite3";
+import { parseMasterKeys, type MasterKeys } from "../../src/crypto/master-keys.js";
+import { KeyDestroyedError, openSealer, UnreadableEnvelopeError, WrongMasterKeyError, type Sealer } from "../../src/crypto/sealer.js";
+
+const KEY_A = "a".repeat(32);
+const KEY_B = "b".repeat(16);
+const masterKeys = (current: string, ...previous: string[]): MasterKeys =>
+  parseMasterKeys({ LANGGRAPH_AES_KEY: current, LANGGRAPH_AES_PREVIOUS_KEYS: JSON.stringify(previous) })!;
+
+function tempVault(t: Test): string {
+  const dir = mkdtempSync(path.join(os.tmpdir(), "crypto-vault-"));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  return path.join(dir, "keys.db");
+}
+
+function sealerAt(t: Test, vaultPath: string, keys = masterKeys(KEY_A), poolSize?: number): Sealer {
+  const sealer = openSealer({ vaultPath, masterKeys: keys, poolSize });
+  t.teardown(() => sealer.close());
+  return sealer;
+}
+
+function catchError(fn: () => unknown): Error {
+  try {
+    fn();
+  } catch (err) {
+    return err as Error;
+  }
+  throw new Error("expected an error");
+}
+
+t.test("round trip: what is sealed for a stream opens for it, as compact ASCII naming its key", async (t) => {
+  const sealer = sealerAt(t, tempVault(t));
+  const value = JSON.stringify({ text: "héllo ✓ \u0000 😀", n: [1, 2, 3] });
+  const envelope = sealer.seal("thread-1", value);
+  t.match(envelope, /^aes1:[A-Za-z0-9_-]{16}:[A-Za-z0-9_-]{16}:[A-Za-z0-9_-]{22}:[A-Za-z0-9_-]+$/);
+  t.equal(JSON.parse(JSON.stringify(envelope)), envelope, "a JSON string carries it as is");
+  t.equal(JSON.stringify(envelope), `"${envelope}"`, "with no escaping");
+  t.equal(sealer.open("thread-1", envelope), value);
+  t.ok(sealer.isEnvelope(envelope));
+  t.equal(sealer.keyIdOf(envelope), envelope.split(":")[1]);
+  t.notSame(sealer.seal("thread-1", value), envelope, "a fresh IV each time");
+  t.equal(sealer.open("thread-1", sealer.seal("thread-1", "")), "");
+  const big = JSON.stringify("x".repeat(1_000_000));
+  t.equal(sealer.open("thread-1", sealer.seal("thread-1", big)), big);
+});
+
+t.test("isEnvelope and keyIdOf: a look at the header", async (t) => {
+  const sealer = sealerAt(t, tempVault(t));
+  for (const value of [undefined, null, 42, {}, "", "aes1:", "hello", "aes1:short:x:y:z", JSON.stringify({ a: 1 })]) {
+    t.notOk(sealer.isEnvelope(value), String(value));
+  }
+  t.type(
+    catchError(() => sealer.keyIdOf("nope")),
+    UnreadableEnvelopeError,
+  );
+  t.type(
+    catchError(() => sealer.open("s", "nope")),
+    UnreadableEnvelopeError,
+  );
+});
+
+t.test("the stream name is the AAD: an envelope moved to another stream does not open", async (t) => {
+  const sealer = sealerAt(t, tempVault(t));
+  const envelope = sealer.seal("thread-1", '"secret"');
+  const err = catchError(() => sealer.open("thread-2", envelope));
+  t.type(err, UnreadableEnvelopeError);
+  t.match(err.message, /does not verify/);
+});
+
+t.test("a tampered ciphertext, tag or IV does not open", async (t) => {
+  const sealer = sealerAt(t, tempVault(t));
+  const envelope = sealer.seal("s", JSON.stringify({ a: "some value" }));
+  const [v, kid, iv, tag, ct] = envelope.split(":");
+  const flip = (s: string, i: number) => s.slice(0, i) + (s[i] === "A" ? "B" : "A") + s.slice(i + 1);
+  const tampered = [
+    [v, kid, iv, tag, flip(ct, 3)],
+    [v, kid, iv, flip(tag, 5), ct],
+    [v, kid, flip(iv, 0), tag, ct],
+    [v, kid, iv, tag, ct.slice(0, -1)],
+    [v, kid, iv, tag, ct + "AA"],
+    [v, kid, iv, tag, ct + "!"],
+  ].map((parts) => parts.join(":"));
+  for (const bad of tampered)
+    t.type(
+      catchError(() => sealer.open("s", bad)),
+      UnreadableEnvelopeError,
+      bad,
+    );
+  // Another key id: an unknown key, or another stream's key: unreadable either way.
+  const other = sealer.seal("other", "1");
+  t.type(
+    catchError(() => sealer.open("s", [v, sealer.keyIdOf(other), iv, tag, ct].join(":"))),
+    UnreadableEnvelopeError,
+  );
+  const unknown = catchError(() => sealer.open("s", [v, "AAAAAAAAAAAAAAAA", iv, tag, ct].join(":")));
+  t.type(unknown, UnreadableEnvelopeError);
+  t.match(unknown.message, /not in the key vault/);
+});
+
+t.test("two streams never share a key: across two sealers on one vault file, interleaved, and after reopening", async (t) => {
+  const vaultPath = tempVault(t);
+  const owner = new Map<string, string>(); // key id -> stream
+  const check = (stream: string, envelope: string, opener: Sealer) => {
+    const kid = opener.keyIdOf(envelope);
+    const before = owner.get(kid);
+    if (before !== undefined && before !== stream) t.fail(`key ${kid} used for ${before} and ${stream}`);
+    owner.set(kid, stream);
+    t.equal(opener.open(stream, envelope), `"${stream}"`);
+  };
+  const one = openSealer({ vaultPath, masterKeys: masterKeys(KEY_A), poolSize: 8 });
+  const two = openSealer({ vaultPath, masterKeys: masterKeys(KEY_A), poolSize: 8 });
+  const sealed: [string, string][] = [];
+  for (let i = 0; i < 60; i++) {
+    // Interleaved, and each sealer also seals for streams the other one sealed for.
+    const a = one.seal(`s${i}`, `"s${i}"`);
+    const b = two.seal(`s${i}`, `"s${i}"`);
+    const c = two.seal(`t${i}`, `"t${i}"`);
+    sealed.push([`s${i}`, a], [`s${i}`, b], [`t${i}`, c]);
+    check(`s${i}`, a, two);
+    check(`s${i}`, b, one);
+    check(`t${i}`, c, one);
+  }
+  t.equal(one.keyIdOf(one.seal("s1", '"s1"')), one.keyIdOf(sealed[3][1]), "a process keeps sealing a stream with its key");
+  one.close();
+  two.close();
+  const again = sealerAt(t, vaultPath, masterKeys(KEY_A), 8);
+  for (let i = 0; i < 60; i++) check(`u${i}`, again.seal(`u${i}`, `"u${i}"`), again);
+  for (const [stream, envelope] of sealed) t.equal(again.open(stream, envelope), `"${stream}"`);
+  t.equal(new Set(owner.values()).size, 180);
+});
+
+t.test("destroy: the key's envelopes throw KeyDestroyedError, and its wrapped bytes are nowhere on disk", async (t) => {
+  const vaultPath = tempVault(t);
+  const sealer = openSealer({ vaultPath, masterKeys: masterKeys(KEY_A), poolSize: 16 });
+  const doomed = sealer.seal("purged", JSON.stringify({ secret: "gone" }));
+  const kept = sealer.seal("kept", JSON.stringify({ still: "here" }));
+  const kid = sealer.keyIdOf(doomed);
+  // Enough rows for several pages, so the doomed row has been checkpointed into the file and shares pages with others.
+  for (let i = 0; i < 100; i++) sealer.seal(`filler-${i}`, "1");
+
+  const reader = new Database(vaultPath, { readonly: true });
+  const wrapped = reader.prepare<[string], { wrapped: Buffer }>("SELECT wrapped FROM data_keys WHERE key_id = ?").get(kid)!.wrapped;
+  reader.close();
+  t.equal(wrapped.length, 12 + 16 + 32);
+  t.ok(
+    onDisk(vaultPath).some((bytes) => bytes.includes(wrapped)),
+    "the wrapped key is on disk before",
+  );
+
+  sealer.destroy([kid, "unknown-key-id00"]);
+  const err = catchError(() => sealer.open("purged", doomed));
+  t.type(err, KeyDestroyedError);
+  t.equal((err as KeyDestroyedError).keyId, kid);
+  t.equal(sealer.open("kept", kept), JSON.stringify({ still: "here" }));
+  t.not(sealer.keyIdOf(sealer.seal("purged", "2")), kid, "the stream gets a fresh key");
+
+  const files = onDisk(vaultPath);
+  for (const [i, bytes] of files.entries()) {
+    t.notOk(bytes.includes(wrapped), `the wrapped key is not in file ${i}`);
+    t.notOk(bytes.includes(wrapped.subarray(28)), `nor its ciphertext part`);
+  }
+  sealer.destroy([kid]); // already destroyed: a no-op
+  sealer.close();
+
+  // Even with the master key, a new sealer (a new process) cannot recover it.
+  const reopened = sealerAt(t, vaultPath);
+  t.type(
+    catchError(() => reopened.open("purged", doomed)),
+    KeyDestroyedError,
+  );
+  t.equal(reopened.open("kept", kept), JSON.stringify({ still: "here" }));
+  const tomb = new Database(vaultPath, { readonly: true });
+  t.same(tomb.prepare("SELECT key_id, master_key_id, wrapped, destroyed FROM data_keys WHERE key_id = ?").get(kid), {
+    key_id: kid,
+    master_key_id: null,
+    wrapped: null,
+    destroyed: 1,
+  });
+  tomb.close();
+});
+
+t.test("destroy by another sealer: this one's later seals for the stream use a fresh key", async (t) => {
+  const vaultPath = tempVault(t);
+  const one = sealerAt(t, vaultPath, masterKeys(KEY_A), 4);
+  const two = sealerAt(t, vaultPath, masterKeys(KEY_A), 4);
+  const first = one.seal("s", "1");
+  t.equal(two.open("s", first), "1");
+  two.destroy([one.keyIdOf(first)]);
+  t.type(
+    catchError(() => two.open("s", first)),
+    KeyDestroyedError,
+  );
+  // Only the destroying sealer's caches forget the key: `one` still holds it in memory until its LRU drops it or it closes.
+  t.equal(one.open("s", first), "1");
+});
+
+t.test("a wrong master key at open: WrongMasterKeyError with one clear line; a fresh vault adopts any key", async (t) => {
+  const vaultPath = tempVault(t);
+  const a = openSealer({ vaultPath, masterKeys: masterKeys(KEY_B) });
+  a.close();
+  // Opened but never sealed for: nothing to protect, the vault adopts whichever key comes.
+  const b = openSealer({ vaultPath, masterKeys: masterKeys(KEY_A) });
+  b.seal("s", "1");
+  b.close();
+  const err = catchError(() => openSealer({ vaultPath, masterKeys: masterKeys(KEY_B) }));
+  t.type(err, WrongMasterKeyError);
+  t.equal(
+    err.message,
+    `LANGGRAPH_AES_KEY does not open the key vault at ${vaultPath}: it was written with key ${masterKeys(KEY_A).current.id}; set that key, or list it in LANGGRAPH_AES_PREVIOUS_KEYS`,
+  );
+  // A master key whose id matches but whose bytes differ cannot exist short of a sha256 collision; a forged row
+  // claiming the configured id yet not unwrapping is refused too.
+  const db = new Database(vaultPath);
+  db.prepare("UPDATE data_keys SET master_key_id = ?").run(masterKeys(KEY_B).current.id);
+  db.close();
+  t.type(
+    catchError(() => openSealer({ vaultPath, masterKeys: masterKeys(KEY_B) })),
+    WrongMasterKeyError,
+  );
+});
+
+t.test("rotation: sealed under A opens with current=B, previous=[A]; after rewrapAll, opens with A dropped", async (t) => {
+  const vaultPath = tempVault(t);
+  const underA = openSealer({ vaultPath, masterKeys: masterKeys(KEY_A), poolSize: 8 });
+  const old = underA.seal("s", '"old"');
+  underA.close();
+
+  const rotating = openSealer({ vaultPath, masterKeys: masterKeys(KEY_B, KEY_A), poolSize: 8 });
+  t.equal(rotating.open("s", old), '"old"');
+  const fresh = rotating.seal("t", '"new"');
+  rotating.close();
+
+  // Dropping A before re-wrapping: the vault opens (B unwraps the newer keys) but A's keys cannot be read.
+  const tooEarly = openSealer({ vaultPath, masterKeys: masterKeys(KEY_B) });
+  const locked = catchError(() => tooEarly.open("s", old));
+  t.type(locked, UnreadableEnvelopeError);
+  t.match(locked.message, `master key ${masterKeys(KEY_A).current.id}, which is not configured`);
+  t.equal(tooEarly.open("t", fresh), '"new"');
+  tooEarly.close();
+
+  const rewrapping = openSealer({ vaultPath, masterKeys: masterKeys(KEY_B, KEY_A) });
+  t.equal(rewrapping.rewrapAll(), 8, "every key of A's block, handed out or not");
+  t.equal(rewrapping.rewrapAll(), 0);
+  rewrapping.close();
+
+  const db = new Database(vaultPath, { readonly: true });
+  t.same(db.prepare("SELECT DISTINCT master_key_id AS id FROM data_keys").all(), [{ id: masterKeys(KEY_B).current.id }]);
+  db.close();
+
+  const onlyB = sealerAt(t, vaultPath, masterKeys(KEY_B));
+  t.equal(onlyB.open("s", old), '"old"');
+  t.equal(onlyB.open("t", fresh), '"new"');
+  t.type(
+    catchError(() => openSealer({ vaultPath, masterKeys: masterKeys(KEY_A) })),
+    WrongMasterKeyError,
+  );
+});
+
+t.test("the pool: 1,000 new streams take keys made in a handful of transactions, never repeated", async (t) => {
+  const vaultPath = tempVault(t);
+  const sealer = sealerAt(t, vaultPath);
+  const ids = new Set<string>();
+  for (let i = 0; i < 1000; i++) ids.add(sealer.keyIdOf(sealer.seal(`stream-${i}`, "{}")));
+  t.equal(ids.size, 1000, "1,000 streams, 1,000 keys");
+  const db = new Database(vaultPath, { readonly: true });
+  const count = () => db.prepare<[], { rows: number; blocks: number }>("SELECT count(*) AS rows, count(DISTINCT block) AS blocks FROM data_keys").get()!;
+  // Sealing in one event-loop turn: each block is made when the pool runs dry, one transaction of 256 keys.
+  t.same(count(), { rows: 1024, blocks: 4 });
+  const blockOf = db.prepare<[string], { block: string }>("SELECT block FROM data_keys WHERE key_id = ?");
+  t.equal(new Set([...ids].map((id) => blockOf.get(id)!.block)).size, 4);
+
+  // Under a quarter left (24), the next seal schedules a refill for after this turn: no seal then waits for one.
+  sealer.seal("one-more", "{}");
+  t.same(count(), { rows: 1024, blocks: 4 });
+  await new Promise((resolve) => setImmediate(resolve));
+  t.same(count(), { rows: 1280, blocks: 5 });
+  db.close();
+});
+
+t.test("a closed sealer refuses work, and a refill scheduled before close does nothing", async (t) => {
+  const vaultPath = tempVault(t);
+  const sealer = openSealer({ vaultPath, masterKeys: masterKeys(KEY_A), poolSize: 4 });
+  sealer.seal("s", "1"); // pool: 3 left, a refill scheduled
+  sealer.seal("t", "1");
+  sealer.seal("u", "1");
+  sealer.close();
+  sealer.close();
+  await new Promise((resolve) => setImmediate(resolve));
+  t.throws(() => sealer.seal("s", "1"), /closed/);
+  const db = new Database(vaultPath, { readonly: true });
+  t.equal(db.prepare("SELECT count(*) AS n FROM data_keys").pluck().get(), 4);
+  db.close();
+});
+
+/** The bytes of the vault file and of its WAL (when there is one). */
+function onDisk(vaultPath: string): Buffer[] {
+  return [vaultPath, `${vaultPath}-wal`].flatMap((file) => {
+    try {
+      return [readFileSync(file)];
+    } catch {
+      return [];
+    }
+  });
+}
