@@ -1,10 +1,10 @@
 // The layers of docs/architecture.md, drawn from the imports (`npx depcruise src projections`; test/repo/architecture.test.ts).
 // Each layer may import only layers below it: eventstore → domain → projections → read-models →
 // commands → runtime → webhooks → app → edges (http, a2a, mcp, protocol) → assembly (server.ts, main.ts and the
-// start-up parts of src/startup/), with the ground floor (src/context, src/util, config,
+// start-up parts of src/startup/), with the ground floor (src/context, src/util, src/crypto, config,
 // langgraph-config, module-loader, version) under all of them.
 // An edge never imports another edge.
-const GROUND = "^src/(context/|util/|config\\.ts|langgraph-config\\.ts|module-loader\\.ts|version\\.ts)";
+const GROUND = "^src/(context/|util/|crypto/|config\\.ts|langgraph-config\\.ts|module-loader\\.ts|version\\.ts)";
 const EDGES = ["http", "a2a", "mcp", "protocol"];
 const ANY_EDGE = `^src/(${EDGES.join("|")})/`;
 const ASSEMBLY = "^src/((server|main)\\.ts$|startup/)";

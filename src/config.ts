@@ -77,6 +77,10 @@ const EnvSchema = z.object({
   /** How long reading a graph file's TypeScript types for its schemas may take (official server's variable); past it the runtime's schemas answer. */
   LANGGRAPH_SCHEMA_RESOLVE_TIMEOUT_MS: z.coerce.number().int().positive().default(120_000),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("warn"),
+  /** Metadata keys sealed with the content when the log is encrypted: comma-separated, or a JSON array. */
+  LANGGRAPH_AES_JSON_KEYS: z.string().optional(),
+  /** The key vault of the encrypted log (data keys wrapped by the master key); default DATA_DIR/keys.sqlite. */
+  LANGGRAPH_KEY_VAULT: z.string().min(1).optional(),
 });
 
 export interface Config {
@@ -124,6 +128,20 @@ export interface Config {
   watch: boolean;
   /** IDEMPOTENCY_KEY_TTL_SECS: how long an Idempotency-Key of a run creation holds (default 24 h). */
   idempotencyKeyTtlSecs: number;
+  /** Encryption at rest of the log: set when LANGGRAPH_AES_KEY is. */
+  encryption?: EncryptionConfig;
+}
+
+export interface EncryptionConfig {
+  /**
+   * LANGGRAPH_AES_KEY and LANGGRAPH_AES_PREVIOUS_KEYS as given: the start-up parses them (src/crypto, which this
+   * ground-floor module may not import) and refuses to start on a bad one.
+   */
+  masterKeyEnv: { LANGGRAPH_AES_KEY?: string; LANGGRAPH_AES_PREVIOUS_KEYS?: string };
+  /** LANGGRAPH_AES_JSON_KEYS: metadata keys sealed with the content (the rest of metadata stays searchable). */
+  jsonKeys: string[];
+  /** LANGGRAPH_KEY_VAULT: the key vault's file. */
+  vaultPath: string;
 }
 
 export class ConfigError extends Error {
@@ -177,5 +195,36 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     devMode: e.LANGGRAPH_DEV === "true" || e.LANGGRAPH_DEV === "1",
     watch: e.LANGGRAPH_WATCH === "true" || e.LANGGRAPH_WATCH === "1",
     idempotencyKeyTtlSecs: e.IDEMPOTENCY_KEY_TTL_SECS,
+    encryption: encryptionOf(env, e.LANGGRAPH_AES_JSON_KEYS, e.LANGGRAPH_KEY_VAULT, path.resolve(e.DATA_DIR)),
   };
+}
+
+function encryptionOf(env: NodeJS.ProcessEnv, jsonKeys: string | undefined, vault: string | undefined, dataDir: string): EncryptionConfig | undefined {
+  const masterKeyEnv = { LANGGRAPH_AES_KEY: env.LANGGRAPH_AES_KEY || undefined, LANGGRAPH_AES_PREVIOUS_KEYS: env.LANGGRAPH_AES_PREVIOUS_KEYS || undefined };
+  const keys = parseJsonKeys(jsonKeys);
+  if (!masterKeyEnv.LANGGRAPH_AES_KEY && !masterKeyEnv.LANGGRAPH_AES_PREVIOUS_KEYS) {
+    // Named keys without a master key would stay in clear while the operator believes them sealed.
+    if (keys.length > 0) throw new ConfigError("LANGGRAPH_AES_JSON_KEYS is set but LANGGRAPH_AES_KEY is not: set the key the log is encrypted with");
+    return undefined;
+  }
+  return { masterKeyEnv, jsonKeys: keys, vaultPath: path.resolve(vault ?? path.join(dataDir, "keys.sqlite")) };
+}
+
+/** `a,b` or `["a","b"]`. */
+function parseJsonKeys(text: string | undefined): string[] {
+  const trimmed = text?.trim() ?? "";
+  if (trimmed === "") return [];
+  if (!trimmed.startsWith("[")) return [...new Set(trimmed.split(",").map((k) => k.trim()))].filter((k) => k !== "");
+  let value: unknown;
+  try {
+    value = JSON.parse(trimmed);
+  } catch {
+    throw new ConfigError(
+      'invalid environment variable LANGGRAPH_AES_JSON_KEYS: not valid JSON; expected a comma-separated list or a JSON array of strings, e.g. ["email"]',
+    );
+  }
+  if (!Array.isArray(value) || !value.every((k): k is string => typeof k === "string" && k !== "")) {
+    throw new ConfigError('invalid environment variable LANGGRAPH_AES_JSON_KEYS: expected a JSON array of non-empty strings, e.g. ["email"]');
+  }
+  return [...new Set(value)];
 }

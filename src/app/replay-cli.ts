@@ -9,19 +9,22 @@
  * read-only. A running server holds that file's exclusive lock and keeps recent commits in a WAL
  * only it can read consistently, so a copy of the files could be torn: when the file is locked the
  * tool asks the server that holds it (AGENT_SERVER_URL, default http://HOST:PORT, with
- * LANGGRAPH_API_KEY), which answers from the same log with the same code.
+ * LANGGRAPH_API_KEY), which answers from the same log with the same code. With LANGGRAPH_AES_KEY the
+ * log is read through its key vault, as the server reads it.
  */
 import path from "node:path";
 import { parseArgs } from "node:util";
 import { loadConfig } from "../config.js";
 import { openStore } from "../eventstore/open.js";
+import { openEncryption } from "../eventstore/encryption.js";
+import { contentPolicy } from "../domain/content-fields.js";
 import { StoreUnavailableError, type EventStore } from "../eventstore/types.js";
 import { historyView, logPointParam, replayFromLog, threadEventsOr404, type ReplayJson } from "./audit.js";
 import { DomainError, invalid, notFound } from "../domain/errors.js";
 
 class UsageError extends Error {}
 
-async function openLog(config: ReturnType<typeof loadConfig>): Promise<EventStore | "locked"> {
+async function openRawLog(config: ReturnType<typeof loadConfig>): Promise<EventStore | "locked"> {
   if (config.eventstoreUrl) return openStore(config);
   const { openSqliteStoreReadOnly } = await import("../eventstore/sqlite.js");
   try {
@@ -30,6 +33,32 @@ async function openLog(config: ReturnType<typeof loadConfig>): Promise<EventStor
     if (error instanceof StoreUnavailableError && /locked/.test(error.message)) return "locked";
     throw error;
   }
+}
+
+/** The log, opened through the key vault when a master key is set; the vault closes with the store. */
+async function openLog(config: ReturnType<typeof loadConfig>): Promise<EventStore | "locked"> {
+  const log = await openRawLog(config);
+  // A locked log is read by the server that holds it, which has its own vault open.
+  if (log === "locked") return log;
+  let encryption;
+  try {
+    encryption = await openEncryption(config.encryption, contentPolicy);
+  } catch (error) {
+    await log.close();
+    throw error;
+  }
+  if (!encryption) return log;
+  const store = encryption.wrap(log);
+  return {
+    ...store,
+    close: async () => {
+      try {
+        await store.close();
+      } finally {
+        encryption.close();
+      }
+    },
+  };
 }
 
 async function askServer(config: ReturnType<typeof loadConfig>, threadId: string, at?: string, since?: string, incarnation?: number): Promise<ReplayJson> {

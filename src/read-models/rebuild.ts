@@ -2,6 +2,8 @@ import { rmSync } from "node:fs";
 import path from "node:path";
 import { loadConfig } from "../config.js";
 import { openStore } from "../eventstore/open.js";
+import { openEncryption } from "../eventstore/encryption.js";
+import { contentPolicy } from "../domain/content-fields.js";
 import { openReadModels, READ_MODELS_FILE } from "./all.js";
 
 /**
@@ -9,10 +11,21 @@ import { openReadModels, READ_MODELS_FILE } from "./all.js";
  * printing how fast. With the embedded store the server must be stopped (it holds the log's lock).
  * The quarantine is rebuilt with it: once the code that threw on an event is fixed, its event is
  * folded like any other; what still fails is quarantined again and counted in the output.
+ * With LANGGRAPH_AES_KEY the log is read through its key vault, as the server reads it: the read
+ * models fold plaintext, and a key that opens no key of the vault stops the rebuild before anything
+ * is deleted.
  */
 async function main(): Promise<void> {
   const config = loadConfig();
-  const store = await openStore(config);
+  const encryption = await openEncryption(config.encryption, contentPolicy);
+  let store;
+  try {
+    const log = await openStore(config);
+    store = encryption ? encryption.wrap(log) : log;
+  } catch (error) {
+    encryption?.close();
+    throw error;
+  }
   try {
     const file = path.join(config.dataDir, READ_MODELS_FILE);
     for (const suffix of ["", "-wal", "-shm"]) rmSync(file + suffix, { force: true });
@@ -45,6 +58,7 @@ async function main(): Promise<void> {
     );
   } finally {
     await store.close();
+    encryption?.close();
   }
 }
 

@@ -4,6 +4,7 @@ import { openStore } from "../eventstore/open.js";
 import { withSchemas } from "../eventstore/validating.js";
 import { recordingPositions } from "../eventstore/attributing-store.js";
 import { LogHealth } from "../eventstore/log-health.js";
+import { openEncryption } from "../eventstore/encryption.js";
 import type { EventStore } from "../eventstore/types.js";
 import { STEP_EVENT_TYPES, schemaForEventType } from "../domain/events.js";
 import { openReadModels, READ_MODELS_FILE, type ReadModels } from "../read-models/all.js";
@@ -18,12 +19,17 @@ export interface Log {
 /** Opens the log: registered first, it closes last. */
 export async function openLog({ config, parts, startup, metrics }: Assembly): Promise<Log> {
   const health = new LogHealth();
+  // Registered before the store, so it closes after it.
+  const encryption = await openEncryption(config.encryption, async (jsonKeys) => (await import("../domain/content-fields.js")).contentPolicy(jsonKeys));
+  if (encryption) parts.use("key vault", encryption, (e) => e.close());
   const log = await openStore({ ...config, health });
   // Asked of the adapter: the wrappers below pass on the port's required methods only.
   metrics.walSyncs = () => log.syncStats?.();
+  // Schema checks outside the encryption: they look at plaintext.
+  const stored = encryption ? encryption.wrap(log) : log;
   const store = parts.use(
     "event store",
-    recordingPositions(withSchemas(log, schemaForEventType, config.eventSchemaChecks === "all" ? undefined : STEP_EVENT_TYPES), metrics.onAppend),
+    recordingPositions(withSchemas(stored, schemaForEventType, config.eventSchemaChecks === "all" ? undefined : STEP_EVENT_TYPES), metrics.onAppend),
     (s) => s.close(),
   );
   startup.mark("event store");

@@ -1,0 +1,183 @@
+import type { EventCatalogue } from "./events.js";
+
+/**
+ * Which parts of each event's data are content (what a user wrote or a graph produced), sealed at
+ * rest when the log is encrypted, and which stay clear: ids, types, status, times, owners, and
+ * whatever an operator needs to see in the raw log. Every fold reads events through the decrypting
+ * reader, so the split decides what the files reveal, never what a fold sees.
+ */
+
+/** A field of an event's data, as the keys from its top level down (keys may contain dots). */
+export type FieldPath = readonly string[];
+
+export interface ContentRule {
+  /** Fields sealed whole. */
+  readonly content: readonly FieldPath[];
+  /** Metadata objects that stay clear but for the keys the operator names (LANGGRAPH_AES_JSON_KEYS). */
+  readonly metadata?: readonly FieldPath[];
+}
+
+/** An event type with nothing to seal: stored unchanged, readable after its stream's keys are destroyed. */
+export const CLEAR = "clear";
+
+const RUN_RECORD = { content: [["run", "kwargs"]], metadata: [["run", "metadata"]] } as const;
+const RUN_END = { content: [["values"], ["interrupts"], ["error"]] } as const;
+
+/**
+ * The decision for every type of the catalogue; the `satisfies` makes a new type a compile error until
+ * it is decided here (and test/domain/content-fields.test.ts checks the catalogue at run time).
+ */
+export const EVENT_CONTENT = {
+  // Assistants: config and context hold prompts and parameters; name and description are searched.
+  AssistantCreated: { content: [["config"], ["context"]], metadata: [["metadata"]] },
+  AssistantUpdated: { content: [["config"], ["context"]], metadata: [["metadata"]] },
+  AssistantVersionRestored: CLEAR,
+  AssistantDeleted: CLEAR,
+
+  // Threads: their values and state; metadata is searched and filtered on, so only named keys go.
+  ThreadCreated: { content: [["values"]], metadata: [["metadata"]] },
+  ThreadUpdated: { content: [], metadata: [["metadata"]] },
+  ThreadStateUpdated: { content: [["values"], ["interrupts"]] },
+  ThreadDeleted: CLEAR,
+  ThreadPurged: CLEAR,
+  // A run's kwargs carry its input, command, config and context; its ids, status and strategy order the thread.
+  RunEnqueued: { content: RUN_RECORD.content, metadata: [...RUN_RECORD.metadata, ["thread_metadata"]] },
+  RunFinished: RUN_END,
+  RunDeleted: CLEAR,
+
+  // Checkpoints: the checkpoint, its metadata (LangGraph writes the step's writes there) and channel values.
+  CheckpointSaved: { content: [["checkpoint"], ["metadata"], ["blobs"]] },
+  PendingWritesSaved: { content: [["writes"]] },
+  CheckpointsDeleted: CLEAR,
+  CheckpointsCopied: CLEAR,
+  CheckpointsDiscarded: CLEAR,
+  CheckpointsSnapshot: CLEAR,
+  // A slice of a large value's JSON text (its hash and place stay clear: chunk ids derive from them).
+  LargeJsonChunk: { content: [["text"]] },
+
+  RunClaimed: CLEAR,
+  RunLeaseRenewed: CLEAR,
+  // One stream chunk: its SSE event name stays clear, its data is the graph's output.
+  RunOutput: { content: [["data"]] },
+  RunCancelRequested: CLEAR,
+  RunEnded: RUN_END,
+
+  // Store items: the value and the embeddings computed from it; namespace and key are searched.
+  StoreItemPut: { content: [["value"], ["vectors"]] },
+  StoreItemDeleted: CLEAR,
+  StoreItemTtlRefreshed: CLEAR,
+  StoreItemExpired: CLEAR,
+
+  WebhookClaimed: CLEAR,
+  WebhookAttempted: CLEAR,
+  WebhookDelivered: CLEAR,
+  WebhookFailed: CLEAR,
+
+  // A cron's payload is the input, config and context of every run it starts.
+  CronCreated: { content: [["payload"]], metadata: [["metadata"]] },
+  CronUpdated: { content: [["payload"]], metadata: [["metadata"]] },
+  CronFired: CLEAR,
+  CronRunCreated: CLEAR,
+  CronRunFailed: CLEAR,
+  CronDeleted: CLEAR,
+
+  // A push config holds the URL, token and credentials the notification is sent with.
+  A2APushConfigSet: { content: [["config"]] },
+  A2APushConfigDeleted: CLEAR,
+  A2APushRunEndCaughtUp: {
+    content: [
+      ["ended", "values"],
+      ["ended", "interrupts"],
+      ["ended", "error"],
+    ],
+  },
+
+  IdempotencyKeyClaimed: CLEAR,
+  IdempotentRunCreated: RUN_RECORD,
+  IdempotencyKeyReleased: CLEAR,
+} as const satisfies Record<keyof EventCatalogue, ContentRule | typeof CLEAR>;
+
+/** The sealed part of an event: each field's path and value. */
+export type ContentPart = [FieldPath, unknown][];
+
+export interface SplitData {
+  /** The data without its content (a fresh object; the input is not changed). */
+  clear: Record<string, unknown>;
+  content: ContentPart;
+}
+
+type JsonRecord = Record<string, unknown>;
+const isRecord = (value: unknown): value is JsonRecord => typeof value === "object" && value !== null && !Array.isArray(value);
+
+/** The rule of an event type; undefined for a clear type or one outside the catalogue. */
+export function contentRuleOf(type: string): ContentRule | undefined {
+  const rule: ContentRule | typeof CLEAR | undefined = Object.hasOwn(EVENT_CONTENT, type) ? EVENT_CONTENT[type as keyof typeof EVENT_CONTENT] : undefined;
+  return rule === CLEAR ? undefined : rule;
+}
+
+function valueAt(data: unknown, path: FieldPath): unknown {
+  let at = data;
+  for (const key of path) {
+    if (!isRecord(at) || !Object.hasOwn(at, key)) return undefined;
+    at = at[key];
+  }
+  return at;
+}
+
+/** A copy of `data` without the field at `path`, copying only the objects on the way (the input may be frozen). */
+function without(data: JsonRecord, path: FieldPath): JsonRecord {
+  const [key, ...rest] = path;
+  if (key === undefined || !Object.hasOwn(data, key)) return data;
+  const copy = { ...data };
+  if (rest.length === 0) delete copy[key];
+  else if (isRecord(copy[key])) copy[key] = without(copy[key], rest);
+  return copy;
+}
+
+function withValue(data: JsonRecord, path: FieldPath, value: unknown): JsonRecord {
+  const [key, ...rest] = path;
+  if (key === undefined) return data;
+  const inner = data[key];
+  return { ...data, [key]: rest.length === 0 ? value : withValue(isRecord(inner) ? inner : {}, rest, value) };
+}
+
+/**
+ * Splits an event's data into what stays clear and what is sealed; undefined when nothing is to be
+ * sealed (a clear type, data that is not an object, or no content field present).
+ */
+export function splitContent(type: string, data: unknown, jsonKeys: readonly string[]): SplitData | undefined {
+  const rule = contentRuleOf(type);
+  if (!rule || !isRecord(data)) return undefined;
+  const paths: FieldPath[] = [...rule.content];
+  for (const metadata of rule.metadata ?? []) {
+    const object = valueAt(data, metadata);
+    if (isRecord(object)) for (const key of jsonKeys) if (Object.hasOwn(object, key)) paths.push([...metadata, key]);
+  }
+  const content: ContentPart = [];
+  let clear = data;
+  for (const path of paths) {
+    const value = valueAt(data, path);
+    if (value === undefined) continue;
+    content.push([path, value]);
+    clear = without(clear, path);
+  }
+  return content.length > 0 ? { clear: clear === data ? { ...data } : clear, content } : undefined;
+}
+
+/** The original data from its clear part and its opened content (key order may differ). */
+export function joinContent(clear: Record<string, unknown>, content: ContentPart): Record<string, unknown> {
+  let data = clear;
+  for (const [path, value] of content) data = withValue(data, path, value);
+  return data;
+}
+
+/** The split and join the encrypting store applies (src/eventstore/encrypting.ts), for these named metadata keys. */
+export function contentPolicy(jsonKeys: readonly string[]): {
+  split(type: string, data: unknown): SplitData | undefined;
+  join(clear: Record<string, unknown>, content: unknown): Record<string, unknown>;
+} {
+  return {
+    split: (type, data) => splitContent(type, data, jsonKeys),
+    join: (clear, content) => joinContent(clear, content as ContentPart),
+  };
+}

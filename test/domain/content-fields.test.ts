@@ -1,0 +1,93 @@
+import { readFile } from "node:fs/promises";
+import path from "node:path";
+import { pathToFileURL } from "node:url";
+import t from "tap";
+import type { ZodType } from "zod";
+import { CLEAR, EVENT_CONTENT, contentRuleOf, joinContent, splitContent, type ContentRule } from "../../src/domain/content-fields.js";
+import { schemaForEventType } from "../../src/domain/events.js";
+
+const eventsModule = path.resolve(import.meta.dirname, "../../src/domain/events.ts");
+
+/**
+ * The catalogue's types as events.ts builds it: every object spread into `catalogue`, found in the
+ * module it is imported from. Read from the source, so a new group of schemas counts too.
+ */
+async function catalogueTypes(): Promise<string[]> {
+  const source = await readFile(eventsModule, "utf8");
+  const body = /const catalogue = \{([\s\S]*?)\}\s*satisfies/.exec(source)?.[1];
+  if (!body) throw new Error("events.ts: the catalogue object was not found");
+  const spreads = [...body.matchAll(/\.\.\.(\w+)/g)].map((m) => m[1]);
+  const imports = new Map<string, string>();
+  for (const m of source.matchAll(/import \{([^}]*)\} from "([^"]+)"/g)) {
+    for (const name of m[1].split(",").map((n) => n.trim().replace(/^type /, ""))) imports.set(name, m[2]);
+  }
+  const types = new Set<string>();
+  for (const name of spreads) {
+    const from = imports.get(name);
+    if (!from) throw new Error(`events.ts: ${name} is spread into the catalogue but not imported by name`);
+    const url = pathToFileURL(path.resolve(path.dirname(eventsModule), from.replace(/\.js$/, ".ts"))).href;
+    const group = ((await import(url)) as Record<string, Record<string, ZodType>>)[name];
+    for (const type of Object.keys(group)) types.add(type);
+  }
+  return [...types].sort();
+}
+
+t.test("every event type of the catalogue is decided: content-bearing or clear", async (t) => {
+  const types = await catalogueTypes();
+  t.ok(types.length > 40, `the catalogue was read (${types.length} types)`);
+  for (const type of types) t.ok(schemaForEventType(type), `${type} is in the catalogue`);
+  const decided = Object.keys(EVENT_CONTENT).sort();
+  t.same(
+    types.filter((type) => !decided.includes(type)),
+    [],
+    "no catalogue type without a decision in src/domain/content-fields.ts (is it content, or clear?)",
+  );
+  t.same(
+    decided.filter((type) => !types.includes(type)),
+    [],
+    "no decision for a type the catalogue no longer has",
+  );
+});
+
+t.test("each content path starts at a field of the type's schema", async (t) => {
+  for (const [type, rule] of Object.entries(EVENT_CONTENT) as [string, ContentRule | typeof CLEAR][]) {
+    if (rule === CLEAR) continue;
+    const shape = (schemaForEventType(type) as unknown as { shape?: Record<string, unknown> }).shape;
+    if (!shape) continue;
+    for (const field of [...rule.content, ...(rule.metadata ?? [])]) t.ok(Object.hasOwn(shape, field[0]), `${type}: ${field.join(".")}`);
+  }
+});
+
+t.test("the fields every fold orders or filters by stay clear", async (t) => {
+  const clearTypes = [
+    "ThreadPurged",
+    "ThreadDeleted",
+    "RunClaimed",
+    "RunCancelRequested",
+    "RunDeleted",
+    "CheckpointsDiscarded",
+    "CheckpointsSnapshot",
+    "StoreItemDeleted",
+    "CronFired",
+  ];
+  for (const type of clearTypes) t.equal(contentRuleOf(type), undefined, `${type}: stored unchanged`);
+  const run = { run_id: "r", thread_id: "t", status: "pending", metadata: { owner: "alice", email: "a@b" }, kwargs: { input: 1 } };
+  const split = splitContent("RunEnqueued", { run, thread_metadata: { owner: "alice", email: "a@b" } }, ["email"]);
+  t.same(split?.clear, { run: { run_id: "r", thread_id: "t", status: "pending", metadata: { owner: "alice" } }, thread_metadata: { owner: "alice" } });
+  const ended = splitContent("RunEnded", { status: "success", values: { v: 1 }, ended_at: "x" }, []);
+  t.same(ended?.clear, { status: "success", ended_at: "x" });
+  const put = splitContent("StoreItemPut", { namespace: ["a"], key: "k", value: { v: 1 }, at: "x", ttl_minutes: null, expires_at: null }, []);
+  t.same(put?.clear, { namespace: ["a"], key: "k", at: "x", ttl_minutes: null, expires_at: null });
+});
+
+t.test("split and join give the data back; nothing to seal leaves the event as it is", async (t) => {
+  const data = Object.freeze({ thread_id: "t", metadata: Object.freeze({ "a.b": 1, email: "x", kept: true }), created_at: "now", values: { m: [1, 2] } });
+  const split = splitContent("ThreadCreated", data, ["email", "a.b", "absent"]);
+  t.ok(split);
+  t.same(split!.clear, { thread_id: "t", metadata: { kept: true }, created_at: "now" });
+  t.same(joinContent(split!.clear, JSON.parse(JSON.stringify(split!.content))), data);
+  t.equal(splitContent("ThreadUpdated", { metadata: { kept: true }, updated_at: "x" }, ["email"]), undefined, "no named key: nothing to seal");
+  t.equal(splitContent("ThreadPurged", { thread_id: "t" }, []), undefined);
+  t.equal(splitContent("NotAType", { data: 1 }, []), undefined);
+  t.equal(splitContent("RunOutput", "not an object", []), undefined);
+});
