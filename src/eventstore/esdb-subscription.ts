@@ -10,6 +10,10 @@
  * The server subscription starts where history ended, so nothing is skipped, and the cursor filter drops
  * anything at or before it, so nothing is delivered twice.
  *
+ * A consumer that does not keep up costs at most ESDB_LIVE_BUFFER_EVENTS live events: past that, the
+ * subscription drops what it buffered, ends the server subscription and goes back to step 1 from its cursor
+ * (without a second `caughtUp`), reading pages only as the consumer pulls them, then goes live again.
+ *
  * A drop (connection lost, leader change, the server ending the subscription) is not the consumer's
  * problem: after a backoff (capped, jittered) the subscription goes back to step 1 from its cursor,
  * the position of the last event it delivered (exclusive), until it succeeds or is closed. Only a
@@ -19,6 +23,7 @@ import type { Readable } from "node:stream";
 import { StoreUnavailableError, type Subscription, type SubscriptionItem, type RecordedEvent } from "./types.js";
 import { backoffDelay, RESUBSCRIBE_BACKOFF, type BackoffPolicy } from "./backoff.js";
 import type { SubscriptionHealth } from "./log-health.js";
+import { ESDB_LIVE_BUFFER_EVENTS, subscriptionBuffers, type BufferedAmount } from "./subscription-buffers.js";
 
 /** How one subscription reads its source. Cursors: a stream revision or a global position; -1n = before everything. */
 export interface CatchUpSource {
@@ -53,19 +58,31 @@ export interface LiveSubscription extends Readable {
   unsubscribe(): Promise<void>;
 }
 
-const HIGH_WATER_MARK = 512;
-
-/** A pull queue over a client subscription: pauses the Readable when the consumer lags, resumes when it catches up. */
+/**
+ * A pull queue over a client subscription, bounded: an item beyond `limit` makes it drop what it holds
+ * and say `behind` (the subscription then reads the log from its cursor). Pausing the Readable instead
+ * would leave the transport and the server holding the backlog.
+ */
 class LiveFeed {
   private readonly buffer: unknown[] = [];
   private waiter: (() => void) | undefined;
   private ended = false;
+  private behind = false;
   private failure: { error: unknown } | undefined;
 
-  constructor(private readonly source: LiveSubscription) {
+  constructor(
+    private readonly source: LiveSubscription,
+    private readonly limit: number,
+    private readonly onBehind: () => void,
+  ) {
     source.on("data", (item: unknown) => {
+      if (this.behind) return;
+      if (this.buffer.length >= this.limit) {
+        this.fallBehind();
+        return;
+      }
       this.buffer.push(item);
-      if (this.buffer.length >= HIGH_WATER_MARK) source.pause();
+      subscriptionBuffers.add(1);
       this.wake();
     });
     source.on("error", (error: unknown) => {
@@ -81,6 +98,21 @@ class LiveFeed {
     this.wake();
   }
 
+  /** Lets go of what it holds (also when the subscription stops with items not taken). */
+  drop(): void {
+    subscriptionBuffers.remove(this.buffer.length);
+    this.buffer.length = 0;
+  }
+
+  private fallBehind(): void {
+    this.behind = true;
+    this.drop();
+    this.source.pause();
+    subscriptionBuffers.behind();
+    this.onBehind();
+    this.wake();
+  }
+
   get buffered(): number {
     return this.buffer.length;
   }
@@ -91,12 +123,16 @@ class LiveFeed {
     w?.();
   }
 
-  /** The next raw item; `done` when the feed ended; throws the source's error after the buffered items. */
-  async next(): Promise<{ done: false; item: unknown } | { done: true }> {
+  /**
+   * The next raw item; `done` when the feed ended; `behind` when it dropped its items for want of a consumer
+   * (the items after the last one taken must be read from the log); throws the source's error after the buffered items.
+   */
+  async next(): Promise<{ done: false; item: unknown } | { done: true } | { behind: true }> {
     for (;;) {
+      if (this.behind) return { behind: true };
       if (this.buffer.length > 0) {
         const item = this.buffer.shift();
-        if (this.buffer.length <= HIGH_WATER_MARK / 2 && this.source.isPaused()) this.source.resume();
+        subscriptionBuffers.remove(1);
         return { done: false, item };
       }
       if (this.failure) throw this.failure.error;
@@ -113,6 +149,8 @@ export class EsdbCatchUpSubscription implements Subscription {
   private live: LiveSubscription | undefined;
   private feed: LiveFeed | undefined;
   private iterator: AsyncGenerator<SubscriptionItem> | undefined;
+  /** Events of the history page in hand not yet delivered. */
+  private pageHeld = 0;
 
   constructor(
     private readonly source: CatchUpSource,
@@ -126,6 +164,11 @@ export class EsdbCatchUpSubscription implements Subscription {
     return (this.iterator ??= this.run());
   }
 
+  /** What this subscription holds that its consumer has not taken: one history page, or at most ESDB_LIVE_BUFFER_EVENTS live events. */
+  get buffered(): BufferedAmount {
+    return { events: this.pageHeld + (this.feed?.buffered ?? 0) };
+  }
+
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
@@ -133,6 +176,7 @@ export class EsdbCatchUpSubscription implements Subscription {
     this.onClose(this);
     this.source.health?.closed();
     this.feed?.end();
+    this.feed?.drop();
     await this.stopLive();
   }
 
@@ -171,13 +215,15 @@ export class EsdbCatchUpSubscription implements Subscription {
     const health = this.source.health;
     for (;;) {
       try {
-        yield* this.deliver(state);
+        // Fallen behind: read on from the cursor at once (not a drop: no backoff, nothing to report).
+        if ((yield* this.deliver(state)) === "behind") continue;
         return;
       } catch (error) {
         if (this.closed) return;
         const failure = this.source.mapError(error);
         if (!this.source.isTransient(failure)) throw failure;
         await this.stopLive();
+        this.feed?.drop();
         this.feed = undefined;
         this.source.onDrop?.(failure);
         if (health) {
@@ -194,7 +240,11 @@ export class EsdbCatchUpSubscription implements Subscription {
   }
 
   /** One connection's worth: history after the cursor, `caughtUp` (the first time only), then live. */
-  private async *deliver(state: { cursor: bigint | undefined; caughtUpSent: boolean; attempt: number }): AsyncGenerator<SubscriptionItem> {
+  private async *deliver(state: {
+    cursor: bigint | undefined;
+    caughtUpSent: boolean;
+    attempt: number;
+  }): AsyncGenerator<SubscriptionItem, "behind" | undefined> {
     const health = this.source.health;
     if (state.cursor === undefined) {
       // "end" resolved when the subscription was made; if that failed, the head now is the start.
@@ -216,9 +266,18 @@ export class EsdbCatchUpSubscription implements Subscription {
       const page = await this.unlessClosed(this.source.readAfter(cursor));
       if (page === undefined) return;
       // A page is read whole before any of it is delivered: a drop cannot fall inside it.
-      for (const event of page.events) {
-        yield { kind: "event", event };
-        if (this.closed) return;
+      this.pageHeld = page.events.length;
+      subscriptionBuffers.add(this.pageHeld);
+      try {
+        for (const event of page.events) {
+          this.pageHeld--;
+          subscriptionBuffers.remove(1);
+          yield { kind: "event", event };
+          if (this.closed) return;
+        }
+      } finally {
+        subscriptionBuffers.remove(this.pageHeld);
+        this.pageHeld = 0;
       }
       if (page.cursor <= cursor) break; // nothing more to read
       advance(page.cursor);
@@ -235,7 +294,8 @@ export class EsdbCatchUpSubscription implements Subscription {
     // 3. Live, strictly after the cursor.
     const live = this.source.subscribeAfter(cursor);
     this.live = live;
-    const feed = new LiveFeed(live);
+    // Fallen behind, the server subscription ends at once: what it would send is read from the log later.
+    const feed = new LiveFeed(live, ESDB_LIVE_BUFFER_EVENTS, () => void this.stopLive());
     this.feed = feed;
     live.once("confirmation", () => {
       state.attempt = 0;
@@ -250,6 +310,10 @@ export class EsdbCatchUpSubscription implements Subscription {
       const next = await feed.next();
       if (this.closed) return;
       if (health) health.buffered = feed.buffered;
+      if ("behind" in next) {
+        this.feed = undefined;
+        return "behind";
+      }
       if (next.done) throw new StoreUnavailableError("EventStoreDB ended the subscription");
       const converted = this.source.convert(next.item);
       if (!converted || converted.cursor <= cursor) continue;

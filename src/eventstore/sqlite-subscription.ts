@@ -1,4 +1,5 @@
 import type { RecordedEvent, Subscription, SubscriptionItem } from "./types.js";
+import { subscriptionBuffers, type BufferedAmount } from "./subscription-buffers.js";
 
 /** One synchronous read of the log after a cursor. */
 export interface Page {
@@ -8,10 +9,13 @@ export interface Page {
   cursor: bigint | undefined;
   /** Fewer rows than a page were found: the read reached the head of the log. */
   atHead: boolean;
+  /** How many events `events` yields, and the JSON text the page holds for them until it is done (for `buffered`). */
+  count?: number;
+  bytes?: number;
 }
 
 export interface CatchUpSource {
-  /** Reads the next page strictly after `cursor`. */
+  /** Reads the next page strictly after `cursor`, within SUBSCRIPTION_BUFFER. */
   readAfter(cursor: bigint): Page;
   /** Whether a commit that touched these streams may hold events for this subscription. */
   concerns(touched: ReadonlySet<string>): boolean;
@@ -57,6 +61,9 @@ const DONE: IteratorReturnResult<undefined> = Object.freeze({ done: true, value:
  * commits and reads on from its cursor. Reading by cursor from a log whose positions become visible
  * in order makes gaps and duplicates impossible, whatever the interleaving with appends.
  *
+ * Live events are read from the log too, only when the consumer pulls: a commit just marks the
+ * subscription dirty. So a consumer that stops pulling holds at most the page in hand, never a queue.
+ *
  * Its own async iterator, a small state machine rather than an async generator: an item already read
  * costs the consumer one promise, where a generator's yield costs three (every event of the read models,
  * the webhooks and each SSE tail goes through here). Like a generator's, `next` calls are answered in
@@ -74,6 +81,9 @@ export class CatchUpSubscription implements Subscription, AsyncIterator<Subscrip
   /** `next` calls waiting for a commit, answered in order. */
   private readonly waiting: { resolve: (result: IteratorResult<SubscriptionItem>) => void; reject: (error: unknown) => void }[] = [];
   private pumpQueued = false;
+  /** What the page in hand still holds for the consumer (see `buffered`). */
+  private heldEvents = 0;
+  private heldBytes = 0;
 
   constructor(
     private readonly source: CatchUpSource,
@@ -90,10 +100,18 @@ export class CatchUpSubscription implements Subscription, AsyncIterator<Subscrip
     this.release();
   }
 
+  /** What this subscription holds that its consumer has not taken: at most one page. */
+  get buffered(): BufferedAmount {
+    return { events: this.heldEvents, bytes: this.heldBytes };
+  }
+
   close(): Promise<void> {
     if (!this.closed) {
       this.closed = true;
       this.hub.remove(this);
+      this.page = undefined;
+      this.events = undefined;
+      this.letGo();
       this.release();
     }
     return Promise.resolve();
@@ -141,6 +159,13 @@ export class CatchUpSubscription implements Subscription, AsyncIterator<Subscrip
     });
   }
 
+  /** Lets go of what the page held. */
+  private letGo(): void {
+    subscriptionBuffers.remove(this.heldEvents, this.heldBytes);
+    this.heldEvents = 0;
+    this.heldBytes = 0;
+  }
+
   /** The next item, DONE once closed, or WAIT. A read or a row that fails throws, once: the subscription is then closed. */
   private step(): IteratorResult<SubscriptionItem> | typeof WAIT {
     try {
@@ -150,14 +175,24 @@ export class CatchUpSubscription implements Subscription, AsyncIterator<Subscrip
           this.dirty = false;
           this.page = this.source.readAfter(this.cursor);
           this.events = this.page.events[Symbol.iterator]();
+          this.heldEvents = this.page.count ?? 0;
+          this.heldBytes = this.page.bytes ?? 0;
+          subscriptionBuffers.add(this.heldEvents, this.heldBytes);
           this.state = "events";
         }
         if (this.state === "events") {
           const next = this.events!.next();
-          if (!next.done) return { done: false, value: { kind: "event", event: next.value } };
+          if (!next.done) {
+            if (this.heldEvents > 0) {
+              this.heldEvents--;
+              subscriptionBuffers.remove(1);
+            }
+            return { done: false, value: { kind: "event", event: next.value } };
+          }
           const page = this.page!;
           this.page = undefined;
           this.events = undefined;
+          this.letGo();
           if (page.cursor !== undefined) this.cursor = page.cursor;
           if (!page.atHead) {
             this.state = "read";

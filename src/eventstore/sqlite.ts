@@ -9,6 +9,7 @@ import { openDatabase, openDatabaseReadOnly, type Synchronous } from "./sqlite-s
 import { CommittedEvent, RecentEvents } from "./sqlite-recent.js";
 import { COLUMNS, toRecorded, type Row } from "./sqlite-rows.js";
 import { CatchUpSubscription, CommitHub, type CatchUpSource, type Page } from "./sqlite-subscription.js";
+import { SUBSCRIPTION_BUFFER } from "./subscription-buffers.js";
 import {
   AppendTooLargeError,
   type AppendTicket,
@@ -88,8 +89,8 @@ export function openSqliteStoreReadOnly(file: string): SqliteEventStore {
   return new SqliteStore(openDatabaseReadOnly(absolute), absolute, "at-commit");
 }
 
-/** Rows per read for catch-up and filtered reads. */
-const PAGE_SIZE = 1000;
+/** Rows per read for catch-up and filtered reads; a page also stops at SUBSCRIPTION_BUFFER.maxBytes of the events it keeps. */
+const PAGE_SIZE = SUBSCRIPTION_BUFFER.maxEvents;
 /**
  * Recently committed events kept in memory: enough for live subscribers and for reads of the streams of the
  * runs in flight (a run writes a handful of events), few enough that most die young: events held much longer outlive V8's
@@ -344,13 +345,9 @@ class SqliteStore implements SqliteEventStore {
       readAfter: (cursor) => {
         const limit = this.durability.position;
         const held = this.recent.streamFrom(stream, cursor + 1n, PAGE_SIZE);
-        if (held) {
-          const kept = upTo(held, limit, (e) => e.position);
-          return { events: kept.map(eventOf), cursor: kept[kept.length - 1]?.revision, atHead: kept.length < PAGE_SIZE };
-        }
-        const rows = upTo(query.all(stream, cursor + 1n) as Row[], limit, (row) => row[0]);
-        const last = rows[rows.length - 1];
-        return { events: parsed(rows), cursor: last?.[2], atHead: rows.length < PAGE_SIZE };
+        // Rows are taken one at a time: a page of large events stops at its byte bound without reading the rest.
+        const { page } = held ? pageOf(held, HELD_IN_STREAM, limit) : pageOf(query.iterate(stream, cursor + 1n) as Iterable<Row>, ROW_IN_STREAM, limit);
+        return page;
       },
       concerns: (touched) => touched.has(stream),
     };
@@ -389,18 +386,10 @@ class SqliteStore implements SqliteEventStore {
    */
   private readAfter(cursor: bigint, filter: EventFilter | undefined, limit?: bigint): Page {
     const held = this.recent.after(cursor, PAGE_SIZE);
-    if (held) {
-      const kept = limit === undefined ? held : upTo(held, limit, (e) => e.position);
-      const events: RecordedEvent[] = [];
-      for (const e of kept) if (!filter || matchesFilter(e.streamId, e.type, filter)) events.push(e.event);
-      return { events, cursor: kept[kept.length - 1]?.position, atHead: kept.length < PAGE_SIZE };
-    }
+    if (held) return pageOf(held, HELD_IN_ALL, limit, filter && ((e) => matchesFilter(e.streamId, e.type, filter))).page;
     if (filter?.eventTypes) return this.readTypesAfter(cursor, filter.eventTypes, filter.streamPrefixes, limit);
-    const all = this.sql.allPage.all(cursor + 1n) as Row[];
-    const rows = limit === undefined ? all : upTo(all, limit, (row) => row[0]);
-    const last = rows[rows.length - 1];
-    const events = parsed(filter ? rows.filter((row) => matchesFilter(row[1], row[4], filter)) : rows);
-    return { events, cursor: last?.[0], atHead: rows.length < PAGE_SIZE };
+    const rows = this.sql.allPage.iterate(cursor + 1n) as Iterable<Row>;
+    return pageOf(rows, ROW_IN_ALL, limit, filter && ((row) => matchesFilter(row[1], row[4], filter))).page;
   }
 
   /**
@@ -420,14 +409,12 @@ class SqliteStore implements SqliteEventStore {
       (type) => (bound === undefined ? this.sql.typePage.all(type, cursor + 1n) : this.sql.typeRange.all(type, cursor + 1n, bound)) as Row[],
     );
     found.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
-    if (limit !== undefined && (bound === undefined || bound > limit)) {
-      // Cut at the readable head: every match up to the limit is in hand; the cursor stays at the last one kept.
-      const rows = upTo(found, limit, (row) => row[0]);
-      const events = parsed(prefixes ? rows.filter((row) => prefixes.some((p) => row[1].startsWith(p))) : rows);
-      return { events, cursor: rows[rows.length - 1]?.[0], atHead: true };
-    }
-    const events = parsed(prefixes ? found.filter((row) => prefixes.some((p) => row[1].startsWith(p))) : found);
-    return { events, cursor: bound ?? found[found.length - 1]?.[0], atHead: bound === undefined };
+    // Every match up to the bound is in hand, so any prefix of them is a page (cut at a page's size).
+    const { page, stop } = pageOf(found, ROW_IN_ALL, limit, prefixes && ((row) => prefixes.some((p) => row[1].startsWith(p))));
+    if (stop === "size") return page;
+    // Cut at the readable head: every match up to the limit is in hand; the cursor stays at the last one kept.
+    if (limit !== undefined && (bound === undefined || bound > limit)) return { ...page, atHead: true };
+    return { ...page, cursor: bound ?? page.cursor, atHead: bound === undefined };
   }
 
   async purgeStreams(streams: readonly string[]): Promise<void> {
@@ -586,11 +573,6 @@ function toStored(event: CheckedEvent): PreparedEvent {
   return { id: event.id, type: event.type, data: event.json, metadata };
 }
 
-/** Parses rows as they are iterated: the events before a broken row are still delivered, then its error. */
-function* parsed(rows: Row[]): Generator<RecordedEvent> {
-  for (const row of rows) yield toRecorded(row);
-}
-
 function eventOf(e: CommittedEvent): RecordedEvent {
   return e.event;
 }
@@ -600,11 +582,65 @@ function isDuplicateEventId(error: unknown): boolean {
   return e?.code === "SQLITE_CONSTRAINT_UNIQUE" && String(e.message).includes("events.event_id");
 }
 
-/** The leading items at or before `limit` (items are in position order). */
-function upTo<T>(items: T[], limit: bigint, positionOf: (item: T) => bigint): T[] {
-  let n = items.length;
-  while (n > 0 && positionOf(items[n - 1]) > limit) n--;
-  return n === items.length ? items : items.slice(0, n);
+/** How a page reads what it is made of: stored rows or events held in memory, by revision in a stream or by position in `$all`. */
+interface PageAccess<T> {
+  position(item: T): bigint;
+  cursor(item: T): bigint;
+  /** The JSON text the page keeps alive for it. */
+  bytes(item: T): number;
+  event(item: T): RecordedEvent;
+}
+
+const rowBytes = (row: Row) => row[5].length + (row[6]?.length ?? 0);
+const heldBytes = (e: CommittedEvent) => e.data.length + (e.metadata?.length ?? 0);
+const ROW_IN_STREAM: PageAccess<Row> = { position: (row) => row[0], cursor: (row) => row[2], bytes: rowBytes, event: toRecorded };
+const ROW_IN_ALL: PageAccess<Row> = { ...ROW_IN_STREAM, cursor: (row) => row[0] };
+const HELD_IN_STREAM: PageAccess<CommittedEvent> = { position: (e) => e.position, cursor: (e) => e.revision, bytes: heldBytes, event: eventOf };
+const HELD_IN_ALL: PageAccess<CommittedEvent> = { ...HELD_IN_STREAM, cursor: (e) => e.position };
+
+/**
+ * A page of `items` (in log order): it ends before the first item past `limit` (not readable yet: at the head),
+ * after PAGE_SIZE items examined, or before the kept item that would take it past SUBSCRIPTION_BUFFER.maxBytes
+ * (it keeps at least one); `stop` says which, "end" when the items ran out. Items `keep` refuses still move the
+ * cursor but are not held. Events are parsed as the consumer iterates.
+ */
+function pageOf<T>(
+  items: Iterable<T>,
+  access: PageAccess<T>,
+  limit: bigint | undefined,
+  keep?: (item: T) => boolean,
+): { page: Page; stop: "limit" | "size" | "end" } {
+  const kept: T[] = [];
+  let bytes = 0;
+  let examined = 0;
+  let cursor: bigint | undefined;
+  let stop: "limit" | "size" | "end" = "end";
+  for (const item of items) {
+    if (limit !== undefined && access.position(item) > limit) {
+      stop = "limit";
+      break;
+    }
+    if (!keep || keep(item)) {
+      const size = access.bytes(item);
+      if (kept.length > 0 && bytes + size > SUBSCRIPTION_BUFFER.maxBytes) {
+        stop = "size";
+        break;
+      }
+      kept.push(item);
+      bytes += size;
+    }
+    cursor = access.cursor(item);
+    if (++examined >= PAGE_SIZE) {
+      stop = "size";
+      break;
+    }
+  }
+  return { page: { events: lazily(kept, access.event), cursor, atHead: stop !== "size", count: kept.length, bytes }, stop };
+}
+
+/** Makes each event as it is iterated: the events before a broken row are still delivered, then its error. */
+function* lazily<T>(items: T[], event: (item: T) => RecordedEvent): Generator<RecordedEvent> {
+  for (const item of items) yield event(item);
 }
 
 function min(a: bigint, b: bigint): bigint {

@@ -91,6 +91,13 @@ export type SubscriptionItem =
   /** History has been delivered; from here on events are live. Sent once. */
   | { kind: "caughtUp" };
 
+/**
+ * A catch-up subscription. What it holds for a consumer that does not pull is bounded, whatever the log's
+ * rate (SUBSCRIPTION_BUFFER in subscription-buffers.ts): at most one page, 1000 events and 256 KiB of event
+ * data on the embedded store (one event when it alone is larger), 500 events of history or 256 live events
+ * on EventStoreDB. Past the bound it reads on from the log after the last event delivered, so a slow
+ * consumer loses nothing: start points stay exclusive, events come in order, once each, `caughtUp` once.
+ */
 export interface Subscription extends AsyncIterable<SubscriptionItem> {
   /** Stops delivery and releases everything the subscription holds; the iterator then ends. */
   close(): Promise<void>;

@@ -7,8 +7,27 @@ export const HEARTBEAT_MS = 5_000;
 /**
  * A Server-Sent Events response in the Python server's framing:
  * `event: <name>\r\ndata: <json>\r\nid: <id>\r\n\r\n`, `: heartbeat` comments while idle.
+ *
+ * What it holds for a client that does not read is bounded: a writer that awaits `event` before the next
+ * one leaves at most the socket's high-water mark plus one event in memory, and no heartbeat is queued
+ * behind bytes the client has not taken.
  */
 export class SseWriter {
+  /** The writers whose responses are open, for `pendingBytes`. */
+  private static readonly open = new Set<SseWriter>();
+
+  /** SSE responses open now. */
+  static get openCount(): number {
+    return SseWriter.open.size;
+  }
+
+  /** Bytes written to open SSE responses that their clients have not taken yet (held by the process). */
+  static pendingBytes(): number {
+    let sum = 0;
+    for (const writer of SseWriter.open) sum += writer.reply.raw.writableLength;
+    return sum;
+  }
+
   private lastWrite = performance.now();
   private readonly timer: NodeJS.Timeout;
   private readonly closeListeners: (() => void)[] = [];
@@ -32,13 +51,17 @@ export class SseWriter {
       ...headers,
     });
     raw.flushHeaders();
+    SseWriter.open.add(this);
     raw.on("close", () => {
+      SseWriter.open.delete(this);
       if (this.closed) return;
       this.closed = true;
       clearInterval(this.timer);
       for (const l of this.closeListeners) l();
     });
     this.timer = setInterval(() => {
+      // A client that has not taken what was sent is not idle: a heartbeat would only grow the backlog.
+      if (raw.writableNeedDrain) return;
       if (performance.now() - this.lastWrite >= heartbeatMs - 50) this.write(": heartbeat\r\n\r\n");
     }, heartbeatMs);
     this.timer.unref();
