@@ -66,12 +66,13 @@ export class RunStreamWriter {
       this.written(batch, result.nextExpectedRevision);
       return;
     } catch (error) {
-      if (!(error instanceof AppendTooLargeError)) throw error;
+      if (!this.tooLarge(error)) throw error;
     }
     const shrunk: EventData[] = [];
     for (const event of batch) shrunk.push(sizeOfEvent(event) > APPEND_BUDGET / 4 ? await this.shrink(event) : event);
-    // The parts are appends of their own (the ticket told of the refused whole).
-    const parts: AppendOptions = { urgent: options?.urgent };
+    // The parts are appends of their own (the ticket told of the refused whole), each still written
+    // only if what the whole depended on was (a run's end never goes in without its checkpoint writes).
+    const parts: AppendOptions = { urgent: options?.urgent, ...(options?.after ? { after: options.after } : {}) };
     let done = 0;
     for (const group of planBatches(this.stream, shrunk)) {
       // Each part expects the revision the previous part left, so nothing interleaves unnoticed.
@@ -84,7 +85,9 @@ export class RunStreamWriter {
   /**
    * Appends what is still queued plus `last` with the expected revision (so a concurrent writer,
    * e.g. a cancel request, makes it fail with WrongExpectedVersion instead of interleaving).
-   * Returns the revision of the last event. `options`: e.g. urgent, for the append that ends a run.
+   * Returns the revision of the last event. `options`: e.g. urgent, for the append that ends a run;
+   * its `ticket` tells of the first attempt, which may be refused (too large with the outputs still
+   * queued) though the events are then written after them.
    */
   async finish(last: EventData[], options: AppendOptions = {}): Promise<bigint> {
     if (this.failure) throw this.failure;
@@ -109,7 +112,10 @@ export class RunStreamWriter {
         this.queue = [...rest, ...this.queue];
         if (this.queue.length > 0 && !this.failure) this.flushing ??= this.flush();
         // Refused as it was (too large: the writer writes it in parts) or at all: as below, once it is settled.
-        if (error !== inFlight.ticket.error) throw error;
+        // So too when this append alone is too large (a burst of outputs the graph pushed faster than
+        // the log took them, queued behind a small append): thrown, the end would race the outputs
+        // still being written, and they could not tell the caller what was and was not written.
+        if (error !== inFlight.ticket.error && !this.tooLarge(error)) throw error;
       }
     }
     while (this.flushing) await this.flushing;
@@ -133,6 +139,14 @@ export class RunStreamWriter {
   async revisionOf(event: EventData): Promise<bigint | undefined> {
     await this.drain();
     return this.revisions.get(event);
+  }
+
+  /**
+   * The store refused an append to this stream as too large: it can be written in parts. Not a
+   * refusal of an append it depended on (another stream's, e.g. a checkpoint write): that one fails it.
+   */
+  private tooLarge(error: unknown): boolean {
+    return error instanceof AppendTooLargeError && error.stream === this.stream;
   }
 
   /** One append wrote `events`, in order and together, the last at `last`. */

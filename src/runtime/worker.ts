@@ -378,17 +378,27 @@ export class RunWorker {
     } catch (error) {
       // A failed write of the run's is reported here: not kept for the thread's next run.
       await this.o.checkpointer.flush?.(run.thread_id).catch(() => undefined);
-      if (!(error instanceof WrongExpectedVersionError)) {
+      // The writer may still be writing outputs (finish() hands them back to it when it cannot write
+      // them with the end): the end follows them rather than racing them, and is written whatever
+      // became of them, so that the run never stays claimed, with /join and /wait waiting on it.
+      const unwritten = await writer.drain().then(
+        () => undefined,
+        (e: unknown) => e as Error,
+      );
+      if (!(error instanceof WrongExpectedVersionError) || unwritten) {
         // The log refused the outputs (never a hang with the claim held): the run ends with that error.
-        await this.end(run, (await loadRunStream(this.o.store, run.run_id)).revision as bigint, endedByFailure(error as Error, this.o.now()), base);
+        const failure = error instanceof WrongExpectedVersionError && unwritten ? unwritten : (error as Error);
+        await this.end(run, (await loadRunStream(this.o.store, run.run_id)).revision as bigint, endedByFailure(failure, this.o.now()), base);
         return;
       }
-      // Someone appended meanwhile (a cancel request): write the rest, then end it the careful way.
-      await writer.drain();
+      // Someone appended meanwhile (a cancel request): the rest is written, end it the careful way.
       await this.end(run, writer.revision, ended, base);
       return;
     }
-    await (marking ?? this.completed(run, ended, base));
+    // The end is written. Its mark went with it unless the end's first attempt was refused (outputs
+    // too many for one append with it, written in parts before it): then the mark is written on its own.
+    if (marking) await marking.catch(() => this.completed(run, ended, base));
+    else await this.completed(run, ended, base);
   }
 
   /** Appends RunEnded (only the owner, only once), then the thread's RunFinished mark. */
