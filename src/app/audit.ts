@@ -147,10 +147,11 @@ export async function replayFromLog(
 
 /**
  * `DELETE /threads/{id}?purge=true`: a logical delete first (its runs are cancelled), then the
- * content of every stream of the thread leaves the log, then ThreadPurged records who and when.
+ * content of every stream of the thread leaves the log, then ThreadPurged records who, when and
+ * (for an erasure) why.
  * 404 when the thread never existed or is purged already.
  */
-export async function purgeThread(ctx: AppContext, lifecycle: ThreadLifecycle, threadId: string, actor: string): Promise<void> {
+export async function purgeThread(ctx: AppContext, lifecycle: ThreadLifecycle, threadId: string, actor: string, reason?: string): Promise<void> {
   const id = threadId;
   await ctx.commands.catchUpWithStream(threadStream(id));
   const state = ctx.readModels.threads.load(id);
@@ -166,7 +167,7 @@ export async function purgeThread(ctx: AppContext, lifecycle: ThreadLifecycle, t
   }
   const { streams, runIds } = await threadContent(ctx.store, id);
   await ctx.store.purgeStreams(streams);
-  const decision = decidePurgeThread(ctx.readModels.threads.load(id), id, actor, streams.length, ctx.now(), runIds);
+  const decision = decidePurgeThread(ctx.readModels.threads.load(id), id, actor, streams.length, ctx.now(), runIds, reason);
   if (!decision.ok) return; // purged concurrently
   // "any": on EventStoreDB the stream was just deleted, and a deleted stream is written again after its last revision.
   await ctx.commands.append({ stream: threadStream(id), events: decision.events, expected: "any", waitFor: "fold" });

@@ -146,6 +146,26 @@ export class StoreService {
     }
   }
 
+  /**
+   * Erases an item (a user's erasure): a StoreItemDeleted first, so the read model drops the row
+   * and a store that deletes softly folds the item away again on a rebuild, then the item's stream
+   * leaves the log (the encrypting store destroys its data key first). False when there was none.
+   */
+  async purge(namespace: string[], key: string, by: Attribution = {}): Promise<boolean> {
+    const state = await this.loadConsistent(namespace, key);
+    if (!state) return false;
+    const stream = storeItemStream(namespace, key);
+    // Expired or not: its content is still in the log.
+    await this.append(stream, decideDelete({ ...state, expires_at: null }, this.o.clock.now(), by, "erase"));
+    await this.o.store.purgeStreams([stream]);
+    return true;
+  }
+
+  /** Every item, expired or not, whose namespace starts with `prefix` (non-empty). */
+  itemsUnder(prefix: readonly string[]): { namespace: string[]; key: string }[] {
+    return this.o.readModels.storeItems.itemsUnder(prefix);
+  }
+
   private refreshes(asked: boolean | undefined): boolean {
     return asked ?? this.o.refreshOnRead ?? true;
   }

@@ -47,7 +47,13 @@ export const storeEventSchemas = {
     vectors: z.array(z.object({ field: z.string(), vector: z.array(z.number()) })).optional(),
     ...Attribution,
   }),
-  StoreItemDeleted: z.object({ namespace: Namespace, key: z.string(), at: z.string(), reason: z.enum(["delete", "truncate"]).optional(), ...Attribution }),
+  StoreItemDeleted: z.object({
+    namespace: Namespace,
+    key: z.string(),
+    at: z.string(),
+    reason: z.enum(["delete", "truncate", "erase"]).optional(),
+    ...Attribution,
+  }),
   /** A read with `refresh_ttl` moved the expiry. */
   StoreItemTtlRefreshed: z.object({ namespace: Namespace, key: z.string(), at: z.string(), expires_at: z.number().int() }),
   /** The sweeper removed an item whose time had come (appended with the item's expected revision). */
@@ -131,7 +137,7 @@ export function decidePut(
 }
 
 /** Deleting a missing (or expired) item changes nothing. */
-export function decideDelete(state: StoreItemState | undefined, nowMs: number, by: Attribution = {}, reason?: "truncate"): EventData[] {
+export function decideDelete(state: StoreItemState | undefined, nowMs: number, by: Attribution = {}, reason?: "truncate" | "erase"): EventData[] {
   if (!state || isExpired(state, nowMs)) return [];
   return [{ type: "StoreItemDeleted", data: { namespace: state.namespace, key: state.key, at: isoOf(nowMs), ...(reason ? { reason } : {}), ...by } }];
 }

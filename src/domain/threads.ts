@@ -49,6 +49,8 @@ export const threadEventSchemas = {
     purged_by: z.string(),
     streams: z.number().int().nonnegative(),
     run_ids: z.array(z.string()).optional(),
+    /** Why, when the purge was part of a larger request (a user's erasure: POST /internal/erase). */
+    reason: z.string().optional(),
   }),
   /** A run was accepted on this thread (pending). Appended with the thread's expected revision. */
   RunEnqueued: z.object({ run: RunRecordSchema, thread_metadata: Obj }),
@@ -263,9 +265,11 @@ export function decidePurgeThread(
   streams: number,
   now: string,
   runIds: readonly string[] = [],
+  reason?: string,
 ): Decision {
   if (!state || state.purged) return { ok: false, kind: "not_found", detail: `Thread with ID ${threadId} not found` };
-  return { ok: true, events: [{ type: "ThreadPurged", data: { thread_id: threadId, purged_at: now, purged_by: actor, streams, run_ids: [...runIds] } }] };
+  const data = { thread_id: threadId, purged_at: now, purged_by: actor, streams, run_ids: [...runIds], ...(reason === undefined ? {} : { reason }) };
+  return { ok: true, events: [{ type: "ThreadPurged", data }] };
 }
 
 export function decideDeleteThread(state: ThreadState | undefined, now: string): Decision {

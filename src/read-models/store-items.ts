@@ -340,6 +340,17 @@ export class StoreReadModel {
     return (this.expiredStmt.all(nowMs, limit) as ItemRow[]).map((r) => stateOf(r));
   }
 
+  /** Every item, expired or not, whose namespace starts with `prefix` (non-empty): a user's erasure. */
+  itemsUnder(prefix: readonly string[]): { namespace: string[]; key: string }[] {
+    const [range] = underPrefix("ns_path", prefix);
+    if (!range) throw new Error("itemsUnder: the prefix must not be empty");
+    const rows = this.cache.get(`SELECT namespace, key FROM store_items WHERE ${range.sql} ORDER BY ns_path, key`).all(...range.params) as {
+      namespace: string;
+      key: string;
+    }[];
+    return rows.map((r) => ({ namespace: JSON.parse(r.namespace) as string[], key: r.key }));
+  }
+
   /** Every item, expired or not, in key order after `after` (for the development truncate). */
   page(after: { nsPath: string; key: string } | undefined, limit: number): StoreItemState[] {
     return (this.pageStmt.all(after?.nsPath ?? "", after?.key ?? "", limit) as ItemRow[]).map((r) => stateOf(r));

@@ -121,7 +121,7 @@ function routesOf(
     ...(httpConfig.disable_runs || httpConfig.disable_threads ? [] : [protocolRoutes(ctx, runs, { callerOf })]),
     ...(httpConfig.disable_store ? [] : [storeRoutes(storeService)]),
     ...(uiBundles ? [uiRoutes(uiBundles, { mountPrefix: normalizeMountPrefix(httpConfig.mount_prefix) })] : []),
-    ...(config.devMode ? [internalRoutes({ ctx, lifecycle, runs, store: storeService })] : []),
+    internalRoutes({ ctx, lifecycle, runs, store: storeService }, { devMode: config.devMode }),
   ];
 }
 

@@ -7,7 +7,7 @@ import { Auth, HTTPException } from "@langchain/langgraph-sdk/auth";
 import { jwtVerify } from "jose";
 import { TEST_JWT_ISSUER, TEST_JWT_SECRET } from "./jwt.js";
 
-const WRITES = new Set(["create", "update", "delete", "create_run", "put"]);
+const WRITES = new Set(["create", "update", "delete", "create_run", "put", "erase"]);
 
 export const auth = new Auth()
   .authenticate(async (request: Request) => {

@@ -12,6 +12,8 @@ export const AUTH_ACTIONS = {
   assistants: ["create", "read", "update", "delete", "search"],
   crons: ["create", "read", "update", "delete", "search"],
   store: ["put", "get", "search", "list_namespaces", "delete"],
+  // This server's own: a user's erasure (POST /internal/erase, src/app/erase.ts).
+  users: ["erase"],
 } as const;
 export type AuthResource = keyof typeof AUTH_ACTIONS;
 export type AuthAction<R extends AuthResource = AuthResource> = (typeof AUTH_ACTIONS)[R][number];
