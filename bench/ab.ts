@@ -74,11 +74,17 @@ interface StartedBuild {
   stop(): Promise<void>;
 }
 
+/** A built server (its main.js) and the environment its servers start with (AB_A_ENV / AB_B_ENV). */
+interface Build {
+  script: string;
+  env: Record<string, string>;
+}
+
 /** A build's server on its own empty data dir, with a client of `connections` connections. */
-async function startBuild(script: string, connections: number, label = ""): Promise<StartedBuild> {
+async function startBuild({ script, env }: Build, connections: number, label = ""): Promise<StartedBuild> {
   const dataDir = await mkdtemp(path.join(os.tmpdir(), `agent-server-bench-ab-${label}`));
   // A server that fails to start leaves no empty data dir behind (as bench/runs.ts).
-  const server = await startBenchServer(dataDir, { N_JOBS_PER_WORKER: "64" }, [], script).catch(async (error: unknown) => {
+  const server = await startBenchServer(dataDir, { N_JOBS_PER_WORKER: "64", ...env }, [], script).catch(async (error: unknown) => {
     await rm(dataDir, { recursive: true, force: true });
     throw error;
   });
@@ -95,8 +101,8 @@ async function startBuild(script: string, connections: number, label = ""): Prom
 }
 
 /** One build under one round's load, on its own empty data dir. */
-async function measure(script: string, size: Size): Promise<Sample> {
-  const { server, client, stop } = await startBuild(script, Math.max(size.concurrency, 4));
+async function measure(build: Build, size: Size): Promise<Sample> {
+  const { server, client, stop } = await startBuild(build, Math.max(size.concurrency, 4));
   try {
     const { job, sequential: waitInTurn } = agentJobs(client);
     await runPool(size.warmup, Math.min(16, size.concurrency), job);
@@ -124,7 +130,7 @@ async function measure(script: string, size: Size): Promise<Sample> {
  * spread over `sessions`, each with both servers started afresh (which one starts first alternates), and the
  * verdict is the median of the sessions' per-pair medians.
  */
-async function interleavedSequential(builds: Record<"A" | "B", string>, size: Size): Promise<Record<string, unknown>> {
+async function interleavedSequential(builds: Record<"A" | "B", Build>, size: Size): Promise<Record<string, unknown>> {
   const perSession = Math.max(1, Math.ceil(size.interleaved / size.sessions));
   const sessions: InterleavedSession[] = [];
   for (let session = 0; session < size.sessions; session++) {
@@ -157,7 +163,7 @@ function pairRatio(a: number[], b: number[]): number {
 }
 
 /** One session of interleaved waits: both servers started and warmed up (in `startOrder`), `pairs` pairs counted, stopped. */
-async function interleavedSession(builds: Record<"A" | "B", string>, size: Size, pairs: number, startOrder: ("A" | "B")[]): Promise<InterleavedSession> {
+async function interleavedSession(builds: Record<"A" | "B", Build>, size: Size, pairs: number, startOrder: ("A" | "B")[]): Promise<InterleavedSession> {
   const started: Partial<Record<"A" | "B", StartedBuild>> = {};
   try {
     for (const name of startOrder) started[name] = await startBuild(builds[name], 4, `${name}-`);
@@ -183,14 +189,27 @@ async function interleavedSession(builds: Record<"A" | "B", string>, size: Size,
 }
 
 /** Each build's start in instructions (one count each: they repeat within 0.5 %), and B/A. */
-async function startInstructionsOf(builds: Record<"A" | "B", string>, tiny: boolean): Promise<Record<string, unknown>> {
+async function startInstructionsOf(builds: Record<"A" | "B", Build>, tiny: boolean): Promise<Record<string, unknown>> {
   // A minute under callgrind; the tiny run (npm test's) leaves it to `start --tiny`, which counts through the same code.
   if (tiny) return { skipped: "tiny mode: bench start --tiny counts a start the same way" };
   const unavailable = instructionsUnavailable();
   if (unavailable) return { unavailable };
-  const A = await startInstructions(builds.A);
-  const B = await startInstructions(builds.B);
+  const A = await startInstructions(builds.A.script);
+  const B = await startInstructions(builds.B.script);
   return { A, B, ratio_b_over_a: Math.round((B / A) * 10_000) / 10_000 };
+}
+
+/**
+ * AB_A_ENV / AB_B_ENV: a JSON object of environment variables for that side's servers, so that one build can be
+ * judged against itself with a setting on and off (e.g. AB_B_ENV='{"LANGGRAPH_AES_KEY":"..."}'). Only the names are printed.
+ */
+function envOf(name: string, text: string | undefined): Record<string, string> {
+  if (!text) return {};
+  const value: unknown = JSON.parse(text);
+  if (typeof value !== "object" || value === null || Array.isArray(value) || !Object.values(value).every((v) => typeof v === "string")) {
+    throw new Error(`${name}: expected a JSON object of strings, e.g. {"LANGGRAPH_AES_KEY":"..."}`);
+  }
+  return value as Record<string, string>;
 }
 
 /** A build directory's main.js, checked before any server starts. */
@@ -206,7 +225,10 @@ function scriptOf(dir: string | undefined): string {
 
 export async function benchAB(options: BenchOptions = { tiny: false, big: false }, env: NodeJS.ProcessEnv = process.env): Promise<Record<string, unknown>> {
   const size = sizeOf(options, env);
-  const builds = { A: scriptOf(env.AB_A), B: scriptOf(env.AB_B) };
+  const builds = {
+    A: { script: scriptOf(env.AB_A), env: envOf("AB_A_ENV", env.AB_A_ENV) },
+    B: { script: scriptOf(env.AB_B), env: envOf("AB_B_ENV", env.AB_B_ENV) },
+  };
   const samples: Record<"A" | "B", Sample[]> = { A: [], B: [] };
   for (let round = 0; round < size.rounds; round++) {
     // A first in even rounds, B first in odd ones: a drift within a round favours neither.
@@ -217,8 +239,10 @@ export async function benchAB(options: BenchOptions = { tiny: false, big: false 
   return {
     setup: {
       mode: options.tiny ? "tiny" : "full",
-      A: builds.A,
-      B: builds.B,
+      A: builds.A.script,
+      B: builds.B.script,
+      ...(Object.keys(builds.A.env).length ? { A_env: Object.keys(builds.A.env) } : {}),
+      ...(Object.keys(builds.B.env).length ? { B_env: Object.keys(builds.B.env) } : {}),
       rounds: size.rounds,
       job: "POST /threads + POST /threads/{id}/runs/wait on the agent graph",
       jobs_per_round: size.jobs,
