@@ -1,11 +1,14 @@
 import type { EncryptionConfig } from "../config.js";
 import type { ContentPolicy } from "./encrypting.js";
 import type { EventStore } from "./types.js";
+import type { MasterKeys } from "../crypto/master-keys.js";
 
 /** The key vault, open, and the wrapper that encrypts a store with it. */
 export interface Encryption {
   /** The store with its events' content sealed on append and opened on read (src/eventstore/encrypting.ts). */
   wrap(store: EventStore): EventStore;
+  /** The master keys it opened the vault with (the read models' file key derives from the current one). */
+  masterKeys: MasterKeys;
   /** Closes the key vault: after the stores it wrapped, which may still seal or open on their way out. */
   close(): void;
 }
@@ -39,5 +42,5 @@ export async function openEncryption(
     }
     throw error;
   }
-  return { wrap: (store) => withEncryption(store, sealer, policy), close: () => sealer.close() };
+  return { wrap: (store) => withEncryption(store, sealer, policy), masterKeys, close: () => sealer.close() };
 }

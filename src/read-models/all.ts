@@ -9,6 +9,8 @@ import { cronsTable, CronsReadModel } from "./crons.js";
 import { storeItemsTable, StoreReadModel } from "./store-items.js";
 import { checkpointTtlTable, CheckpointTtlReadModel } from "./checkpoint-ttl.js";
 
+export { readModelsKeyOf, ReadModelsKeyMismatch } from "./encrypted-file.js";
+
 /** Every table the read-model database holds, fed by one filtered `$all` subscription. */
 export const allTables: TableProjection[] = [assistantsTable, threadsTable, runsTable, webhooksTable, cronsTable, storeItemsTable, checkpointTtlTable];
 
@@ -43,8 +45,18 @@ export function readModelsOf(store: CatchUpRunner): ReadModels {
   };
 }
 
+export interface OpenReadModelsOptions {
+  /**
+   * With LANGGRAPH_AES_KEY: `readModelsKeyOf(masterKeys)`, the file is then encrypted at rest. A file
+   * this key does not open (written before the key was set, under another key, or encrypted while no
+   * key is given) throws a ReadModelsKeyMismatch: remove it (with -wal and -shm) and open again.
+   */
+  key?: Buffer;
+  tables?: readonly TableProjection[];
+}
+
 /** Opens `DATA_DIR/read-models.sqlite` (or an in-memory database) with every table. */
-export function openReadModels(dataDir: string | ":memory:", tables: readonly TableProjection[] = allTables): ReadModels {
+export function openReadModels(dataDir: string | ":memory:", options: OpenReadModelsOptions = {}): ReadModels {
   const file = dataDir === ":memory:" ? ":memory:" : path.join(dataDir, READ_MODELS_FILE);
-  return readModelsOf(CatchUpRunner.open({ file, tables }));
+  return readModelsOf(CatchUpRunner.open({ file, tables: options.tables ?? allTables, key: options.key }));
 }

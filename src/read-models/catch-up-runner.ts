@@ -9,6 +9,7 @@ import { subscribeWithoutPurged } from "./purged-content.js";
 import type { LogHealth } from "../eventstore/log-health.js";
 import { positionWaitDeadline, READ_MODELS_LISTENER, READ_MODELS_SUBSCRIPTION, stoppedError } from "./health.js";
 import { isEventFault, Quarantine } from "./quarantine.js";
+import { keyMismatchOf, openDatabase } from "./encrypted-file.js";
 
 /** Version of the store's own layout (meta table, batching); part of the schema fingerprint. */
 const STORE_LAYOUT = 1;
@@ -30,6 +31,8 @@ export interface ReadModelStoreOptions {
   /** Path of the database file, or ":memory:". */
   file: string;
   tables: readonly TableProjection[];
+  /** Encrypts the file at rest with this key (see encrypted-file.ts); undefined: a plain SQLite file. */
+  key?: Buffer;
 }
 
 type Waiter = { position: bigint; resolve: () => void; reject: (e: unknown) => void };
@@ -141,7 +144,7 @@ export class CatchUpRunner {
    */
   static open(options: ReadModelStoreOptions): CatchUpRunner {
     const fingerprint = schemaFingerprint(options.tables);
-    const readable = openReadable(options.file);
+    const readable = openReadable(options.file, options.key);
     const { stored, empty } = readable;
     let db = readable.db;
     if (stored === fingerprint) return new CatchUpRunner(db, options.tables, undefined);
@@ -149,7 +152,7 @@ export class CatchUpRunner {
       // Another schema, or a rebuild that did not finish: read models are disposable caches of the log.
       db.close();
       removeDatabase(options.file);
-      db = openFile(options.file);
+      db = openFile(options.file, options.key);
     }
     const ddl = options.tables.flatMap((t) => t.ddl);
     const isIndex = (statement: string) => /^\s*CREATE\s+(UNIQUE\s+)?INDEX\b/i.test(statement);
@@ -472,10 +475,11 @@ export function schemaFingerprint(tables: readonly TableProjection[]): string {
   return JSON.stringify({ layout: STORE_LAYOUT, tables: tables.map((t) => [t.name, t.version, t.ddl]) });
 }
 
-function openFile(file: string): Database.Database {
+function openFile(file: string, key: Buffer | undefined): Database.Database {
+  let db: Database.Database | undefined;
   try {
     if (file !== ":memory:") mkdirSync(path.dirname(file), { recursive: true });
-    const db = new Database(file, { timeout: 200 });
+    db = openDatabase(file, { timeout: 200 }, key);
     // One process owns its read models: taking the write lock now makes a second process sharing
     // the data directory fail at start, instead of both writing the same tables.
     db.pragma("locking_mode = EXCLUSIVE");
@@ -492,6 +496,8 @@ function openFile(file: string): Database.Database {
     zeroFreedContent(db, "ON"); // rows are rewritten in place: a purged row's older versions must not linger in free space
     return db;
   } catch (error) {
+    // Closed now: the caller may remove the file and open it again (a key mismatch, a torn file).
+    db?.close();
     const code = (error as { code?: string }).code;
     if (code === "SQLITE_BUSY" || code === "SQLITE_LOCKED")
       throw new StoreUnavailableError(`read-model database ${file} is locked by another process (give each server process its own DATA_DIR)`, { cause: error });
@@ -501,18 +507,22 @@ function openFile(file: string): Database.Database {
 
 /**
  * Opens the database and reads its fingerprint. A file that is not a readable database (what a
- * rebuild cut short while writing without a WAL may leave) is removed and created anew.
+ * rebuild cut short while writing without a WAL may leave) is removed and created anew; one that
+ * the key does not open is the caller's to remove (a ReadModelsKeyMismatch), as what to tell the
+ * operator then is theirs to say.
  */
-function openReadable(file: string): { db: Database.Database; stored: string | undefined; empty: boolean } {
+function openReadable(file: string, key: Buffer | undefined): { db: Database.Database; stored: string | undefined; empty: boolean } {
   let db: Database.Database | undefined;
   try {
-    db = openFile(file);
+    db = openFile(file, key);
     return { db, stored: readFingerprint(db), empty: !hasTables(db) };
   } catch (error) {
     if (!isUnreadable(error)) throw error;
     db?.close();
+    const mismatch = keyMismatchOf(file, key, error);
+    if (mismatch) throw mismatch;
     removeDatabase(file);
-    return { db: openFile(file), stored: undefined, empty: true };
+    return { db: openFile(file, key), stored: undefined, empty: true };
   }
 }
 

@@ -4,7 +4,7 @@ import { loadConfig } from "../config.js";
 import { openStore } from "../eventstore/open.js";
 import { openEncryption } from "../eventstore/encryption.js";
 import { contentPolicy } from "../domain/content-fields.js";
-import { openReadModels, READ_MODELS_FILE } from "./all.js";
+import { openReadModels, READ_MODELS_FILE, readModelsKeyOf } from "./all.js";
 
 /**
  * `npm run rebuild`: deletes DATA_DIR/read-models.sqlite and folds the whole log into a new one,
@@ -29,7 +29,7 @@ async function main(): Promise<void> {
   try {
     const file = path.join(config.dataDir, READ_MODELS_FILE);
     for (const suffix of ["", "-wal", "-shm"]) rmSync(file + suffix, { force: true });
-    const models = openReadModels(config.dataDir);
+    const models = openReadModels(config.dataDir, { key: encryption ? readModelsKeyOf(encryption.masterKeys) : undefined });
     let events = 0;
     models.runner.onApplied(() => events++);
     const started = process.hrtime.bigint();

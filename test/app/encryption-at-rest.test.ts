@@ -18,8 +18,8 @@ import { ConfigError, loadConfig } from "../../src/config.js";
  * purge destroys the thread's data keys, so that no copy of the log (a backup of the SQLite file,
  * EventStoreDB before its scavenge) gives it back, even with the master key.
  *
- * Only the log is scanned: the read models (read-models.sqlite) still hold plaintext, which a later
- * part of this work covers.
+ * Every file of the data directory is scanned: the log, its WAL, the key vault and the read models
+ * (read-models.sqlite, encrypted as a whole with a key derived from the master key).
  */
 
 const KEY = "0123456789abcdef0123456789abcdef";
@@ -70,9 +70,9 @@ async function writeContent(t: Test, srv: TestServer): Promise<Written> {
   return { threadId: thread.thread_id, threadMarkers: [input, metadata, state], storeMarker: store };
 }
 
-/** The files of the embedded log (events.sqlite and its WAL), not the read models. */
-async function logBytes(dataDir: string): Promise<Buffer> {
-  const files = (await readdir(dataDir)).filter((f) => f.startsWith("events.sqlite"));
+/** Every file of the data directory: the embedded log and its WAL, the key vault, the read models. */
+async function dataDirBytes(dataDir: string): Promise<Buffer> {
+  const files = (await readdir(dataDir, { withFileTypes: true })).filter((f) => f.isFile()).map((f) => f.name);
   return Buffer.concat(await Promise.all(files.map((f) => readFile(path.join(dataDir, f)))));
 }
 
@@ -134,10 +134,10 @@ t.test("SQLite: content is sealed in the log, a purge shreds it, a wrong key ref
   t.teardown(() => (running ? srv.server.close() : undefined));
 
   const written = await writeContent(t, srv);
-  const bytes = await logBytes(dataDir);
+  const bytes = await dataDirBytes(dataDir);
   t.ok(bytes.includes(written.threadId), "the scan reads the log (the thread's id is in clear)");
   for (const m of [...written.threadMarkers, written.storeMarker])
-    t.notOk(bytes.includes(m), `${m.replace(/[0-9a-f]+$/, "")}: in no byte of events.sqlite and its WAL`);
+    t.notOk(bytes.includes(m), `${m.replace(/[0-9a-f]+$/, "")}: in no byte of the data directory`);
 
   // A copy of the log as it is now (a backup): its sealed events must be lost with the purge too.
   for (const f of (await readdir(dataDir)).filter((f) => f.startsWith("events.sqlite"))) await copyFile(path.join(dataDir, f), path.join(backup, f));
@@ -201,6 +201,9 @@ t.test("EventStoreDB: content is sealed in the log, and what a purge leaves unti
   );
   const text = before.map((e) => `${e.data}\n${e.metadata}`).join("\n");
   for (const m of [...written.threadMarkers, written.storeMarker]) t.notOk(text.includes(m), `${m.replace(/[0-9a-f]+$/, "")}: in no event of the double's log`);
+  const local = await dataDirBytes(dataDir);
+  for (const m of [...written.threadMarkers, written.storeMarker])
+    t.notOk(local.includes(m), `${m.replace(/[0-9a-f]+$/, "")}: in no byte of the data directory`);
 
   t.equal((await fetch(`${srv.url}/threads/${written.threadId}?purge=true`, { method: "DELETE" })).status, 204);
   const events = (await (await fetch(`${srv.url}/threads/${written.threadId}/events?include_output=true&limit=1000`)).json()) as { type: string }[];
@@ -228,7 +231,7 @@ t.test("without a key nothing changes: no vault, events as they were", async (t)
   const m = marker("plain");
   const thread = await srv.client.threads.create({ metadata: { secret: m } });
   t.notOk((await readdir(srv.dataDir)).includes("keys.sqlite"), "no key vault");
-  t.ok((await logBytes(srv.dataDir)).includes(m), "the log holds plaintext, as before");
+  t.ok((await dataDirBytes(srv.dataDir)).includes(m), "the log holds plaintext, as before");
   t.ok(thread.thread_id);
 });
 

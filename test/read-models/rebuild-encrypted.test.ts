@@ -4,8 +4,9 @@ import { mkdtemp, readdir, readFile, rm, stat } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import t from "tap";
-import Database from "better-sqlite3";
-import { READ_MODELS_FILE } from "../../src/read-models/all.js";
+import { READ_MODELS_FILE, readModelsKeyOf } from "../../src/read-models/all.js";
+import { openDatabase } from "../../src/read-models/encrypted-file.js";
+import { parseMasterKeys } from "../../src/crypto/master-keys.js";
 import { repoRoot, startTestServer, TEST_GRAPHS } from "../support/server.js";
 
 /**
@@ -36,9 +37,9 @@ function cli(script: string, env: Record<string, string>, args: string[] = []): 
   });
 }
 
-/** Every row of every table of a read-model database, in primary-key order (positions and fingerprints excluded). */
+/** Every row of every table of a read-model database (encrypted with the key's), in primary-key order (positions and fingerprints excluded). */
 function dump(file: string): Record<string, unknown[]> {
-  const db = new Database(file, { readonly: true });
+  const db = openDatabase(file, { readonly: true }, readModelsKeyOf(parseMasterKeys(ENV)!));
   try {
     const tables = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name <> 'read_model_meta' ORDER BY name").pluck().all() as string[];
     return Object.fromEntries(tables.map((name) => [name, db.prepare(`SELECT * FROM "${name}" ORDER BY 1, 2`).all()]));
