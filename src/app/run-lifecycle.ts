@@ -9,6 +9,8 @@
  *   it, since its creation does not wait for the enqueue's fold (RunsService.create's `forResult`);
  * - a /wait holds its headers back a little, so that a quick run is answered in one write, and
  *   sends them only once everything it names is durable;
+ * - a stream of a run its request created gets its first event, which names only the run, at once,
+ *   not through the tail of the run's stream, where it would wait behind other runs' outputs;
  * - a temporary thread's run is done only once its thread is deleted.
  * docs/architecture.md ("How a run lives") follows a run through it.
  */
@@ -17,7 +19,8 @@ import type { AppContext } from "./context.js";
 import { threadState } from "./threads.js";
 import { withValuesResolved } from "../eventstore/large-values.js";
 import type { RecordedEvent } from "../eventstore/types.js";
-import type { RunEnded, RunView } from "../domain/runs.js";
+import { emptyRunStream, type RunEnded, type RunView } from "../domain/runs.js";
+import { planClaim } from "../domain/run-rules.js";
 import { chunkOf, tailRun } from "../runtime/run-tail.js";
 import type { RunRecord } from "../domain/run-record.js";
 import type { RunDoneness } from "../read-models/runs.js";
@@ -26,6 +29,12 @@ import { readRunEnd } from "../runtime/run-completion.js";
 
 /** How long a /wait may hold its headers back hoping to send them with the result. */
 const WAIT_HEADERS_DELAY_MS = 50;
+
+/**
+ * Where a run's first output is in `run-{id}`: the first claim (revision 0) is appended together with
+ * it (see planClaim), and nothing is appended to the stream before that claim but an end.
+ */
+const FIRST_OUTPUT_REVISION = 1n;
 
 /** One output of a run for a stream: its event name, its data (large values resolved), and its stream revision. */
 export interface RunOutputEvent {
@@ -266,12 +275,40 @@ export class RunLifecycle {
    * `accept` filters by event name. Stops when `signal` aborts.
    */
   async *outputs(runId: string, from: bigint | "start", accept: (event: string) => boolean, signal: AbortSignal): AsyncGenerator<RunOutputEvent> {
+    yield* this.tail(runId, from, accept, signal, false);
+  }
+
+  /**
+   * The outputs of a run the caller has just created (its enqueue committed), for its stream from the
+   * start: the `metadata` output its first claim writes comes first and at once, before the run is
+   * claimed and without reading the run's stream. That event names only the run, which is known by
+   * now, while the tail of the run's stream delivers it behind what other runs are writing: so a
+   * stream's first answer does not depend on other streams' traffic. The same event (same data, same
+   * revision, so the same SSE id) is then skipped when the tail reaches it: the client sees the
+   * stream a later join from the start sees. A run cancelled before any claim never writes it.
+   */
+  async *createdOutputs(runId: string, accept: (event: string) => boolean, signal: AbortSignal): AsyncGenerator<RunOutputEvent> {
+    const [first] = planClaim(emptyRunStream, { runId, takeover: false }).first;
+    const announced = first !== undefined && isEvent(first, "RunOutput") && accept(first.data.event);
+    if (announced) yield { event: first.data.event, data: first.data.data, revision: FIRST_OUTPUT_REVISION };
+    yield* this.tail(runId, "start", accept, signal, announced);
+  }
+
+  private async *tail(
+    runId: string,
+    from: bigint | "start",
+    accept: (event: string) => boolean,
+    signal: AbortSignal,
+    announced: boolean,
+  ): AsyncGenerator<RunOutputEvent> {
     const view = this.view(runId);
     const endedAt = view?.stream.ended ? view.stream.revision : undefined;
     // Resumed at or after the end: nothing more to send.
     if (typeof from === "bigint" && typeof endedAt === "bigint" && from >= endedAt) return;
     for await (const e of tailRun(this.ctx.store, runId, from, signal)) {
       if (!isEvent(e, "RunOutput") || !accept(e.data.event)) continue;
+      // Sent already, before the claim wrote it (createdOutputs).
+      if (announced && e.revision === FIRST_OUTPUT_REVISION && e.data.event === "metadata") continue;
       yield { event: e.data.event, data: await chunkOf(this.ctx.store, e.data), revision: e.revision };
     }
     if (!signal.aborted) await this.waitEnded(runId, signal);

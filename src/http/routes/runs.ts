@@ -64,12 +64,16 @@ const runPath = (run: RunRecord, stateless: boolean) => (stateless ? `/runs/${ru
 
 export function runRoutes(ctx: AppContext, runs: RunsService, streams: { openStreams: number } = { openStreams: 0 }): FastifyPluginAsync {
   const lifecycle = runs.lifecycle;
-  /** Streams a run's outputs as SSE (the run's lifecycle reads them from the log); cancels it when the client leaves if asked to. */
+  /**
+   * Streams a run's outputs as SSE (the run's lifecycle reads them from the log); cancels it when the
+   * client leaves if asked to. `from`: "created" for the run this request created, whose stream the
+   * lifecycle opens without waiting for the run's own (createdOutputs); else where a join resumes.
+   */
   async function streamRun(
     reply: FastifyReply,
     run: RunRecord,
     headers: Record<string, string>,
-    from: bigint | "start",
+    from: bigint | "start" | "created",
     cancelOnDisconnect: boolean,
     modes?: string[],
   ) {
@@ -91,7 +95,10 @@ export function runRoutes(ctx: AppContext, runs: RunsService, streams: { openStr
     const closed = new AbortController();
     sse.onClose(() => closed.abort());
     sse.onEnd(() => closed.abort());
-    for await (const output of lifecycle.outputs(run.run_id, from, streamModeFilter(modes), closed.signal)) {
+    const accept = streamModeFilter(modes);
+    const outputs =
+      from === "created" ? lifecycle.createdOutputs(run.run_id, accept, closed.signal) : lifecycle.outputs(run.run_id, from, accept, closed.signal);
+    for await (const output of outputs) {
       const backpressure = sse.event(output.event, output.data, runSseId(output.revision));
       if (backpressure) await backpressure;
     }
@@ -157,7 +164,7 @@ export function runRoutes(ctx: AppContext, runs: RunsService, streams: { openStr
       r.post(`${prefix}/:thread_id/runs/stream`, { schema: { tags, hide, params: ThreadParams, body: RunRequestSchema } }, async (req, reply) => {
         const run = await createRun(req, req.params.thread_id, req.body);
         const path = runPath(run, false);
-        await streamRun(reply, run, { "Content-Location": path, Location: `${path}/stream` }, "start", run.kwargs.on_disconnect === "cancel");
+        await streamRun(reply, run, { "Content-Location": path, Location: `${path}/stream` }, "created", run.kwargs.on_disconnect === "cancel");
       });
 
       r.post(`${prefix}/:thread_id/runs/wait`, { schema: { tags, hide, params: ThreadParams, body: RunRequestSchema } }, async (req, reply) => {
@@ -225,7 +232,7 @@ export function runRoutes(ctx: AppContext, runs: RunsService, streams: { openStr
     r.post("/runs/stream", { schema: { tags, body: StatelessRunRequestSchema } }, async (req, reply) => {
       const run = await createRun(req, null, req.body);
       const path = runPath(run, true);
-      await streamRun(reply, run, { "Content-Location": path, Location: `${path}/stream` }, "start", run.kwargs.on_disconnect === "cancel");
+      await streamRun(reply, run, { "Content-Location": path, Location: `${path}/stream` }, "created", run.kwargs.on_disconnect === "cancel");
     });
 
     r.post("/runs/wait", { schema: { tags, body: StatelessRunRequestSchema } }, async (req, reply) => {
