@@ -72,7 +72,7 @@ export async function eraseUser(d: EraseDeps, caller: Caller, request: EraseRequ
   const user = request.user_id;
   let threads = 0;
   const skipped: string[] = [];
-  for (const threadId of candidateThreadIds(d.ctx, user)) {
+  for (const threadId of d.ctx.readModels.threads.ownedOrDeleted(user)) {
     const owners = await ownersOf(d.ctx, threadId);
     if (!owners.has(user)) continue;
     if (owners.size > 1) {
@@ -93,19 +93,6 @@ export async function eraseUser(d: EraseDeps, caller: Caller, request: EraseRequ
   }
   if (storeItems > 0) eraseLeftoversOfPurge(d.ctx.readModels);
   return { threads, store_items: storeItems, ...(skipped.length ? { skipped_threads: skipped } : {}) };
-}
-
-/**
- * Threads that may be the user's: live ones whose metadata names the user as owner, and every
- * deleted one not purged yet, whose metadata the read model no longer holds (the log does).
- */
-function candidateThreadIds(ctx: AppContext, user: string): string[] {
-  return ctx.readModels.runner.db
-    .prepare(
-      "SELECT thread_id FROM threads WHERE purged = 0 AND (deleted = 1 OR (json_type(metadata, '$.owner') = 'text' AND json_extract(metadata, '$.owner') = ?)) ORDER BY thread_id",
-    )
-    .pluck()
-    .all(user) as string[];
 }
 
 /** The owners of the incarnations of the id that still have content (a purge removes them all); `undefined` for none named. */

@@ -181,6 +181,7 @@ export class ThreadsReadModel {
   private readonly firstExpiry: Database.Statement;
   private readonly expired: Database.Statement;
   private readonly activeRunsOf: Database.Statement;
+  private readonly ownedOrDeletedStmt: Database.Statement;
 
   constructor(db: Database.Database) {
     this.load = loader(db);
@@ -190,6 +191,11 @@ export class ThreadsReadModel {
     this.cache = new StatementCache(db);
     this.withActiveRuns = db.prepare("SELECT thread_id FROM threads WHERE active_runs <> '[]' AND deleted = 0").pluck();
     this.firstExpiry = db.prepare("SELECT min(expires_at) FROM threads WHERE deleted = 0 AND expires_at IS NOT NULL").pluck();
+    this.ownedOrDeletedStmt = db
+      .prepare(
+        "SELECT thread_id FROM threads WHERE purged = 0 AND (deleted = 1 OR (json_type(metadata, '$.owner') = 'text' AND json_extract(metadata, '$.owner') = ?)) ORDER BY thread_id",
+      )
+      .pluck();
     this.expired = db
       .prepare("SELECT thread_id FROM threads WHERE deleted = 0 AND expires_at IS NOT NULL AND expires_at <= ? ORDER BY expires_at LIMIT 100")
       .pluck();
@@ -238,6 +244,14 @@ export class ThreadsReadModel {
   count(q: ThreadFilter): number {
     const source = sourceOf(q).counted;
     return countWhere(this.cache, source.from, source.where);
+  }
+
+  /**
+   * Threads that may be `owner`'s (a user's erasure): live ones whose metadata names them as `owner`,
+   * and every deleted one not purged yet, whose metadata this table no longer holds (the log does).
+   */
+  ownedOrDeleted(owner: string): string[] {
+    return this.ownedOrDeletedStmt.all(owner) as string[];
   }
 
   /** Threads that have pending or running runs (what the run worker looks at when it starts). */
