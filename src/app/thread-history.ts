@@ -4,7 +4,7 @@ import { purgedTypeOf } from "../eventstore/types.js";
 import { isEvent } from "../domain/event-of.js";
 import { threadStream } from "../domain/threads.js";
 import { runStream } from "../domain/runs.js";
-import { CHECKPOINT_STREAM_PREFIX, CHECKPOINT_VALUE_STREAM_PREFIX } from "../domain/checkpoint-events.js";
+import { CHECKPOINT_STREAM_PREFIX, CHECKPOINT_VALUE_STREAM_PREFIX, isOwnCheckpointValueStream } from "../domain/checkpoint-events.js";
 import { isLargeJsonRef } from "../eventstore/chunked-append.js";
 import { correlationOf } from "../context/attribution.js";
 
@@ -97,8 +97,9 @@ export function eventJson(e: RecordedEvent, incarnation: number) {
 /**
  * Every stream that holds the thread's content (what a purge removes), and the ids of the thread's
  * runs (what the read models drop once the purge is recorded). Values written beside the
- * runs and the checkpoint snapshots the checkpoint events reference are included; content-addressed
- * checkpoint values (`checkpoint-value-{sha256}`) are not, as other threads (copies) may share them.
+ * runs, the checkpoint snapshots and the thread's own large checkpoint values
+ * (`checkpoint-value-{thread_id}-{sha256}`) the checkpoint events reference are included; older
+ * shared ones (`checkpoint-value-{sha256}`) are not, as other threads may reference them.
  */
 export async function threadContent(store: EventStore, threadId: string): Promise<{ streams: string[]; runIds: string[] }> {
   const id = threadId;
@@ -119,16 +120,17 @@ export async function threadContent(store: EventStore, threadId: string): Promis
     for (const prefix of RUN_SIDE_PREFIXES) streams.add(`${prefix}${runId}`);
     for (const configId of configIds) streams.add(`${WEBHOOK_STREAM_PREFIX}${pushDeliveryKey(runId, configId)}`);
   }
-  for (const e of checkpoints) collectRefs(e.data, streams);
+  for (const e of checkpoints) collectRefs(e.data, id, streams);
   return { streams: [...streams], runIds: [...runIds] };
 }
 
-function collectRefs(value: unknown, into: Set<string>): void {
+/** The streams of the large values `value` refers to: the thread's own, not the older shared checkpoint values. */
+function collectRefs(value: unknown, threadId: string, into: Set<string>): void {
   if (typeof value !== "object" || value === null) return;
   if (isLargeJsonRef(value)) {
-    const stream = (value as { stream: string }).stream;
-    if (!stream.startsWith(CHECKPOINT_VALUE_STREAM_PREFIX)) into.add(stream);
+    const stream = value.stream;
+    if (!stream.startsWith(CHECKPOINT_VALUE_STREAM_PREFIX) || isOwnCheckpointValueStream(stream, threadId)) into.add(stream);
     return;
   }
-  for (const item of Array.isArray(value) ? value : Object.values(value)) collectRefs(item, into);
+  for (const item of Array.isArray(value) ? value : Object.values(value)) collectRefs(item, threadId, into);
 }

@@ -46,8 +46,18 @@ export function inFormOf<P>(value: readonly [string, unknown, "utf8"?], payload:
   return value[2] === "utf8" ? [value[0], payload, "utf8"] : [value[0], payload];
 }
 
-/** Streams of the checkpoint values kept apart: `checkpoint-value-{sha256}` (content-addressed). */
+/**
+ * Streams of the checkpoint values kept apart: `checkpoint-value-{thread_id}-{sha256}`, content-addressed
+ * within their thread, so that a thread's purge removes them with it (a copy writes its own). Older
+ * logs also hold `checkpoint-value-{sha256}`, shared by whichever threads referenced the same value.
+ */
 export const CHECKPOINT_VALUE_STREAM_PREFIX = "checkpoint-value-";
+
+/** The key (after the prefix) of a thread's own checkpoint value stream. */
+export const checkpointValueKey = (threadId: string, sha256: string): string => `${threadId}-${sha256}`;
+
+/** Whether a checkpoint value stream is `threadId`'s own (not an older, shared one, nor another thread's). */
+export const isOwnCheckpointValueStream = (stream: string, threadId: string): boolean => stream.startsWith(`${CHECKPOINT_VALUE_STREAM_PREFIX}${threadId}-`);
 /** Streams of the snapshots' contents: `checkpoint-snapshot-{thread_id}`. */
 export const CHECKPOINT_SNAPSHOT_STREAM_PREFIX = "checkpoint-snapshot-";
 

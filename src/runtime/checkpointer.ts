@@ -17,6 +17,8 @@ import {
   CHECKPOINT_STREAM_PREFIX,
   CHECKPOINT_VALUE_STREAM_PREFIX,
   checkpointStream,
+  checkpointValueKey,
+  isOwnCheckpointValueStream,
   threadIdOfCheckpointStream,
   inFormOf,
   type ChannelBlob,
@@ -214,7 +216,7 @@ export class EventSourcedCheckpointSaver extends BaseCheckpointSaver {
     const cleanConfig = config.metadata === undefined ? config : { ...config, metadata: publicMetadata(config.metadata) };
     const data = await this.codec.checkpointSaved(cleanConfig, checkpoint, publicMetadata(metadata), newVersions);
     const threadId = data.thread_id;
-    const fitting = this.fit(data.blobs);
+    const fitting = this.fit(threadId, data.blobs);
     if (fitting) await fitting;
     const writing = this.write(config, threadId, (ticket) =>
       this.append(threadId, [{ type: "CheckpointSaved", data }], undefined, ticket).then(() => {
@@ -243,7 +245,7 @@ export class EventSourcedCheckpointSaver extends BaseCheckpointSaver {
       const stored = new Set(pendingWritesOf(ns, data.checkpoint_id).map((w) => `${w.task_id}\u0000${w.idx}`));
       if (data.writes.every((w) => w.idx >= 0 && stored.has(`${data.task_id}\u0000${w.idx}`))) return;
     }
-    const fitting = this.fit(data.writes, data);
+    const fitting = this.fit(threadId, data.writes, data);
     if (fitting) await fitting;
     const writing = this.write(config, threadId, (ticket) => this.append(threadId, [{ type: "PendingWritesSaved", data }], undefined, ticket));
     if (writing) await writing;
@@ -394,7 +396,7 @@ export class EventSourcedCheckpointSaver extends BaseCheckpointSaver {
     await Promise.all([this.deferred.drain(fromThreadId), this.deferred.drain(toThreadId)]);
     // The whole source, including what other processes appended before we were asked.
     const source = await this.cache.full(fromThreadId);
-    const copied = source.state ? copyEvents(source.state, toThreadId) : [];
+    const copied = source.state ? await this.ownValues(copyEvents(source.state, toThreadId), fromThreadId, toThreadId) : [];
     const sourceRevision = String(source.revision);
     const unfinished = await this.unfinishedCopy(fromThreadId, toThreadId, sourceRevision, copied.length);
     if (unfinished?.done) return;
@@ -528,10 +530,10 @@ export class EventSourcedCheckpointSaver extends BaseCheckpointSaver {
 
   /**
    * Keeps an event under the append limit: values above LARGE_CHECKPOINT_VALUE_BYTES, then the largest
-   * others until the event fits, move to their own streams (content-addressed, so a retried put
-   * or a copy shares them) and the event keeps their refs. Mutates the given slots.
+   * others until the event fits, move to the thread's own streams (content-addressed within the
+   * thread, so a retried put shares them) and the event keeps their refs. Mutates the given slots.
    */
-  private fit(slots: { value: SerializedValue | null }[], event?: unknown): Promise<void> | undefined {
+  private fit(threadId: string, slots: { value: SerializedValue | null }[], event?: unknown): Promise<void> | undefined {
     const inline = slots.filter((s): s is { value: InlineValue } => s.value !== null && typeof s.value[1] === "string");
     // Small values (the usual case): the event fits without measuring it (what is not a value is small),
     // and nothing is awaited.
@@ -541,11 +543,16 @@ export class EventSourcedCheckpointSaver extends BaseCheckpointSaver {
       total += slot.value[1].length;
     }
     if (total <= APPEND_BUDGET / 2) return undefined;
-    return this.moveLargeValues(slots, inline, event);
+    return this.moveLargeValues(threadId, slots, inline, event);
   }
 
   /** fit's slow path: moves values to their own streams, largest first, until the event fits. */
-  private async moveLargeValues(slots: { value: SerializedValue | null }[], inline: { value: InlineValue }[], event?: unknown): Promise<void> {
+  private async moveLargeValues(
+    threadId: string,
+    slots: { value: SerializedValue | null }[],
+    inline: { value: InlineValue }[],
+    event?: unknown,
+  ): Promise<void> {
     inline.sort((a, b) => b.value[1].length - a.value[1].length);
     const whole = () => sizeOfEvent({ type: "CheckpointSaved", data: event ?? { blobs: slots } });
     for (const slot of inline) {
@@ -554,10 +561,32 @@ export class EventSourcedCheckpointSaver extends BaseCheckpointSaver {
       // Content-addressed by the hash of the JSON text it is stored as (which its ref holds): one hash per value.
       const text = JSON.stringify(payload);
       const sha256 = sha256Hex(text);
-      const ref = await putLargeJsonText(this.store, CHECKPOINT_VALUE_STREAM_PREFIX, sha256, text, sha256);
+      const ref = await putLargeJsonText(this.store, CHECKPOINT_VALUE_STREAM_PREFIX, checkpointValueKey(threadId, sha256), text, sha256);
       (slot as { value: SerializedValue }).value = inFormOf(slot.value, ref);
       this.valueTexts.set(sha256, payload);
     }
+  }
+
+  /**
+   * The copy's events with the source's own large values written again as the copy's (the same text,
+   * so the same hash and chunk ids: a resumed copy writes nothing twice), so that a purge of either
+   * thread leaves the other's values. Older shared value streams stay shared.
+   */
+  private async ownValues(events: EventData[], fromThreadId: string, toThreadId: string): Promise<EventData[]> {
+    const own = async <S extends { value: SerializedValue | null }>(slot: S): Promise<S> => {
+      const stored = slot.value?.[1];
+      if (!slot.value || typeof stored !== "object" || !isOwnCheckpointValueStream(stored.stream, fromThreadId)) return slot;
+      const text = JSON.stringify((await this.inline(slot.value))[1]);
+      const ref = await putLargeJsonText(this.store, CHECKPOINT_VALUE_STREAM_PREFIX, checkpointValueKey(toThreadId, stored.sha256), text, stored.sha256);
+      return { ...slot, value: inFormOf(slot.value, ref) };
+    };
+    const out: EventData[] = [];
+    for (const event of events) {
+      if (isEvent(event, "CheckpointSaved")) out.push({ ...event, data: { ...event.data, blobs: await Promise.all(event.data.blobs.map(own)) } });
+      else if (isEvent(event, "PendingWritesSaved")) out.push({ ...event, data: { ...event.data, writes: await Promise.all(event.data.writes.map(own)) } });
+      else out.push(event);
+    }
+    return out;
   }
 
   /** A stored checkpoint with its values read back (large ones from their streams), still serialized. */

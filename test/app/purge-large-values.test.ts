@@ -97,4 +97,24 @@ t.test("a purge removes the large values written beside the thread and its runs"
     t.ok(types.length > 0, `${prefix}: the value was written beside (${JSON.stringify(streams)})`);
     t.same([...new Set(types)], ["EventPurged"], `${prefix}: every event of it is a tombstone`);
   }
+
+  // The large checkpoint values (the messages, over 128 KiB) are in streams of their thread's own: the
+  // purged thread's are tombstones, each copy wrote its own and keeps them, and none is shared.
+  const db = new Database(file, { readonly: true });
+  try {
+    const typesOfValues = (id: string) =>
+      db.prepare("SELECT DISTINCT type FROM events WHERE stream_id LIKE ? ORDER BY type").pluck().all(`checkpoint-value-${id}-%`) as string[];
+    t.same(typesOfValues(threadId), ["EventPurged"], "the purged thread's checkpoint values are tombstones");
+    for (const copy of [copyAfterRun, copyAfterUpdate]) t.same(typesOfValues(copy.body.thread_id), ["LargeJsonChunk"], "a copy's own values are intact");
+    const ids = [threadId, copyAfterRun.body.thread_id, copyAfterUpdate.body.thread_id];
+    const streams = db.prepare("SELECT DISTINCT stream_id FROM events WHERE stream_id LIKE 'checkpoint-value-%'").pluck().all() as string[];
+    t.ok(streams.length >= 3, `checkpoint values were written apart (${streams.length} streams)`);
+    t.same(
+      streams.filter((s) => !ids.some((id) => s.startsWith(`checkpoint-value-${id}-`))),
+      [],
+      "every checkpoint value stream is one thread's",
+    );
+  } finally {
+    db.close();
+  }
 });
