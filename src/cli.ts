@@ -139,13 +139,13 @@ async function runServer(command: "dev" | "start", values: Record<string, string
 }
 
 /**
- * replay and rebuild are the repository's own scripts, which read process.argv and exit by
- * themselves: they are given their own arguments and the environment the flags describe.
+ * The environment of an offline tool (replay, rebuild, keys): the project's langgraph.json `env` (which
+ * may say where the log and the key vault are, and hold the keys, as for the server; without a
+ * langgraph.json the environment alone does), and the data directory of `--data-dir` or the default.
  */
-async function runTool(command: "replay" | "rebuild", values: Record<string, string | boolean | undefined>): Promise<void> {
+async function offlineEnvironment(values: Record<string, string | boolean | undefined>): Promise<NodeJS.ProcessEnv> {
   const env = process.env;
   const file = configPath(values.config as string | undefined, env);
-  // The project's `env` may say where the log is (DATA_DIR, EVENTSTORE_URL); without a langgraph.json the environment alone does.
   if (existsSync(file)) {
     const { loadLanggraphConfig } = await import("./langgraph-config.js");
     await loadLanggraphConfig(file);
@@ -154,6 +154,15 @@ async function runTool(command: "replay" | "rebuild", values: Record<string, str
   }
   setIf(env, "DATA_DIR", values["data-dir"]);
   if (!env.DATA_DIR) env.DATA_DIR = DEFAULT_DATA_DIR;
+  return env;
+}
+
+/**
+ * replay and rebuild are the repository's own scripts, which read process.argv and exit by
+ * themselves: they are given their own arguments and the environment the flags describe.
+ */
+async function runTool(command: "replay" | "rebuild", values: Record<string, string | boolean | undefined>): Promise<void> {
+  const env = await offlineEnvironment(values);
   setIf(env, "HOST", values.host);
   setIf(env, "PORT", values.port);
   const forwarded: string[] = [];
@@ -170,17 +179,7 @@ async function runTool(command: "replay" | "rebuild", values: Record<string, str
 async function runKeys(positionals: string[], values: Record<string, string | boolean | undefined>): Promise<void> {
   const [action, ...extra] = positionals;
   if (action !== "rotate" || extra.length > 0) throw new UsageError(`keys: expected \`${NAME} keys rotate\`, got ${JSON.stringify(positionals.join(" "))}`);
-  const env = process.env;
-  const file = configPath(values.config as string | undefined, env);
-  // The project's `env` may say where the vault is and hold the keys, as for the server.
-  if (existsSync(file)) {
-    const { loadLanggraphConfig } = await import("./langgraph-config.js");
-    await loadLanggraphConfig(file);
-  } else if (values.config !== undefined) {
-    throw new Error(`no langgraph.json at ${file}`);
-  }
-  setIf(env, "DATA_DIR", values["data-dir"]);
-  if (!env.DATA_DIR) env.DATA_DIR = DEFAULT_DATA_DIR;
+  const env = await offlineEnvironment(values);
   const [{ loadConfig }, { rotateKeys }] = await Promise.all([import("./config.js"), import("./cli/keys.js")]);
   for (const line of await rotateKeys(loadConfig(env))) console.log(`${NAME}: ${line}`);
 }
