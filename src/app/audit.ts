@@ -49,8 +49,7 @@ export interface ThreadHistoryView {
  * purged incarnation has no metadata left: only a caller without filters sees what is left of it.
  * Pure.
  */
-export function historyView(threadId: string, all: readonly RecordedEvent[], filters: AuthFilters | undefined, only?: number): ThreadHistoryView {
-  const id = threadId;
+export function historyView(id: string, all: readonly RecordedEvent[], filters: AuthFilters | undefined, only?: number): ThreadHistoryView {
   const index = indexIncarnations(id, all);
   const incarnations = index.incarnations.filter((inc) => (only === undefined || inc.number === only) && visibleUnder(inc, filters));
   const shown = new Set(incarnations.map((inc) => inc.number));
@@ -126,14 +125,7 @@ export type ReplayJson = Awaited<ReturnType<typeof replayAt>> & {
  * `since`, also the changes from that point to `at` (paths into this same JSON). Without a view,
  * the whole history (an operator's: `npm run replay`).
  */
-export async function replayFromLog(
-  store: EventStore,
-  threadId: string,
-  at: LogPoint | undefined,
-  since?: LogPoint,
-  view?: ThreadHistoryView,
-): Promise<ReplayJson> {
-  const id = threadId;
+export async function replayFromLog(store: EventStore, id: string, at: LogPoint | undefined, since?: LogPoint, view?: ThreadHistoryView): Promise<ReplayJson> {
   const v = view ?? historyView(id, await threadEventsOr404(store, id), undefined);
   const now: LogPoint = at ?? { position: v.events[v.events.length - 1]?.position ?? -1n };
   const current = await replayAt(store, v, now);
@@ -151,8 +143,7 @@ export async function replayFromLog(
  * (for an erasure) why.
  * 404 when the thread never existed or is purged already.
  */
-export async function purgeThread(ctx: AppContext, lifecycle: ThreadLifecycle, threadId: string, actor: string, reason?: string): Promise<void> {
-  const id = threadId;
+export async function purgeThread(ctx: AppContext, lifecycle: ThreadLifecycle, id: string, actor: string, reason?: string): Promise<void> {
   await ctx.commands.catchUpWithStream(threadStream(id));
   const state = ctx.readModels.threads.load(id);
   const check = decidePurgeThread(state, id, actor, 0, ctx.now());

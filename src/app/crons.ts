@@ -119,8 +119,7 @@ export class CronsService {
   }
 
   /** The cron, or 404 when it is unknown or custom auth's filters hide it. */
-  async get(cronId: string, filters?: AuthFilters): Promise<CronState> {
-    const id = cronId;
+  async get(id: string, filters?: AuthFilters): Promise<CronState> {
     let s = this.ctx.readModels.crons.get(id);
     if (!s) {
       await this.ctx.commands.catchUpWithStream(cronStream(id));

@@ -234,8 +234,7 @@ export class RunLifecycle {
     this.ctx.readModels.runner.settle();
   }
 
-  private waitFor(runId: string, list: "wakes" | "resultWakes", signal?: AbortSignal, created?: RunRecord): Promise<void> {
-    const id = runId;
+  private waitFor(id: string, list: "wakes" | "resultWakes", signal?: AbortSignal, created?: RunRecord): Promise<void> {
     if (this.closed || signal?.aborted) return Promise.resolve();
     const doneness = this.donenessOf(id, created);
     if (!doneness || this.isDoneAs(doneness)) return Promise.resolve();

@@ -263,8 +263,7 @@ export class RunsService {
   }
 
   /** Cancels one run: a pending one ends now, a running one is aborted by its worker. */
-  async cancel(threadId: string | null, runId: string, action: CancelAction): Promise<void> {
-    const id = runId;
+  async cancel(threadId: string | null, id: string, action: CancelAction): Promise<void> {
     const v = this.view(id);
     if (!v || (threadId !== null && v.run.thread_id !== threadId)) throw notFound("Run not found");
     // The read model's view first; after a conflict, the run stream itself (strongly consistent).

@@ -31,8 +31,7 @@ export function runIdsOf(threadEvents: readonly RecordedEvent[]): string[] {
  * Every event of a thread, from the log: its thread stream, its checkpoint stream and the streams
  * of its runs, merged in log order. Undefined when the thread never existed.
  */
-export async function readThreadEvents(store: EventStore, threadId: string): Promise<RecordedEvent[] | undefined> {
-  const id = threadId;
+export async function readThreadEvents(store: EventStore, id: string): Promise<RecordedEvent[] | undefined> {
   const thread = await store.readStream(threadStream(id));
   if (thread.length === 0) return undefined;
   const others = await Promise.all([
@@ -101,8 +100,7 @@ export function eventJson(e: RecordedEvent, incarnation: number) {
  * (`checkpoint-value-{thread_id}-{sha256}`) the checkpoint events reference are included; older
  * shared ones (`checkpoint-value-{sha256}`) are not, as other threads may reference them.
  */
-export async function threadContent(store: EventStore, threadId: string): Promise<{ streams: string[]; runIds: string[] }> {
-  const id = threadId;
+export async function threadContent(store: EventStore, id: string): Promise<{ streams: string[]; runIds: string[] }> {
   const thread = await store.readStream(threadStream(id));
   const checkpoints = await store.readStream(`${CHECKPOINT_STREAM_PREFIX}${id}`);
   const streams = new Set<string>([threadStream(id), `${CHECKPOINT_STREAM_PREFIX}${id}`, ...THREAD_SIDE_PREFIXES.map((prefix) => `${prefix}${id}`)]);

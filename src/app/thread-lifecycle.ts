@@ -57,9 +57,8 @@ export function threadLifecycle(ctx: AppContext): ThreadLifecycle {
     async delete(threadId) {
       await remove(threadId);
     },
-    async deleteTemporary(threadId, runCreatedAt) {
+    async deleteTemporary(id, runCreatedAt) {
       const stillTheRuns = (s: ThreadState | undefined) => !!s && !s.deleted && s.activeRuns.length === 0 && s.thread.created_at <= runCreatedAt;
-      const id = threadId;
       if (stillTheRuns(ctx.readModels.threads.load(id))) await remove(id, stillTheRuns);
     },
     applySupersteps: (threadId, supersteps) => applySupersteps(ctx, threadId, supersteps),

@@ -107,8 +107,7 @@ export async function currentIncarnationStart(ctx: AppContext, threadId: string)
   }
 }
 
-export async function patchThread(ctx: AppContext, threadId: string, metadata: JsonObject, expiresAt?: string): Promise<Thread> {
-  const id = threadId;
+export async function patchThread(ctx: AppContext, id: string, metadata: JsonObject, expiresAt?: string): Promise<Thread> {
   const now = ctx.now();
   const { state } = await ctx.commands.decide({
     stream: threadStream(id),
@@ -119,8 +118,7 @@ export async function patchThread(ctx: AppContext, threadId: string, metadata: J
 }
 
 /** Appends the thread's deletion; `only`: unless the thread (as the log now has it) fails this test. Says whether it deleted. */
-export async function deleteThread(ctx: AppContext, threadId: string, only?: (s: ThreadState | undefined) => boolean): Promise<boolean> {
-  const id = threadId;
+export async function deleteThread(ctx: AppContext, id: string, only?: (s: ThreadState | undefined) => boolean): Promise<boolean> {
   const now = ctx.now();
   const { decision } = await ctx.commands.decide({
     stream: threadStream(id),

@@ -21,12 +21,11 @@ export function assertWebhookAllowed(ctx: Pick<AppContext, "langgraph" | "config
  * The delivery log of one run's webhook and A2A pushes, from `webhook-{key}` streams (404 when the
  * run is unknown): reading it is reading the run (`threads:read`).
  */
-export async function webhookAttempts(ctx: AppContext, caller: Caller, threadId: string | null, runId: string): Promise<WebhookAttemptView[]> {
+export async function webhookAttempts(ctx: AppContext, caller: Caller, threadId: string | null, id: string): Promise<WebhookAttemptView[]> {
   const { filters } =
     threadId === null
-      ? await authorize(caller, "threads", "read", { run_id: runId })
-      : await authorizeThread(ctx, caller, "read", threadId, { thread_id: threadId, run_id: runId });
-  const id = runId;
+      ? await authorize(caller, "threads", "read", { run_id: id })
+      : await authorizeThread(ctx, caller, "read", threadId, { thread_id: threadId, run_id: id });
   // Deliveries outlive their run's row (a stateless run's thread is deleted when it ends).
   const run = ctx.readModels.webhooks.get(id)?.run ?? ctx.readModels.runs.load(id)?.run;
   if (!run || (threadId !== null && run.thread_id !== threadId)) throw notFound("Run not found");
