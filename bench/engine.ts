@@ -24,7 +24,11 @@
  *     c64, then sequential waits, back to back, several times. Each round's c64 ratio and sequential p50 ÷
  *     target use that round's own engine time: this machine's speed drifts by up to 2× within a run, and
  *     the engine measured once before and once after the whole load can be 30 % apart (their mean then
- *     decides the ratio). The median of the rounds, with their spread, is the number to judge the goals by.
+ *     decides the ratio). The median of the rounds, with their spread, is the number to judge the goals by;
+ *   - encryption at rest (`with_key`): two more servers loaded at the same time, one started with LANGGRAPH_AES_KEY,
+ *     one without, in rounds of jobs on both at once (32 at a time on each) and pairs of sequential waits alternating
+ *     between them: each round's CPU per job, runs/s and sequential p50, keyed ÷ plain, with their median and spread
+ *     (target: within 10 %).
  * The graph runs as users run theirs (bench/support/project.ts): from a project folder with its own copies of
  * @langchain/langgraph, @langchain/core and @langchain/langgraph-checkpoint, the server started on the project's
  * langgraph.json and the engine importing the graph (and its MemorySaver) from the project too. BENCH_GRAPH=repo
@@ -43,8 +47,9 @@ import { AGENT_INPUT, agentJobs, jsonClient, runPool } from "./support/http.js";
 import { attributeProfile, readProfile, RUN_PHASES } from "./support/cpu-profile.js";
 import { parseBenchOptions, type BenchOptions } from "./support/options.js";
 import { cpuMs, rssMiB, startBenchServer, startScriptNodeFlags, waitOk } from "./support/server.js";
-import { median, perSecond, round2, summary } from "./support/stats.js";
+import { perSecond, round2, summary } from "./support/stats.js";
 import { scrapeTotals, storeWorkPerJob, type StoreWorkPerJob } from "./support/metrics.js";
+import { keyRoundsSize, spread, withAndWithoutKey } from "./encryption.js";
 
 const FULL = {
   warmup: 300,
@@ -178,6 +183,8 @@ export async function benchEngine(options: BenchOptions = { tiny: false, big: fa
     const noFsync = await loadServer(source, path.join(dataDir, "data-normal"), { warmup: size.warmup, sequential: size.sequential, jobs: 0, idleMs: 0 }, [], {
       SQLITE_SYNCHRONOUS: "NORMAL",
     });
+    // …and a server with LANGGRAPH_AES_KEY beside one without, in alternating rounds: what encryption at rest costs.
+    const withKey = await withAndWithoutKey(source, path.join(dataDir, "key"), keyRoundsSize(options));
     const enginePerS = Math.round((engineBefore.invokes_per_s + engineAfter.invokes_per_s) / 2);
     const engineMs = round2((engineBefore.mean_ms + engineAfter.mean_ms) / 2);
 
@@ -224,6 +231,7 @@ export async function benchEngine(options: BenchOptions = { tiny: false, big: fa
       cpu_by_phase: byPhase,
       start_to_ok_ms: Math.round(measured.okMs),
       paired_rounds: pairedSummary(measured.paired, size.paired),
+      with_key: withKey,
     };
   } finally {
     await rm(dataDir, { recursive: true, force: true });
@@ -232,10 +240,6 @@ export async function benchEngine(options: BenchOptions = { tiny: false, big: fa
 
 /** The paired rounds: each one's c64 ratio and sequential p50 ÷ target from its own engine time, their medians and spread. */
 function pairedSummary(rounds: PairedRound[], size: PairedSize): Record<string, unknown> {
-  const spread = (values: number[]) => {
-    const sorted = [...values].sort((a, b) => a - b);
-    return { median: round2(median(sorted)), min: round2(sorted[0]), max: round2(sorted[sorted.length - 1]), rounds: values.map(round2) };
-  };
   return {
     method: `after the idle pause, ${size.rounds} rounds on the same server: ${size.invokes} engine invokes in this process, then ${size.jobs} jobs at c64, then ${size.sequential} sequential waits; each round against its own engine time`,
     c64_ratio: { ...spread(rounds.map((r) => r.c64_runs_per_s / r.engine_invokes_per_s)), target: 0.8 },

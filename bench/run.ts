@@ -15,6 +15,8 @@ const benches: Record<string, (options: BenchOptions) => Promise<Record<string, 
   webhooks: async (o) => (await import("./webhooks.js")).benchWebhooks(o),
   // The server's run rate beside the graph invoked in-process, RSS after load and idle, CPU per run by phase.
   engine: async (o) => (await import("./engine.js")).benchEngine(o),
+  // Encryption at rest: a server with LANGGRAPH_AES_KEY beside one without, loaded at the same time (also in engine).
+  encryption: async (o) => (await import("./encryption.js")).benchEncryption(o),
   // Promises, heap bytes and GCs per job (server) and per invoke (engine): counts that do not drift with the machine's speed.
   cost: async (o) => (await import("./cost.js")).benchCost(o),
   // Where one sequential runs/wait's time goes, point by point (the server's trace points), beside the graph invoked in-process.
