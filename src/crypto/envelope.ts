@@ -36,6 +36,11 @@ export function envelopeKeyId(envelope: string): string | undefined {
   return isEnvelope(envelope) ? envelope.slice(KEY_ID_AT, KEY_ID_AT + 16) : undefined;
 }
 
+/** The IV part of an envelope known to be one (see isEnvelope): random per seal, so it names the sealed value. */
+export function envelopeIv(envelope: string): string {
+  return envelope.slice(IV_AT, IV_AT + 16);
+}
+
 export function sealEnvelope(key: Buffer, keyId: string, stream: string, plaintext: string): string {
   const { iv, tag, ciphertext } = gcmEncrypt(key, plaintext, stream);
   return `${PREFIX}${keyId}:${iv.toString("base64url")}:${tag.toString("base64url")}:${ciphertext.toString("base64url")}`;

@@ -47,7 +47,7 @@ export function gcmEncrypt(key: Buffer, plaintext: Buffer | string, aad: Buffer 
   const cipher = createCipheriv(cipherFor(key), key, iv, { authTagLength: TAG_BYTES });
   cipher.setAAD(typeof aad === "string" ? Buffer.from(aad, "utf8") : aad);
   const head = typeof plaintext === "string" ? cipher.update(plaintext, "utf8") : cipher.update(plaintext);
-  const ciphertext = Buffer.concat([head, cipher.final()]);
+  const ciphertext = joined(head, cipher.final());
   return { iv, tag: cipher.getAuthTag(), ciphertext };
 }
 
@@ -59,8 +59,14 @@ export function gcmDecrypt(key: Buffer, sealed: Sealed, aad: Buffer | string): B
   decipher.setAAD(typeof aad === "string" ? Buffer.from(aad, "utf8") : aad);
   decipher.setAuthTag(sealed.tag);
   try {
-    return Buffer.concat([decipher.update(sealed.ciphertext), decipher.final()]);
+    const head = decipher.update(sealed.ciphertext);
+    return joined(head, decipher.final());
   } catch {
     return undefined;
   }
+}
+
+/** GCM is a stream mode: `final()` returns nothing more, and the copy a concatenation makes is skipped. */
+function joined(head: Buffer, tail: Buffer): Buffer {
+  return tail.length === 0 ? head : Buffer.concat([head, tail]);
 }

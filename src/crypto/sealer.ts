@@ -1,7 +1,7 @@
-import { envelopeKeyId, isEnvelope, openEnvelope, parseEnvelope, sealEnvelope } from "./envelope.js";
+import { envelopeIv, envelopeKeyId, isEnvelope, openEnvelope, parseEnvelope, sealEnvelope } from "./envelope.js";
 import { KeyDestroyedError, UnreadableEnvelopeError, WrongMasterKeyError } from "./errors.js";
 import { KeyVault, type DataKey } from "./key-vault.js";
-import { Lru } from "./lru.js";
+import { LRUCache } from "lru-cache";
 import type { MasterKeys } from "./master-keys.js";
 
 export { KeyDestroyedError, UnreadableEnvelopeError, WrongMasterKeyError };
@@ -32,30 +32,60 @@ export interface Sealer {
 }
 
 const DEFAULT_POOL_SIZE = 256;
+/** The largest block of keys one refill reserves by default: blocks grow while new streams come fast (see VaultSealer.refill). */
+const MAX_BLOCK_SIZE = 1024;
+/** Refills closer together than this grow the next block; slower ones go back to the pool size. */
+const BUSY_REFILL_MS = 1_000;
 /** Unwrapped data keys held in memory (32 bytes each). */
 const KEY_CACHE_SIZE = 10_000;
 /** Streams whose key this process remembers; a stream forgotten gets a fresh key when sealed for again. */
 const STREAM_CACHE_SIZE = 10_000;
+/** Characters of envelopes and their plaintexts remembered after sealing (see VaultSealer.sealed). */
+const SEALED_CACHE_CHARS = 8 * 1024 * 1024;
+
+/** A value this process sealed, remembered so that reading it back (folds, tails, the run's own reads) needs no decryption. */
+interface SealedValue {
+  stream: string;
+  keyId: string;
+  envelope: string;
+  plaintext: string;
+}
 
 /** Opens the vault at `vaultPath`; throws WrongMasterKeyError when it holds keys and no configured master key unwraps one. */
-export function openSealer(options: { vaultPath: string; masterKeys: MasterKeys; poolSize?: number }): Sealer {
+export function openSealer(options: { vaultPath: string; masterKeys: MasterKeys; poolSize?: number; maxBlockSize?: number }): Sealer {
   const poolSize = options.poolSize ?? DEFAULT_POOL_SIZE;
   if (!Number.isInteger(poolSize) || poolSize < 1) throw new RangeError(`poolSize must be a positive integer, not ${poolSize}`);
-  return new VaultSealer(new KeyVault(options.vaultPath, options.masterKeys), poolSize);
+  const maxBlockSize = Math.max(poolSize, options.maxBlockSize ?? MAX_BLOCK_SIZE);
+  return new VaultSealer(new KeyVault(options.vaultPath, options.masterKeys), poolSize, maxBlockSize);
 }
 
 class VaultSealer implements Sealer {
   /** Keys this process reserved and has not handed out yet, with their bytes (it created them). */
   private pool: DataKey[] = [];
-  private readonly keys = new Lru<string, Buffer>(KEY_CACHE_SIZE);
-  private readonly streams = new Lru<string, string>(STREAM_CACHE_SIZE);
+  /** Unwrapped data keys; a key forgotten or dropped is zeroed. */
+  private readonly keys = new LRUCache<string, Buffer>({ max: KEY_CACHE_SIZE, dispose: (key) => key.fill(0) });
+  private readonly streams = new LRUCache<string, string>({ max: STREAM_CACHE_SIZE });
+  /**
+   * What this process sealed lately, by the envelope's IV (random, never reused): most values are read back
+   * within moments of their writing. A hit must match the whole envelope and the stream, as a decryption would.
+   */
+  private readonly sealed = new LRUCache<string, SealedValue>({
+    maxSize: SEALED_CACHE_CHARS,
+    sizeCalculation: (value) => value.envelope.length + value.plaintext.length,
+  });
   private refillScheduled = false;
+  /** Keys the next refill reserves: the pool size, doubled while refills follow each other closely. */
+  private blockSize: number;
+  private lastRefillAt = -Infinity;
   private closed = false;
 
   constructor(
     private readonly vault: KeyVault,
     private readonly poolSize: number,
-  ) {}
+    private readonly maxBlockSize: number,
+  ) {
+    this.blockSize = poolSize;
+  }
 
   seal(stream: string, plaintext: string): string {
     this.assertOpen();
@@ -68,11 +98,15 @@ class VaultSealer implements Sealer {
       this.streams.set(stream, keyId);
       this.keys.set(keyId, key);
     }
-    return sealEnvelope(key, keyId, stream, plaintext);
+    const envelope = sealEnvelope(key, keyId, stream, plaintext);
+    this.sealed.set(envelopeIv(envelope), { stream, keyId, envelope, plaintext });
+    return envelope;
   }
 
   open(stream: string, envelope: string): string {
     this.assertOpen();
+    const recent = isEnvelope(envelope) ? this.sealed.get(envelopeIv(envelope)) : undefined;
+    if (recent !== undefined && recent.envelope === envelope && recent.stream === stream) return recent.plaintext;
     const parsed = parseEnvelope(envelope);
     if (parsed === undefined) throw new UnreadableEnvelopeError("not a sealed value: the envelope is malformed");
     const key = this.keys.get(parsed.keyId) ?? this.load(parsed.keyId);
@@ -98,11 +132,10 @@ class VaultSealer implements Sealer {
     if (keyIds.length === 0) return;
     const doomed = new Set(keyIds);
     this.vault.destroy(keyIds);
-    for (const id of doomed) {
-      this.keys.get(id)?.fill(0);
-      this.keys.delete(id);
-    }
-    // Collected first: deleting from a Map while iterating it is safe, but this reads plainly.
+    for (const id of doomed) this.keys.delete(id);
+    // Collected first: a cache is not changed while it is iterated.
+    const forgotten = [...this.sealed.entries()].filter(([, value]) => doomed.has(value.keyId)).map(([iv]) => iv);
+    for (const iv of forgotten) this.sealed.delete(iv);
     const streams = [...this.streams.entries()].filter(([, id]) => doomed.has(id)).map(([stream]) => stream);
     for (const stream of streams) this.streams.delete(stream);
     for (const k of this.pool) if (doomed.has(k.id)) k.key.fill(0);
@@ -118,10 +151,10 @@ class VaultSealer implements Sealer {
     if (this.closed) return;
     this.closed = true;
     for (const k of this.pool) k.key.fill(0);
-    for (const [, key] of this.keys.entries()) key.fill(0);
     this.pool = [];
     this.keys.clear();
     this.streams.clear();
+    this.sealed.clear();
     this.vault.close();
   }
 
@@ -156,12 +189,20 @@ class VaultSealer implements Sealer {
   private take(): DataKey {
     if (this.pool.length === 0) this.refill();
     const taken = this.pool.pop() as DataKey;
-    if (this.pool.length < this.poolSize / 4) this.scheduleRefill();
+    if (this.pool.length < this.blockSize / 4) this.scheduleRefill();
     return taken;
   }
 
+  /**
+   * Reserves a block of keys in one transaction and one fsync. Under a stream of new threads the blocks grow, so the
+   * fsync is shared by more keys; when new streams are rare they stay small, since keys reserved and never handed out
+   * are left unused in the vault when the process ends.
+   */
   private refill(): void {
-    this.pool.push(...this.vault.createBlock(this.poolSize));
+    const now = performance.now();
+    this.blockSize = now - this.lastRefillAt < BUSY_REFILL_MS ? Math.min(this.blockSize * 2, this.maxBlockSize) : this.poolSize;
+    this.lastRefillAt = now;
+    this.pool.push(...this.vault.createBlock(this.blockSize));
   }
 
   private scheduleRefill(): void {
@@ -169,7 +210,7 @@ class VaultSealer implements Sealer {
     this.refillScheduled = true;
     setImmediate(() => {
       this.refillScheduled = false;
-      if (this.closed || this.pool.length >= this.poolSize / 4) return;
+      if (this.closed || this.pool.length >= this.blockSize / 4) return;
       try {
         this.refill();
       } catch {

@@ -129,9 +129,14 @@ function without(data: JsonRecord, path: FieldPath): JsonRecord {
   const [key, ...rest] = path;
   if (key === undefined || !Object.hasOwn(data, key)) return data;
   const copy = { ...data };
+  removeFrom(copy, key, rest);
+  return copy;
+}
+
+/** Removes the field at [key, ...rest] from `copy`, an object this split made, copying the objects below it on the way. */
+function removeFrom(copy: JsonRecord, key: string, rest: FieldPath): void {
   if (rest.length === 0) delete copy[key];
   else if (isRecord(copy[key])) copy[key] = without(copy[key], rest);
-  return copy;
 }
 
 function withValue(data: JsonRecord, path: FieldPath, value: unknown): JsonRecord {
@@ -154,14 +159,16 @@ export function splitContent(type: string, data: unknown, jsonKeys: readonly str
     if (isRecord(object)) for (const key of jsonKeys) if (Object.hasOwn(object, key)) paths.push([...metadata, key]);
   }
   const content: ContentPart = [];
-  let clear = data;
+  // One copy of the top level for all the fields removed (most rules name top-level fields only).
+  let clear: JsonRecord | undefined;
   for (const path of paths) {
     const value = valueAt(data, path);
     if (value === undefined) continue;
     content.push([path, value]);
-    clear = without(clear, path);
+    clear ??= { ...data };
+    removeFrom(clear, path[0]!, path.slice(1));
   }
-  return content.length > 0 ? { clear: clear === data ? { ...data } : clear, content } : undefined;
+  return clear !== undefined ? { clear, content } : undefined;
 }
 
 /** The original data from its clear part and its opened content (key order may differ). */

@@ -1,6 +1,6 @@
 import { KeyDestroyedError, UnreadableEnvelopeError, type Sealer } from "../crypto/sealer.js";
 import { refused } from "./forwarding.js";
-import { isPlainObject } from "../util/json.js";
+import { deepFreeze, isPlainObject } from "../util/json.js";
 import {
   InvalidEventError,
   PURGED_EVENT_TYPE,
@@ -32,7 +32,7 @@ export interface ContentPolicy {
  * Schema checks stay outside this wrapper: they look at plaintext.
  */
 export function withEncryption(store: EventStore, sealer: Sealer, policy: ContentPolicy): EventStore {
-  // The embedded store hands one frozen object to every reader: each is opened once.
+  // The embedded store hands one frozen object to every reader: each is opened once, and its opened copy shared.
   const opened = new WeakMap<RecordedEvent, RecordedEvent>();
 
   const envelopeOf = (data: unknown): string | undefined => {
@@ -68,7 +68,8 @@ export function withEncryption(store: EventStore, sealer: Sealer, policy: Conten
       throw error;
     }
     const { [SEALED_FIELD]: _sealed, ...clear } = isPlainObject(event.data) ? event.data : {};
-    return { ...event, data: policy.join(clear, JSON.parse(plaintext)) };
+    // Frozen through, as the store's own events are: every reader of this event shares the one opened copy.
+    return { ...event, data: deepFreeze(policy.join(clear, JSON.parse(plaintext))) };
   };
 
   const openAll = (events: RecordedEvent[]): RecordedEvent[] => events.map(open);

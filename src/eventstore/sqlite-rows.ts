@@ -1,4 +1,5 @@
 /** How an events row becomes a RecordedEvent: parsed once, frozen, and named when its JSON is broken. */
+import { deepFreeze } from "../util/json.js";
 import { InvalidEventError, type RecordedEvent } from "./types.js";
 
 /** Rows are read as arrays (`raw()`), in this column order. */
@@ -52,20 +53,4 @@ function parse(json: string, position: bigint, stream: string, revision: bigint,
     if (error instanceof RangeError) throw new InvalidEventError(stream, revision, type, `${what} is nested too deeply to read: ${error.message}`, position);
     throw error;
   }
-}
-
-/** Freezes a parsed JSON value and everything in it (JSON has no cycles). */
-export function deepFreeze<T>(value: T): T {
-  if (typeof value === "object" && value !== null) {
-    Object.freeze(value);
-    if (Array.isArray(value)) {
-      for (const item of value) if (typeof item === "object" && item !== null) deepFreeze(item);
-    } else {
-      for (const key in value) {
-        const item = (value as Record<string, unknown>)[key];
-        if (typeof item === "object" && item !== null) deepFreeze(item);
-      }
-    }
-  }
-  return value;
 }

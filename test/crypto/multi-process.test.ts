@@ -1,6 +1,6 @@
 /**
  * Two processes sharing one vault file (two servers against one log): sealing for new streams at the same time,
- * with a small pool so that their refills contend for the write lock, they never hand out the same key.
+ * with a small pool that does not grow, so that their refills contend for the write lock, they never hand out the same key.
  */
 import t from "tap";
 import { execFile } from "node:child_process";
@@ -25,7 +25,7 @@ function child(vaultPath: string, prefix: string): Promise<[string, string][]> {
     const key = Buffer.from(${JSON.stringify(KEY)});
     const { createHash } = await import("node:crypto");
     const master = { id: createHash("sha256").update(key).digest("hex").slice(0, 16), key };
-    const sealer = openSealer({ vaultPath: ${JSON.stringify(vaultPath)}, masterKeys: { current: master, all: [master] }, poolSize: ${POOL} });
+    const sealer = openSealer({ vaultPath: ${JSON.stringify(vaultPath)}, masterKeys: { current: master, all: [master] }, poolSize: ${POOL}, maxBlockSize: ${POOL} });
     const out = [];
     for (let i = 0; i < ${STREAMS}; i++) {
       const stream = ${JSON.stringify(prefix)} + i;

@@ -48,6 +48,29 @@ t.test("round trip: what is sealed for a stream opens for it, as compact ASCII n
   t.equal(sealer.open("thread-1", sealer.seal("thread-1", big)), big);
 });
 
+t.test("what a sealer sealed lately opens from memory; another sealer (a restart) decrypts the same text", async (t) => {
+  const vaultPath = tempVault(t);
+  const writer = sealerAt(t, vaultPath);
+  const value = JSON.stringify({ text: "remembered" });
+  const envelope = writer.seal("thread-1", value);
+  // Read back as a store hands it over: a copy of the text, not the string sealed.
+  const copy = JSON.parse(JSON.stringify({ envelope })).envelope as string;
+  t.equal(writer.open("thread-1", copy), value);
+  t.type(
+    catchError(() => writer.open("thread-2", copy)),
+    UnreadableEnvelopeError,
+    "a remembered value still opens only for its stream",
+  );
+  const flipped = copy.slice(0, -2) + (copy.at(-2) === "A" ? "B" : "A") + copy.at(-1);
+  t.type(
+    catchError(() => writer.open("thread-1", flipped)),
+    UnreadableEnvelopeError,
+    "and a changed copy with a remembered IV is decrypted, and refused",
+  );
+  const restarted = sealerAt(t, vaultPath);
+  t.equal(restarted.open("thread-1", copy), value);
+});
+
 t.test("isEnvelope and keyIdOf: a look at the header", async (t) => {
   const sealer = sealerAt(t, tempVault(t));
   for (const value of [undefined, null, 42, {}, "", "aes1:", "hello", "aes1:short:x:y:z", JSON.stringify({ a: 1 })]) {
@@ -260,7 +283,7 @@ t.test("rotation: sealed under A opens with current=B, previous=[A]; after rewra
   );
 });
 
-t.test("the pool: 1,000 new streams take keys made in a handful of transactions, never repeated", async (t) => {
+t.test("the pool: 1,000 new streams take keys made in a handful of transactions, never repeated; blocks grow under load", async (t) => {
   const vaultPath = tempVault(t);
   const sealer = sealerAt(t, vaultPath);
   const ids = new Set<string>();
@@ -268,16 +291,17 @@ t.test("the pool: 1,000 new streams take keys made in a handful of transactions,
   t.equal(ids.size, 1000, "1,000 streams, 1,000 keys");
   const db = new Database(vaultPath, { readonly: true });
   const count = () => db.prepare<[], { rows: number; blocks: number }>("SELECT count(*) AS rows, count(DISTINCT block) AS blocks FROM data_keys").get()!;
-  // Sealing in one event-loop turn: each block is made when the pool runs dry, one transaction of 256 keys.
-  t.same(count(), { rows: 1024, blocks: 4 });
+  // Sealing in one event-loop turn: each block is made when the pool runs dry, in one transaction; refills in quick
+  // succession double the block: 256, then 512, then 1,024 keys.
+  t.same(count(), { rows: 1792, blocks: 3 });
   const blockOf = db.prepare<[string], { block: string }>("SELECT block FROM data_keys WHERE key_id = ?");
-  t.equal(new Set([...ids].map((id) => blockOf.get(id)!.block)).size, 4);
+  t.equal(new Set([...ids].map((id) => blockOf.get(id)!.block)).size, 3);
 
-  // Under a quarter left (24), the next seal schedules a refill for after this turn: no seal then waits for one.
-  sealer.seal("one-more", "{}");
-  t.same(count(), { rows: 1024, blocks: 4 });
+  // Under a quarter of the last block left (256 of 1,024), the next seal schedules a refill for after this turn: no seal then waits for one.
+  for (let i = 0; i < 792 - 255; i++) sealer.seal(`more-${i}`, "{}");
+  t.same(count(), { rows: 1792, blocks: 3 });
   await new Promise((resolve) => setImmediate(resolve));
-  t.same(count(), { rows: 1280, blocks: 5 });
+  t.same(count(), { rows: 1792 + 1024, blocks: 4 }, "blocks grow no further than 1,024 keys");
   db.close();
 });
 
