@@ -19,11 +19,20 @@ const all = process.argv.includes("--all");
  * The tap files only `--all` runs: a real browser (Chromium), the
  * chaos, fault and recovery runs (crashes, restarts and outages of the store or the server, a leader
  * that moves, processes killed in the middle of an Idempotency-Key's claim), the
- * official suite's parity check, and the test of CI's own counting. The benchmarks' harness has its
+ * official suite's parity check, the test of CI's own counting, and the files that start the product
+ * as its users do, one process after another (the server's start and stop, `agent-server dev`, `serve`
+ * and `replay`, a project folder with its own LangGraph), the slowest of the rest. The benchmarks' harness has its
  * tests beside it (bench/test/, `npm run bench:test`: the statistics, the probes, valgrind's
  * instruction counts), run with the benchmarks' smoke runs below.
  */
-const HEAVY = [/^test\/e2e\//, /^test\/eventstore\/esdb-(double-faults|any-idempotency|not-leader)\.test\.ts$/, /^test\/repo\/ci-counts\.test\.ts$/];
+const HEAVY = [
+  /^test\/e2e\//,
+  /^test\/eventstore\/esdb-(double-faults|any-idempotency|not-leader)\.test\.ts$/,
+  /^test\/repo\/ci-counts\.test\.ts$/,
+  /^test\/startup\/server-process\.test\.ts$/,
+  /^test\/cli\/(serve|project-runtime|project-runtime-other-minor)\.test\.ts$/,
+  /^test\/app\/replay-cli\.test\.ts$/,
+];
 const testFiles = readdirSync(path.join(root, "test"), { recursive: true })
   .map((f) => `test/${String(f).split(path.sep).join("/")}`)
   .filter((f) => f.endsWith(".test.ts"))
@@ -109,26 +118,35 @@ async function runBenches() {
 const totals = { passed: 0, failed: 0, skipped: 0 };
 const steps = [];
 
-const typecheck = await run(bin("tsc"), ["-p", "tsconfig.json", "--noEmit"]);
-steps.push(["typecheck", typecheck.code === 0]);
-if (typecheck.code === 0) totals.passed++;
-else totals.failed++;
-
-const lint = await run(bin("eslint"), ["."]);
-steps.push(["lint", lint.code === 0]);
-if (lint.code === 0) totals.passed++;
-else totals.failed++;
-
-const format = await run(bin("prettier"), ["--check", "--log-level=warn", "."]);
-steps.push(["format (prettier --check; npm run format fixes it)", format.code === 0]);
-if (format.code === 0) totals.passed++;
-else totals.failed++;
-
-// The browser pages (TSX, DOM types) have their own project: the README's useStream example is one of them.
-const pages = await run(bin("tsc"), ["-p", "test/browser/tsconfig.json", "--noEmit"]);
-steps.push(["typecheck browser pages", pages.code === 0]);
-if (pages.code === 0) totals.passed++;
-else totals.failed++;
+/**
+ * The static checks, all at once: each is one process with idle time to share, so together they take about the time
+ * of the longest. Their caches (under node_modules/.cache, so a clean clone starts without them) make a second run
+ * check only what changed: tsc's build info, eslint's and prettier's per-file results.
+ */
+const cacheDir = path.join(root, "node_modules", ".cache", "agent-server-checks");
+mkdirSync(cacheDir, { recursive: true });
+const staticChecks = [
+  ["typecheck", bin("tsc"), ["-p", "tsconfig.json", "--noEmit", "--incremental", "--tsBuildInfoFile", path.join(cacheDir, "main.tsbuildinfo")]],
+  ["lint", bin("eslint"), [".", "--cache", "--cache-location", path.join(cacheDir, "eslint")]],
+  [
+    "format (prettier --check; npm run format fixes it)",
+    bin("prettier"),
+    ["--check", "--log-level=warn", "--cache", "--cache-location", path.join(cacheDir, "prettier"), "."],
+  ],
+  // The browser pages (TSX, DOM types) have their own project: the README's useStream example is one of them.
+  [
+    "typecheck browser pages",
+    bin("tsc"),
+    ["-p", "test/browser/tsconfig.json", "--noEmit", "--incremental", "--tsBuildInfoFile", path.join(cacheDir, "browser.tsbuildinfo")],
+  ],
+];
+const staticResults = await Promise.all(staticChecks.map(([, cmd, args]) => run(cmd, args)));
+staticChecks.forEach(([name], i) => {
+  const ok = staticResults[i].code === 0;
+  steps.push([name, ok]);
+  if (ok) totals.passed++;
+  else totals.failed++;
+});
 
 const tap = all
   ? await run(
