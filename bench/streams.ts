@@ -16,6 +16,8 @@
  * both are stated side by side from one run; if it cannot be installed or started the reason is printed and the
  * benchmark goes on with ours only. Each server first gets a warm-up wave (not counted), then its CPU while idle is
  * read over 3 s (`idle_cpu_ms_per_s`, the floor under a wave's CPU).
+ * `ours_v2`: every wave again on our server with clients of the thread streaming protocol (v2), as useStream opens it
+ * (bench/support/streams-client.ts, streamOneRunV2), and `v2_over_v1`: the two side by side (STREAMS_V2=0 skips it).
  * Sizes: STREAMS_WAVES="20,200" (default 20,200,500), STREAMS_TOKENS (50), STREAMS_SLEEP_MS (40).
  * --tiny: one wave of 5 streams, a 10-token answer 5 ms apart, ours only (unless --anchor is given too).
  * Run: npm run bench -- streams [--anchor] [--tiny]
@@ -30,14 +32,16 @@ import { makeBenchProject, type BenchProject } from "./support/project.js";
 import { startBenchServer } from "./support/server.js";
 import { round2, summary } from "./support/stats.js";
 import { anchorDir, startAnchor } from "./support/streams-anchor.js";
-import { streamOneRun, type StreamTiming } from "./support/streams-client.js";
+import { streamOneRun, streamOneRunV2, type StreamTiming } from "./support/streams-client.js";
 import { STREAMS_GRAPH_ID, streamsAnswer, streamsGraphSource, streamsLanggraphJson } from "./support/streams-graph.js";
 import { sampleTreePeakRss, treeCpuMs } from "./support/streams-proc.js";
 
 const MAX_JOBS = 512;
 
 interface Target {
-  name: "ours" | "anchor";
+  /** `ours_v2`: our server again, its clients on the thread streaming protocol (v2) instead of runs/stream. */
+  name: "ours" | "ours_v2" | "anchor";
+  client?: "v2";
   pid: number;
   url: string;
   describe: string;
@@ -90,14 +94,16 @@ export function peakOpen(streams: readonly Pick<StreamTiming, "stream_sent_at" |
   return peak;
 }
 
-/** `n` clients at once on `target`, each on its own connection. */
+/** `n` clients at once on `target`, each on its own connection (a v2 client on two: its subscription holds one). */
 async function wave(target: Target, n: number, answer: string): Promise<WaveResult> {
-  const pool = new Pool(target.url, { connections: n, pipelining: 1, keepAliveTimeout: 30_000, headersTimeout: 600_000, bodyTimeout: 600_000 });
+  const v2 = target.client === "v2";
+  const pool = new Pool(target.url, { connections: v2 ? 2 * n : n, pipelining: 1, keepAliveTimeout: 30_000, headersTimeout: 600_000, bodyTimeout: 600_000 });
+  const client = v2 ? streamOneRunV2 : streamOneRun;
   try {
     const rss = sampleTreePeakRss(target.pid);
     const cpu0 = await treeCpuMs(target.pid);
     const t0 = performance.now();
-    const settled = await Promise.allSettled(Array.from({ length: n }, () => streamOneRun(pool, STREAMS_GRAPH_ID, answer)));
+    const settled = await Promise.allSettled(Array.from({ length: n }, () => client(pool, STREAMS_GRAPH_ID, answer)));
     const wallMs = performance.now() - t0;
     const cpu = (await treeCpuMs(target.pid)) - cpu0;
     const peak = await rss.stop();
@@ -176,6 +182,7 @@ export async function benchStreams(
   const sleepMs = tiny ? 5 : positiveIntEnv(env, "STREAMS_SLEEP_MS", 40);
   const warmup = tiny ? 2 : 20;
   const wantAnchor = argv.includes("--anchor") || (!!env.STREAMS_ANCHOR && env.STREAMS_ANCHOR !== "0");
+  const wantV2 = env.STREAMS_V2 !== "0";
   const answer = streamsAnswer(tokens);
 
   const project = await makeBenchProject();
@@ -183,7 +190,17 @@ export async function benchStreams(
   const targets: Target[] = [];
   let anchorNote: string | undefined;
   try {
-    targets.push(await startOurs(project, dataDir, tokens, sleepMs));
+    const ours = await startOurs(project, dataDir, tokens, sleepMs);
+    targets.push(ours);
+    // The same server again with v2 clients (stopped once, as `ours`).
+    if (wantV2)
+      targets.push({
+        ...ours,
+        name: "ours_v2",
+        client: "v2",
+        describe: `${ours.describe}; clients on the thread streaming protocol (v2)`,
+        stop: async () => {},
+      });
     if (wantAnchor) {
       try {
         targets.push({ name: "anchor", ...(await startAnchor(await anchorDir(env), tokens, sleepMs, MAX_JOBS)) });
@@ -235,11 +252,34 @@ export async function benchStreams(
           };
         })
       : undefined;
+    const v2OverV1 = results.ours_v2?.length
+      ? waves.map((n, i) => {
+          const v1 = results.ours[i];
+          const v2 = results.ours_v2[i];
+          const pair = (v1ms: number, v2ms: number) => ({ v1: v1ms, v2: v2ms, v2_over_v1: round2(v2ms / v1ms) });
+          return {
+            streams: n,
+            first_event_p50_ms: pair(v1.first_event.p50_ms, v2.first_event.p50_ms),
+            first_event_p99_ms: pair(v1.first_event.p99_ms, v2.first_event.p99_ms),
+            first_token_p50_ms: pair(v1.first_token.p50_ms, v2.first_token.p50_ms),
+            end_p50_ms: pair(v1.end.p50_ms, v2.end.p50_ms),
+            cpu_per_token_event_us: pair(v1.server_cpu_per_token_event_us, v2.server_cpu_per_token_event_us),
+            cpu_per_run_ms: pair(v1.server_cpu_per_run_ms, v2.server_cpu_per_run_ms),
+            peak_rss_mib: pair(v1.peak_rss_mib, v2.peak_rss_mib),
+          };
+        })
+      : undefined;
     return {
       setup: {
         mode: tiny ? "tiny" : "full",
         graph: `${STREAMS_GRAPH_ID}: one node, FakeListChatModel answering ${tokens} tokens ${sleepMs} ms apart (${tokens * sleepMs} ms of model time)`,
         request: 'POST /threads, then POST /threads/{id}/runs/stream, stream_mode ["messages-tuple", "values"], read to the end',
+        ...(wantV2
+          ? {
+              request_v2:
+                'ours_v2: POST /threads, POST /threads/{id}/stream/events (channels messages, values, lifecycle), then POST /threads/{id}/runs with stream_mode ["protocol"], read until the root lifecycle ends; times from sending the run\'s creation',
+            }
+          : {}),
         waves,
         warmup_streams: warmup,
         client: "undici, one connection per stream, 127.0.0.1; times from sending the stream request",
@@ -250,6 +290,7 @@ export async function benchStreams(
       idle_cpu_ms_per_s: idle,
       waves: results,
       ...(sideBySide ? { side_by_side: sideBySide } : {}),
+      ...(v2OverV1 ? { v2_over_v1: v2OverV1 } : {}),
     };
   } finally {
     for (const t of targets) await t.stop().catch(() => undefined);

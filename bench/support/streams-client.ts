@@ -125,3 +125,101 @@ export async function streamOneRun(pool: Dispatcher, assistantId: string, answer
   if (last !== answer) throw new Error(`last values event ends with ${JSON.stringify(last)}, expected the model's answer`);
   return { began_at: t0, stream_sent_at: t1, thread_ms: t1 - t0, first_event_ms: firstEvent, first_token_ms: firstToken, end_ms: end, tokens };
 }
+
+/** The channels a v2 client of this benchmark subscribes to: what a chat UI shows. */
+const V2_CHANNELS = ["messages", "values", "lifecycle"];
+
+/** A v2 protocol event as the SSE `data` carries it (src/protocol/log-events.ts). */
+interface V2Event {
+  method: string;
+  params: { namespace: string[]; data: unknown };
+}
+
+/** Whether a v2 `messages` event is a text delta with content (the protocol's token event). */
+export function isV2TokenEvent(data: unknown): boolean {
+  const d = data as { event?: unknown; content_block?: { type?: unknown; text?: unknown }; delta?: { type?: unknown; text?: unknown } } | undefined;
+  if (d?.event !== "content-block-delta") return false;
+  const text = d.delta?.text ?? d.content_block?.text;
+  return typeof text === "string" && text.length > 0;
+}
+
+/**
+ * One client of the thread streaming protocol (v2), as useStream opens it: a new thread, a subscription
+ * (`POST /threads/{id}/stream/events`, channels messages, values and lifecycle) open before the run, then the run
+ * (`POST /threads/{id}/runs`, `stream_mode: ["protocol"]`), read until the root lifecycle says it ended. Times
+ * from sending the run's creation: the first event (the run's `lifecycle: running`), the first token (the first
+ * text delta of a `messages` event) and the end. Needs two connections (the subscription holds one).
+ */
+export async function streamOneRunV2(pool: Dispatcher, assistantId: string, answer: string): Promise<StreamTiming> {
+  const json = { "content-type": "application/json" };
+  const t0 = performance.now();
+  const created = await pool.request({ path: "/threads", method: "POST", headers: json, body: "{}" });
+  const createdText = await created.body.text();
+  if (created.statusCode !== 200) throw new Error(`POST /threads: HTTP ${created.statusCode} ${createdText.slice(0, 300)}`);
+  const threadId = (JSON.parse(createdText) as { thread_id: string }).thread_id;
+  const subscription = await pool.request({
+    path: `/threads/${threadId}/stream/events`,
+    method: "POST",
+    headers: { ...json, accept: "text/event-stream" },
+    body: JSON.stringify({ channels: V2_CHANNELS }),
+  });
+  if (subscription.statusCode !== 200) {
+    throw new Error(`POST /threads/{id}/stream/events: HTTP ${subscription.statusCode} ${(await subscription.body.text()).slice(0, 300)}`);
+  }
+  const t1 = performance.now();
+  const run = pool
+    .request({
+      path: `/threads/${threadId}/runs`,
+      method: "POST",
+      headers: json,
+      body: JSON.stringify({ assistant_id: assistantId, input: { messages: [{ role: "user", content: "hello" }] }, stream_mode: ["protocol"] }),
+    })
+    .then(async (res) => {
+      const text = await res.body.text();
+      if (res.statusCode !== 200) throw new Error(`POST /threads/{id}/runs: HTTP ${res.statusCode} ${text.slice(0, 300)}`);
+    });
+  let firstEvent = NaN;
+  let firstToken = NaN;
+  let tokens = 0;
+  let lastValues: unknown;
+  let ended: string | undefined;
+  const parser = new SseParser(({ data }) => {
+    if (ended || !data) return;
+    const now = performance.now();
+    const event = JSON.parse(data) as V2Event;
+    if (!event.method || event.params?.namespace === undefined) return;
+    if (Number.isNaN(firstEvent)) firstEvent = now - t1;
+    const root = event.params.namespace.length === 0;
+    if (event.method === "messages" && isV2TokenEvent(event.params.data)) {
+      if (tokens === 0) firstToken = now - t1;
+      tokens++;
+    } else if (event.method === "values" && root) lastValues = event.params.data;
+    else if (event.method === "lifecycle" && root) {
+      const status = (event.params.data as { event?: string }).event;
+      if (status === "completed" || status === "failed" || status === "interrupted") ended = status;
+    }
+  });
+  const decoder = new TextDecoder();
+  try {
+    for await (const chunk of subscription.body) {
+      parser.push(decoder.decode(chunk as Buffer, { stream: true }));
+      if (ended) break;
+    }
+  } finally {
+    subscription.body.destroy();
+  }
+  await run;
+  const end = performance.now() - t1;
+  if (ended !== "completed") throw new Error(`the run's lifecycle ended ${JSON.stringify(ended)}, expected "completed"`);
+  if (tokens === 0) throw new Error("stream without a token event");
+  const last = textOf((lastValues as { messages?: { content?: unknown }[] } | undefined)?.messages?.at(-1)?.content);
+  if (last !== answer) throw new Error(`last values event ends with ${JSON.stringify(last)}, expected the model's answer`);
+  return { began_at: t0, stream_sent_at: t1, thread_ms: t1 - t0, first_event_ms: firstEvent, first_token_ms: firstToken, end_ms: end, tokens };
+}
+
+/** A message's content as text: a string, or (v2 carries content blocks) its text blocks joined. */
+function textOf(content: unknown): string | undefined {
+  if (typeof content === "string") return content;
+  if (!Array.isArray(content)) return undefined;
+  return content.map((block) => (typeof (block as { text?: unknown })?.text === "string" ? (block as { text: string }).text : "")).join("");
+}
