@@ -16,8 +16,9 @@
  * both are stated side by side from one run; if it cannot be installed or started the reason is printed and the
  * benchmark goes on with ours only. Each server first gets a warm-up wave (not counted), then its CPU while idle is
  * read over 3 s (`idle_cpu_ms_per_s`, the floor under a wave's CPU).
- * `ours_v2`: every wave again on our server with clients of the thread streaming protocol (v2), as useStream opens it
- * (bench/support/streams-client.ts, streamOneRunV2), and `v2_over_v1`: the two side by side (STREAMS_V2=0 skips it).
+ * `ours_v2`: every wave again on our server, after all the others, with clients of the thread streaming protocol (v2),
+ * as useStream opens it (bench/support/streams-client.ts, streamOneRunV2), and `v2_over_v1`: the two side by side
+ * (STREAMS_V2=0 skips it).
  * Sizes: STREAMS_WAVES="20,200" (default 20,200,500), STREAMS_TOKENS (50), STREAMS_SLEEP_MS (40).
  * --tiny: one wave of 5 streams, a 10-token answer 5 ms apart, ours only (unless --anchor is given too).
  * Run: npm run bench -- streams [--anchor] [--tiny]
@@ -223,14 +224,16 @@ export async function benchStreams(
       idle[t.name] = round2(((await treeCpuMs(t.pid)) - c0) / ((performance.now() - i0) / 1000));
     }
     const results: Record<string, WaveResult[]> = Object.fromEntries(targets.map((t) => [t.name, []]));
-    for (const n of waves) {
-      for (const t of targets) {
-        await new Promise((r) => setTimeout(r, tiny ? 100 : 1_000)); // the previous wave's stragglers settle
-        const w = await wave(t, n, answer);
-        printWave(t.name, w);
-        if (tiny && w.errors) throw new Error(`${t.name}: ${w.errors} of ${n} streams failed: ${w.first_error}`);
-        results[t.name].push(w);
-      }
+    // Ours and the anchor wave by wave, side by side; the v2 waves after all of them, so that what they leave in the
+    // server's heap does not weigh on the v1 waves' memory (their numbers stay comparable with earlier runs).
+    const v1Targets = targets.filter((t) => t.client !== "v2");
+    const v2Targets = targets.filter((t) => t.client === "v2");
+    for (const [n, t] of [...waves.flatMap((n) => v1Targets.map((t) => [n, t] as const)), ...v2Targets.flatMap((t) => waves.map((n) => [n, t] as const))]) {
+      await new Promise((r) => setTimeout(r, tiny ? 100 : 1_000)); // the previous wave's stragglers settle
+      const w = await wave(t, n, answer);
+      printWave(t.name, w);
+      if (tiny && w.errors) throw new Error(`${t.name}: ${w.errors} of ${n} streams failed: ${w.first_error}`);
+      results[t.name].push(w);
     }
     const sideBySide = results.anchor?.length
       ? waves.map((n, i) => {
