@@ -280,7 +280,7 @@ export async function benchStreams(
         ...(wantV2
           ? {
               request_v2:
-                'ours_v2: POST /threads, POST /threads/{id}/stream/events (channels messages, values, lifecycle), then POST /threads/{id}/runs with stream_mode ["protocol"], read until the root lifecycle ends; times from sending the run\'s creation',
+                "ours_v2: POST /threads, POST /threads/{id}/stream/events (channels messages, values, lifecycle), then the run.start command (POST /threads/{id}/commands), read until the root lifecycle ends; times from sending the command",
             }
           : {}),
         waves,

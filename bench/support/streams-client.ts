@@ -146,8 +146,8 @@ export function isV2TokenEvent(data: unknown): boolean {
 /**
  * One client of the thread streaming protocol (v2), as useStream opens it: a new thread, a subscription
  * (`POST /threads/{id}/stream/events`, channels messages, values and lifecycle) open before the run, then the run
- * (`POST /threads/{id}/runs`, `stream_mode: ["protocol"]`), read until the root lifecycle says it ended. Times
- * from sending the run's creation: the first event (the run's `lifecycle: running`), the first token (the first
+ * started by the protocol's own command (`POST /threads/{id}/commands`, `run.start`), read until the root lifecycle
+ * says it ended. Times from sending the command: the first event (the run's `lifecycle: running`), the first token (the first
  * text delta of a `messages` event) and the end. Needs two connections (the subscription holds one).
  */
 export async function streamOneRunV2(pool: Dispatcher, assistantId: string, answer: string): Promise<StreamTiming> {
@@ -169,14 +169,16 @@ export async function streamOneRunV2(pool: Dispatcher, assistantId: string, answ
   const t1 = performance.now();
   const run = pool
     .request({
-      path: `/threads/${threadId}/runs`,
+      path: `/threads/${threadId}/commands`,
       method: "POST",
       headers: json,
-      body: JSON.stringify({ assistant_id: assistantId, input: { messages: [{ role: "user", content: "hello" }] }, stream_mode: ["protocol"] }),
+      body: JSON.stringify({ id: 1, method: "run.start", params: { assistant_id: assistantId, input: { messages: [{ role: "user", content: "hello" }] } } }),
     })
     .then(async (res) => {
       const text = await res.body.text();
-      if (res.statusCode !== 200) throw new Error(`POST /threads/{id}/runs: HTTP ${res.statusCode} ${text.slice(0, 300)}`);
+      if (res.statusCode !== 200 || (JSON.parse(text) as { type?: unknown }).type !== "success") {
+        throw new Error(`POST /threads/{id}/commands run.start: HTTP ${res.statusCode} ${text.slice(0, 300)}`);
+      }
     });
   let firstEvent = NaN;
   let firstToken = NaN;
