@@ -13,7 +13,7 @@ import { agentJobs, jsonClient, runPool } from "./support/http.js";
 import { parseBenchOptions, type BenchOptions } from "./support/options.js";
 import { benchGraph, type GraphSource } from "./support/project.js";
 import { cpuMs, startBenchServer } from "./support/server.js";
-import { median, perSecond, round2, summary } from "./support/stats.js";
+import { mediansOf, pairedRatios, perSecond, summary } from "./support/stats.js";
 
 /** A 32-byte AES key for the keyed server (a benchmark's data dir is thrown away). */
 const BENCH_AES_KEY = "0123456789abcdef0123456789abcdef";
@@ -29,17 +29,13 @@ export function keyRoundsSize(options: BenchOptions): KeyRoundsSize {
   return options.tiny ? { rounds: 2, warmup: 10, jobs: 32, sequential: 5 } : { rounds: 6, warmup: 300, jobs: 1_000, sequential: 50 };
 }
 
-/** The median, min and max of per-round values, with the rounds. */
-export function spread(values: number[]): { median: number; min: number; max: number; rounds: number[] } {
-  const sorted = [...values].sort((a, b) => a - b);
-  return { median: round2(median(sorted)), min: round2(sorted[0]), max: round2(sorted[sorted.length - 1]), rounds: values.map(round2) };
-}
-
 interface KeyRoundSample {
   cpu_ms_per_job: number;
   runs_per_s: number;
   sequential_p50_ms: number;
 }
+
+const KEY_METRICS = ["cpu_ms_per_job", "runs_per_s", "sequential_p50_ms"] as const;
 
 /**
  * Two servers on their own data dirs, one started with LANGGRAPH_AES_KEY (the log, the read models and the key vault
@@ -86,21 +82,11 @@ export async function withAndWithoutKey(source: GraphSource, dir: string, size: 
       await side.client.close();
     }
   }
-  const ratios = (metric: keyof KeyRoundSample) => spread(keyed.samples.map((k, i) => k[metric] / plain.samples[i][metric]));
-  const medians = (samples: KeyRoundSample[]) => ({
-    cpu_ms_per_job: round2(median(samples.map((s) => s.cpu_ms_per_job))),
-    runs_per_s: round2(median(samples.map((s) => s.runs_per_s))),
-    sequential_p50_ms: round2(median(samples.map((s) => s.sequential_p50_ms))),
-  });
   return {
     method: `two servers loaded at once, one with LANGGRAPH_AES_KEY; ${size.rounds} rounds, each: ${size.jobs} jobs on each server at the same time (32 at a time on each), then ${size.sequential} pairs of sequential waits alternating between them; ratios keyed ÷ plain within each round`,
-    plain: medians(plain.samples),
-    keyed: medians(keyed.samples),
-    keyed_over_plain: {
-      cpu_ms_per_job: ratios("cpu_ms_per_job"),
-      runs_per_s: ratios("runs_per_s"),
-      sequential_p50_ms: ratios("sequential_p50_ms"),
-    },
+    plain: mediansOf(plain.samples, KEY_METRICS),
+    keyed: mediansOf(keyed.samples, KEY_METRICS),
+    keyed_over_plain: pairedRatios(plain.samples, keyed.samples, KEY_METRICS),
     target: "within 10 %: CPU per job and sequential p50 ≤ 1.10 × plain, runs/s ≥ 0.90 × plain",
   };
 }

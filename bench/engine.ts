@@ -47,9 +47,9 @@ import { AGENT_INPUT, agentJobs, jsonClient, runPool } from "./support/http.js";
 import { attributeProfile, readProfile, RUN_PHASES } from "./support/cpu-profile.js";
 import { parseBenchOptions, type BenchOptions } from "./support/options.js";
 import { cpuMs, rssMiB, startBenchServer, startScriptNodeFlags, waitOk } from "./support/server.js";
-import { perSecond, round2, summary } from "./support/stats.js";
+import { perSecond, round2, spreadOf, summary } from "./support/stats.js";
 import { scrapeTotals, storeWorkPerJob, type StoreWorkPerJob } from "./support/metrics.js";
-import { keyRoundsSize, spread, withAndWithoutKey } from "./encryption.js";
+import { keyRoundsSize, withAndWithoutKey } from "./encryption.js";
 
 const FULL = {
   warmup: 300,
@@ -242,8 +242,8 @@ export async function benchEngine(options: BenchOptions = { tiny: false, big: fa
 function pairedSummary(rounds: PairedRound[], size: PairedSize): Record<string, unknown> {
   return {
     method: `after the idle pause, ${size.rounds} rounds on the same server: ${size.invokes} engine invokes in this process, then ${size.jobs} jobs at c64, then ${size.sequential} sequential waits; each round against its own engine time`,
-    c64_ratio: { ...spread(rounds.map((r) => r.c64_runs_per_s / r.engine_invokes_per_s)), target: 0.8 },
-    sequential_p50_over_target: { ...spread(rounds.map((r) => r.sequential_p50_ms / (1.5 * r.engine_ms + 1))), target: 1 },
+    c64_ratio: { ...spreadOf(rounds.map((r) => r.c64_runs_per_s / r.engine_invokes_per_s)), target: 0.8 },
+    sequential_p50_over_target: { ...spreadOf(rounds.map((r) => r.sequential_p50_ms / (1.5 * r.engine_ms + 1))), target: 1 },
     rounds,
   };
 }

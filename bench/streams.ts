@@ -138,6 +138,48 @@ async function wave(target: Target, n: number, answer: string): Promise<WaveResu
   }
 }
 
+/** The numbers of a wave the comparisons state, by the name they are stated under. */
+const WAVE_METRICS = {
+  first_event_p50_ms: (w: WaveResult) => w.first_event.p50_ms,
+  first_event_p99_ms: (w: WaveResult) => w.first_event.p99_ms,
+  first_token_p50_ms: (w: WaveResult) => w.first_token.p50_ms,
+  end_p50_ms: (w: WaveResult) => w.end.p50_ms,
+  end_p99_ms: (w: WaveResult) => w.end.p99_ms,
+  cpu_per_token_event_us: (w: WaveResult) => w.server_cpu_per_token_event_us,
+  cpu_per_run_ms: (w: WaveResult) => w.server_cpu_per_run_ms,
+  thread_create_p50_ms: (w: WaveResult) => w.thread_create.p50_ms,
+  peak_open_streams: (w: WaveResult) => w.peak_open_streams,
+  peak_rss_mib: (w: WaveResult) => w.peak_rss_mib,
+  tokens_per_s: (w: WaveResult) => w.tokens_per_s,
+};
+type WaveMetric = keyof typeof WAVE_METRICS;
+const ANCHOR_METRICS: WaveMetric[] = [
+  "first_event_p50_ms",
+  "first_token_p50_ms",
+  "end_p50_ms",
+  "end_p99_ms",
+  "cpu_per_token_event_us",
+  "cpu_per_run_ms",
+  "thread_create_p50_ms",
+  "peak_open_streams",
+  "peak_rss_mib",
+  "tokens_per_s",
+];
+const V2_METRICS: WaveMetric[] = [
+  "first_event_p50_ms",
+  "first_event_p99_ms",
+  "first_token_p50_ms",
+  "end_p50_ms",
+  "cpu_per_token_event_us",
+  "cpu_per_run_ms",
+  "peak_rss_mib",
+];
+
+/** Two sides' waves of the same sizes, wave by wave: each metric as `pair` states the first side's value and the second's. */
+function sideBySideOf(waves: number[], first: WaveResult[], second: WaveResult[], pair: (a: number, b: number) => object, metrics: WaveMetric[]) {
+  return waves.map((streams, i) => ({ streams, ...Object.fromEntries(metrics.map((m) => [m, pair(WAVE_METRICS[m](first[i]), WAVE_METRICS[m](second[i]))])) }));
+}
+
 /** Our server on the project folder, its langgraph.json naming the streams graph only. */
 async function startOurs(project: BenchProject, dataDir: string, tokens: number, sleepMs: number): Promise<Target> {
   await writeFile(path.join(project.dir, "src", "chat.ts"), streamsGraphSource(tokens, sleepMs));
@@ -236,41 +278,10 @@ export async function benchStreams(
       results[t.name].push(w);
     }
     const sideBySide = results.anchor?.length
-      ? waves.map((n, i) => {
-          const o = results.ours[i];
-          const a = results.anchor[i];
-          const pair = (ours: number, anchor: number) => ({ ours, anchor, ours_over_anchor: round2(ours / anchor) });
-          return {
-            streams: n,
-            first_event_p50_ms: pair(o.first_event.p50_ms, a.first_event.p50_ms),
-            first_token_p50_ms: pair(o.first_token.p50_ms, a.first_token.p50_ms),
-            end_p50_ms: pair(o.end.p50_ms, a.end.p50_ms),
-            end_p99_ms: pair(o.end.p99_ms, a.end.p99_ms),
-            cpu_per_token_event_us: pair(o.server_cpu_per_token_event_us, a.server_cpu_per_token_event_us),
-            cpu_per_run_ms: pair(o.server_cpu_per_run_ms, a.server_cpu_per_run_ms),
-            thread_create_p50_ms: pair(o.thread_create.p50_ms, a.thread_create.p50_ms),
-            peak_open_streams: pair(o.peak_open_streams, a.peak_open_streams),
-            peak_rss_mib: pair(o.peak_rss_mib, a.peak_rss_mib),
-            tokens_per_s: pair(o.tokens_per_s, a.tokens_per_s),
-          };
-        })
+      ? sideBySideOf(waves, results.ours, results.anchor, (ours, anchor) => ({ ours, anchor, ours_over_anchor: round2(ours / anchor) }), ANCHOR_METRICS)
       : undefined;
     const v2OverV1 = results.ours_v2?.length
-      ? waves.map((n, i) => {
-          const v1 = results.ours[i];
-          const v2 = results.ours_v2[i];
-          const pair = (v1ms: number, v2ms: number) => ({ v1: v1ms, v2: v2ms, v2_over_v1: round2(v2ms / v1ms) });
-          return {
-            streams: n,
-            first_event_p50_ms: pair(v1.first_event.p50_ms, v2.first_event.p50_ms),
-            first_event_p99_ms: pair(v1.first_event.p99_ms, v2.first_event.p99_ms),
-            first_token_p50_ms: pair(v1.first_token.p50_ms, v2.first_token.p50_ms),
-            end_p50_ms: pair(v1.end.p50_ms, v2.end.p50_ms),
-            cpu_per_token_event_us: pair(v1.server_cpu_per_token_event_us, v2.server_cpu_per_token_event_us),
-            cpu_per_run_ms: pair(v1.server_cpu_per_run_ms, v2.server_cpu_per_run_ms),
-            peak_rss_mib: pair(v1.peak_rss_mib, v2.peak_rss_mib),
-          };
-        })
+      ? sideBySideOf(waves, results.ours, results.ours_v2, (v1, v2) => ({ v1, v2, v2_over_v1: round2(v2 / v1) }), V2_METRICS)
       : undefined;
     return {
       setup: {

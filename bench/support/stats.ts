@@ -46,18 +46,18 @@ export interface PairedRatio {
   rounds: number[];
 }
 
+/** Per-round values: their median, min and max, and each round's, rounded. */
+export function spreadOf(values: readonly number[]): PairedRatio {
+  return { median: round2(median(values)), min: round2(Math.min(...values)), max: round2(Math.max(...values)), rounds: values.map(round2) };
+}
+
 /** Per metric, the ratios b/a of paired rounds (round i of each side): median, min, max and each round's. */
 export function pairedRatios<M extends string>(
   a: readonly Record<M, number>[],
   b: readonly Record<M, number>[],
   metrics: readonly M[],
 ): Record<M, PairedRatio> {
-  return Object.fromEntries(
-    metrics.map((m) => {
-      const r = a.map((sample, i) => b[i]![m] / sample[m]);
-      return [m, { median: round2(median(r)), min: round2(Math.min(...r)), max: round2(Math.max(...r)), rounds: r.map(round2) }];
-    }),
-  ) as Record<M, PairedRatio>;
+  return Object.fromEntries(metrics.map((m) => [m, spreadOf(a.map((sample, i) => b[i]![m] / sample[m]))])) as Record<M, PairedRatio>;
 }
 
 export interface Target {

@@ -75,16 +75,21 @@ function lastMessageText(data: string): string | undefined {
   return typeof content === "string" ? content : undefined;
 }
 
+/** `POST /threads`: the new thread's id (throws on an HTTP error). */
+async function newThread(pool: Dispatcher): Promise<string> {
+  const created = await pool.request({ path: "/threads", method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
+  const text = await created.body.text();
+  if (created.statusCode !== 200) throw new Error(`POST /threads: HTTP ${created.statusCode} ${text.slice(0, 300)}`);
+  return (JSON.parse(text) as { thread_id: string }).thread_id;
+}
+
 /**
  * One client: a new thread, then one streamed run of `assistantId` on it, read to the end. Throws on an HTTP
  * error, an `error` event, a first event other than `metadata`, no token, or a last `values` without `answer`.
  */
 export async function streamOneRun(pool: Dispatcher, assistantId: string, answer: string): Promise<StreamTiming> {
   const t0 = performance.now();
-  const created = await pool.request({ path: "/threads", method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
-  const createdText = await created.body.text();
-  if (created.statusCode !== 200) throw new Error(`POST /threads: HTTP ${created.statusCode} ${createdText.slice(0, 300)}`);
-  const threadId = (JSON.parse(createdText) as { thread_id: string }).thread_id;
+  const threadId = await newThread(pool);
   const t1 = performance.now();
   const res = await pool.request({
     path: `/threads/${threadId}/runs/stream`,
@@ -153,10 +158,7 @@ export function isV2TokenEvent(data: unknown): boolean {
 export async function streamOneRunV2(pool: Dispatcher, assistantId: string, answer: string): Promise<StreamTiming> {
   const json = { "content-type": "application/json" };
   const t0 = performance.now();
-  const created = await pool.request({ path: "/threads", method: "POST", headers: json, body: "{}" });
-  const createdText = await created.body.text();
-  if (created.statusCode !== 200) throw new Error(`POST /threads: HTTP ${created.statusCode} ${createdText.slice(0, 300)}`);
-  const threadId = (JSON.parse(createdText) as { thread_id: string }).thread_id;
+  const threadId = await newThread(pool);
   const subscription = await pool.request({
     path: `/threads/${threadId}/stream/events`,
     method: "POST",
