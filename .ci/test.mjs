@@ -21,7 +21,9 @@ const all = process.argv.includes("--all");
  * that moves, processes killed in the middle of an Idempotency-Key's claim), the
  * official suite's parity check, the test of CI's own counting, and the files that start the product
  * as its users do, one process after another (the server's start and stop, `agent-server dev`, `serve`
- * and `replay`, a project folder with its own LangGraph), the slowest of the rest. The benchmarks' harness has its
+ * and `replay`, a project folder with its own LangGraph), and those that run several server processes on one
+ * EventStoreDB (runs, crons, webhooks, read models and Idempotency-Key shared between them): the slowest of the
+ * rest. The benchmarks' harness has its
  * tests beside it (bench/test/, `npm run bench:test`: the statistics, the probes, valgrind's
  * instruction counts), run with the benchmarks' smoke runs below.
  */
@@ -32,6 +34,8 @@ const HEAVY = [
   /^test\/startup\/server-process\.test\.ts$/,
   /^test\/cli\/(serve|project-runtime|project-runtime-other-minor)\.test\.ts$/,
   /^test\/app\/replay-cli\.test\.ts$/,
+  /^test\/app\/(runs|crons-webhooks|runs-idempotency)-esdb\.test\.ts$/,
+  /^test\/read-models\/esdb\.test\.ts$/,
 ];
 const testFiles = readdirSync(path.join(root, "test"), { recursive: true })
   .map((f) => `test/${String(f).split(path.sep).join("/")}`)
