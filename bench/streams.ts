@@ -120,6 +120,7 @@ async function wave(target: Target, n: number, answer: string): Promise<WaveResu
       first_token: percentiles(ok.map((t) => t.first_token_ms)),
       end: percentiles(ok.map((t) => t.end_ms)),
       thread_create: percentiles(ok.map((t) => t.thread_ms)),
+      ...(v2 ? { run_start: percentiles(ok.map((t) => t.run_start_ms ?? NaN)) } : {}),
       from_client_start: {
         first_token: percentiles(ok.map((t) => t.thread_ms + t.first_token_ms)),
         end: percentiles(ok.map((t) => t.thread_ms + t.end_ms)),

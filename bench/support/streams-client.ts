@@ -19,6 +19,8 @@ export interface StreamTiming {
   end_ms: number;
   /** `messages` events with content. */
   tokens: number;
+  /** v2 only: from sending `run.start` to its answer (the run accepted), ms. */
+  run_start_ms?: number;
 }
 
 /** An SSE event: its name (`message` when the event had no `event:` line) and its data lines joined. */
@@ -169,6 +171,7 @@ export async function streamOneRunV2(pool: Dispatcher, assistantId: string, answ
     throw new Error(`POST /threads/{id}/stream/events: HTTP ${subscription.statusCode} ${(await subscription.body.text()).slice(0, 300)}`);
   }
   const t1 = performance.now();
+  let runStartMs = NaN;
   const run = pool
     .request({
       path: `/threads/${threadId}/commands`,
@@ -178,6 +181,7 @@ export async function streamOneRunV2(pool: Dispatcher, assistantId: string, answ
     })
     .then(async (res) => {
       const text = await res.body.text();
+      runStartMs = performance.now() - t1;
       if (res.statusCode !== 200 || (JSON.parse(text) as { type?: unknown }).type !== "success") {
         throw new Error(`POST /threads/{id}/commands run.start: HTTP ${res.statusCode} ${text.slice(0, 300)}`);
       }
@@ -218,7 +222,16 @@ export async function streamOneRunV2(pool: Dispatcher, assistantId: string, answ
   if (tokens === 0) throw new Error("stream without a token event");
   const last = textOf((lastValues as { messages?: { content?: unknown }[] } | undefined)?.messages?.at(-1)?.content);
   if (last !== answer) throw new Error(`last values event ends with ${JSON.stringify(last)}, expected the model's answer`);
-  return { began_at: t0, stream_sent_at: t1, thread_ms: t1 - t0, first_event_ms: firstEvent, first_token_ms: firstToken, end_ms: end, tokens };
+  return {
+    began_at: t0,
+    stream_sent_at: t1,
+    thread_ms: t1 - t0,
+    first_event_ms: firstEvent,
+    first_token_ms: firstToken,
+    end_ms: end,
+    tokens,
+    run_start_ms: runStartMs,
+  };
 }
 
 /** A message's content as text: a string, or (v2 carries content blocks) its text blocks joined. */

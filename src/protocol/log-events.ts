@@ -45,9 +45,11 @@ export interface EventFilter {
 export interface RunMapState {
   graphName: string;
   chunks: ProtocolChunkState;
+  /** The root lifecycle `running` was sent: at the run's enqueue (runStartOf), else at its first claim. */
+  started: boolean;
 }
 
-export const newRunMapState = (graphName: string): RunMapState => ({ graphName, chunks: newProtocolChunkState() });
+export const newRunMapState = (graphName: string): RunMapState => ({ graphName, chunks: newProtocolChunkState(), started: false });
 
 /** The seq of the `index`th protocol event of the log event at `position`. */
 export const seqOf = (position: bigint, index: number): number => Number(position) * EVENTS_PER_LOG_EVENT + index;
@@ -59,12 +61,12 @@ export function lifecycleOf(status: RunEnded["status"]): "completed" | "failed" 
   return "failed";
 }
 
-/** One log event of `run-{id}` → its protocol events (none for claims, renewals, cancel requests, tombstones). */
+/** One log event of `run-{id}` → its protocol events (none for takeovers, renewals, cancel requests, tombstones). */
 export function protocolEventsOf(state: RunMapState, event: RecordedEvent): ProtocolEvent[] {
   const records: ProtocolRecord[] = [];
   if (isEvent(event, "RunClaimed")) {
-    // The first claim starts the run; a takeover after a crash continues it.
-    if (event.data.attempt === 1) records.push({ method: "lifecycle", namespace: [], data: { event: "running", graph_name: state.graphName } });
+    // The first claim starts a run not announced at its enqueue; a takeover after a crash continues it.
+    if (event.data.attempt === 1 && !state.started) records.push(startRecord(state));
   } else if (isEvent(event, "RunOutput")) {
     const data = event.data;
     if (data.event === PROTOCOL_OUTPUT) {
@@ -88,6 +90,26 @@ export function protocolEventsOf(state: RunMapState, event: RecordedEvent): Prot
     if (ended.error && ended.status !== "interrupted") lifecycle.error = ended.error.message;
     records.push({ method: "lifecycle", namespace: [], data: lifecycle });
   }
+  return eventsAt(event, records);
+}
+
+/**
+ * The root lifecycle `running` of a run, at its RunEnqueued (on the thread's stream), as the official
+ * server sends it when `run.start` creates the run: a client learns that its run was accepted without
+ * waiting for a worker to take it. The thread feed sends it there only when every event of the run
+ * before it came earlier in the log, so that seqs still increase along the feed.
+ */
+export function runStartOf(state: RunMapState, enqueued: { position: bigint; created: Date }): ProtocolEvent {
+  return eventsAt(enqueued, [startRecord(state)])[0]!;
+}
+
+function startRecord(state: RunMapState): ProtocolRecord {
+  state.started = true;
+  return { method: "lifecycle", namespace: [], data: { event: "running", graph_name: state.graphName } };
+}
+
+/** The protocol events of the records one log event yields: seqs from its position, its time. */
+function eventsAt(event: { position: bigint; created: Date }, records: ProtocolRecord[]): ProtocolEvent[] {
   const timestamp = event.created.getTime();
   return records.slice(0, EVENTS_PER_LOG_EVENT).map((record, index) => {
     const seq = seqOf(event.position, index);

@@ -1,6 +1,7 @@
 /**
  * A thread's protocol events, read from the log: the runs the thread stream names (RunEnqueued, in
- * order), each run's `run-{id}` from its start until its RunEnded, then the next run, live for as
+ * order), each announced at its enqueue (or at its first claim when it was queued behind the run
+ * before it), then its `run-{id}` from its start until its RunEnded, then the next run, live for as
  * long as the reader wants. Nothing is held in memory beyond the run being read, so a client may
  * resume from any `since` at any time: while the run goes on, after it ended, after a restart.
  *
@@ -16,11 +17,23 @@ import { chunkOf, tailRun } from "../runtime/run-tail.js";
 import { readRunEnd } from "../runtime/run-completion.js";
 import type { RunRecord } from "../domain/run-record.js";
 import { isEvent } from "../domain/event-of.js";
-import { EVENTS_PER_LOG_EVENT, matchesFilter, newRunMapState, protocolEventsOf, seqOf, type EventFilter, type ProtocolEvent } from "./log-events.js";
+import {
+  EVENTS_PER_LOG_EVENT,
+  matchesFilter,
+  newRunMapState,
+  protocolEventsOf,
+  runStartOf,
+  seqOf,
+  type EventFilter,
+  type ProtocolEvent,
+  type RunMapState,
+} from "./log-events.js";
 
 interface RunRef {
   runId: string;
   graphName: string;
+  /** Where the thread's stream accepted the run (its RunEnqueued). */
+  enqueued: { position: bigint; created: Date };
 }
 
 const graphNameOf = (run: RunRecord): string => {
@@ -39,10 +52,10 @@ interface RunListState {
  * thread's id may be created again: a creation starts the list anew (the runs before it were another
  * thread's), and a deletion ends the list only if no creation follows it.
  */
-function applyToRunList(list: RunListState, event: { type: string; data: unknown }): boolean {
+function applyToRunList(list: RunListState, event: RecordedEvent): boolean {
   if (isEvent(event, "RunEnqueued")) {
     const run = event.data.run;
-    list.runs.push({ runId: run.run_id, graphName: graphNameOf(run) });
+    list.runs.push({ runId: run.run_id, graphName: graphNameOf(run), enqueued: { position: event.position, created: event.created } });
   } else if (event.type === "ThreadCreated") {
     list.deleted = false;
     list.runs.length = 0;
@@ -121,18 +134,45 @@ async function liveStart(store: EventStore, runs: readonly RunRef[]): Promise<nu
   return index;
 }
 
+/**
+ * A run's start is announced at its enqueue when the run before it on the thread (if any) had ended
+ * by then: every event of that run is then earlier in the log. A run queued behind another announces
+ * its start at its first claim, which follows the other's end.
+ */
+async function startsAtEnqueue(store: EventStore, runs: readonly RunRef[], index: number): Promise<boolean> {
+  if (index === 0) return true;
+  const previousEnd = await readRunEnd(store, runs[index - 1]!.runId);
+  return previousEnd !== undefined && previousEnd.position < runs[index]!.enqueued.position;
+}
+
+/** The mapping state of the `index`th run, with its start announced at its enqueue when it is (see startsAtEnqueue). */
+async function runMapStart(store: EventStore, runs: readonly RunRef[], index: number): Promise<{ state: RunMapState; start?: ProtocolEvent }> {
+  const run = runs[index]!;
+  const state = newRunMapState(run.graphName);
+  if (!(await startsAtEnqueue(store, runs, index))) return { state };
+  return { state, start: runStartOf(state, run.enqueued) };
+}
+
 /** One recorded event of a run → its protocol events, a chunk written beside the run (see RunStreamWriter) read back first. */
-async function protocolEventsOfRecorded(store: EventStore, state: ReturnType<typeof newRunMapState>, recorded: RecordedEvent): Promise<ProtocolEvent[]> {
+async function protocolEventsOfRecorded(store: EventStore, state: RunMapState, recorded: RecordedEvent): Promise<ProtocolEvent[]> {
   let event = recorded;
   const output = isEvent(event, "RunOutput") ? event.data : undefined;
   if (output && isLargeValueMarker(output.data)) event = { ...event, data: { ...output, data: await chunkOf(store, output) } };
   return protocolEventsOf(state, event);
 }
 
-/** One run's protocol events after `since`, until its end (or the reader's). */
-async function* runEvents(store: EventStore, run: RunRef, since: number | undefined, signal: AbortSignal): AsyncGenerator<ProtocolEvent> {
+/** The `index`th run's protocol events after `since`, until its end (or the reader's). */
+async function* runEvents(
+  store: EventStore,
+  runs: readonly RunRef[],
+  index: number,
+  since: number | undefined,
+  signal: AbortSignal,
+): AsyncGenerator<ProtocolEvent> {
+  const run = runs[index]!;
   if (since !== undefined && (await endedBefore(store, run.runId, since))) return;
-  const state = newRunMapState(run.graphName);
+  const { state, start } = await runMapStart(store, runs, index);
+  if (start && (since === undefined || start.seq > since)) yield start;
   for await (const recorded of tailRun(store, run.runId, "start", signal)) {
     for (const protocolEvent of await protocolEventsOfRecorded(store, state, recorded)) {
       if (since === undefined || protocolEvent.seq > since) yield protocolEvent;
@@ -161,7 +201,7 @@ export async function* threadFeed(
     let next = since !== undefined ? 0 : named >= 0 ? named : await liveStart(store, list.runs);
     while (!signal.aborted) {
       if (next < list.runs.length) {
-        yield* runEvents(store, list.runs[next++]!, since, signal);
+        yield* runEvents(store, list.runs, next++, since, signal);
         continue;
       }
       if (list.ended) return;
@@ -198,11 +238,11 @@ export async function replayedEventCount(
   for (let index = start; index < runs.length; index++) {
     const run = runs[index]!;
     if (since !== undefined && (await endedBefore(store, run.runId, since))) continue;
-    const state = newRunMapState(run.graphName);
+    const counts = (event: ProtocolEvent) => event.seq <= throughSeq && (since === undefined || event.seq > since) && matchesFilter(filter, event);
+    const { state, start } = await runMapStart(store, runs, index);
+    if (start && counts(start)) count++;
     for (const recorded of await store.readStream(runStream(run.runId))) {
-      for (const event of await protocolEventsOfRecorded(store, state, recorded)) {
-        if (event.seq <= throughSeq && (since === undefined || event.seq > since) && matchesFilter(filter, event)) count++;
-      }
+      for (const event of await protocolEventsOfRecorded(store, state, recorded)) if (counts(event)) count++;
       if (recorded.type === "RunEnded") break;
     }
   }

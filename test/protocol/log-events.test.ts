@@ -1,6 +1,6 @@
 import t from "tap";
 import type { RecordedEvent } from "../../src/eventstore/types.js";
-import { matchesFilter, newRunMapState, protocolEventsOf, seqOf, type ProtocolEvent } from "../../src/protocol/log-events.js";
+import { matchesFilter, newRunMapState, protocolEventsOf, runStartOf, seqOf, type ProtocolEvent } from "../../src/protocol/log-events.js";
 import { newProtocolChunkState, protocolRecordsOf } from "../../src/runtime/protocol-chunks.js";
 
 /** The pure parts of the thread streaming protocol: chunks → records (runtime), log events → protocol events and filters (edge). */
@@ -44,6 +44,16 @@ t.test("chunks → protocol records", async (t) => {
     [{ method: "messages", namespace: ["agent:task"], node: "agent", data: { event: "message-start", id: "m1" } }],
     "a node's task namespace is not a subgraph",
   );
+});
+
+t.test("a run's start announced at its enqueue is not announced again at its first claim", async (t) => {
+  const state = newRunMapState("agent");
+  const start = runStartOf(state, { position: 7n, created: at });
+  t.same(
+    [start.seq, start.method, start.params],
+    [seqOf(7n, 0), "lifecycle", { namespace: [], timestamp: at.getTime(), data: { event: "running", graph_name: "agent" } }],
+  );
+  t.same(protocolEventsOf(state, logEvent(10, "RunClaimed", { attempt: 1 })), [], "the claim adds nothing");
 });
 
 t.test("log events → protocol events: seq from the log position, lifecycle from claims and ends", async (t) => {

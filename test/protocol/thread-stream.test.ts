@@ -23,6 +23,32 @@ function threadStream(srv: TestServer, assistantId: string, transport: Transport
   return threadId ? srv.client.threads.stream(threadId, options as never) : srv.client.threads.stream(options as never);
 }
 
+t.test("a run's start is announced when the run is accepted, before a worker takes it", async (t) => {
+  // One run at a time: a gated run on another thread holds the worker, so the streamed run stays queued.
+  const srv = await startTestServer({ env: { N_JOBS_PER_WORKER: "1" } });
+  t.teardown(() => srv.close());
+  for (const transport of TRANSPORTS) {
+    const gates = makeGates(t);
+    const { thread_id: busyThread } = await srv.client.threads.create();
+    const busy = await srv.client.runs.create(busyThread, "delay", { input: { gate: gates.path("busy") } });
+    const thread = threadStream(srv, "delay", transport);
+    t.teardown(() => thread.close());
+    const { events, wait } = record(thread);
+    const { run_id: runId } = (await thread.run.start({ input: { delay: 0 } })) as { run_id: string };
+    await wait((e) => rootLifecycle(e, "running"));
+    t.equal((await srv.client.runs.get(thread.threadId, runId)).status, "pending", `${transport}: running is sent while the run waits for the worker`);
+    gates.open("busy");
+    await wait((e) => rootLifecycle(e, "completed"));
+    const roots = events.filter((e) => e.method === "lifecycle" && e.params.namespace.length === 0).map((e) => e.params.data.event);
+    t.same(roots, ["running", "completed"], `${transport}: running once, not again at the claim`);
+    t.ok(
+      events.every((e, i) => i === 0 || e.seq > events[i - 1]!.seq),
+      `${transport}: increasing seqs`,
+    );
+    await srv.client.runs.join(busyThread, busy.run_id);
+  }
+});
+
 t.test("ThreadStream over the thread streaming protocol", async (t) => {
   let srv = await startTestServer();
   t.teardown(() => srv.close());
@@ -246,6 +272,10 @@ t.test("ThreadStream over the thread streaming protocol", async (t) => {
       events.map((e) => e.params.data.event),
       ["running", "completed", "running", "completed"],
       "the first run's end, then the queued one",
+    );
+    t.ok(
+      events.every((e, i) => i === 0 || e.seq > events[i - 1]!.seq),
+      "the queued run's start (at its claim) follows the first run's end",
     );
     t.equal((await srv.client.runs.get(threadId, first.run_id)).status, "success");
   });
