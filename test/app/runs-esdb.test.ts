@@ -1,10 +1,7 @@
-import { mkdtemp, rm } from "node:fs/promises";
-import os from "node:os";
-import path from "node:path";
 import t from "tap";
 import { Client } from "@langchain/langgraph-sdk";
 import { startEsdbTestDouble } from "../support/esdb-test-double.js";
-import { spawnServer, type ServerProcess } from "../support/process.js";
+import { spawnServerOfTest } from "../support/process.js";
 import { TEST_GRAPHS } from "../support/server.js";
 import { openStore } from "../../src/eventstore/open.js";
 import { runStream } from "../../src/domain/runs.js";
@@ -20,22 +17,11 @@ t.test("two processes share one EventStoreDB", async (t) => {
   const esdb = await startEsdbTestDouble();
   t.teardown(() => esdb.close());
   const env = { EVENTSTORE_URL: esdb.connectionString, LANGGRAPH_JSON: TEST_GRAPHS, RUN_LEASE_SECS: "2" };
-  const procs: ServerProcess[] = [];
+  // Each process keeps its own read models (disposable caches of the shared log).
   const start = async () => {
-    // Each process keeps its own read models (disposable caches of the shared log).
-    const dataDir = await mkdtemp(path.join(os.tmpdir(), "agent-server-esdb-"));
-    t.teardown(() => rm(dataDir, { recursive: true, force: true }));
-    const p = await spawnServer({ ...env, DATA_DIR: dataDir });
-    t.ok(p.url, `server started ${p.stderr}`);
-    procs.push(p);
+    const p = await spawnServerOfTest(t, env);
     return { proc: p, client: new Client({ apiUrl: p.url! }) };
   };
-  t.teardown(async () => {
-    for (const p of procs) {
-      if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill("SIGTERM");
-      await p.exited;
-    }
-  });
   const store = await openStore({ dataDir: "", eventstoreUrl: esdb.connectionString });
   t.teardown(() => store.close());
 

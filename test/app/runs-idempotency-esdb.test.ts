@@ -1,11 +1,8 @@
-import { mkdtemp, rm } from "node:fs/promises";
-import os from "node:os";
-import path from "node:path";
 import t from "tap";
 import { Client } from "@langchain/langgraph-sdk";
 import { TEST_GRAPHS } from "../support/server.js";
 import { startEsdbTestDouble } from "../support/esdb-test-double.js";
-import { spawnServer, type ServerProcess } from "../support/process.js";
+import { spawnServerOfTest } from "../support/process.js";
 
 /**
  * `Idempotency-Key` on run creation across two server processes on one EventStoreDB (the test double):
@@ -23,21 +20,10 @@ async function post(url: string, body: unknown, key: string) {
 t.test("two processes on one EventStoreDB: a retry on the other process gets the same run", async (t) => {
   const esdb = await startEsdbTestDouble();
   t.teardown(() => esdb.close());
-  const procs: ServerProcess[] = [];
   const start = async () => {
-    const dataDir = await mkdtemp(path.join(os.tmpdir(), "agent-server-idem-"));
-    t.teardown(() => rm(dataDir, { recursive: true, force: true }));
-    const p = await spawnServer({ EVENTSTORE_URL: esdb.connectionString, LANGGRAPH_JSON: TEST_GRAPHS, DATA_DIR: dataDir });
-    t.ok(p.url, `server started ${p.stderr}`);
-    procs.push(p);
+    const p = await spawnServerOfTest(t, { EVENTSTORE_URL: esdb.connectionString, LANGGRAPH_JSON: TEST_GRAPHS });
     return { url: p.url!, client: new Client({ apiUrl: p.url! }) };
   };
-  t.teardown(async () => {
-    for (const p of procs) {
-      if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill("SIGTERM");
-      await p.exited;
-    }
-  });
   const a = await start();
   const b = await start();
   const thread = await a.client.threads.create();

@@ -1,10 +1,7 @@
-import { mkdtemp, rm } from "node:fs/promises";
-import os from "node:os";
-import path from "node:path";
 import t from "tap";
 import { Client } from "@langchain/langgraph-sdk";
 import { startEsdbTestDouble } from "../support/esdb-test-double.js";
-import { spawnServer, type ServerProcess } from "../support/process.js";
+import { spawnServerOfTest } from "../support/process.js";
 import { TEST_GRAPHS } from "../support/server.js";
 
 /**
@@ -14,21 +11,7 @@ import { TEST_GRAPHS } from "../support/server.js";
 t.test("read-your-writes across two processes on one EventStoreDB", async (t) => {
   const esdb = await startEsdbTestDouble();
   t.teardown(() => esdb.close());
-  const procs: ServerProcess[] = [];
-  t.teardown(async () => {
-    for (const p of procs) {
-      if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill("SIGTERM");
-      await p.exited;
-    }
-  });
-  const start = async () => {
-    const dataDir = await mkdtemp(path.join(os.tmpdir(), "agent-server-rm-esdb-"));
-    t.teardown(() => rm(dataDir, { recursive: true, force: true }));
-    const p = await spawnServer({ EVENTSTORE_URL: esdb.connectionString, LANGGRAPH_JSON: TEST_GRAPHS, DATA_DIR: dataDir });
-    t.ok(p.url, `server started ${p.stderr}`);
-    procs.push(p);
-    return p.url!;
-  };
+  const start = async () => (await spawnServerOfTest(t, { EVENTSTORE_URL: esdb.connectionString, LANGGRAPH_JSON: TEST_GRAPHS })).url!;
   const [a, b] = [await start(), await start()];
   const json = async (url: string, init: RequestInit = {}) => {
     const res = await fetch(url, { ...init, headers: { "content-type": "application/json", ...init.headers } });

@@ -1,5 +1,9 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { once } from "node:events";
+import { mkdtemp, rm } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import type { Test } from "tap";
 import { repoRoot } from "./server.js";
 
 export interface ServerProcess {
@@ -48,4 +52,21 @@ export async function stopServer(proc: ServerProcess): Promise<number | null> {
   if (proc.child.exitCode !== null) return proc.child.exitCode;
   proc.child.kill("SIGTERM");
   return (await proc.exited).code;
+}
+
+/**
+ * A server process of `t` with a DATA_DIR of its own (its own read models, e.g. beside others on one
+ * EventStoreDB), checked to have started; at the end of `t` it is stopped, unless it already exited
+ * (or was killed), and its data directory removed.
+ */
+export async function spawnServerOfTest(t: Test, env: Record<string, string>): Promise<ServerProcess> {
+  const dataDir = await mkdtemp(path.join(os.tmpdir(), "agent-server-proc-"));
+  const proc = await spawnServer({ ...env, DATA_DIR: dataDir });
+  t.teardown(async () => {
+    if (proc.child.exitCode === null && proc.child.signalCode === null) proc.child.kill("SIGTERM");
+    await proc.exited;
+    await rm(dataDir, { recursive: true, force: true });
+  });
+  t.ok(proc.url, `server started ${proc.stderr}`);
+  return proc;
 }
