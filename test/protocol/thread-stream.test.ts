@@ -2,7 +2,7 @@ import t from "tap";
 import { WebSocket } from "ws";
 import { startTestServer, type TestServer } from "../support/server.js";
 import { gates as makeGates } from "../support/gates.js";
-import { record, rootLifecycle, TRANSPORTS, type ProtocolEvent, type Transport } from "../support/protocol-stream.js";
+import { record, rootLifecycle, seqsIncrease, TRANSPORTS, type ProtocolEvent, type Transport } from "../support/protocol-stream.js";
 
 /**
  * The thread streaming protocol (v2) through the official SDK's `ThreadStream`
@@ -41,10 +41,7 @@ t.test("a run's start is announced when the run is accepted, before a worker tak
     await wait((e) => rootLifecycle(e, "completed"));
     const roots = events.filter((e) => e.method === "lifecycle" && e.params.namespace.length === 0).map((e) => e.params.data.event);
     t.same(roots, ["running", "completed"], `${transport}: running once, not again at the claim`);
-    t.ok(
-      events.every((e, i) => i === 0 || e.seq > events[i - 1]!.seq),
-      `${transport}: increasing seqs`,
-    );
+    t.ok(seqsIncrease(events), `${transport}: increasing seqs`);
     await srv.client.runs.join(busyThread, busy.run_id);
   }
 });
@@ -72,10 +69,7 @@ t.test("ThreadStream over the thread streaming protocol", async (t) => {
       await wait((e) => rootLifecycle(e, "completed"));
       t.ok(rootLifecycle(events, "running"), "lifecycle running first");
       const seqs = events.map((e) => e.seq);
-      t.ok(
-        seqs.every((s, i) => i === 0 || s > seqs[i - 1]!),
-        `increasing seqs ${seqs}`,
-      );
+      t.ok(seqsIncrease(events), `increasing seqs ${seqs}`);
       t.ok(
         events.every((e) => e.event_id === String(e.seq)),
         "event_id is the seq",
@@ -170,10 +164,7 @@ t.test("ThreadStream over the thread streaming protocol", async (t) => {
     controller.abort();
     const lifecycles = seen.filter((e) => e.method === "lifecycle").map((e) => e.params.data.event);
     t.same(lifecycles, ["running", "completed", "running", "completed"], "both runs, in order");
-    t.ok(
-      seen.every((e, i) => i === 0 || e.seq > seen[i - 1]!.seq),
-      "increasing seqs across runs",
-    );
+    t.ok(seqsIncrease(seen), "increasing seqs across runs");
     const firstCompleted = seen.find((e) => e.method === "lifecycle" && e.params.data.event === "completed")!;
 
     // After a restart, the same stream resumes after any seq: here, after the first run's end.
@@ -220,10 +211,7 @@ t.test("ThreadStream over the thread streaming protocol", async (t) => {
       ["one", "You said: one", "two", "You said: two"],
       "the second run, live",
     );
-    t.ok(
-      seen.every((e, i) => i === 0 || e.seq > seen[i - 1]!.seq),
-      "no event twice, in order",
-    );
+    t.ok(seqsIncrease(seen), "no event twice, in order");
 
     // A new socket resumes after the first event of the first run (not only from the latest run): both runs, the same seqs.
     const resumed = threadStream(srv, "agent", "websocket", threadId);
@@ -273,10 +261,7 @@ t.test("ThreadStream over the thread streaming protocol", async (t) => {
       ["running", "completed", "running", "completed"],
       "the first run's end, then the queued one",
     );
-    t.ok(
-      events.every((e, i) => i === 0 || e.seq > events[i - 1]!.seq),
-      "the queued run's start (at its claim) follows the first run's end",
-    );
+    t.ok(seqsIncrease(events), "the queued run's start (at its claim) follows the first run's end");
     t.equal((await srv.client.runs.get(threadId, first.run_id)).status, "success");
   });
 

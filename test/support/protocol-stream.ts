@@ -69,6 +69,9 @@ export function record(thread: { onEvent(cb: (e: unknown) => void): unknown }) {
   return { events, wait };
 }
 
+/** Whether each event's seq is greater than the one before it (no event twice, none out of order). */
+export const seqsIncrease = (events: readonly { seq: number }[]) => events.every((e, i) => i === 0 || e.seq > events[i - 1]!.seq);
+
 /** Whether the root namespace's lifecycle shows `status` (running, completed, interrupted, failed). */
 export const rootLifecycle = (events: ProtocolEvent[], status: string) =>
   events.some((e) => e.method === "lifecycle" && e.params.namespace.length === 0 && e.params.data.event === status);
