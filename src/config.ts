@@ -22,6 +22,12 @@ const EnvSchema = z.object({
     .int()
     .positive()
     .default(10 * 1024 * 1024),
+  /**
+   * New connections accepted per turn of the event loop (Linux): Node accepts one, so under load a wave of
+   * new clients waits in the kernel's queue. Above 1, a helper process hands back that many copies of the
+   * listening socket at start-up.
+   */
+  ACCEPTS_PER_TURN: z.coerce.number().int().min(1).max(256).default(32),
   /** Runs executed at once by this process. */
   N_JOBS_PER_WORKER: z.coerce.number().int().positive().default(10),
   /** A run still executing after this many seconds is aborted and ends with status `timeout`. */
@@ -95,6 +101,8 @@ export interface Config {
   langgraphConfig: string | undefined;
   langgraphJsonPath: string;
   bodyLimit: number;
+  /** ACCEPTS_PER_TURN: new connections the server accepts per turn of its event loop (src/http/accept-watchers.ts). */
+  acceptsPerTurn: number;
   maxConcurrentRuns: number;
   runTimeoutSecs: number;
   runLeaseSecs: number;
@@ -170,6 +178,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     langgraphConfig: e.LANGGRAPH_CONFIG,
     langgraphJsonPath: path.resolve(e.LANGGRAPH_JSON),
     bodyLimit: e.BODY_LIMIT,
+    acceptsPerTurn: e.ACCEPTS_PER_TURN,
     maxConcurrentRuns: e.N_JOBS_PER_WORKER,
     runTimeoutSecs: e.BG_JOB_TIMEOUT_SECS,
     runLeaseSecs: e.RUN_LEASE_SECS,

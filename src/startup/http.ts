@@ -26,6 +26,7 @@ import { internalRoutes } from "../http/routes/internal.js";
 import { a2aRoutes } from "../a2a/routes.js";
 import { mcpRoutes } from "../mcp/routes.js";
 import { protocolRoutes } from "../protocol/routes.js";
+import { watchAccepts } from "../http/accept-watchers.js";
 import type { Assembly } from "./assembly.js";
 import type { Configuration } from "./configuration.js";
 import type { Log } from "./log.js";
@@ -126,12 +127,19 @@ function routesOf(
 }
 
 /** Listens; returns the address the server answers on (PORT=0 picks a free port). */
-export async function listen({ config, startup }: Assembly, http: FastifyInstance): Promise<{ url: string; port: number }> {
+export async function listen({ config, startup, parts }: Assembly, http: FastifyInstance): Promise<{ url: string; port: number }> {
   try {
     await http.listen({ host: config.host, port: config.port });
   } catch (error) {
     throw describeListenError(error, config);
   }
+  // Closed before HTTP (registered after it): no copy accepts once HTTP stops accepting. Not awaited: the
+  // server answers on its own descriptor while the copies come.
+  parts.use(
+    "extra accepting descriptors",
+    watchAccepts(http.server, config.acceptsPerTurn, (m) => http.log.warn(m)),
+    (w) => w.close(),
+  );
   startup.mark("listening");
   const address = http.server.address();
   const port = typeof address === "object" && address ? address.port : config.port;

@@ -42,6 +42,8 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     LOG_LEVEL: "silent",
     // Every event any test writes is checked against its schema, the per-step ones of runs included.
     EVENT_SCHEMA_CHECKS: "all",
+    // Node's own accepting: no descriptor helper process per test server (test/http/accept-watchers.test.ts tests it).
+    ACCEPTS_PER_TURN: "1",
     ...options.env,
     HOST: "127.0.0.1",
     PORT: String(options.port ?? 0),
