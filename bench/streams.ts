@@ -19,6 +19,8 @@
  * `ours_v2`: every wave again on our server, after all the others, with clients of the thread streaming protocol (v2),
  * as useStream opens it (bench/support/streams-client.ts, streamOneRunV2), and `v2_over_v1`: the two side by side
  * (STREAMS_V2=0 skips it).
+ * `engine`: the floor, the same graph streamed in this process (bench/support/streams-engine.ts), each wave size before
+ * the servers' waves and after them, and `cpu_per_token_over_engine`, each of our sides' CPU per token ÷ the engine's.
  * Sizes: STREAMS_WAVES="20,200" (default 20,200,500), STREAMS_TOKENS (50), STREAMS_SLEEP_MS (40).
  * --tiny: one wave of 5 streams, a 10-token answer 5 ms apart, ours only (unless --anchor is given too).
  * Run: npm run bench -- streams [--anchor] [--tiny]
@@ -35,6 +37,7 @@ import { round2, summary } from "./support/stats.js";
 import { anchorDir, startAnchor } from "./support/streams-anchor.js";
 import { streamOneRun, streamOneRunV2, type StreamTiming } from "./support/streams-client.js";
 import { STREAMS_GRAPH_ID, streamsAnswer, streamsGraphSource, streamsLanggraphJson } from "./support/streams-graph.js";
+import { engineWave, loadEngine, type EngineWave } from "./support/streams-engine.js";
 import { sampleTreePeakRss, treeCpuMs } from "./support/streams-proc.js";
 
 const MAX_JOBS = 512;
@@ -185,7 +188,12 @@ function sideBySideOf(waves: number[], first: WaveResult[], second: WaveResult[]
 async function startOurs(project: BenchProject, dataDir: string, tokens: number, sleepMs: number): Promise<Target> {
   await writeFile(path.join(project.dir, "src", "chat.ts"), streamsGraphSource(tokens, sleepMs));
   await writeFile(project.langgraphJson, streamsLanggraphJson("./src/chat.ts"));
-  const server = await startBenchServer(dataDir, { N_JOBS_PER_WORKER: String(MAX_JOBS), LANGGRAPH_JSON: project.langgraphJson }, [], project.script);
+  const server = await startBenchServer(
+    dataDir,
+    { N_JOBS_PER_WORKER: String(MAX_JOBS), LANGGRAPH_JSON: project.langgraphJson },
+    (process.env.STREAMS_NODE_ARGS ?? "").split(" ").filter(Boolean),
+    project.script,
+  );
   return {
     name: "ours",
     pid: server.pid,
@@ -193,6 +201,11 @@ async function startOurs(project: BenchProject, dataDir: string, tokens: number,
     describe: `this server (package installed in a project folder with its own node_modules, SQLite), N_JOBS_PER_WORKER=${MAX_JOBS}`,
     stop: () => server.stop(),
   };
+}
+
+/** The engine's wave before and after the servers', and the mean of their CPU per token event: the floor to compare with. */
+function engineOf(before: EngineWave, after: EngineWave): { streams: number; cpu_per_token_event_us: number; before: EngineWave; after: EngineWave } {
+  return { streams: before.streams, cpu_per_token_event_us: round2((before.cpu_per_token_event_us + after.cpu_per_token_event_us) / 2), before, after };
 }
 
 /** "20,200,500" → [20, 200, 500]; anything but positive integers is an error naming STREAMS_WAVES. */
@@ -266,6 +279,12 @@ export async function benchStreams(
       await new Promise((r) => setTimeout(r, tiny ? 500 : 3_000));
       idle[t.name] = round2(((await treeCpuMs(t.pid)) - c0) / ((performance.now() - i0) / 1000));
     }
+    // The floor: the graph alone in this process, wave by wave, before the servers' waves and again after them
+    // (the machine's speed drifts within a run), while the servers idle.
+    const streamOnce = await loadEngine(project.dir);
+    await engineWave(streamOnce, warmup);
+    const engineBefore: EngineWave[] = [];
+    for (const n of waves) engineBefore.push(await engineWave(streamOnce, n));
     const results: Record<string, WaveResult[]> = Object.fromEntries(targets.map((t) => [t.name, []]));
     // Ours and the anchor wave by wave, side by side; the v2 waves after all of them, so that what they leave in the
     // server's heap does not weigh on the v1 waves' memory (their numbers stay comparable with earlier runs).
@@ -278,6 +297,18 @@ export async function benchStreams(
       if (tiny && w.errors) throw new Error(`${t.name}: ${w.errors} of ${n} streams failed: ${w.first_error}`);
       results[t.name].push(w);
     }
+    const engineAfter: EngineWave[] = [];
+    for (const n of waves) engineAfter.push(await engineWave(streamOnce, n));
+    const engine = engineBefore.map((before, i) => engineOf(before, engineAfter[i]));
+    for (const e of engine)
+      console.error(
+        `streams: engine ${String(e.streams).padStart(4)} streams in this process: CPU ${e.cpu_per_token_event_us} µs/token (${e.before.cpu_per_token_event_us} before the servers' waves, ${e.after.cpu_per_token_event_us} after)`,
+      );
+    const overEngine = Object.fromEntries(
+      Object.entries(results)
+        .filter(([name]) => name !== "anchor")
+        .map(([name, ws]) => [name, ws.map((w, i) => round2(w.server_cpu_per_token_event_us / engine[i].cpu_per_token_event_us))]),
+    );
     const sideBySide = results.anchor?.length
       ? sideBySideOf(waves, results.ours, results.anchor, (ours, anchor) => ({ ours, anchor, ours_over_anchor: round2(ours / anchor) }), ANCHOR_METRICS)
       : undefined;
@@ -304,6 +335,8 @@ export async function benchStreams(
       },
       idle_cpu_ms_per_s: idle,
       waves: results,
+      engine,
+      cpu_per_token_over_engine: overEngine,
       ...(sideBySide ? { side_by_side: sideBySide } : {}),
       ...(v2OverV1 ? { v2_over_v1: v2OverV1 } : {}),
     };
