@@ -21,6 +21,7 @@
  * (STREAMS_V2=0 skips it).
  * `engine`: the floor, the same graph streamed in this process (bench/support/streams-engine.ts), each wave size before
  * the servers' waves and after them, and `cpu_per_token_over_engine`, each of our sides' CPU per token ÷ the engine's.
+ * STREAMS_NODE_ARGS: node flags for our server, space-separated (e.g. `--cpu-prof --cpu-prof-dir=/tmp/p`).
  * Sizes: STREAMS_WAVES="20,200" (default 20,200,500), STREAMS_TOKENS (50), STREAMS_SLEEP_MS (40).
  * --tiny: one wave of 5 streams, a 10-token answer 5 ms apart, ours only (unless --anchor is given too).
  * Run: npm run bench -- streams [--anchor] [--tiny]
