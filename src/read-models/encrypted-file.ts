@@ -8,11 +8,13 @@ import type { MasterKeys } from "../crypto/master-keys.js";
 /**
  * The read-model database encrypted at rest (with LANGGRAPH_AES_KEY), by SQLite3 Multiple Ciphers
  * (better-sqlite3-multiple-ciphers: better-sqlite3's API over SQLite with a page cipher). Every page
- * of the file and of its WAL is sealed with ChaCha20-Poly1305, the library's default cipher, named
- * anyway so that a change of that default cannot make the files unreadable: an authenticated cipher
- * (a wrong key or a changed page is caught, not read as garbage) that is fast and constant-time in
- * software, with no dependency on AES instructions. SQLCipher's format would only buy opening the
- * file with the sqlcipher shell, which a cache rebuilt from the log does not need.
+ * of the file and of its WAL is sealed with AEGIS-256 (the library's `aegis` cipher): authenticated
+ * (a wrong key or a changed page is caught, not read as garbage), and built on the AES round, so with
+ * the AES instructions of server CPUs it adds a seventh of what ChaCha20-Poly1305 (the library's
+ * default, which earlier versions used) adds to a write transaction. A file of the earlier cipher does
+ * not open under the same key: it is a ReadModelsKeyMismatch, and the read models are rebuilt from the
+ * log. SQLCipher's format would only buy opening the file with the sqlcipher shell, which a cache
+ * rebuilt from the log does not need.
  *
  * The key is derived from the current master key, never stored: the read models are a cache of the
  * log, so a new master key means a file that no longer opens (ReadModelsKeyMismatch) and a rebuild.
@@ -21,7 +23,7 @@ import type { MasterKeys } from "../crypto/master-keys.js";
 /** HKDF's info: a key for this purpose only, unrelated to what the master key wraps in the key vault. */
 const KEY_INFO = "agent-server read models";
 const KEY_BYTES = 32;
-const CIPHER = "chacha20";
+const CIPHER = "aegis";
 /** The first 16 bytes of every unencrypted SQLite file; an encrypted file starts with its random salt. */
 const SQLITE_MAGIC = Buffer.from("SQLite format 3\0", "latin1");
 
@@ -47,7 +49,7 @@ export class ReadModelsKeyMismatch extends Error {
       keyGiven
         ? found === "plaintext"
           ? `read-model database ${file} was written without encryption and LANGGRAPH_AES_KEY is now set: rebuild it from the log`
-          : `read-model database ${file} is encrypted with another key (LANGGRAPH_AES_KEY changed): rebuild it from the log`
+          : `read-model database ${file} is encrypted with another key (LANGGRAPH_AES_KEY changed) or by an earlier version's cipher: rebuild it from the log`
         : `read-model database ${file} is encrypted and LANGGRAPH_AES_KEY is not set: rebuild it from the log`,
       options,
     );

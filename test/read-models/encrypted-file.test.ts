@@ -128,6 +128,23 @@ t.test("encrypted read models", async (t) => {
     t.notOk(bytesOf(plainDir).includes(markers.input), "and encrypted now");
   });
 
+  t.test("a file an earlier version encrypted with ChaCha20-Poly1305, under the same key: ReadModelsKeyMismatch, then a rebuild", async (t) => {
+    const dir = await tempDir(t);
+    const file = path.join(dir, READ_MODELS_FILE);
+    const CipherDatabase = (await import("better-sqlite3-multiple-ciphers")).default;
+    const old = new CipherDatabase(file);
+    old.pragma("cipher = 'chacha20'");
+    old.pragma(`key = "x'${key.toString("hex")}'"`);
+    old.exec("CREATE TABLE leftover (x TEXT); INSERT INTO leftover VALUES ('written before')");
+    old.close();
+    t.throws(() => openReadModels(dir, { key }), { name: "ReadModelsKeyMismatch", found: "encrypted", keyGiven: true }, "the same key does not open it");
+    for (const suffix of ["", "-wal", "-shm"]) await rm(file + suffix, { force: true });
+    const rebuilt = await folded(dir, store, key);
+    t.equal(rebuilt.runner.rebuilding, true);
+    t.ok(markersIn(rebuilt).includes(markers.input), "rebuilt from the log");
+    await rebuilt.runner.close();
+  });
+
   t.test("a torn plain file is still removed and rebuilt without asking (no key)", async (t) => {
     const dir = await tempDir(t);
     const header = Buffer.alloc(8192);
