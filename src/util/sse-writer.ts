@@ -92,8 +92,24 @@ export class SseWriter {
   private write(text: string): boolean {
     if (this.closed) return true;
     this.lastWrite = performance.now();
-    return this.reply.raw.write(text);
+    const raw = this.reply.raw;
+    // The events a tail has at hand in one go (a run's batch of tokens) leave in one socket write, not one each:
+    // corked until the microtasks of this turn are done.
+    if (!this.corked) {
+      this.corked = true;
+      raw.cork();
+      process.nextTick(this.uncork);
+    }
+    return raw.write(text);
   }
+
+  private corked = false;
+
+  private readonly uncork = (): void => {
+    this.corked = false;
+    // end() has uncorked already; a destroyed socket needs nothing.
+    if (!this.closed) this.reply.raw.uncork();
+  };
 
   /** Ends the response (also used at shutdown: tails notice `closed` and stop). */
   end(): void {
