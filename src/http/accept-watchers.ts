@@ -9,7 +9,7 @@ import net from "node:net";
  * the socket once over IPC and sends it back: each copy arrives as a new descriptor (as cluster workers get
  * theirs). The helper never listens on it, so it never takes a connection, and it exits when done.
  */
-// \`on\`, not \`once\`: while a 'message' listener is attached, the IPC channel keeps the helper alive to await the
+// `on`, not `once`: while a 'message' listener is attached, the IPC channel keeps the helper alive to await the
 // acknowledgement of each copy (Node sends one descriptor at a time).
 const HELPER = `process.on("message", (count, handle) => {
   let left = count;
@@ -44,7 +44,8 @@ export function watchAccepts(server: net.Server, perTurn: number, warn: (message
       if (settled) return;
       settled = true;
       clearTimeout(timer);
-      if (problem) {
+      // A server closed while the copies came stops the helper itself: nothing to warn about.
+      if (problem && !closed) {
         warn(`accepting one connection per event-loop turn: ${problem}`);
         helper?.kill();
       }
