@@ -16,7 +16,7 @@ import { loadConfiguration } from "./startup/configuration.js";
 import { openLog, startReadModels } from "./startup/log.js";
 import { prepareGraphRuntime } from "./startup/graph-runtime.js";
 import { startServices } from "./startup/services.js";
-import { listen, startHttp } from "./startup/http.js";
+import { listen, startAcceptWatchers, startHttp } from "./startup/http.js";
 import { startRunWorker } from "./startup/run-worker.js";
 import { startWebhooks } from "./startup/webhooks.js";
 import { startSchedulers, startStoreSweeper } from "./startup/schedulers.js";
@@ -36,6 +36,8 @@ export interface RunningServer {
    * listens (rejects when a graph cannot be loaded: main.ts then exits with that message).
    */
   ready: Promise<void>;
+  /** Settles once the extra accepting descriptors (ACCEPTS_PER_TURN) listen, after `ready`: how many. */
+  acceptDescriptors: Promise<number>;
   http: FastifyInstance;
   /** Sends webhooks (undefined when `http.disable_webhooks` is set). */
   webhooks: WebhookDispatcher | undefined;
@@ -84,6 +86,7 @@ async function startParts(config: Config, deps: ServerDeps, parts: ResourceStack
   startStoreSweeper(a, log.store, readModels, http);
   const { url, port } = await listen(a, http);
   const ready = startRunWorker(a, configuration, log.store, graphRuntime, services);
+  const acceptDescriptors = startAcceptWatchers(a, http, ready);
   const webhooks = startWebhooks(a, configuration, log.store, readModels, services, url);
   const { scheduler, ttlSweeper } = startSchedulers(a, log.store, readModels, services);
   return {
@@ -94,6 +97,7 @@ async function startParts(config: Config, deps: ServerDeps, parts: ResourceStack
     readModels,
     runtime: () => graphRuntime.runtime.get(),
     ready,
+    acceptDescriptors,
     http,
     webhooks,
     crons: scheduler,

@@ -30,45 +30,58 @@ export interface AcceptWatchers {
 /**
  * Makes `server` accept up to `perTurn` connections per turn of the event loop: `perTurn − 1` more
  * descriptors of its listening socket, each handing what it accepts to the server as its own connections.
- * `perTurn` 1, a platform other than Linux, or a server without a TCP handle: nothing is added.
+ * The helper starts once `startAfter` settles (spawning it blocks the loop for milliseconds, and its exchange
+ * takes turns: not while the server starts). `perTurn` 1, a platform other than Linux, or a server without a
+ * TCP handle: nothing is added.
  */
-export function watchAccepts(server: net.Server, perTurn: number, warn: (message: string) => void): AcceptWatchers {
+export function watchAccepts(
+  server: net.Server,
+  perTurn: number,
+  warn: (message: string) => void,
+  startAfter: Promise<unknown> = Promise.resolve(),
+): AcceptWatchers {
   const handle = (server as unknown as { _handle?: unknown })._handle;
   if (perTurn <= 1 || process.platform !== "linux" || !handle) return { ready: Promise.resolve(0), close() {} };
   const copies: net.Server[] = [];
   let closed = false;
   let helper: ChildProcess | undefined;
-  const ready = new Promise<number>((resolve) => {
-    let settled = false;
-    const settle = (problem?: string) => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      // A server closed while the copies came stops the helper itself: nothing to warn about.
-      if (problem && !closed) {
-        warn(`accepting one connection per event-loop turn: ${problem}`);
-        helper?.kill();
-      }
-      resolve(copies.length);
-    };
-    const timer = setTimeout(
-      () => settle(`the descriptor helper sent ${copies.length} of ${perTurn - 1} copies in ${HELPER_TIMEOUT_MS} ms`),
-      HELPER_TIMEOUT_MS,
-    );
-    timer.unref();
-    // An empty environment: the helper needs none, and NODE_OPTIONS (a loader, say) would only slow its start.
-    helper = spawn(process.execPath, ["-e", HELPER], { stdio: ["ignore", "ignore", "inherit", "ipc"], env: {} });
-    helper.on("error", (error) => settle(`the descriptor helper could not start (${error.message})`));
-    // 'close', not 'exit': the copies still in the IPC channel are read before it.
-    helper.on("close", () => settle(copies.length < perTurn - 1 ? `the descriptor helper exited after ${copies.length} copies` : undefined));
-    helper.on("message", (_message, copy) => {
-      if (!copy) return;
-      if (closed) return void (copy as { close?: () => void }).close?.();
-      copies.push(listenOn(copy, server, warn));
-      if (copies.length === perTurn - 1) settle();
+  const copiesFromHelper = () =>
+    new Promise<number>((resolve) => {
+      let settled = false;
+      const settle = (problem?: string) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        // A server closed while the copies came stops the helper itself: nothing to warn about.
+        if (problem && !closed) {
+          warn(`accepting one connection per event-loop turn: ${problem}`);
+          helper?.kill();
+        }
+        resolve(copies.length);
+      };
+      const timer = setTimeout(
+        () => settle(`the descriptor helper sent ${copies.length} of ${perTurn - 1} copies in ${HELPER_TIMEOUT_MS} ms`),
+        HELPER_TIMEOUT_MS,
+      );
+      timer.unref();
+      // An empty environment: the helper needs none, and NODE_OPTIONS (a loader, say) would only slow its start.
+      helper = spawn(process.execPath, ["-e", HELPER], { stdio: ["ignore", "ignore", "inherit", "ipc"], env: {} });
+      helper.on("error", (error) => settle(`the descriptor helper could not start (${error.message})`));
+      // 'close', not 'exit': the copies still in the IPC channel are read before it.
+      helper.on("close", () => settle(copies.length < perTurn - 1 ? `the descriptor helper exited after ${copies.length} copies` : undefined));
+      helper.on("message", (_message, copy) => {
+        if (!copy) return;
+        if (closed) return void (copy as { close?: () => void }).close?.();
+        copies.push(listenOn(copy, server, warn));
+        if (copies.length === perTurn - 1) settle();
+      });
+      helper.send(perTurn - 1, handle as net.Server);
     });
-    helper.send(perTurn - 1, handle as net.Server);
-  });
+  // A start that failed stops the server: no helper for it.
+  const ready = startAfter.then(
+    () => (closed ? 0 : copiesFromHelper()),
+    () => 0,
+  );
   return {
     ready,
     close() {

@@ -127,23 +127,29 @@ function routesOf(
 }
 
 /** Listens; returns the address the server answers on (PORT=0 picks a free port). */
-export async function listen({ config, startup, parts }: Assembly, http: FastifyInstance): Promise<{ url: string; port: number }> {
+export async function listen({ config, startup }: Assembly, http: FastifyInstance): Promise<{ url: string; port: number }> {
   try {
     await http.listen({ host: config.host, port: config.port });
   } catch (error) {
     throw describeListenError(error, config);
   }
-  // Closed before HTTP (registered after it): no copy accepts once HTTP stops accepting. Not awaited: the
-  // server answers on its own descriptor while the copies come.
-  parts.use(
-    "extra accepting descriptors",
-    watchAccepts(http.server, config.acceptsPerTurn, (m) => http.log.warn(m)),
-    (w) => w.close(),
-  );
   startup.mark("listening");
   const address = http.server.address();
   const port = typeof address === "object" && address ? address.port : config.port;
   return { url: `http://${config.host.includes(":") ? `[${config.host}]` : config.host}:${port}`, port };
+}
+
+/**
+ * The extra descriptors of the listening socket (ACCEPTS_PER_TURN), once the server has started (`started`):
+ * it answers on its own descriptor meanwhile. Registered after HTTP, so closed before it: no copy accepts once
+ * HTTP stops accepting. Settles with how many listen.
+ */
+export function startAcceptWatchers({ config, parts }: Assembly, http: FastifyInstance, started: Promise<unknown>): Promise<number> {
+  return parts.use(
+    "extra accepting descriptors",
+    watchAccepts(http.server, config.acceptsPerTurn, (m) => http.log.warn(m), started),
+    (w) => w.close(),
+  ).ready;
 }
 
 function describeListenError(error: unknown, config: Config): Error {

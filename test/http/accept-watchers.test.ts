@@ -62,6 +62,7 @@ t.test(
   { skip: process.platform !== "linux" && "Linux only" },
   async (t) => {
     const server = await startTestServer({ env: { ACCEPTS_PER_TURN: "8" } });
+    t.equal(await server.server.acceptDescriptors, 7, "seven more descriptors, once the server has started");
     const { port } = new URL(server.url);
     // Connections opened together land on whichever descriptor accepts them: every one is answered.
     const answers = await Promise.all(Array.from({ length: 16 }, () => fetch(`${server.url}/ok`, { headers: { connection: "close" } })));
