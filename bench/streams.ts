@@ -186,15 +186,10 @@ function sideBySideOf(waves: number[], first: WaveResult[], second: WaveResult[]
 }
 
 /** Our server on the project folder, its langgraph.json naming the streams graph only. */
-async function startOurs(project: BenchProject, dataDir: string, tokens: number, sleepMs: number): Promise<Target> {
+async function startOurs(project: BenchProject, dataDir: string, tokens: number, sleepMs: number, nodeArgs: string[]): Promise<Target> {
   await writeFile(path.join(project.dir, "src", "chat.ts"), streamsGraphSource(tokens, sleepMs));
   await writeFile(project.langgraphJson, streamsLanggraphJson("./src/chat.ts"));
-  const server = await startBenchServer(
-    dataDir,
-    { N_JOBS_PER_WORKER: String(MAX_JOBS), LANGGRAPH_JSON: project.langgraphJson },
-    (process.env.STREAMS_NODE_ARGS ?? "").split(" ").filter(Boolean),
-    project.script,
-  );
+  const server = await startBenchServer(dataDir, { N_JOBS_PER_WORKER: String(MAX_JOBS), LANGGRAPH_JSON: project.langgraphJson }, nodeArgs, project.script);
   return {
     name: "ours",
     pid: server.pid,
@@ -248,7 +243,7 @@ export async function benchStreams(
   const targets: Target[] = [];
   let anchorNote: string | undefined;
   try {
-    const ours = await startOurs(project, dataDir, tokens, sleepMs);
+    const ours = await startOurs(project, dataDir, tokens, sleepMs, (env.STREAMS_NODE_ARGS ?? "").split(" ").filter(Boolean));
     targets.push(ours);
     // The same server again with v2 clients (stopped once, as `ours`).
     if (wantV2)

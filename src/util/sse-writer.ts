@@ -33,6 +33,8 @@ export class SseWriter {
   private readonly closeListeners: (() => void)[] = [];
   private readonly endListeners: (() => void)[] = [];
   closed = false;
+  /** Whether this turn's writes are corked (see write). */
+  private corked = false;
 
   constructor(
     private readonly reply: FastifyReply,
@@ -102,8 +104,6 @@ export class SseWriter {
     }
     return raw.write(text);
   }
-
-  private corked = false;
 
   private readonly uncork = (): void => {
     this.corked = false;
