@@ -15,6 +15,8 @@ export interface ContentRule {
   readonly content: readonly FieldPath[];
   /** Metadata objects that stay clear but for the keys the operator names (LANGGRAPH_AES_JSON_KEYS). */
   readonly metadata?: readonly FieldPath[];
+  /** The whole event stays clear when this top-level field holds one of these strings (data the server made itself). */
+  readonly clearWhen?: { readonly field: string; readonly values: readonly string[] };
 }
 
 /** An event type with nothing to seal: stored unchanged, readable after its stream's keys are destroyed. */
@@ -57,8 +59,9 @@ export const EVENT_CONTENT = {
 
   RunClaimed: CLEAR,
   RunLeaseRenewed: CLEAR,
-  // One stream chunk: its SSE event name stays clear, its data is the graph's output.
-  RunOutput: { content: [["data"]] },
+  // One stream chunk: its SSE event name stays clear, its data is the graph's output. The `metadata`
+  // chunk is the server's own (the run id and attempt): a sealed value fewer per run.
+  RunOutput: { content: [["data"]], clearWhen: { field: "event", values: ["metadata"] } },
   RunCancelRequested: CLEAR,
   RunEnded: RUN_END,
 
@@ -153,6 +156,7 @@ function withValue(data: JsonRecord, path: FieldPath, value: unknown): JsonRecor
 export function splitContent(type: string, data: unknown, jsonKeys: readonly string[]): SplitData | undefined {
   const rule = contentRuleOf(type);
   if (!rule || !isRecord(data)) return undefined;
+  if (rule.clearWhen && rule.clearWhen.values.some((value) => data[rule.clearWhen!.field] === value)) return undefined;
   const paths: FieldPath[] = [...rule.content];
   for (const metadata of rule.metadata ?? []) {
     const object = valueAt(data, metadata);

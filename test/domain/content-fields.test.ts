@@ -91,3 +91,11 @@ t.test("split and join give the data back; nothing to seal leaves the event as i
   t.equal(splitContent("NotAType", { data: 1 }, []), undefined);
   t.equal(splitContent("RunOutput", "not an object", []), undefined);
 });
+
+t.test("a run's metadata chunk (ids the server made) stays clear; every other chunk is sealed", async (t) => {
+  t.equal(splitContent("RunOutput", { event: "metadata", data: { run_id: "r", attempt: 1 } }, []), undefined);
+  for (const event of ["values", "messages", "custom", "metadata|sub:1", "updates"]) {
+    const split = splitContent("RunOutput", { event, data: { secret: "marker" } }, []);
+    t.same(split?.clear, { event }, `${event} is sealed`);
+  }
+});
