@@ -21,7 +21,8 @@ import { withValuesResolved } from "../eventstore/large-values.js";
 import type { RecordedEvent } from "../eventstore/types.js";
 import { emptyRunStream, type RunEnded, type RunView } from "../domain/runs.js";
 import { planClaim } from "../domain/run-rules.js";
-import { chunkOf, tailRun } from "../runtime/run-tail.js";
+import { chunkOf, splitOutputText, tailRun } from "../runtime/run-tail.js";
+import { dataTextOf } from "../eventstore/data-text.js";
 import type { RunRecord } from "../domain/run-record.js";
 import type { RunDoneness } from "../read-models/runs.js";
 import { isEvent } from "../domain/event-of.js";
@@ -36,10 +37,13 @@ const WAIT_HEADERS_DELAY_MS = 50;
  */
 const FIRST_OUTPUT_REVISION = 1n;
 
-/** One output of a run for a stream: its event name, its data (large values resolved), and its stream revision. */
+/** JSON text as an SSE data line carries it (`undefined` for data JSON has no text for, as a template literal writes it). */
+const jsonOf = (data: unknown): string => String(JSON.stringify(data));
+
+/** One output of a run for a stream: its event name, its data as JSON text (large values resolved), and its stream revision. */
 export interface RunOutputEvent {
   event: string;
-  data: unknown;
+  json: string;
   revision: bigint;
 }
 
@@ -289,7 +293,7 @@ export class RunLifecycle {
   async *createdOutputs(runId: string, accept: (event: string) => boolean, signal: AbortSignal): AsyncGenerator<RunOutputEvent> {
     const [first] = planClaim(emptyRunStream, { runId, takeover: false }).first;
     const announced = first !== undefined && isEvent(first, "RunOutput") && accept(first.data.event);
-    if (announced) yield { event: first.data.event, data: first.data.data, revision: FIRST_OUTPUT_REVISION };
+    if (announced) yield { event: first.data.event, json: jsonOf(first.data.data), revision: FIRST_OUTPUT_REVISION };
     yield* this.tail(runId, "start", accept, signal, announced);
   }
 
@@ -305,10 +309,15 @@ export class RunLifecycle {
     // Resumed at or after the end: nothing more to send.
     if (typeof from === "bigint" && typeof endedAt === "bigint" && from >= endedAt) return;
     for await (const e of tailRun(this.ctx.store, runId, from, signal)) {
-      if (!isEvent(e, "RunOutput") || !accept(e.data.event)) continue;
+      if (!isEvent(e, "RunOutput")) continue;
+      // An output this process wrote goes on as the text the store holds, unparsed (most are tokens).
+      const text = dataTextOf(e);
+      const stored = text === undefined ? undefined : splitOutputText(text);
+      const event = stored ? stored.event : e.data.event;
+      if (!accept(event)) continue;
       // Sent already, before the claim wrote it (createdOutputs).
-      if (announced && e.revision === FIRST_OUTPUT_REVISION && e.data.event === "metadata") continue;
-      yield { event: e.data.event, data: await chunkOf(this.ctx.store, e.data), revision: e.revision };
+      if (announced && e.revision === FIRST_OUTPUT_REVISION && event === "metadata") continue;
+      yield { event, json: stored ? stored.dataText : jsonOf(await chunkOf(this.ctx.store, e.data)), revision: e.revision };
     }
     if (!signal.aborted) await this.waitEnded(runId, signal);
   }

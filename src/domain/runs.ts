@@ -35,7 +35,7 @@ export const runEventSchemas = {
   }),
   RunLeaseRenewed: z.object({ owner: z.string(), lease_expires_at: z.number() }),
   /** One streamed chunk, exactly as an SSE event: `event` name and JSON `data`. */
-  RunOutput: z.object({ event: z.string(), data: z.unknown() }),
+  RunOutput: z.object({ event: z.string(), data: z.unknown() }).strict(),
   /** Someone asked a running run to stop; its owner aborts the graph and ends it. */
   RunCancelRequested: z.object({ action: CancelActionSchema, requested_at: z.string() }),
   /** The run's one terminal event. `rollback` = cancelled and removed with its checkpoints. */

@@ -12,7 +12,8 @@ import { isPlainObject } from "../util/json.js";
  * "revision": "12", "output": "values"}}`, instead of writing the same state a second time.
  */
 export const LARGE_RUN_VALUE_BYTES = 256 * 1024;
-const MARKER = "__large_json__";
+/** The one key of a reference to a large value written beside its event. */
+export const MARKER = "__large_json__";
 
 /** Where a value that is the data of a run's output is: that output event. */
 interface OutputRef {

@@ -8,7 +8,7 @@
  * moves `coveredAfter` up to its position. A read that needs anything at or before `coveredAfter` is not
  * answered (undefined) and goes to the database.
  */
-import { recordedEvent } from "./sqlite-rows.js";
+import { ownRecordedEvent } from "./sqlite-rows.js";
 import type { RecordedEvent } from "./types.js";
 
 export class CommittedEvent {
@@ -25,9 +25,9 @@ export class CommittedEvent {
     readonly created: number,
   ) {}
 
-  /** The parsed, frozen event, made on first use and shared by every reader. */
+  /** The event, made on first use and shared by every reader (its data parsed when first read). */
   get event(): RecordedEvent {
-    return (this.parsed ??= recordedEvent(this.position, this.streamId, this.revision, this.id, this.type, this.data, this.metadata, this.created));
+    return (this.parsed ??= ownRecordedEvent(this.position, this.streamId, this.revision, this.id, this.type, this.data, this.metadata, this.created));
   }
 
   get bytes(): number {

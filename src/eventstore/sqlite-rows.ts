@@ -1,5 +1,6 @@
 /** How an events row becomes a RecordedEvent: parsed once, frozen, and named when its JSON is broken. */
 import { deepFreeze } from "../util/json.js";
+import { dataTextProperty } from "./data-text.js";
 import { InvalidEventError, type RecordedEvent } from "./types.js";
 
 /** Rows are read as arrays (`raw()`), in this column order. */
@@ -53,4 +54,46 @@ function parse(json: string, position: bigint, stream: string, revision: bigint,
     if (error instanceof RangeError) throw new InvalidEventError(stream, revision, type, `${what} is nested too deeply to read: ${error.message}`, position);
     throw error;
   }
+}
+
+/**
+ * An event this process appended and committed: its text is what the store made of data that passed its
+ * checks, so it parses. Data and metadata are parsed (and frozen) on first use, not before: a reader that
+ * passes the data on as JSON takes its text (dataTextOf in data-text.ts) and never parses it, as a run's SSE tail does with
+ * each streamed token. Data and metadata are own enumerable properties, so the event reads and copies as
+ * one from the table does.
+ */
+export function ownRecordedEvent(
+  position: bigint,
+  streamId: string,
+  revision: bigint,
+  id: string,
+  type: string,
+  data: string,
+  metadata: string | null,
+  created: number,
+): RecordedEvent {
+  let parsedData: unknown;
+  let dataParsed = false;
+  let parsedMetadata: Record<string, unknown> | undefined;
+  const event = { streamId, id, type, revision, position } as RecordedEvent;
+  Object.defineProperties(event, {
+    data: {
+      enumerable: true,
+      get: () => {
+        if (!dataParsed) {
+          parsedData = parse(data, position, streamId, revision, type, "data");
+          dataParsed = true;
+        }
+        return parsedData;
+      },
+    },
+    metadata: {
+      enumerable: true,
+      get: () => (parsedMetadata ??= metadata === null ? EMPTY : (parse(metadata, position, streamId, revision, type, "metadata") as Record<string, unknown>)),
+    },
+    created: { enumerable: true, value: new Date(created) },
+    ...dataTextProperty(data),
+  });
+  return Object.freeze(event);
 }

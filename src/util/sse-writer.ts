@@ -76,8 +76,13 @@ export class SseWriter {
 
   /** Writes one event; resolves at once, or once the socket drained when the client reads slowly. */
   event(name: string, data: unknown, id?: bigint | string): Promise<void> | undefined {
+    return this.eventJson(name, String(JSON.stringify(data)), id);
+  }
+
+  /** Writes one event whose data is JSON text already (one line: JSON.stringify makes no line breaks); as `event`. */
+  eventJson(name: string, json: string, id?: bigint | string): Promise<void> | undefined {
     const idLine = id === undefined ? "" : `id: ${String(id)}\r\n`;
-    if (this.write(`event: ${name}\r\ndata: ${JSON.stringify(data)}\r\n${idLine}\r\n`)) return undefined;
+    if (this.write(`event: ${name}\r\ndata: ${json}\r\n${idLine}\r\n`)) return undefined;
     const raw = this.reply.raw;
     return new Promise((resolve) => {
       const done = () => {

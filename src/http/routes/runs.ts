@@ -99,7 +99,7 @@ export function runRoutes(ctx: AppContext, runs: RunsService, streams: { openStr
     const outputs =
       from === "created" ? lifecycle.createdOutputs(run.run_id, accept, closed.signal) : lifecycle.outputs(run.run_id, from, accept, closed.signal);
     for await (const output of outputs) {
-      const backpressure = sse.event(output.event, output.data, runSseId(output.revision));
+      const backpressure = sse.eventJson(output.event, output.json, runSseId(output.revision));
       if (backpressure) await backpressure;
     }
     untrack();
