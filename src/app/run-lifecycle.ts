@@ -277,8 +277,8 @@ export class RunLifecycle {
    * then, once the end is durable, the generator returns (the thread shows the outcome by then).
    * `accept` filters by event name. Stops when `signal` aborts.
    */
-  async *outputs(runId: string, from: bigint | "start", accept: (event: string) => boolean, signal: AbortSignal): AsyncGenerator<RunOutputEvent> {
-    yield* this.tail(runId, from, accept, signal, false);
+  outputs(runId: string, from: bigint | "start", accept: (event: string) => boolean, signal: AbortSignal): AsyncGenerator<RunOutputEvent> {
+    return this.tail(runId, from, accept, signal, undefined);
   }
 
   /**
@@ -290,20 +290,25 @@ export class RunLifecycle {
    * revision, so the same SSE id) is then skipped when the tail reaches it: the client sees the
    * stream a later join from the start sees. A run cancelled before any claim never writes it.
    */
-  async *createdOutputs(runId: string, accept: (event: string) => boolean, signal: AbortSignal): AsyncGenerator<RunOutputEvent> {
+  createdOutputs(runId: string, accept: (event: string) => boolean, signal: AbortSignal): AsyncGenerator<RunOutputEvent> {
     const [first] = planClaim(emptyRunStream, { runId, takeover: false }).first;
-    const announced = first !== undefined && isEvent(first, "RunOutput") && accept(first.data.event);
-    if (announced) yield { event: first.data.event, json: jsonOf(first.data.data), revision: FIRST_OUTPUT_REVISION };
-    yield* this.tail(runId, "start", accept, signal, announced);
+    const announce =
+      first !== undefined && isEvent(first, "RunOutput") && accept(first.data.event)
+        ? { event: first.data.event, json: jsonOf(first.data.data), revision: FIRST_OUTPUT_REVISION }
+        : undefined;
+    return this.tail(runId, "start", accept, signal, announce);
   }
 
+  /** The one generator behind outputs and createdOutputs (not wrapped in another: each layer costs promises per token). */
   private async *tail(
     runId: string,
     from: bigint | "start",
     accept: (event: string) => boolean,
     signal: AbortSignal,
-    announced: boolean,
+    announce: RunOutputEvent | undefined,
   ): AsyncGenerator<RunOutputEvent> {
+    if (announce) yield announce;
+    const announced = announce !== undefined;
     const view = this.view(runId);
     const endedAt = view?.stream.ended ? view.stream.revision : undefined;
     // Resumed at or after the end: nothing more to send.
