@@ -27,7 +27,7 @@ export class CommittedEvent {
 
   /** The event, made on first use and shared by every reader (its data parsed when first read). */
   get event(): RecordedEvent {
-    return (this.parsed ??= ownRecordedEvent(this.position, this.streamId, this.revision, this.id, this.type, this.data, this.metadata, this.created));
+    return (this.parsed ??= ownRecordedEvent(this));
   }
 
   get bytes(): number {

@@ -13,28 +13,41 @@ export const COLUMNS = "position, stream_id, revision, event_id, type, data, met
  * Data that is not JSON (the log was written around the store) is an InvalidEventError naming stream and revision.
  */
 export function toRecorded(row: Row): RecordedEvent {
-  return recordedEvent(row[0], row[1], row[2], row[3], row[4], row[5], row[6], Number(row[7]));
+  return recordedEvent({
+    position: row[0],
+    streamId: row[1],
+    revision: row[2],
+    id: row[3],
+    type: row[4],
+    data: row[5],
+    metadata: row[6],
+    created: Number(row[7]),
+  });
 }
 
-export function recordedEvent(
-  position: bigint,
-  streamId: string,
-  revision: bigint,
-  id: string,
-  type: string,
-  data: string,
-  metadata: string | null,
-  created: number,
-): RecordedEvent {
+/** An event as the store holds it: its data and metadata as JSON text, its time in epoch milliseconds. */
+export interface StoredEventText {
+  readonly position: bigint;
+  readonly streamId: string;
+  readonly revision: bigint;
+  readonly id: string;
+  readonly type: string;
+  readonly data: string;
+  readonly metadata: string | null;
+  readonly created: number;
+}
+
+export function recordedEvent(e: StoredEventText): RecordedEvent {
+  const { position, streamId, revision, id, type } = e;
   return Object.freeze({
     streamId,
     id,
     type,
     revision,
     position,
-    data: parse(data, position, streamId, revision, type, "data"),
-    metadata: metadata === null ? EMPTY : (parse(metadata, position, streamId, revision, type, "metadata") as Record<string, unknown>),
-    created: new Date(created),
+    data: parse(e.data, position, streamId, revision, type, "data"),
+    metadata: e.metadata === null ? EMPTY : (parse(e.metadata, position, streamId, revision, type, "metadata") as Record<string, unknown>),
+    created: new Date(e.created),
   });
 }
 
@@ -59,20 +72,12 @@ function parse(json: string, position: bigint, stream: string, revision: bigint,
 /**
  * An event this process appended and committed: its text is what the store made of data that passed its
  * checks, so it parses. Data and metadata are parsed (and frozen) on first use, not before: a reader that
- * passes the data on as JSON takes its text (dataTextOf in data-text.ts) and never parses it, as a run's SSE tail does with
- * each streamed token. Data and metadata are own enumerable properties, so the event reads and copies as
- * one from the table does.
+ * passes the data on as JSON takes its text (dataTextOf, data-text.ts) and never parses it, as a run's SSE
+ * tail does with each streamed token. Data and metadata are own enumerable properties, so the event reads
+ * and copies as one from the table does.
  */
-export function ownRecordedEvent(
-  position: bigint,
-  streamId: string,
-  revision: bigint,
-  id: string,
-  type: string,
-  data: string,
-  metadata: string | null,
-  created: number,
-): RecordedEvent {
+export function ownRecordedEvent(e: StoredEventText): RecordedEvent {
+  const { position, streamId, revision, id, type, data, metadata } = e;
   let parsedData: unknown;
   let dataParsed = false;
   let parsedMetadata: Record<string, unknown> | undefined;
@@ -92,7 +97,7 @@ export function ownRecordedEvent(
       enumerable: true,
       get: () => (parsedMetadata ??= metadata === null ? EMPTY : (parse(metadata, position, streamId, revision, type, "metadata") as Record<string, unknown>)),
     },
-    created: { enumerable: true, value: new Date(created) },
+    created: { enumerable: true, value: new Date(e.created) },
     ...dataTextProperty(data),
   });
   return Object.freeze(event);

@@ -48,8 +48,9 @@ t.test("splitOutputText leaves to the parser what it cannot take apart surely", 
 t.test("an own event parses its data and metadata on first use, frozen, and reads and copies as a table event does", async (t) => {
   const data = JSON.stringify({ event: "values", data: { messages: [{ content: "hi" }] } });
   const metadata = JSON.stringify({ $correlationId: "c" });
-  const own = ownRecordedEvent(7n, "run-x", 2n, "id-1", "RunOutput", data, metadata, 1_700_000_000_000);
-  const table = recordedEvent(7n, "run-x", 2n, "id-1", "RunOutput", data, metadata, 1_700_000_000_000);
+  const stored = { position: 7n, streamId: "run-x", revision: 2n, id: "id-1", type: "RunOutput", data, metadata, created: 1_700_000_000_000 };
+  const own = ownRecordedEvent(stored);
+  const table = recordedEvent(stored);
   t.same(Object.keys(own), Object.keys(table), "the same keys, in the same order");
   t.same({ ...own }, { ...table }, "the same content");
   t.equal(dataTextOf(own), data, "its data's text");
@@ -58,11 +59,24 @@ t.test("an own event parses its data and metadata on first use, frozen, and read
   t.equal(own.data, own.data, "parsed once");
   t.ok(Object.isFrozen(own) && Object.isFrozen(own.data) && Object.isFrozen((own.data as { data: object }).data), "frozen through");
   t.ok(Object.isFrozen(own.metadata));
-  t.same(ownRecordedEvent(1n, "s", 0n, "i", "T", "{}", null, 0).metadata, {}, "no metadata: empty");
+  t.same(
+    ownRecordedEvent({ position: 1n, streamId: "s", revision: 0n, id: "i", type: "T", data: "{}", metadata: null, created: 0 }).metadata,
+    {},
+    "no metadata: empty",
+  );
 });
 
 t.test("an own event whose text does not parse names its stream and revision when read", async (t) => {
-  const broken = ownRecordedEvent(3n, "run-y", 5n, "id", "RunOutput", "{not json", null, 0);
+  const broken = ownRecordedEvent({
+    position: 3n,
+    streamId: "run-y",
+    revision: 5n,
+    id: "id",
+    type: "RunOutput",
+    data: "{not json",
+    metadata: null,
+    created: 0,
+  });
   t.equal(broken.type, "RunOutput", "its envelope reads without its data");
   t.throws(() => broken.data, InvalidEventError);
 });
