@@ -22,6 +22,10 @@
  * `engine`: the floor, the same graph streamed in this process (bench/support/streams-engine.ts), each wave size before
  * the servers' waves and after them, and `cpu_per_token_over_engine`, each of our sides' CPU per token ÷ the engine's.
  * STREAMS_NODE_ARGS: node flags for our server, space-separated (e.g. `--cpu-prof --cpu-prof-dir=/tmp/p`).
+ * STREAMS_COUNTS=1 (and --tiny): our server is preloaded with bench/support/cost-probe.cjs, and each of its waves also states
+ * `counts`: promises and KB allocated on the V8 heap per token event, and the GCs of the wave. Counts do not drift
+ * with the machine's speed, so two builds compare in them where CPU per token is lost in the noise; the probe's
+ * hook costs CPU, so CPU and times of such a run are not comparable with a run without it.
  * Sizes: STREAMS_WAVES="20,200" (default 20,200,500), STREAMS_TOKENS (50), STREAMS_SLEEP_MS (40).
  * --tiny: one wave of 5 streams, a 10-token answer 5 ms apart, ours only (unless --anchor is given too).
  * Run: npm run bench -- streams [--anchor] [--tiny]
@@ -33,7 +37,7 @@ import { Pool } from "undici";
 import type { BenchOptions } from "./support/options.js";
 import { positiveIntEnv } from "./support/options.js";
 import { makeBenchProject, type BenchProject } from "./support/project.js";
-import { startBenchServer } from "./support/server.js";
+import { probeLines, repoRoot, startBenchServer, type BenchServer } from "./support/server.js";
 import { round2, summary } from "./support/stats.js";
 import { anchorDir, startAnchor } from "./support/streams-anchor.js";
 import { streamOneRun, streamOneRunV2, type StreamTiming } from "./support/streams-client.js";
@@ -51,6 +55,16 @@ interface Target {
   url: string;
   describe: string;
   stop(): Promise<void>;
+  /** With STREAMS_COUNTS=1 (ours only): opens the probe's window, and resolves with a function that closes it. */
+  countWindow?: () => Promise<() => Promise<ProbeCounts>>;
+}
+
+/** What bench/support/cost-probe.cjs counts in a window. */
+interface ProbeCounts {
+  promises: number;
+  allocated_bytes: number;
+  minor_gcs: number;
+  major_gcs: number;
 }
 
 interface Percentiles {
@@ -78,6 +92,8 @@ export interface WaveResult {
   server_cpu_per_token_event_us: number;
   server_cpu_per_run_ms: number;
   peak_rss_mib: number;
+  /** STREAMS_COUNTS=1: the server's counts over the wave, per token event. */
+  counts?: { promises_per_token: number; heap_kb_per_token: number; minor_gcs: number; major_gcs: number };
 }
 
 function percentiles(values: number[]): Percentiles {
@@ -105,6 +121,7 @@ async function wave(target: Target, n: number, answer: string): Promise<WaveResu
   const pool = new Pool(target.url, { connections: v2 ? 2 * n : n, pipelining: 1, keepAliveTimeout: 30_000, headersTimeout: 600_000, bodyTimeout: 600_000 });
   const client = v2 ? streamOneRunV2 : streamOneRun;
   try {
+    const closeCounts = await target.countWindow?.();
     const rss = sampleTreePeakRss(target.pid);
     const cpu0 = await treeCpuMs(target.pid);
     const t0 = performance.now();
@@ -112,6 +129,7 @@ async function wave(target: Target, n: number, answer: string): Promise<WaveResu
     const wallMs = performance.now() - t0;
     const cpu = (await treeCpuMs(target.pid)) - cpu0;
     const peak = await rss.stop();
+    const counts = await closeCounts?.();
     const ok = settled.filter((s): s is PromiseFulfilledResult<StreamTiming> => s.status === "fulfilled").map((s) => s.value);
     const failed = settled.filter((s): s is PromiseRejectedResult => s.status === "rejected");
     const tokens = ok.reduce((a, t) => a + t.tokens, 0);
@@ -137,6 +155,16 @@ async function wave(target: Target, n: number, answer: string): Promise<WaveResu
       server_cpu_per_token_event_us: tokens ? round2((cpu / tokens) * 1000) : NaN,
       server_cpu_per_run_ms: ok.length ? round2(cpu / ok.length) : NaN,
       peak_rss_mib: peak,
+      ...(counts && tokens
+        ? {
+            counts: {
+              promises_per_token: round2(counts.promises / tokens),
+              heap_kb_per_token: round2(counts.allocated_bytes / 1024 / tokens),
+              minor_gcs: counts.minor_gcs,
+              major_gcs: counts.major_gcs,
+            },
+          }
+        : {}),
     };
   } finally {
     await pool.close();
@@ -186,16 +214,34 @@ function sideBySideOf(waves: number[], first: WaveResult[], second: WaveResult[]
 }
 
 /** Our server on the project folder, its langgraph.json naming the streams graph only. */
-async function startOurs(project: BenchProject, dataDir: string, tokens: number, sleepMs: number, nodeArgs: string[]): Promise<Target> {
+async function startOurs(project: BenchProject, dataDir: string, tokens: number, sleepMs: number, nodeArgs: string[], counts: boolean): Promise<Target> {
   await writeFile(path.join(project.dir, "src", "chat.ts"), streamsGraphSource(tokens, sleepMs));
   await writeFile(project.langgraphJson, streamsLanggraphJson("./src/chat.ts"));
-  const server = await startBenchServer(dataDir, { N_JOBS_PER_WORKER: String(MAX_JOBS), LANGGRAPH_JSON: project.langgraphJson }, nodeArgs, project.script);
+  const env = { N_JOBS_PER_WORKER: String(MAX_JOBS), LANGGRAPH_JSON: project.langgraphJson, ...(counts ? { COST_PROBE_SIGNALS: "1" } : {}) };
+  const server = await startBenchServer(dataDir, env, counts ? [...nodeArgs, "--require", COST_PROBE] : nodeArgs, project.script);
   return {
     name: "ours",
     pid: server.pid,
     url: server.url,
-    describe: `this server (package installed in a project folder with its own node_modules, SQLite), N_JOBS_PER_WORKER=${MAX_JOBS}`,
+    describe: `this server (package installed in a project folder with its own node_modules, SQLite), N_JOBS_PER_WORKER=${MAX_JOBS}${counts ? ", preloaded with bench/support/cost-probe.cjs" : ""}`,
     stop: () => server.stop(),
+    ...(counts ? { countWindow: probeWindow(server) } : {}),
+  };
+}
+
+const COST_PROBE = path.join(repoRoot, "bench", "support", "cost-probe.cjs");
+
+/** Opens and closes the preloaded probe's window with SIGUSR2, reading its answers from the server's stdout. */
+function probeWindow(server: BenchServer): () => Promise<() => Promise<ProbeCounts>> {
+  const nextLine = probeLines(server, "cost-probe ");
+  return async () => {
+    server.child.kill("SIGUSR2");
+    const started = await nextLine();
+    if (started !== "started") throw new Error(`cost probe: expected "started", got ${started}`);
+    return async () => {
+      server.child.kill("SIGUSR2");
+      return JSON.parse(await nextLine()) as ProbeCounts;
+    };
   };
 }
 
@@ -220,7 +266,9 @@ function printWave(name: string, w: WaveResult): void {
   console.error(
     `streams: ${name.padEnd(6)} ${String(w.streams).padStart(4)} streams: first event ${fmt(w.first_event)} ms, first token ${fmt(w.first_token)} ms, ` +
       `end ${fmt(w.end)} ms (p50/p99; thread ${fmt(w.thread_create)} ms before, ${w.peak_open_streams} open at most); CPU ${w.server_cpu_per_token_event_us} µs/token, ${w.server_cpu_per_run_ms} ms/run; ` +
-      `peak RSS ${w.peak_rss_mib} MiB; ${w.tokens_per_s} tokens/s${w.errors ? `; ${w.errors} errors: ${w.first_error}` : ""}`,
+      `peak RSS ${w.peak_rss_mib} MiB; ${w.tokens_per_s} tokens/s` +
+      (w.counts ? `; ${w.counts.promises_per_token} promises and ${w.counts.heap_kb_per_token} KB of heap per token` : "") +
+      (w.errors ? `; ${w.errors} errors: ${w.first_error}` : ""),
   );
 }
 
@@ -243,7 +291,9 @@ export async function benchStreams(
   const targets: Target[] = [];
   let anchorNote: string | undefined;
   try {
-    const ours = await startOurs(project, dataDir, tokens, sleepMs, (env.STREAMS_NODE_ARGS ?? "").split(" ").filter(Boolean));
+    // Tiny runs count too, so that the probe's path is exercised wherever the benchmarks run.
+    const counts = tiny || (!!env.STREAMS_COUNTS && env.STREAMS_COUNTS !== "0");
+    const ours = await startOurs(project, dataDir, tokens, sleepMs, (env.STREAMS_NODE_ARGS ?? "").split(" ").filter(Boolean), counts);
     targets.push(ours);
     // The same server again with v2 clients (stopped once, as `ours`).
     if (wantV2)
