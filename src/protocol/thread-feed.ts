@@ -153,12 +153,14 @@ async function runMapStart(store: EventStore, runs: readonly RunRef[], index: nu
   return { state, start: runStartOf(state, run.enqueued) };
 }
 
-/** One recorded event of a run → its protocol events, a chunk written beside the run (see RunStreamWriter) read back first. */
-async function protocolEventsOfRecorded(store: EventStore, state: RunMapState, recorded: RecordedEvent): Promise<ProtocolEvent[]> {
-  let event = recorded;
-  const output = isEvent(event, "RunOutput") ? event.data : undefined;
-  if (output && isLargeValueMarker(output.data)) event = { ...event, data: { ...output, data: await chunkOf(store, output) } };
-  return protocolEventsOf(state, event);
+/**
+ * One recorded event of a run → its protocol events, a chunk written beside the run (see RunStreamWriter) read back
+ * first. Synchronous for every other event (a run's tokens): no promise per event where nothing is read.
+ */
+function protocolEventsOfRecorded(store: EventStore, state: RunMapState, recorded: RecordedEvent): ProtocolEvent[] | Promise<ProtocolEvent[]> {
+  const output = isEvent(recorded, "RunOutput") ? recorded.data : undefined;
+  if (!output || !isLargeValueMarker(output.data)) return protocolEventsOf(state, recorded);
+  return chunkOf(store, output).then((data) => protocolEventsOf(state, { ...recorded, data: { ...output, data } }));
 }
 
 /** The `index`th run's protocol events after `since`, until its end (or the reader's). */
@@ -174,7 +176,8 @@ async function* runEvents(
   const { state, start } = await runMapStart(store, runs, index);
   if (start && (since === undefined || start.seq > since)) yield start;
   for await (const recorded of tailRun(store, run.runId, "start", signal)) {
-    for (const protocolEvent of await protocolEventsOfRecorded(store, state, recorded)) {
+    const mapped = protocolEventsOfRecorded(store, state, recorded);
+    for (const protocolEvent of Array.isArray(mapped) ? mapped : await mapped) {
       if (since === undefined || protocolEvent.seq > since) yield protocolEvent;
     }
   }
