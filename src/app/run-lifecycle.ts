@@ -23,6 +23,7 @@ import { emptyRunStream, type RunEnded, type RunView } from "../domain/runs.js";
 import { planClaim } from "../domain/run-rules.js";
 import { chunkOf, splitOutputText, tailRun } from "../runtime/run-tail.js";
 import { dataTextOf } from "../eventstore/data-text.js";
+import { sseDataText } from "../util/sse-writer.js";
 import type { RunRecord } from "../domain/run-record.js";
 import type { RunDoneness } from "../read-models/runs.js";
 import { isEvent } from "../domain/event-of.js";
@@ -36,9 +37,6 @@ const WAIT_HEADERS_DELAY_MS = 50;
  * it (see planClaim), and nothing is appended to the stream before that claim but an end.
  */
 const FIRST_OUTPUT_REVISION = 1n;
-
-/** JSON text as an SSE data line carries it (`undefined` for data JSON has no text for, as a template literal writes it). */
-const jsonOf = (data: unknown): string => String(JSON.stringify(data));
 
 /** One output of a run for a stream: its event name, its data as JSON text (large values resolved), and its stream revision. */
 export interface RunOutputEvent {
@@ -294,7 +292,7 @@ export class RunLifecycle {
     const [first] = planClaim(emptyRunStream, { runId, takeover: false }).first;
     const announce =
       first !== undefined && isEvent(first, "RunOutput") && accept(first.data.event)
-        ? { event: first.data.event, json: jsonOf(first.data.data), revision: FIRST_OUTPUT_REVISION }
+        ? { event: first.data.event, json: sseDataText(first.data.data), revision: FIRST_OUTPUT_REVISION }
         : undefined;
     return this.tail(runId, "start", accept, signal, announce);
   }
@@ -322,7 +320,7 @@ export class RunLifecycle {
       if (!accept(event)) continue;
       // Sent already, before the claim wrote it (createdOutputs).
       if (announced && e.revision === FIRST_OUTPUT_REVISION && event === "metadata") continue;
-      yield { event, json: stored ? stored.dataText : jsonOf(await chunkOf(this.ctx.store, e.data)), revision: e.revision };
+      yield { event, json: stored ? stored.dataText : sseDataText(await chunkOf(this.ctx.store, e.data)), revision: e.revision };
     }
     if (!signal.aborted) await this.waitEnded(runId, signal);
   }

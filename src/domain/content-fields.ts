@@ -156,7 +156,8 @@ function withValue(data: JsonRecord, path: FieldPath, value: unknown): JsonRecor
 export function splitContent(type: string, data: unknown, jsonKeys: readonly string[]): SplitData | undefined {
   const rule = contentRuleOf(type);
   if (!rule || !isRecord(data)) return undefined;
-  if (rule.clearWhen && rule.clearWhen.values.some((value) => data[rule.clearWhen!.field] === value)) return undefined;
+  const clearWhen = rule.clearWhen;
+  if (clearWhen && clearWhen.values.some((value) => data[clearWhen.field] === value)) return undefined;
   const paths: FieldPath[] = [...rule.content];
   for (const metadata of rule.metadata ?? []) {
     const object = valueAt(data, metadata);

@@ -39,21 +39,20 @@ export interface StoredEventText {
 
 export function recordedEvent(e: StoredEventText): RecordedEvent {
   const { position, streamId, revision, id, type } = e;
-  return Object.freeze({
-    streamId,
-    id,
-    type,
-    revision,
-    position,
-    data: parse(e.data, position, streamId, revision, type, "data"),
-    metadata: e.metadata === null ? EMPTY : (parse(e.metadata, position, streamId, revision, type, "metadata") as Record<string, unknown>),
-    created: new Date(e.created),
-  });
+  return Object.freeze({ streamId, id, type, revision, position, data: dataOf(e), metadata: metadataOf(e), created: new Date(e.created) });
 }
 
 const EMPTY: Record<string, unknown> = Object.freeze({});
 
-function parse(json: string, position: bigint, stream: string, revision: bigint, type: string, what: string): unknown {
+function dataOf(e: StoredEventText): unknown {
+  return parse(e.data, e, "data");
+}
+
+function metadataOf(e: StoredEventText): Record<string, unknown> {
+  return e.metadata === null ? EMPTY : (parse(e.metadata, e, "metadata") as Record<string, unknown>);
+}
+
+function parse(json: string, { position, streamId: stream, revision, type }: StoredEventText, what: string): unknown {
   let value: unknown;
   try {
     value = JSON.parse(json);
@@ -77,28 +76,15 @@ function parse(json: string, position: bigint, stream: string, revision: bigint,
  * and copies as one from the table does.
  */
 export function ownRecordedEvent(e: StoredEventText): RecordedEvent {
-  const { position, streamId, revision, id, type, data, metadata } = e;
-  let parsedData: unknown;
-  let dataParsed = false;
-  let parsedMetadata: Record<string, unknown> | undefined;
+  const { position, streamId, revision, id, type } = e;
+  let data: { value: unknown } | undefined;
+  let metadata: Record<string, unknown> | undefined;
   const event = { streamId, id, type, revision, position } as RecordedEvent;
   Object.defineProperties(event, {
-    data: {
-      enumerable: true,
-      get: () => {
-        if (!dataParsed) {
-          parsedData = parse(data, position, streamId, revision, type, "data");
-          dataParsed = true;
-        }
-        return parsedData;
-      },
-    },
-    metadata: {
-      enumerable: true,
-      get: () => (parsedMetadata ??= metadata === null ? EMPTY : (parse(metadata, position, streamId, revision, type, "metadata") as Record<string, unknown>)),
-    },
+    data: { enumerable: true, get: () => (data ??= { value: dataOf(e) }).value },
+    metadata: { enumerable: true, get: () => (metadata ??= metadataOf(e)) },
     created: { enumerable: true, value: new Date(e.created) },
-    ...dataTextProperty(data),
+    ...dataTextProperty(e.data),
   });
   return Object.freeze(event);
 }

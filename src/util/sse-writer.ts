@@ -12,6 +12,11 @@ export const HEARTBEAT_MS = 5_000;
  * one leaves at most the socket's high-water mark plus one event in memory, and no heartbeat is queued
  * behind bytes the client has not taken.
  */
+/** The text of an SSE data line for `data`: its JSON (`undefined` for a value JSON has no text for, as a template literal writes it). */
+export function sseDataText(data: unknown): string {
+  return String(JSON.stringify(data));
+}
+
 export class SseWriter {
   /** The writers whose responses are open, for `pendingBytes`. */
   private static readonly open = new Set<SseWriter>();
@@ -76,7 +81,7 @@ export class SseWriter {
 
   /** Writes one event; resolves at once, or once the socket drained when the client reads slowly. */
   event(name: string, data: unknown, id?: bigint | string): Promise<void> | undefined {
-    return this.eventJson(name, String(JSON.stringify(data)), id);
+    return this.eventJson(name, sseDataText(data), id);
   }
 
   /** Writes one event whose data is JSON text already (one line: JSON.stringify makes no line breaks); as `event`. */
