@@ -21,28 +21,22 @@ import path from "node:path";
 import { compileAgentGraph } from "./support/engine-graph.js";
 import { AGENT_INPUT, agentJobs, jsonClient, runPool } from "./support/http.js";
 import type { BenchOptions } from "./support/options.js";
-import { repoRoot, startBenchServer, probeLines } from "./support/server.js";
+import { startBenchServer } from "./support/server.js";
+import { COST_PROBE, COST_PROBE_ENV, costProbeNodeArgs, costWindows, type ProbeCounts } from "./support/cost-window.js";
 import { scrapeTotals, storeWorkPerJob } from "./support/metrics.js";
 import { ioPerJob, readProcIo } from "./support/proc-io.js";
 import { perSecond, round2 } from "./support/stats.js";
 
 const FULL = { warmup: 600, engineInvokes: 1_000, c64Jobs: 2_000, sequentialJobs: 200 };
 const TINY = { warmup: 20, engineInvokes: 30, c64Jobs: 64, sequentialJobs: 10 };
-const PROBE = path.join(repoRoot, "bench", "support", "cost-probe.cjs");
 
-interface Counts {
-  promises: number;
-  allocated_bytes: number;
-  minor_gcs: number;
-  major_gcs: number;
-}
 interface Probe {
   open(): void;
-  close(): Counts;
+  close(): ProbeCounts;
 }
 
 /** Counts per unit: promises and KB allocated per job, GCs per 1,000 jobs. */
-function perJob(counts: Counts, jobs: number) {
+function perJob(counts: ProbeCounts, jobs: number) {
   return {
     promises: round2(counts.promises / jobs),
     allocated_kb: round2(counts.allocated_bytes / 1024 / jobs),
@@ -53,7 +47,7 @@ function perJob(counts: Counts, jobs: number) {
 
 /** The example graph invoked in this process, as the engine benchmark does, inside a probe window. */
 async function engineCounts(invokes: number, warmup: number) {
-  const probe = createRequire(import.meta.url)(PROBE) as Probe;
+  const probe = createRequire(import.meta.url)(COST_PROBE) as Probe;
   const graph = await compileAgentGraph();
   const invoke = () => graph.invoke(AGENT_INPUT, { configurable: { thread_id: randomUUID() } });
   for (let i = 0; i < warmup; i++) await invoke();
@@ -66,15 +60,13 @@ export async function benchCost(o: BenchOptions): Promise<Record<string, unknown
   const size = o.tiny ? TINY : FULL;
   const engine = await engineCounts(size.engineInvokes, size.warmup);
   const dataDir = await mkdtemp(path.join(os.tmpdir(), "agent-server-bench-cost-"));
-  const server = await startBenchServer(dataDir, { COST_PROBE_SIGNALS: "1", N_JOBS_PER_WORKER: "64" }, ["--require", PROBE], process.env.COST_MAIN);
-  const nextLine = probeLines(server, "cost-probe ");
+  const server = await startBenchServer(dataDir, { ...COST_PROBE_ENV, N_JOBS_PER_WORKER: "64" }, costProbeNodeArgs(), process.env.COST_MAIN);
+  const openWindow = costWindows(server);
   const client = jsonClient(server.url, 64);
   const jobs = agentJobs(client);
   /** Runs `work` (`n` jobs) inside a probe window of the server. */
   const measured = async (n: number, work: () => Promise<unknown>) => {
-    server.child.kill("SIGUSR2");
-    const started = await nextLine();
-    if (started !== "started") throw new Error(`cost probe: expected "started", got ${started}`);
+    const closeWindow = await openWindow();
     const before = await scrapeTotals(server.url);
     // Read inside the scrapes, so that their own socket I/O is not counted.
     const ioBefore = await readProcIo(server.pid);
@@ -83,8 +75,7 @@ export async function benchCost(o: BenchOptions): Promise<Record<string, unknown
     const ms = performance.now() - t0;
     const ioAfter = await readProcIo(server.pid);
     const after = await scrapeTotals(server.url);
-    server.child.kill("SIGUSR2");
-    const counts = JSON.parse(await nextLine()) as Counts;
+    const counts = await closeWindow();
     return { ...perJob(counts, n), store_work: storeWorkPerJob(before, after, n), io: ioPerJob(ioBefore, ioAfter, n), runs_per_s: perSecond(n, ms) };
   };
   try {

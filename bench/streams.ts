@@ -37,7 +37,8 @@ import { Pool } from "undici";
 import type { BenchOptions } from "./support/options.js";
 import { positiveIntEnv } from "./support/options.js";
 import { makeBenchProject, type BenchProject } from "./support/project.js";
-import { probeLines, repoRoot, startBenchServer, type BenchServer } from "./support/server.js";
+import { startBenchServer } from "./support/server.js";
+import { COST_PROBE_ENV, costProbeNodeArgs, costWindows, type OpenCountWindow } from "./support/cost-window.js";
 import { round2, summary } from "./support/stats.js";
 import { anchorDir, startAnchor } from "./support/streams-anchor.js";
 import { streamOneRun, streamOneRunV2, type StreamTiming } from "./support/streams-client.js";
@@ -56,15 +57,7 @@ interface Target {
   describe: string;
   stop(): Promise<void>;
   /** With STREAMS_COUNTS=1 (ours only): opens the probe's window, and resolves with a function that closes it. */
-  countWindow?: () => Promise<() => Promise<ProbeCounts>>;
-}
-
-/** What bench/support/cost-probe.cjs counts in a window. */
-interface ProbeCounts {
-  promises: number;
-  allocated_bytes: number;
-  minor_gcs: number;
-  major_gcs: number;
+  countWindow?: OpenCountWindow;
 }
 
 interface Percentiles {
@@ -217,31 +210,15 @@ function sideBySideOf(waves: number[], first: WaveResult[], second: WaveResult[]
 async function startOurs(project: BenchProject, dataDir: string, tokens: number, sleepMs: number, nodeArgs: string[], counts: boolean): Promise<Target> {
   await writeFile(path.join(project.dir, "src", "chat.ts"), streamsGraphSource(tokens, sleepMs));
   await writeFile(project.langgraphJson, streamsLanggraphJson("./src/chat.ts"));
-  const env = { N_JOBS_PER_WORKER: String(MAX_JOBS), LANGGRAPH_JSON: project.langgraphJson, ...(counts ? { COST_PROBE_SIGNALS: "1" } : {}) };
-  const server = await startBenchServer(dataDir, env, counts ? [...nodeArgs, "--require", COST_PROBE] : nodeArgs, project.script);
+  const env = { N_JOBS_PER_WORKER: String(MAX_JOBS), LANGGRAPH_JSON: project.langgraphJson, ...(counts ? COST_PROBE_ENV : {}) };
+  const server = await startBenchServer(dataDir, env, counts ? [...nodeArgs, ...costProbeNodeArgs()] : nodeArgs, project.script);
   return {
     name: "ours",
     pid: server.pid,
     url: server.url,
     describe: `this server (package installed in a project folder with its own node_modules, SQLite), N_JOBS_PER_WORKER=${MAX_JOBS}${counts ? ", preloaded with bench/support/cost-probe.cjs" : ""}`,
     stop: () => server.stop(),
-    ...(counts ? { countWindow: probeWindow(server) } : {}),
-  };
-}
-
-const COST_PROBE = path.join(repoRoot, "bench", "support", "cost-probe.cjs");
-
-/** Opens and closes the preloaded probe's window with SIGUSR2, reading its answers from the server's stdout. */
-function probeWindow(server: BenchServer): () => Promise<() => Promise<ProbeCounts>> {
-  const nextLine = probeLines(server, "cost-probe ");
-  return async () => {
-    server.child.kill("SIGUSR2");
-    const started = await nextLine();
-    if (started !== "started") throw new Error(`cost probe: expected "started", got ${started}`);
-    return async () => {
-      server.child.kill("SIGUSR2");
-      return JSON.parse(await nextLine()) as ProbeCounts;
-    };
+    ...(counts ? { countWindow: costWindows(server) } : {}),
   };
 }
 
