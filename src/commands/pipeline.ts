@@ -92,17 +92,32 @@ export class CommandPipeline {
   /** Appends with the policy the command names; `undefined` when the writer lost a conflict it accepts losing. */
   append(command: AppendCommand & { onConflict?: "throw" }): Promise<AppendResult>;
   append(command: AppendCommand): Promise<AppendResult | undefined>;
-  async append(command: AppendCommand): Promise<AppendResult | undefined> {
+  append(command: AppendCommand): Promise<AppendResult | undefined> {
     const policy = command.onConflict ?? "throw";
+    // The common append (a run's chunks, a checkpoint): the store's own promise, with no async frame around it.
+    if (policy === "throw" && command.waitFor !== "fold") return this.appendOnce(command);
+    return this.appendWithPolicy(command, policy);
+  }
+
+  /** One attempt of `command` (with these events and expected revision, after a conflict): rejects, never throws. */
+  private appendOnce(command: AppendCommand, events = command.events, expected = command.expected): Promise<AppendResult> {
+    try {
+      return this.store.append(command.stream, events as EventData[], expected, {
+        urgent: command.urgent,
+        ticket: command.ticket,
+        after: command.after,
+      });
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  private async appendWithPolicy(command: AppendCommand, policy: ConflictPolicy): Promise<AppendResult | undefined> {
     let events = command.events;
     let expected = command.expected;
     for (let attempt = 1; ; attempt++) {
       try {
-        const result = await this.store.append(command.stream, events as EventData[], expected, {
-          urgent: command.urgent,
-          ticket: command.ticket,
-          after: command.after,
-        });
+        const result = await this.appendOnce(command, events, expected);
         if (command.waitFor === "fold") await this.foldsOf().waitFor(result.position);
         return result;
       } catch (error) {

@@ -21,8 +21,10 @@ export class RunStreamWriter {
   private failure: unknown;
   /** Revision of the last event this writer appended (or learnt at claim time). */
   revision: bigint;
-  /** The revision each event pushed here was written at (see revisionOf). */
+  /** The revision each event pushed here with `tracked` was written at (see revisionOf). */
   private readonly revisions = new WeakMap<EventData, bigint>();
+  /** Events whose revision is to be remembered once written: a run's tokens are not, so they cost no entry here. */
+  private readonly tracked = new WeakSet<EventData>();
 
   constructor(
     private readonly commands: CommandPipeline,
@@ -33,8 +35,10 @@ export class RunStreamWriter {
     this.revision = revision;
   }
 
-  push(event: EventData): void {
+  /** `tracked`: remember the revision `event` is written at, for revisionOf. */
+  push(event: EventData, tracked = false): void {
     if (this.failure) return;
+    if (tracked) this.tracked.add(event);
     this.queue.push(event);
     this.flushing ??= this.flush();
   }
@@ -133,8 +137,8 @@ export class RunStreamWriter {
   }
 
   /**
-   * The revision `event` (pushed here, the same object) was written at, once everything pushed so far
-   * is written; undefined if it never was. Rejects as drain() does.
+   * The revision `event` (pushed here with `tracked`, the same object) was written at, once everything pushed
+   * so far is written; undefined if it never was. Rejects as drain() does.
    */
   async revisionOf(event: EventData): Promise<bigint | undefined> {
     await this.drain();
@@ -151,7 +155,10 @@ export class RunStreamWriter {
 
   /** One append wrote `events`, in order and together, the last at `last`. */
   private written(events: readonly EventData[], last: bigint): void {
-    events.forEach((event, i) => this.revisions.set(event, last - BigInt(events.length - 1 - i)));
+    for (let i = 0; i < events.length; i++) {
+      const event = events[i]!;
+      if (this.tracked.has(event)) this.revisions.set(event, last - BigInt(events.length - 1 - i));
+    }
     this.advance(last);
   }
 

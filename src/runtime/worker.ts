@@ -321,8 +321,9 @@ export class RunWorker {
     const valuesOutputs = new WeakMap<object, EventData>();
     const output = (event: string, data: unknown) => {
       const e: EventData = { type: "RunOutput", data: { event, data } };
-      if (event === "values" && typeof data === "object" && data !== null) valuesOutputs.set(data, e);
-      writer.push(e);
+      const isValues = event === "values" && typeof data === "object" && data !== null;
+      if (isValues) valuesOutputs.set(data, e);
+      writer.push(e, isValues);
     };
     // A large input was written beside the run: the graph gets the value itself.
     const kwargs = { ...run.kwargs, input: await resolveLarge(this.o.store, run.kwargs.input), command: await resolveLarge(this.o.store, run.kwargs.command) };
