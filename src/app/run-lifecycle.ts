@@ -21,7 +21,7 @@ import { withValuesResolved } from "../eventstore/large-values.js";
 import type { RecordedEvent } from "../eventstore/types.js";
 import { emptyRunStream, type RunEnded, type RunView } from "../domain/runs.js";
 import { planClaim } from "../domain/run-rules.js";
-import { chunkOf, splitOutputText, tailRun } from "../runtime/run-tail.js";
+import { chunkOf, SKIP, splitOutputText, tailRunMapped } from "../runtime/run-tail.js";
 import { dataTextOf } from "../eventstore/data-text.js";
 import { sseDataText } from "../util/sse-writer.js";
 import type { RunRecord } from "../domain/run-record.js";
@@ -275,7 +275,7 @@ export class RunLifecycle {
    * then, once the end is durable, the generator returns (the thread shows the outcome by then).
    * `accept` filters by event name. Stops when `signal` aborts.
    */
-  outputs(runId: string, from: bigint | "start", accept: (event: string) => boolean, signal: AbortSignal): AsyncGenerator<RunOutputEvent> {
+  outputs(runId: string, from: bigint | "start", accept: (event: string) => boolean, signal: AbortSignal): AsyncIterableIterator<RunOutputEvent> {
     return this.tail(runId, from, accept, signal, undefined);
   }
 
@@ -288,7 +288,7 @@ export class RunLifecycle {
    * revision, so the same SSE id) is then skipped when the tail reaches it: the client sees the
    * stream a later join from the start sees. A run cancelled before any claim never writes it.
    */
-  createdOutputs(runId: string, accept: (event: string) => boolean, signal: AbortSignal): AsyncGenerator<RunOutputEvent> {
+  createdOutputs(runId: string, accept: (event: string) => boolean, signal: AbortSignal): AsyncIterableIterator<RunOutputEvent> {
     const [first] = planClaim(emptyRunStream, { runId, takeover: false }).first;
     const announce =
       first !== undefined && isEvent(first, "RunOutput") && accept(first.data.event)
@@ -297,31 +297,37 @@ export class RunLifecycle {
     return this.tail(runId, "start", accept, signal, announce);
   }
 
-  /** The one generator behind outputs and createdOutputs (not wrapped in another: each layer costs promises per token). */
-  private async *tail(
+  /** The one tail behind outputs and createdOutputs (not wrapped in another: each layer costs promises per token). */
+  private tail(
     runId: string,
     from: bigint | "start",
     accept: (event: string) => boolean,
     signal: AbortSignal,
     announce: RunOutputEvent | undefined,
-  ): AsyncGenerator<RunOutputEvent> {
-    if (announce) yield announce;
+  ): AsyncIterableIterator<RunOutputEvent> {
     const announced = announce !== undefined;
     const view = this.view(runId);
     const endedAt = view?.stream.ended ? view.stream.revision : undefined;
     // Resumed at or after the end: nothing more to send.
-    if (typeof from === "bigint" && typeof endedAt === "bigint" && from >= endedAt) return;
-    for await (const e of tailRun(this.ctx.store, runId, from, signal)) {
-      if (!isEvent(e, "RunOutput")) continue;
+    if (typeof from === "bigint" && typeof endedAt === "bigint" && from >= endedAt) return noOutputs(announce);
+    const store = this.ctx.store;
+    const output = (e: RecordedEvent): RunOutputEvent | typeof SKIP | Promise<RunOutputEvent> => {
+      if (!isEvent(e, "RunOutput")) return SKIP;
       // An output this process wrote goes on as the text the store holds, unparsed (most are tokens).
       const text = dataTextOf(e);
       const stored = text === undefined ? undefined : splitOutputText(text);
       const event = stored ? stored.event : e.data.event;
-      if (!accept(event)) continue;
+      if (!accept(event)) return SKIP;
       // Sent already, before the claim wrote it (createdOutputs).
-      if (announced && e.revision === FIRST_OUTPUT_REVISION && event === "metadata") continue;
-      yield { event, json: stored ? stored.dataText : sseDataText(await chunkOf(this.ctx.store, e.data)), revision: e.revision };
-    }
-    if (!signal.aborted) await this.waitEnded(runId, signal);
+      if (announced && e.revision === FIRST_OUTPUT_REVISION && event === "metadata") return SKIP;
+      if (stored) return { event, json: stored.dataText, revision: e.revision };
+      return chunkOf(store, e.data).then((data) => ({ event, json: sseDataText(data), revision: e.revision }));
+    };
+    return tailRunMapped(store, runId, from, signal, { map: output, first: announce, atEnd: () => this.waitEnded(runId, signal) });
   }
+}
+
+/** The outputs of a run resumed after its end: the announcement, if any, and nothing more. */
+async function* noOutputs(announce: RunOutputEvent | undefined): AsyncGenerator<RunOutputEvent> {
+  if (announce) yield announce;
 }

@@ -2,28 +2,128 @@
  * A run's own stream read from the log as it is written: what every reader that follows a run
  * (an SSE stream, an A2A task's events, the protocol's thread feed) shares.
  */
-import type { EventStore, RecordedEvent } from "../eventstore/types.js";
+import type { EventStore, RecordedEvent, Subscription, SubscriptionItem } from "../eventstore/types.js";
 import { isLargeValueMarker, MARKER, resolveLarge } from "../eventstore/large-values.js";
 import { runStream } from "../domain/runs.js";
+
+/** What a tail's `map` answers for an event its reader does not get. */
+export const SKIP: unique symbol = Symbol("skip");
+
+export interface TailOptions<T> {
+  /** Each event of the run to what the reader gets, or SKIP: synchronous but where it must read (a large chunk). */
+  map: (event: RecordedEvent) => T | typeof SKIP | Promise<T | typeof SKIP>;
+  /** Handed to the reader before the run's events. */
+  first?: T;
+  /** Awaited when the tail ends, unless its reader left (`signal` aborted), before it reports done. */
+  atEnd?: () => Promise<void>;
+}
 
 /**
  * The events of `run-{id}` after `from` (exclusive), live, up to and including its RunEnded. Ends
  * early, its subscription closed, when `signal` aborts (a reader that left).
  */
-export async function* tailRun(store: EventStore, runId: string, from: bigint | "start", signal: AbortSignal): AsyncGenerator<RecordedEvent> {
-  const subscription = store.subscribeToStream(runStream(runId), { fromRevision: from });
-  const stop = () => void subscription.close();
-  signal.addEventListener("abort", stop, { once: true });
-  try {
-    for await (const item of subscription) {
-      if (signal.aborted) return;
-      if (item.kind !== "event") continue;
-      yield item.event;
-      if (item.event.type === "RunEnded") return;
+export function tailRun(store: EventStore, runId: string, from: bigint | "start", signal: AbortSignal): AsyncIterableIterator<RecordedEvent> {
+  return new RunTail(store, runId, from, signal, { map: (event) => event });
+}
+
+/** tailRun with each event mapped (or skipped) in the same step: what a reader that wraps the tail would otherwise pay per event. */
+export function tailRunMapped<T>(
+  store: EventStore,
+  runId: string,
+  from: bigint | "start",
+  signal: AbortSignal,
+  options: TailOptions<T>,
+): AsyncIterableIterator<T> {
+  return new RunTail(store, runId, from, signal, options);
+}
+
+const DONE: IteratorReturnResult<undefined> = Object.freeze({ done: true, value: undefined });
+
+/**
+ * The tail as its own async iterator, a small state machine rather than an async generator: an event costs its
+ * reader one promise beyond the subscription's, where each generator layer's yield costs three (every token of
+ * every stream goes through here). As a generator's, it opens its subscription at the first `next`, and on its
+ * end, an error or `return` it lets go of the subscription and the abort listener; `next` is not called again
+ * before the last call settled (for await never does).
+ */
+class RunTail<T> implements AsyncIterableIterator<T> {
+  private subscription: Subscription | undefined;
+  private items: AsyncIterator<SubscriptionItem> | undefined;
+  /** open: reading; ending: the RunEnded was handed out, the next `next` ends; closed: done. */
+  private state: "open" | "ending" | "closed" = "open";
+  private firstPending: boolean;
+
+  constructor(
+    private readonly store: EventStore,
+    private readonly runId: string,
+    private readonly from: bigint | "start",
+    private readonly signal: AbortSignal,
+    private readonly options: TailOptions<T>,
+  ) {
+    this.firstPending = options.first !== undefined;
+  }
+
+  [Symbol.asyncIterator](): AsyncIterableIterator<T> {
+    return this;
+  }
+
+  next(): Promise<IteratorResult<T>> {
+    if (this.firstPending) {
+      this.firstPending = false;
+      return Promise.resolve({ done: false, value: this.options.first as T });
     }
-  } finally {
-    signal.removeEventListener("abort", stop);
-    await subscription.close();
+    if (this.state === "closed") return Promise.resolve(DONE);
+    if (this.state === "ending") return this.end(true);
+    if (this.items === undefined) {
+      try {
+        this.subscription = this.store.subscribeToStream(runStream(this.runId), { fromRevision: this.from });
+      } catch (error) {
+        return this.onError(error);
+      }
+      this.items = this.subscription[Symbol.asyncIterator]();
+      this.signal.addEventListener("abort", this.stop, { once: true });
+    }
+    return this.items.next().then(this.onItem, this.onError);
+  }
+
+  return(): Promise<IteratorResult<T>> {
+    return this.end(false);
+  }
+
+  private readonly stop = (): void => void this.subscription?.close();
+
+  private readonly onItem = (result: IteratorResult<SubscriptionItem>): IteratorResult<T> | Promise<IteratorResult<T>> => {
+    // The subscription ends when the reader left (its close) or the store closed: a tail without its RunEnded.
+    if (result.done || this.signal.aborted) return this.end(true);
+    const item = result.value;
+    if (item.kind !== "event") return this.next();
+    if (item.event.type === "RunEnded") this.state = "ending";
+    let mapped: T | typeof SKIP | Promise<T | typeof SKIP>;
+    try {
+      mapped = this.options.map(item.event);
+    } catch (error) {
+      return this.onError(error);
+    }
+    return mapped instanceof Promise ? mapped.then(this.deliver, this.onError) : this.deliver(mapped);
+  };
+
+  private readonly deliver = (mapped: T | typeof SKIP): IteratorResult<T> | Promise<IteratorResult<T>> =>
+    mapped === SKIP ? this.next() : { done: false, value: mapped };
+
+  private readonly onError = async (error: unknown): Promise<never> => {
+    await this.end(false);
+    throw error;
+  };
+
+  /** Lets go of the subscription; then, at the run's end (`reached`) and unless the reader left, awaits `atEnd`. */
+  private async end(reached: boolean): Promise<IteratorResult<T>> {
+    if (this.state === "closed") return DONE;
+    this.state = "closed";
+    this.firstPending = false;
+    this.signal.removeEventListener("abort", this.stop);
+    await this.subscription?.close();
+    if (reached && !this.signal.aborted && this.options.atEnd) await this.options.atEnd();
+    return DONE;
   }
 }
 
