@@ -13,7 +13,7 @@ import type { EventStore, RecordedEvent } from "../eventstore/types.js";
 import { isLargeValueMarker } from "../eventstore/large-values.js";
 import { threadStream } from "../domain/threads.js";
 import { runStream } from "../domain/runs.js";
-import { chunkOf, tailRun } from "../runtime/run-tail.js";
+import { chunkOf, SKIP, tailRunMapped } from "../runtime/run-tail.js";
 import { readRunEnd } from "../runtime/run-completion.js";
 import type { RunRecord } from "../domain/run-record.js";
 import { isEvent } from "../domain/event-of.js";
@@ -163,24 +163,30 @@ function protocolEventsOfRecorded(store: EventStore, state: RunMapState, recorde
   return chunkOf(store, output).then((data) => protocolEventsOf(state, { ...recorded, data: { ...output, data } }));
 }
 
-/** The `index`th run's protocol events after `since`, until its end (or the reader's). */
-async function* runEvents(
+/**
+ * The `index`th run's protocol events after `since`, until its end (or the reader's), those of one log event at a
+ * time (a tail that maps as it reads: no generator layer per token); undefined when the run ended before `since`.
+ */
+async function runEventBatches(
   store: EventStore,
   runs: readonly RunRef[],
   index: number,
   since: number | undefined,
   signal: AbortSignal,
-): AsyncGenerator<ProtocolEvent> {
+): Promise<AsyncIterableIterator<ProtocolEvent[]> | undefined> {
   const run = runs[index]!;
-  if (since !== undefined && (await endedBefore(store, run.runId, since))) return;
+  if (since !== undefined && (await endedBefore(store, run.runId, since))) return undefined;
   const { state, start } = await runMapStart(store, runs, index);
-  if (start && (since === undefined || start.seq > since)) yield start;
-  for await (const recorded of tailRun(store, run.runId, "start", signal)) {
+  const after = (events: ProtocolEvent[]): ProtocolEvent[] | typeof SKIP => {
+    const kept = since === undefined ? events : events.filter((event) => event.seq > since);
+    return kept.length > 0 ? kept : SKIP;
+  };
+  const map = (recorded: RecordedEvent) => {
     const mapped = protocolEventsOfRecorded(store, state, recorded);
-    for (const protocolEvent of Array.isArray(mapped) ? mapped : await mapped) {
-      if (since === undefined || protocolEvent.seq > since) yield protocolEvent;
-    }
-  }
+    return Array.isArray(mapped) ? after(mapped) : mapped.then(after);
+  };
+  const first = start && (since === undefined || start.seq > since) ? [start] : undefined;
+  return tailRunMapped(store, run.runId, "start", signal, { map, first });
 }
 
 /**
@@ -204,7 +210,8 @@ export async function* threadFeed(
     let next = since !== undefined ? 0 : named >= 0 ? named : await liveStart(store, list.runs);
     while (!signal.aborted) {
       if (next < list.runs.length) {
-        yield* runEvents(store, list.runs, next++, since, signal);
+        const batches = await runEventBatches(store, list.runs, next++, since, signal);
+        if (batches) for await (const batch of batches) for (const event of batch) yield event;
         continue;
       }
       if (list.ended) return;
