@@ -5,7 +5,7 @@
  */
 import type { EventStore } from "../eventstore/types.js";
 import { matchesFilter, type EventFilter, type ProtocolEvent } from "./log-events.js";
-import { threadFeed } from "./thread-feed.js";
+import { feedThread } from "./thread-feed.js";
 
 export interface Subscriber {
   /** Ends the delivery (the feed's subscriptions are closed). */
@@ -20,23 +20,21 @@ export function subscribe(
   filter: EventFilter,
   authorize: () => Promise<void>,
   send: (event: ProtocolEvent) => Promise<void> | void,
-  /** Without `since`: the run to start at (see threadFeed). */
+  /** Without `since`: the run to start at (see feedThread). */
   fromRun?: string,
 ): Subscriber {
   const controller = new AbortController();
-  const done = (async () => {
-    let authorized = false;
-    for await (const event of threadFeed(store, threadId, filter.since, controller.signal, fromRun)) {
-      if (!matchesFilter(filter, event)) continue;
-      if (!authorized) {
-        await authorize();
+  let authorized = false;
+  const deliver = (event: ProtocolEvent): void | Promise<void> => {
+    if (!matchesFilter(filter, event)) return;
+    if (!authorized)
+      return authorize().then(() => {
         authorized = true;
-      }
-      if (controller.signal.aborted) return;
-      // Awaited only when the client is slow (a promise and a turn fewer per event otherwise).
-      const sent = send(event);
-      if (sent) await sent;
-    }
-  })();
+        if (!controller.signal.aborted) return send(event);
+      });
+    // The client's send is awaited (by the feed) only when it is slow: a promise and a turn fewer per event otherwise.
+    return send(event);
+  };
+  const done = feedThread(store, threadId, filter.since, controller.signal, deliver, fromRun);
   return { stop: () => controller.abort(), done };
 }

@@ -190,17 +190,19 @@ async function runEventBatches(
 }
 
 /**
- * The protocol events of a thread's runs, in order, after `since` (see the module comment); ends when
- * `signal` aborts or the thread is deleted. `fromRun`: without `since`, start at this run (where a count
+ * Hands the protocol events of a thread's runs to `onEvent`, in order, after `since` (see the module comment);
+ * settles when `signal` aborts or the thread is deleted, and rejects with what `onEvent` threw. `fromRun`: without `since`, start at this run (where a count
  * of what the feed replays was made) rather than at the live start as it is now.
  */
-export async function* threadFeed(
+export async function feedThread(
   store: EventStore,
   threadId: string,
   since: number | undefined,
   signal: AbortSignal,
+  /** Each event in order; a promise it returns is awaited before the next (a slow client slows its own feed). */
+  onEvent: (event: ProtocolEvent) => void | Promise<void>,
   fromRun?: string,
-): AsyncGenerator<ProtocolEvent> {
+): Promise<void> {
   const list = new RunList(store, threadId);
   const stop = () => list.notify();
   signal.addEventListener("abort", stop, { once: true });
@@ -211,7 +213,15 @@ export async function* threadFeed(
     while (!signal.aborted) {
       if (next < list.runs.length) {
         const batches = await runEventBatches(store, list.runs, next++, since, signal);
-        if (batches) for await (const batch of batches) for (const event of batch) yield event;
+        if (!batches) continue;
+        // A callback, not a generator: a token costs its reader no promise beyond the tail's.
+        for await (const batch of batches) {
+          for (const event of batch) {
+            if (signal.aborted) break;
+            const handled = onEvent(event);
+            if (handled) await handled;
+          }
+        }
         continue;
       }
       if (list.ended) return;

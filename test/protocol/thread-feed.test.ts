@@ -1,5 +1,5 @@
 import t from "tap";
-import { replayedEventCount, threadFeed } from "../../src/protocol/thread-feed.js";
+import { feedThread, replayedEventCount } from "../../src/protocol/thread-feed.js";
 import { EVENTS_PER_LOG_EVENT, seqOf, type ProtocolEvent } from "../../src/protocol/log-events.js";
 import { startTestServer } from "../support/server.js";
 
@@ -30,15 +30,18 @@ t.test("the replay count and the feed start at the same run", async (t) => {
   const read = async (fromRun: string | undefined) => {
     const controller = new AbortController();
     const events: ProtocolEvent[] = [];
-    for await (const event of threadFeed(store, thread.thread_id, undefined, controller.signal, fromRun)) {
-      if (event.params.namespace.length === 0 && event.method === "lifecycle" && (event.params.data as { event?: string }).event === "completed") {
+    await feedThread(
+      store,
+      thread.thread_id,
+      undefined,
+      controller.signal,
+      (event) => {
         events.push(event);
-        if (events.filter((e) => e.method === "lifecycle" && (e.params.data as { event?: string }).event === "completed").length === (fromRun ? 2 : 1))
-          controller.abort();
-        continue;
-      }
-      events.push(event);
-    }
+        const completed = (e: ProtocolEvent) => e.method === "lifecycle" && (e.params.data as { event?: string }).event === "completed";
+        if (event.params.namespace.length === 0 && completed(event) && events.filter(completed).length === (fromRun ? 2 : 1)) controller.abort();
+      },
+      fromRun,
+    );
     return events;
   };
   const fromCount = await read(replay.fromRun);

@@ -7,7 +7,7 @@ import { Client } from "@langchain/langgraph-sdk";
 import { startTestServer, repoRoot, TEST_GRAPHS, type TestServer } from "../support/server.js";
 import { startEsdbTestDouble } from "../support/esdb-test-double.js";
 import { signToken } from "../auth/jwt.js";
-import { threadFeed } from "../../src/protocol/thread-feed.js";
+import { feedThread } from "../../src/protocol/thread-feed.js";
 import { seqOf } from "../../src/protocol/log-events.js";
 
 /**
@@ -257,11 +257,10 @@ for (const backend of backends) {
     const recreated = (await srv.server.store.readStream(`thread-${X}`)).filter((e) => e.type === "ThreadCreated").pop()!;
     const abort = new AbortController();
     const fed: { seq: number; method: string; params: { data: unknown } }[] = [];
-    for await (const event of threadFeed(srv.server.store, X, 0, abort.signal)) {
+    await feedThread(srv.server.store, X, 0, abort.signal, (event) => {
       fed.push(event);
-      if (event.method === "lifecycle" && (event.params.data as { event?: string }).event === "completed") break;
-    }
-    abort.abort();
+      if (event.method === "lifecycle" && (event.params.data as { event?: string }).event === "completed") abort.abort();
+    });
     t.ok(fed.length > 0 && fed.every((e) => e.seq > seqOf(recreated.position, 0)), "every event of the feed comes after the id was created again");
 
     // An operator (no filters) sees both incarnations, each event labelled with its own.
