@@ -5,7 +5,8 @@
  */
 import type { AppContext } from "./context.js";
 import { threadState } from "./threads.js";
-import type { EventStore, Subscription } from "../eventstore/types.js";
+import type { EventStore, RecordedEvent, Subscription } from "../eventstore/types.js";
+import { SKIP, tailRunMapped } from "../runtime/run-tail.js";
 import { isLargeValueMarker, resolveLarge } from "../eventstore/large-values.js";
 import { runStream } from "../domain/runs.js";
 import { threadStream } from "../domain/threads.js";
@@ -65,37 +66,34 @@ function closeOnAbort(subscription: Subscription, signal: AbortSignal): () => vo
   return () => signal.removeEventListener("abort", close);
 }
 
-/** The events of one run after `after` (exclusive; undefined = all), to its terminal event. */
-async function* followRun(
+/**
+ * The events of one run after `after` (exclusive; undefined = all), to its terminal event, those of one log event
+ * at a time (through the run's tail, which maps as it reads); undefined when resumed after its end.
+ */
+async function followRun(
   store: EventStore,
   runId: string,
   threadRevision: bigint,
   after: bigint | undefined,
   modes: readonly ThreadStreamMode[],
   signal: AbortSignal,
-): AsyncGenerator<ThreadStreamEvent> {
+): Promise<AsyncIterableIterator<ThreadStreamEvent[]> | undefined> {
   if (after !== undefined) {
     // Resuming after the run's terminal event: nothing of it is left to send (nor will be).
     const [last] = await store.readStream(runStream(runId), { fromRevision: after, maxCount: 1 });
-    if (!last || endsRunStream(last)) return;
+    if (!last || endsRunStream(last)) return undefined;
   }
-  const subscription = store.subscribeToStream(runStream(runId), { fromRevision: after ?? "start" });
-  const release = closeOnAbort(subscription, signal);
-  try {
-    for await (const item of subscription) {
-      if (item.kind !== "event") continue;
-      const e = item.event;
-      for (const out of runEventOutputs(modes, runId, e)) {
-        // A chunk too large for one event was written beside the run (see RunStreamWriter).
-        const data = isLargeValueMarker(out.data) ? await resolveLarge(store, out.data) : out.data;
-        yield { id: threadStreamEventId(threadRevision, e.revision), event: out.event, data };
-      }
-      if (endsRunStream(e)) break;
-    }
-  } finally {
-    release();
-    await subscription.close();
-  }
+  const map = (e: RecordedEvent): ThreadStreamEvent[] | typeof SKIP | Promise<ThreadStreamEvent[]> => {
+    const outputs = runEventOutputs(modes, runId, e);
+    if (outputs.length === 0) return SKIP;
+    const id = threadStreamEventId(threadRevision, e.revision);
+    // A chunk too large for one event was written beside the run (see RunStreamWriter).
+    if (!outputs.some((out) => isLargeValueMarker(out.data))) return outputs.map((out) => ({ id, event: out.event, data: out.data }));
+    return Promise.all(
+      outputs.map(async (out) => ({ id, event: out.event, data: isLargeValueMarker(out.data) ? await resolveLarge(store, out.data) : out.data })),
+    );
+  };
+  return tailRunMapped(store, runId, after ?? "start", signal, { map });
 }
 
 /**
@@ -129,7 +127,8 @@ export async function* followThread(
         for (const out of threadEventOutputs(modes, threadId, e)) yield { id: threadStreamEventId(e.revision), ...out };
       }
       const runId = runEnqueuedBy(e);
-      if (runId) yield* followRun(store, runId, e.revision, seen && start.kind === "after" ? start.run : undefined, modes, signal);
+      const run = runId && (await followRun(store, runId, e.revision, seen && start.kind === "after" ? start.run : undefined, modes, signal));
+      if (run) for await (const batch of run) for (const out of batch) yield out;
       if (endsThreadStream(e)) break;
     }
   } finally {

@@ -38,6 +38,19 @@ t.test("a run with an input and a state over 1 MiB", async (t) => {
   const values = streamed.filter((p) => p.event === "values").pop()?.data as { messages: { content: string }[] };
   t.equal(values.messages[1].content.length, big.length + "You said: ".length, "the streamed state is whole");
 
+  // So does the thread stream, from the thread's beginning to the run's end.
+  const controller = new AbortController();
+  const timer = setTimeout(() => controller.abort(), 60_000);
+  const threadParts: { event: string; data: unknown }[] = [];
+  for await (const part of srv.client.threads.joinStream(thread.thread_id, { lastEventId: "-", signal: controller.signal })) {
+    threadParts.push(part as { event: string; data: unknown });
+    if (part.event === "metadata" && (part.data as { status?: string }).status === "run_done") break;
+  }
+  clearTimeout(timer);
+  controller.abort();
+  const threadValues = threadParts.filter((p) => p.event === "values").pop()?.data as { messages: { content: string }[] } | undefined;
+  t.equal(threadValues?.messages[1]?.content.length, big.length + "You said: ".length, "the thread stream's state is whole");
+
   const copy = await srv.client.threads.copy(thread.thread_id);
   const copied = await srv.client.threads.get<{ messages: unknown[] }>(copy.thread_id);
   t.equal(copied.values.messages.length, 2, "a copy keeps the large values");
