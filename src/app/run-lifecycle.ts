@@ -17,7 +17,7 @@
 import { setImmediate as afterThisTurn } from "node:timers/promises";
 import type { AppContext } from "./context.js";
 import { threadState } from "./threads.js";
-import { withValuesResolved } from "../eventstore/large-values.js";
+import { isLargeValueMarker, withValuesResolved } from "../eventstore/large-values.js";
 import type { RecordedEvent } from "../eventstore/types.js";
 import { emptyRunStream, type RunEnded, type RunView } from "../domain/runs.js";
 import { planClaim } from "../domain/run-rules.js";
@@ -272,7 +272,7 @@ export class RunLifecycle {
 
   /**
    * The run's outputs after `from` (exclusive stream revision), from the log, live until its RunEnded;
-   * then, once the end is durable, the generator returns (the thread shows the outcome by then).
+   * then, once the end is durable, the tail ends (the thread shows the outcome by then).
    * `accept` filters by event name. Stops when `signal` aborts.
    */
   outputs(runId: string, from: bigint | "start", accept: (event: string) => boolean, signal: AbortSignal): AsyncIterableIterator<RunOutputEvent> {
@@ -321,6 +321,8 @@ export class RunLifecycle {
       // Sent already, before the claim wrote it (createdOutputs).
       if (announced && e.revision === FIRST_OUTPUT_REVISION && event === "metadata") return SKIP;
       if (stored) return { event, json: stored.dataText, revision: e.revision };
+      // Read back only when written beside the run (too large for one event).
+      if (!isLargeValueMarker(e.data.data)) return { event, json: sseDataText(e.data.data), revision: e.revision };
       return chunkOf(store, e.data).then((data) => ({ event, json: sseDataText(data), revision: e.revision }));
     };
     return tailRunMapped(store, runId, from, signal, { map: output, first: announce, atEnd: () => this.waitEnded(runId, signal) });

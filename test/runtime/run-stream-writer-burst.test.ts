@@ -7,7 +7,7 @@ import { mkdtemp, rm, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import t, { type Test } from "tap";
-import { openSqliteStore, type SqliteEventStore } from "../../src/eventstore/sqlite.js";
+import { tempSqliteStore } from "../support/temp-sqlite-store.js";
 import { withAppend } from "../../src/eventstore/forwarding.js";
 import { AppendTicket, AppendTooLargeError, MAX_APPEND_SIZE, WrongExpectedVersionError, type EventData } from "../../src/eventstore/types.js";
 import { CommandPipeline } from "../../src/commands/pipeline.js";
@@ -25,15 +25,7 @@ const CHUNK_BYTES = 32 * 1024;
 const output = (i: number): EventData => ({ type: "RunOutput", data: { event: "custom", data: { i, pad: "x".repeat(CHUNK_BYTES) } } });
 const indexOf = (e: { data: unknown }) => (e.data as { data: { i: number } }).data.i;
 
-async function sqliteStore(t: Test): Promise<SqliteEventStore> {
-  const dir = await mkdtemp(path.join(tmpdir(), "run-stream-writer-burst-"));
-  const store = await openSqliteStore({ path: path.join(dir, "events.sqlite") });
-  t.teardown(async () => {
-    await store.close();
-    await rm(dir, { recursive: true, force: true });
-  });
-  return store;
-}
+const sqliteStore = (t: Test) => tempSqliteStore(t, "run-stream-writer-burst");
 
 /** How the pushes of a burst reach the writer: all in one turn, or with the graph's stream between them. */
 const pacings: Record<string, (i: number) => Promise<void> | undefined> = {

@@ -3,24 +3,13 @@
  * gives. Events in order up to the RunEnded, live; the first item and the end hook; skipped and asynchronously
  * mapped events; and the subscription let go of on every way out (end, abort, return, an error).
  */
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import path from "node:path";
 import t, { type Test } from "tap";
-import { openSqliteStore, type SqliteEventStore } from "../../src/eventstore/sqlite.js";
+import { tempSqliteStore } from "../support/temp-sqlite-store.js";
 import type { RecordedEvent } from "../../src/eventstore/types.js";
 import { runStream } from "../../src/domain/runs.js";
 import { SKIP, tailRun, tailRunMapped } from "../../src/runtime/run-tail.js";
 
-async function sqliteStore(t: Test): Promise<SqliteEventStore> {
-  const dir = await mkdtemp(path.join(tmpdir(), "run-tail-"));
-  const store = await openSqliteStore({ path: path.join(dir, "events.sqlite") });
-  t.teardown(async () => {
-    await store.close();
-    await rm(dir, { recursive: true, force: true });
-  });
-  return store;
-}
+const sqliteStore = (t: Test) => tempSqliteStore(t, "run-tail");
 
 const RUN = "r1";
 const output = (i: number) => ({ type: "RunOutput", data: { event: "custom", data: { i } } });
