@@ -6,8 +6,8 @@
 import type { AppContext } from "./context.js";
 import { threadState } from "./threads.js";
 import type { EventStore, RecordedEvent, Subscription } from "../eventstore/types.js";
-import { SKIP, tailRunMapped } from "../runtime/run-tail.js";
-import { isLargeValueMarker, resolveLarge } from "../eventstore/large-values.js";
+import { chunkOf, SKIP, tailRunMapped } from "../runtime/run-tail.js";
+import { isLargeValueMarker } from "../eventstore/large-values.js";
 import { runStream } from "../domain/runs.js";
 import { threadStream } from "../domain/threads.js";
 import {
@@ -89,9 +89,7 @@ async function followRun(
     const id = threadStreamEventId(threadRevision, e.revision);
     // A chunk too large for one event was written beside the run (see RunStreamWriter).
     if (!outputs.some((out) => isLargeValueMarker(out.data))) return outputs.map((out) => ({ id, event: out.event, data: out.data }));
-    return Promise.all(
-      outputs.map(async (out) => ({ id, event: out.event, data: isLargeValueMarker(out.data) ? await resolveLarge(store, out.data) : out.data })),
-    );
+    return Promise.all(outputs.map(async (out) => ({ id, event: out.event, data: await chunkOf(store, out) })));
   };
   return tailRunMapped(store, runId, after ?? "start", signal, { map });
 }

@@ -191,8 +191,9 @@ async function runEventBatches(
 
 /**
  * Hands the protocol events of a thread's runs to `onEvent`, in order, after `since` (see the module comment);
- * settles when `signal` aborts or the thread is deleted, and rejects with what `onEvent` threw. `fromRun`: without `since`, start at this run (where a count
- * of what the feed replays was made) rather than at the live start as it is now.
+ * settles when `signal` aborts or the thread is deleted, and rejects with what `onEvent` threw. `fromRun`: without
+ * `since`, start at this run (where a count of what the feed replays was made) rather than at the live start as it
+ * is now.
  */
 export async function feedThread(
   store: EventStore,
