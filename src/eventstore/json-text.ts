@@ -3,8 +3,8 @@
  * sized (to group them into appends under the store's limit) and then stored, and each of those
  * would otherwise serialise a chunk of up to a third of a MiB again.
  *
- * Only data made by `frozenFlatData` is remembered: frozen, and holding nothing but primitives, so
- * its text can never go stale. Any other data is serialised each time it is asked for.
+ * Only data made by `frozenFlatData` or `dataWithText` is remembered: frozen, so its text cannot go
+ * stale. Any other data is serialised each time it is asked for.
  */
 const texts = new WeakMap<object, string | undefined>();
 
@@ -17,7 +17,17 @@ export function frozenFlatData<T extends Record<string, string | number | boolea
   return data;
 }
 
-/** JSON.stringify(data), kept for data made by frozenFlatData. */
+/**
+ * Freezes `data` and gives it `text`, which its producer made as `JSON.stringify(data)` would, from
+ * parts it serialised once for many events (a run's token metadata). The producer hands out no other
+ * reference through which the parts could change: they are frozen too, or owned by `data` alone.
+ */
+export function dataWithText<T extends object>(data: T, text: string): Readonly<T> {
+  texts.set(Object.freeze(data), text);
+  return data;
+}
+
+/** JSON.stringify(data), kept for data made by frozenFlatData or dataWithText. */
 export function jsonTextOf(data: unknown): string | undefined {
   if (typeof data !== "object" || data === null || !texts.has(data)) return JSON.stringify(data);
   let text = texts.get(data);

@@ -12,6 +12,7 @@
 import { STREAM_EVENTS_V3_MODES } from "@langchain/langgraph/stream";
 import { newProtocolChunkState, protocolRecordsOf, type ProtocolChunkState } from "./protocol-chunks.js";
 import { toWire } from "./wire.js";
+import { dataWithText } from "../eventstore/json-text.js";
 
 export { toWire } from "./wire.js";
 
@@ -60,6 +61,15 @@ function messagesTuple(chunk: unknown): unknown {
   return metadata === chunk[1] ? chunk : [chunk[0], metadata];
 }
 
+/** `value` (plain JSON data) frozen throughout: shared by every token event of a model call. */
+function deepFreeze<T>(value: T): T {
+  if (typeof value === "object" && value !== null && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const item of Object.values(value)) deepFreeze(item);
+  }
+  return value;
+}
+
 function checkpointOfConfig(config: unknown): unknown {
   const c = (config as { configurable?: Record<string, unknown> } | undefined)?.configurable;
   if (!c?.checkpoint_id) return null;
@@ -94,6 +104,11 @@ export class StreamModeMapper {
   /** Whether the run records protocol (v2) events: the graph then streams v3 chunks of every namespace. */
   readonly protocol: ProtocolChunkState | undefined;
   private readonly partial = new Map<string, MessageLike>();
+  /**
+   * A `messages-tuple` metadata's wire form and JSON text, by the metadata object LangGraph hands out with
+   * every token of one model call: converted and serialised once per call, not once per token.
+   */
+  private readonly tupleMetadata = new WeakMap<object, { wire: unknown; text: string }>();
   private readonly completed = new Set<string>();
   /** Last root `values` chunk without `__interrupt__`: the run's result. */
   lastValues: unknown = undefined;
@@ -155,7 +170,7 @@ export class StreamModeMapper {
     }
     if (mode === "updates" && root && chunk && typeof chunk === "object" && "__interrupt__" in chunk) this.interrupted = true;
     if (mode === "messages") {
-      if (this.requested.has("messages-tuple")) out.push({ event: this.name("messages", ns), data: toWire(messagesTuple(chunk)) });
+      if (this.requested.has("messages-tuple")) out.push(this.messagesTupleEvent(this.name("messages", ns), chunk));
       return out;
     }
     if (this.requested.has(mode)) {
@@ -180,6 +195,24 @@ export class StreamModeMapper {
     const fresh = list.filter((m) => m && typeof m.id === "string" && !this.completed.has(m.id));
     for (const m of fresh) this.completed.add(m.id!);
     return fresh.length ? [{ event: "messages/complete", data: toWire(fresh) }] : [];
+  }
+
+  /**
+   * A `messages-tuple` event: `[message, metadata]`, its JSON text made from the message's and the call's
+   * metadata text (the metadata is most of a token event's bytes; see tupleMetadata).
+   */
+  private messagesTupleEvent(event: string, chunk: unknown): SseEvent {
+    const metadata = Array.isArray(chunk) && chunk.length === 2 ? (chunk[1] as unknown) : undefined;
+    if (typeof metadata !== "object" || metadata === null) return { event, data: toWire(messagesTuple(chunk)) };
+    let known = this.tupleMetadata.get(metadata);
+    if (!known) {
+      const wire = deepFreeze(toWire(publicMetadata(metadata)));
+      known = { wire, text: JSON.stringify(wire) };
+      this.tupleMetadata.set(metadata, known);
+    }
+    const message = toWire((chunk as unknown[])[0]);
+    const data = Object.freeze([message, known.wire]);
+    return dataWithText({ event, data }, `{"event":${JSON.stringify(event)},"data":[${JSON.stringify(message)},${known.text}]}`);
   }
 
   /** One streamEvents v2 event (used when `events` or `messages` was requested). */

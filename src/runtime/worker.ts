@@ -8,7 +8,7 @@ import { RUN_STREAM_PREFIX, decideClaim, decideEnd, runStream, runViewOf, type C
 import type { RunRecord } from "../domain/run-record.js";
 import { isEvent } from "../domain/event-of.js";
 import { executeRun, type GraphSource } from "./execute-run.js";
-import { serializeError } from "./stream-modes.js";
+import { serializeError, type SseEvent } from "./stream-modes.js";
 import { RunStreamWriter } from "./run-stream-writer.js";
 import { externalizeIfLarge, externalizeText, largeJsonText, outputReference, resolveLarge, surelyLarge } from "../eventstore/large-values.js";
 import { completeOnThread, loadRunStream, type CompletionDeps } from "./run-completion.js";
@@ -319,8 +319,10 @@ export class RunWorker {
     const writer = new RunStreamWriter(this.o.commands, runStream(run.run_id), revision, shrink);
     // The `values` output event of each data object emitted: a large result that is one of them is referenced, not written again.
     const valuesOutputs = new WeakMap<object, EventData>();
-    const output = (event: string, data: unknown) => {
-      const e: EventData = { type: "RunOutput", data: { event, data } };
+    // The mapper's `{event, data}` is the RunOutput's data as it is: it may carry its JSON text (see dataWithText).
+    const output = (sse: SseEvent) => {
+      const e: EventData = { type: "RunOutput", data: sse };
+      const { event, data } = sse;
       const isValues = event === "values" && typeof data === "object" && data !== null;
       if (isValues) valuesOutputs.set(data, e);
       writer.push(e, isValues);
@@ -337,7 +339,7 @@ export class RunWorker {
       resume,
       // The attempt the claim above recorded.
       attempt: stream.attempt + 1,
-      emit: (e) => output(e.event, e.data),
+      emit: output,
     });
     tracePoint("graph.end");
     clearTimeout(timer);
@@ -364,7 +366,7 @@ export class RunWorker {
     );
     // A final state too large for one event is referenced where it already is (the last values output) or written beside the run.
     if (ended.values !== undefined) ended.values = await storedValues(this.o.store, run.run_id, writer, ended.values, valuesOutputs);
-    if (ended.error) output("error", ended.error);
+    if (ended.error) output({ event: "error", data: ended.error });
     // Urgent: `/wait`, `/join`, stream ends and webhooks wait for this commit. The thread's mark goes with
     // the end (one commit for the run's last checkpoints and outputs, its end and the mark) and only if
     // the end is written; a rollback or a temporary thread has more to do in between, after the end.

@@ -144,6 +144,34 @@ t.test("stream modes: names, namespaces, messages accumulation, wire shape of me
   t.equal(plain.needsEvents, false);
 });
 
+t.test("messages-tuple: the call's metadata converted once, each token's text what JSON.stringify gives", async (t) => {
+  const { jsonTextOf } = await import("../../src/eventstore/json-text.js");
+  const m = new StreamModeMapper(["messages-tuple"], false);
+  // LangGraph hands out one metadata object for every token of a model call.
+  const metadata = { langgraph_node: "llm", tags: ["a"], __pregel_task_id: "internal", ls_model: 'q"\u2028\u{1F600}' };
+  const tokens = ["he", 'l"l\\o', "\u2028!"].map((content) => m.fromChunk(undefined, "messages", [new AIMessage({ id: "m1", content }), metadata])[0]!);
+  for (const [i, token] of tokens.entries()) {
+    t.equal(token.event, "messages");
+    t.equal(jsonTextOf(token), JSON.stringify(token), `token ${i}: its kept text is its data's JSON`);
+    t.match(JSON.parse(jsonTextOf(token)!), {
+      event: "messages",
+      data: [
+        { type: "ai", id: "m1" },
+        { langgraph_node: "llm", tags: ["a"] },
+      ],
+    });
+    t.notOk("__pregel_task_id" in (token.data as [unknown, Record<string, unknown>])[1], "internal keys left out");
+  }
+  t.same(
+    tokens.map((e) => (e.data as [{ content: string }])[0].content),
+    ["he", 'l"l\\o', "\u2028!"],
+  );
+  t.equal((tokens[0]!.data as unknown[])[1], (tokens[2]!.data as unknown[])[1], "one wire form of the metadata for the call");
+  t.ok(Object.isFrozen(tokens[0]) && Object.isFrozen((tokens[0]!.data as unknown[])[1]), "frozen, so the kept text cannot go stale");
+  const other = m.fromChunk(undefined, "messages", [new AIMessage({ id: "m2", content: "x" }), { langgraph_node: "other" }])[0]!;
+  t.match(JSON.parse(jsonTextOf(other)!), { data: [{ id: "m2" }, { langgraph_node: "other" }] }, "another call, its own metadata");
+});
+
 t.test("executeRun with a streaming chat model: messages/metadata once, accumulated partials, complete", async (t) => {
   const { FakeListChatModel } = await import("@langchain/core/utils/testing");
   const { MemorySaver, StateGraph, StateSchema, MessagesValue, START, END } = await import("@langchain/langgraph");
