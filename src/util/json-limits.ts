@@ -44,9 +44,48 @@ interface Frame {
   key: string | number | undefined;
 }
 
-/** The first place where `value` breaks `limits`, or undefined when it keeps them. */
+/**
+ * The first place where `value` breaks `limits`, or undefined when it keeps them.
+ *
+ * Every event the log takes is walked here, so the walk that finds nothing allocates nothing per node: values
+ * and depths on two stacks, keys read with for-in. Only when it meets a break does the walk that names the
+ * place (`locateViolation`) run, and its answer is the one given (for-in also sees inherited keys, so the
+ * first walk may suspect a value that keeps the limits; the second, by own keys, clears it).
+ */
 export function findLimitViolation(value: unknown, limits: Readonly<JsonLimits>, root = ""): LimitViolation | undefined {
   if (typeof value !== "object" || value === null) return undefined;
+  const values: object[] = [value];
+  const depths: number[] = [1];
+  while (values.length > 0) {
+    const node = values.pop()!;
+    const depth = depths.pop()!;
+    if (depth > limits.maxDepth) return locateViolation(value, limits, root);
+    if (Array.isArray(node)) {
+      for (let i = 0; i < node.length; i++) {
+        const item: unknown = node[i];
+        if (typeof item === "object" && item !== null) {
+          values.push(item);
+          depths.push(depth + 1);
+        }
+      }
+      continue;
+    }
+    let keys = 0;
+    const record = node as Record<string, unknown>;
+    for (const key in record) {
+      if (++keys > limits.maxKeys) return locateViolation(value, limits, root);
+      const item = record[key];
+      if (typeof item === "object" && item !== null) {
+        values.push(item);
+        depths.push(depth + 1);
+      }
+    }
+  }
+  return undefined;
+}
+
+/** findLimitViolation's answer, walking own keys with a frame per node so that the place can be named. */
+function locateViolation(value: object, limits: Readonly<JsonLimits>, root: string): LimitViolation | undefined {
   const stack: Frame[] = [{ value, depth: 1, parent: undefined, key: undefined }];
   while (stack.length > 0) {
     const frame = stack.pop()!;

@@ -1,6 +1,14 @@
 import t from "tap";
 import fc from "fast-check";
-import { assertWithinRequestLimits, findLimitViolation, InputLimitError, LOG_LIMITS, REQUEST_LIMITS } from "../../src/util/json-limits.js";
+import {
+  assertWithinRequestLimits,
+  findLimitViolation,
+  InputLimitError,
+  LOG_LIMITS,
+  REQUEST_LIMITS,
+  type JsonLimits,
+  type LimitViolation,
+} from "../../src/util/json-limits.js";
 
 const nestArrays = (depth: number, leaf: unknown = 1): unknown => {
   let value: unknown = leaf;
@@ -56,4 +64,43 @@ t.test("the log accepts what a request may carry, wrapped in the levels an event
   const request = nestArrays(REQUEST_LIMITS.maxDepth);
   const asEvent = { kwargs: { input: { messages: [{ content: [{ x: request }] }] } } };
   t.equal(findLimitViolation(asEvent, LOG_LIMITS), undefined);
+});
+
+t.test("the walk that allocates nothing per node answers as the walk that names the place", async (t) => {
+  // The oracle: every node on a stack with its parent, own keys only (findLimitViolation's rule, spelt out).
+  const reference = (value: unknown, limits: JsonLimits): LimitViolation | undefined => {
+    type Node = { value: object; depth: number; path: string };
+    if (typeof value !== "object" || value === null) return undefined;
+    const stack: Node[] = [{ value, depth: 1, path: "" }];
+    while (stack.length > 0) {
+      const node = stack.pop()!;
+      const path = node.path === "" ? "(root)" : node.path;
+      if (node.depth > limits.maxDepth) return { path, rule: "depth", limit: limits.maxDepth };
+      const entries: [string | number, unknown][] = Array.isArray(node.value) ? node.value.map((v, i) => [i, v]) : Object.entries(node.value);
+      if (!Array.isArray(node.value) && entries.length > limits.maxKeys) return { path, rule: "keys", limit: limits.maxKeys };
+      for (const [key, item] of entries) {
+        if (typeof item !== "object" || item === null) continue;
+        const step = typeof key === "number" ? `[${key}]` : node.path === "" ? key : `.${key}`;
+        stack.push({ value: item, depth: node.depth + 1, path: node.path + step });
+      }
+    }
+    return undefined;
+  };
+  fc.assert(
+    fc.property(
+      fc.jsonValue({ maxDepth: 5 }),
+      fc.integer({ min: 1, max: 5 }),
+      fc.oneof(fc.integer({ min: 0, max: 4 }), fc.constant(Infinity)),
+      (value, maxDepth, maxKeys) => {
+        const limits = { maxDepth, maxKeys };
+        t.same(findLimitViolation(value, limits), reference(value, limits));
+      },
+    ),
+    { numRuns: 300 },
+  );
+  // Keys a value inherits are not its own: for-in sees them, the answer does not count them.
+  const inherits = Object.create({ a: 1, b: 2, c: { deep: { deeper: {} } } }) as Record<string, unknown>;
+  inherits.own = 1;
+  t.equal(findLimitViolation({ x: inherits }, { maxDepth: 2, maxKeys: 1 }), undefined, "inherited keys count for nothing");
+  t.same(findLimitViolation({ x: { y: {} } }, { maxDepth: 2, maxKeys: 5 }), { path: "x.y", rule: "depth", limit: 2 });
 });
