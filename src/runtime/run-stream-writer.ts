@@ -14,7 +14,10 @@ import { APPEND_BUDGET, planBatches, sizeOfEvent } from "../eventstore/chunked-a
  */
 export class RunStreamWriter {
   private queue: EventData[] = [];
-  private flushing: Promise<void> | undefined;
+  /** Whether a batch is being written: the queue is then taken up again when it is done. */
+  private writing = false;
+  /** Callers waiting for the writer to have nothing queued and nothing in flight (see drain). */
+  private idleWaiters: (() => void)[] = [];
   /** The append in flight: its ticket, how many events it writes, the revision it expects to follow. */
   private inFlight: { ticket: AppendTicket; count: number; base: bigint } | undefined;
   /** First append failure; later pushes are dropped and `drain()` rejects with it. */
@@ -40,27 +43,49 @@ export class RunStreamWriter {
     if (this.failure) return;
     if (tracked) this.tracked.add(event);
     this.queue.push(event);
-    this.flushing ??= this.flush();
+    if (!this.writing) this.writeNext();
   }
 
-  private async flush(): Promise<void> {
-    try {
-      while (this.queue.length > 0 && !this.failure) {
-        const batch = this.queue;
-        this.queue = [];
-        const inFlight = { ticket: new AppendTicket(), count: batch.length, base: this.revision };
-        this.inFlight = inFlight;
-        try {
-          await this.append(batch, false, { ticket: inFlight.ticket });
-        } catch (error) {
-          this.failure = error;
-        } finally {
-          if (this.inFlight === inFlight) this.inFlight = undefined;
-        }
-      }
-    } finally {
-      this.flushing = undefined;
+  /**
+   * Writes what is queued as one batch, then the next: a chain of the store's promises with one callback
+   * each, not an async loop (a run's every token comes through here, often one per batch).
+   */
+  private writeNext(): void {
+    if (this.queue.length === 0 || this.failure) {
+      this.writing = false;
+      const waiters = this.idleWaiters;
+      this.idleWaiters = [];
+      for (const resolve of waiters) resolve();
+      return;
     }
+    this.writing = true;
+    const batch = this.queue;
+    this.queue = [];
+    const inFlight = { ticket: new AppendTicket(), count: batch.length, base: this.revision };
+    this.inFlight = inFlight;
+    const settled = (error?: unknown) => {
+      if (error !== undefined) this.failure = error;
+      if (this.inFlight === inFlight) this.inFlight = undefined;
+      this.writeNext();
+    };
+    this.commands.append({ stream: this.stream, events: batch, expected: "any", ticket: inFlight.ticket }).then(
+      (result) => {
+        this.written(batch, result.nextExpectedRevision);
+        settled();
+      },
+      (error: unknown) => {
+        if (!this.tooLarge(error)) return settled(error ?? new Error("append failed"));
+        this.appendInParts(batch, false, { ticket: inFlight.ticket }).then(
+          () => settled(),
+          (e: unknown) => settled(e ?? new Error("append failed")),
+        );
+      },
+    );
+  }
+
+  /** Resolves once nothing is queued or in flight (or the writer failed). */
+  private async whenIdle(): Promise<void> {
+    while (this.writing) await new Promise<void>((resolve) => this.idleWaiters.push(resolve));
   }
 
   /** One append; when the store refuses it as too large, shrunk events in several appends. */
@@ -72,6 +97,11 @@ export class RunStreamWriter {
     } catch (error) {
       if (!this.tooLarge(error)) throw error;
     }
+    await this.appendInParts(batch, checked, options);
+  }
+
+  /** `batch`, refused as too large in one append: its large events shrunk, in several appends. */
+  private async appendInParts(batch: EventData[], checked: boolean, options?: AppendOptions): Promise<void> {
     const shrunk: EventData[] = [];
     for (const event of batch) shrunk.push(sizeOfEvent(event) > APPEND_BUDGET / 4 ? await this.shrink(event) : event);
     // The parts are appends of their own (the ticket told of the refused whole), each still written
@@ -114,7 +144,7 @@ export class RunStreamWriter {
       } catch (error) {
         // The outputs go out on their own (drain() waits for them), whatever becomes of the end.
         this.queue = [...rest, ...this.queue];
-        if (this.queue.length > 0 && !this.failure) this.flushing ??= this.flush();
+        if (this.queue.length > 0 && !this.failure && !this.writing) this.writeNext();
         // Refused as it was (too large: the writer writes it in parts) or at all: as below, once it is settled.
         // So too when this append alone is too large (a burst of outputs the graph pushed faster than
         // the log took them, queued behind a small append): thrown, the end would race the outputs
@@ -122,7 +152,7 @@ export class RunStreamWriter {
         if (error !== inFlight.ticket.error && !this.tooLarge(error)) throw error;
       }
     }
-    while (this.flushing) await this.flushing;
+    await this.whenIdle();
     if (this.failure) throw this.failure;
     const batch = [...this.queue.splice(0), ...last];
     const before = this.revision;
@@ -168,7 +198,7 @@ export class RunStreamWriter {
   }
 
   async drain(): Promise<void> {
-    while (this.flushing) await this.flushing;
+    await this.whenIdle();
     if (this.failure) throw this.failure;
   }
 }
