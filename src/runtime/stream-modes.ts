@@ -13,6 +13,7 @@ import { STREAM_EVENTS_V3_MODES } from "@langchain/langgraph/stream";
 import { newProtocolChunkState, protocolRecordsOf, type ProtocolChunkState } from "./protocol-chunks.js";
 import { toWire } from "./wire.js";
 import { dataWithText } from "../eventstore/json-text.js";
+import { deepFreeze } from "../util/json.js";
 
 export { toWire } from "./wire.js";
 
@@ -59,15 +60,6 @@ function messagesTuple(chunk: unknown): unknown {
   if (!Array.isArray(chunk) || chunk.length !== 2) return chunk;
   const metadata = publicMetadata(chunk[1]);
   return metadata === chunk[1] ? chunk : [chunk[0], metadata];
-}
-
-/** `value` (plain JSON data) frozen throughout: shared by every token event of a model call. */
-function deepFreeze<T>(value: T): T {
-  if (typeof value === "object" && value !== null && !Object.isFrozen(value)) {
-    Object.freeze(value);
-    for (const item of Object.values(value)) deepFreeze(item);
-  }
-  return value;
 }
 
 function checkpointOfConfig(config: unknown): unknown {
@@ -206,6 +198,7 @@ export class StreamModeMapper {
     if (typeof metadata !== "object" || metadata === null) return { event, data: toWire(messagesTuple(chunk)) };
     let known = this.tupleMetadata.get(metadata);
     if (!known) {
+      // Shared by every token event of the call: frozen throughout, so their kept texts cannot go stale.
       const wire = deepFreeze(toWire(publicMetadata(metadata)));
       known = { wire, text: JSON.stringify(wire) };
       this.tupleMetadata.set(metadata, known);
