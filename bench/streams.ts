@@ -7,7 +7,8 @@
  * `stream_mode: ["messages-tuple", "values"]`, the SSE read with undici, one connection per client;
  * bench/support/streams-client.ts). Per wave:
  *   - first event (`metadata`), first token (first `messages` event with content) and end, from sending the
- *     stream request: p50 and p99;
+ *     stream request: p50 and p99; and from the client's start (`POST /threads` included, so also the time its
+ *     connections waited to be accepted);
  *   - server CPU (utime + stime of the process tree, /proc) over the wave, per token event and per run;
  *   - peak RSS of the process tree during the wave (sampled every 100 ms);
  *   - token events per second delivered (all clients' token events ÷ the wave's wall time).
@@ -75,7 +76,7 @@ export interface WaveResult {
   end: Percentiles;
   thread_create: Percentiles;
   /** The same three from the client's start (its POST /threads), what the user of a new chat waits. */
-  from_client_start: { first_token: Percentiles; end: Percentiles };
+  from_client_start: { first_event: Percentiles; first_token: Percentiles; end: Percentiles };
   /** The most streams open at one time (sent, not yet ended): how concurrent the wave really was. */
   peak_open_streams: number;
   token_events: number;
@@ -137,6 +138,7 @@ async function wave(target: Target, n: number, answer: string): Promise<WaveResu
       thread_create: percentiles(ok.map((t) => t.thread_ms)),
       ...(v2 ? { run_start: percentiles(ok.map((t) => t.run_start_ms ?? NaN)) } : {}),
       from_client_start: {
+        first_event: percentiles(ok.map((t) => t.thread_ms + t.first_event_ms)),
         first_token: percentiles(ok.map((t) => t.thread_ms + t.first_token_ms)),
         end: percentiles(ok.map((t) => t.thread_ms + t.end_ms)),
       },
@@ -168,6 +170,7 @@ async function wave(target: Target, n: number, answer: string): Promise<WaveResu
 const WAVE_METRICS = {
   first_event_p50_ms: (w: WaveResult) => w.first_event.p50_ms,
   first_event_p99_ms: (w: WaveResult) => w.first_event.p99_ms,
+  first_event_from_client_start_p99_ms: (w: WaveResult) => w.from_client_start.first_event.p99_ms,
   first_token_p50_ms: (w: WaveResult) => w.first_token.p50_ms,
   end_p50_ms: (w: WaveResult) => w.end.p50_ms,
   end_p99_ms: (w: WaveResult) => w.end.p99_ms,
@@ -194,6 +197,7 @@ const ANCHOR_METRICS: WaveMetric[] = [
 const V2_METRICS: WaveMetric[] = [
   "first_event_p50_ms",
   "first_event_p99_ms",
+  "first_event_from_client_start_p99_ms",
   "first_token_p50_ms",
   "end_p50_ms",
   "cpu_per_token_event_us",
@@ -242,7 +246,7 @@ function fmt(p: Percentiles): string {
 function printWave(name: string, w: WaveResult): void {
   console.error(
     `streams: ${name.padEnd(6)} ${String(w.streams).padStart(4)} streams: first event ${fmt(w.first_event)} ms, first token ${fmt(w.first_token)} ms, ` +
-      `end ${fmt(w.end)} ms (p50/p99; thread ${fmt(w.thread_create)} ms before, ${w.peak_open_streams} open at most); CPU ${w.server_cpu_per_token_event_us} µs/token, ${w.server_cpu_per_run_ms} ms/run; ` +
+      `end ${fmt(w.end)} ms (p50/p99; thread ${fmt(w.thread_create)} ms before; first event ${fmt(w.from_client_start.first_event)} ms from the client's start; ${w.peak_open_streams} open at most); CPU ${w.server_cpu_per_token_event_us} µs/token, ${w.server_cpu_per_run_ms} ms/run; ` +
       `peak RSS ${w.peak_rss_mib} MiB; ${w.tokens_per_s} tokens/s` +
       (w.counts ? `; ${w.counts.promises_per_token} promises and ${w.counts.heap_kb_per_token} KB of heap per token` : "") +
       (w.errors ? `; ${w.errors} errors: ${w.first_error}` : ""),

@@ -27,7 +27,7 @@ const EnvSchema = z.object({
    * new clients waits in the kernel's queue. Above 1, a helper process hands back that many copies of the
    * listening socket at start-up.
    */
-  ACCEPTS_PER_TURN: z.coerce.number().int().min(1).max(256).default(32),
+  ACCEPTS_PER_TURN: z.coerce.number().int().min(1).max(256).default(256),
   /** Runs executed at once by this process. */
   N_JOBS_PER_WORKER: z.coerce.number().int().positive().default(10),
   /** A run still executing after this many seconds is aborted and ends with status `timeout`. */
@@ -101,7 +101,7 @@ export interface Config {
   langgraphConfig: string | undefined;
   langgraphJsonPath: string;
   bodyLimit: number;
-  /** ACCEPTS_PER_TURN: new connections the server accepts per turn of its event loop (src/http/accept-watchers.ts). */
+  /** ACCEPTS_PER_TURN: the most new connections the server accepts per turn of its event loop (src/http/accept-watchers.ts). */
   acceptsPerTurn: number;
   maxConcurrentRuns: number;
   runTimeoutSecs: number;

@@ -147,7 +147,7 @@ export async function listen({ config, startup }: Assembly, http: FastifyInstanc
 export function startAcceptWatchers({ config, parts }: Assembly, http: FastifyInstance, started: Promise<unknown>): Promise<number> {
   return parts.use(
     "extra accepting descriptors",
-    watchAccepts(http.server, config.acceptsPerTurn, (m) => http.log.warn(m), started),
+    watchAccepts(http.server, config.acceptsPerTurn, (m) => http.log.warn(m), { startAfter: started }),
     (w) => w.close(),
   ).ready;
 }

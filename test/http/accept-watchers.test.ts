@@ -87,6 +87,122 @@ t.test("ACCEPTS_PER_TURN must be an integer from 1 to 256", async (t) => {
   for (const bad of ["0", "-1", "1.5", "257", "many"]) {
     t.throws(() => loadConfig({ ACCEPTS_PER_TURN: bad }), ConfigError, `ACCEPTS_PER_TURN=${bad}`);
   }
-  t.equal(loadConfig({}).acceptsPerTurn, 32);
+  t.equal(loadConfig({}).acceptsPerTurn, 256);
   t.equal(loadConfig({ ACCEPTS_PER_TURN: "1" }).acceptsPerTurn, 1);
 });
+
+t.test(
+  "the descriptor helper never takes a connection: clients waiting while it hands the copies back are all the server's",
+  { skip: process.platform !== "linux" && "Linux only" },
+  async (t) => {
+    const server = net.createServer((socket) => socket.end("served\n"));
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", 511, resolve));
+    const { port } = server.address() as net.AddressInfo;
+    // Connections already waiting in the accept queue when the helper gets the socket, and the server's loop
+    // blocked meanwhile: a helper that listened on it (its own loop free) would accept them and drop them at its exit.
+    const clients = Array.from({ length: 20 }, () => net.connect(port, "127.0.0.1"));
+    await Promise.all(clients.map((c) => new Promise((resolve) => c.once("connect", resolve))));
+    const answers = clients.map(
+      (c) =>
+        new Promise<string>((resolve) => {
+          let text = "";
+          c.on("data", (chunk) => (text += String(chunk)));
+          c.on("close", () => resolve(text.trim()));
+          c.on("error", () => {});
+        }),
+    );
+    let spawned!: () => void;
+    const started = new Promise<void>((resolve) => (spawned = resolve));
+    const watchers = watchAccepts(server, 8, (message) => t.fail(message), { startAfter: started });
+    spawned();
+    await new Promise<void>((resolve) => queueMicrotask(resolve)); // the helper is spawned and has the socket
+    await new Promise<void>((resolve) => queueMicrotask(resolve));
+    busyFor(1_500); // long enough for the helper to start and read its message
+    t.equal(await watchers.ready, 7, "seven copies");
+    // A client the helper took would never be answered: every one must be, by the server.
+    const deadline = setTimeout(() => clients.forEach((c) => c.destroy()), 10_000);
+    t.same(await Promise.all(answers), Array(20).fill("served"), "every waiting client was accepted by the server");
+    clearTimeout(deadline);
+    watchers.close();
+    await new Promise((resolve) => server.close(resolve));
+  },
+);
+
+/** Resolves with the first state `onChange` reports that `wanted` accepts. */
+function stateWatch() {
+  let waiter: { wanted: (s: State) => boolean; resolve: (s: State) => void } | undefined;
+  const seen: State[] = [];
+  return {
+    seen,
+    onChange(state: State) {
+      seen.push(state);
+      if (waiter?.wanted(state)) {
+        waiter.resolve(state);
+        waiter = undefined;
+      }
+    },
+    until(wanted: (s: State) => boolean): Promise<State> {
+      return new Promise((resolve) => (waiter = { wanted, resolve }));
+    },
+  };
+}
+type State = { listening: number; reserve: number };
+
+/** Opens `n` connections while the loop is blocked; the most the server accepted in one turn, once all are in. */
+async function burst(port: number, n: number, accepted: () => number): Promise<{ most: number; clients: net.Socket[] }> {
+  const goal = accepted() + n;
+  const clients = Array.from({ length: n }, () => net.connect(port, "127.0.0.1"));
+  await Promise.all(clients.map((c) => new Promise((resolve) => c.once("connect", resolve))));
+  busyFor(50);
+  let most = 0;
+  let before = accepted();
+  while (accepted() < goal) {
+    await new Promise((resolve) => setImmediate(resolve));
+    most = Math.max(most, accepted() - before);
+    before = accepted();
+  }
+  return { most, clients };
+}
+
+t.test(
+  "a few descriptors listen at rest; a turn that uses all of them brings in the reserve, which goes once the bursts stop",
+  { skip: process.platform !== "linux" && "Linux only" },
+  async (t) => {
+    let accepted = 0;
+    const sockets: net.Socket[] = [];
+    const server = net.createServer((socket) => {
+      accepted++;
+      sockets.push(socket);
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", 511, resolve));
+    const { port } = server.address() as net.AddressInfo;
+    const states = stateWatch();
+    const watchers = watchAccepts(server, 48, (message) => t.fail(message), { resting: 4, quietMs: 300, onChange: states.onChange });
+    t.equal(await watchers.ready, 47, "47 copies held");
+    t.same(states.seen.at(-1), { listening: 4, reserve: 44 }, "4 descriptors listen at rest, 44 wait in reserve");
+
+    const first = await burst(port, 40, () => accepted);
+    t.same(states.seen.at(-1), { listening: 48, reserve: 0 }, "the burst brought in the whole reserve");
+    t.ok(first.most > 4, `more than the 4 resting descriptors accepted in one turn once it did (most: ${first.most})`);
+
+    // No turn uses the resting descriptors any more: after the quiet time only they listen, and a helper fetches the reserve again.
+    t.same(await states.until((s) => s.listening === 4), { listening: 4, reserve: 0 }, "back to the resting descriptors");
+    t.same(await states.until((s) => s.reserve === 44), { listening: 4, reserve: 44 }, "the reserve fetched again");
+
+    // One connection at a time is not a burst.
+    const single = net.connect(port, "127.0.0.1");
+    await new Promise((resolve) => single.once("connect", resolve));
+    while (accepted < 41) await new Promise((resolve) => setImmediate(resolve));
+    await new Promise((resolve) => setImmediate(resolve));
+    t.equal(watchers.listening, 4, "a single connection leaves the reserve alone");
+
+    const second = await burst(port, 40, () => accepted);
+    t.equal(watchers.listening, 48, "the next burst brings the refetched reserve in");
+    t.ok(second.most > 4, `more than 4 accepted in one turn again (most: ${second.most})`);
+
+    for (const socket of [...first.clients, ...second.clients, single, ...sockets]) socket.destroy();
+    watchers.close();
+    t.equal(watchers.listening, 1, "closed: only the server's own descriptor is left");
+    await new Promise((resolve) => server.close(resolve));
+  },
+);
