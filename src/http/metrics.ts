@@ -28,6 +28,8 @@ export class ServerMetrics {
   webhooksInFlight: () => number = () => 0;
   /** Runs this process's worker executes now (set by the server once the worker is built). */
   runsExecuting: () => number = () => 0;
+  /** Descriptors of the listening socket accepting new connections now (set by the server; see ACCEPTS_PER_TURN). */
+  acceptingDescriptors: () => number = () => 1;
   /** Open SSE streams (run streams and joins), counted by the run routes. */
   openStreams = 0;
   /** The claimers of this process (set by the server once they are built); read at scrape time. */
@@ -117,6 +119,7 @@ export class ServerMetrics {
     const registers = [this.registry];
     // Read at scrape time (a gauge's collect() gets the gauge as `this`).
     const runsExecuting = () => this.runsExecuting();
+    const acceptingDescriptors = () => this.acceptingDescriptors();
     const openStreams = () => this.openStreams;
     const webhooksInFlight = () => this.webhooksInFlight();
     // A scrape while the log is unreachable answers at once, without the gauges that need its head.
@@ -146,6 +149,14 @@ export class ServerMetrics {
       registers,
       collect() {
         this.set(runsExecuting());
+      },
+    });
+    new Gauge({
+      name: "agent_server_accepting_descriptors",
+      help: "Descriptors of the listening socket accepting new connections now: each accepts one per event-loop turn (more while new clients come in bursts, ACCEPTS_PER_TURN)",
+      registers,
+      collect() {
+        this.set(acceptingDescriptors());
       },
     });
     new Gauge({

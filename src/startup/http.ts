@@ -144,12 +144,14 @@ export async function listen({ config, startup }: Assembly, http: FastifyInstanc
  * it answers on its own descriptor meanwhile. Registered after HTTP, so closed before it: no copy accepts once
  * HTTP stops accepting. Settles with how many listen.
  */
-export function startAcceptWatchers({ config, parts }: Assembly, http: FastifyInstance, started: Promise<unknown>): Promise<number> {
-  return parts.use(
+export function startAcceptWatchers({ config, parts, metrics }: Assembly, http: FastifyInstance, started: Promise<unknown>): Promise<number> {
+  const watchers = parts.use(
     "extra accepting descriptors",
     watchAccepts(http.server, config.acceptsPerTurn, (m) => http.log.warn(m), { startAfter: started }),
     (w) => w.close(),
-  ).ready;
+  );
+  metrics.acceptingDescriptors = () => watchers.listening;
+  return watchers.ready;
 }
 
 function describeListenError(error: unknown, config: Config): Error {

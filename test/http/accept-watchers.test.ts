@@ -63,6 +63,8 @@ t.test(
   async (t) => {
     const server = await startTestServer({ env: { ACCEPTS_PER_TURN: "8" } });
     t.equal(await server.server.acceptDescriptors, 7, "seven more descriptors, once the server has started");
+    const metrics = await (await fetch(`${server.url}/metrics`)).text();
+    t.match(metrics, /^agent_server_accepting_descriptors 8$/m, "/metrics counts the eight listening (fewer than the 16 that listen at rest)");
     const { port } = new URL(server.url);
     // Connections opened together land on whichever descriptor accepts them: every one is answered.
     const answers = await Promise.all(Array.from({ length: 16 }, () => fetch(`${server.url}/ok`, { headers: { connection: "close" } })));
