@@ -12,11 +12,8 @@ function busyFor(ms: number): void {
   while (performance.now() < end);
 }
 
-/**
- * Opens `CLIENTS` connections while the loop is blocked, then counts the connections the server accepts
- * between consecutive check phases (one turn of the event loop each): the most in one turn.
- */
-async function mostAcceptedInOneTurn(perTurn: number): Promise<{ most: number; extra: number }> {
+/** A server counting the connections it accepts, listening on a free port. */
+async function countingServer(): Promise<{ server: net.Server; port: number; accepted: () => number; sockets: net.Socket[] }> {
   let accepted = 0;
   const sockets: net.Socket[] = [];
   const server = net.createServer((socket) => {
@@ -24,19 +21,35 @@ async function mostAcceptedInOneTurn(perTurn: number): Promise<{ most: number; e
     sockets.push(socket);
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", 511, resolve));
-  const watchers = watchAccepts(server, perTurn, (message) => t.fail(message));
-  const extra = await watchers.ready;
-  const { port } = server.address() as net.AddressInfo;
-  const clients = Array.from({ length: CLIENTS }, () => net.connect(port, "127.0.0.1"));
+  return { server, port: (server.address() as net.AddressInfo).port, accepted: () => accepted, sockets };
+}
+
+/**
+ * Opens `n` connections, blocks the loop so that they pile up in the accept queue, then counts the connections
+ * the server accepts between consecutive check phases (one turn of the event loop each): the most in one turn,
+ * once all are in.
+ */
+async function burst(port: number, n: number, accepted: () => number): Promise<{ most: number; clients: net.Socket[] }> {
+  const goal = accepted() + n;
+  const clients = Array.from({ length: n }, () => net.connect(port, "127.0.0.1"));
   await Promise.all(clients.map((c) => new Promise((resolve) => c.once("connect", resolve))));
   busyFor(50);
   let most = 0;
-  let before = accepted;
-  while (accepted < CLIENTS) {
+  let before = accepted();
+  while (accepted() < goal) {
     await new Promise((resolve) => setImmediate(resolve));
-    most = Math.max(most, accepted - before);
-    before = accepted;
+    most = Math.max(most, accepted() - before);
+    before = accepted();
   }
+  return { most, clients };
+}
+
+/** `CLIENTS` connections in a burst on a server with `perTurn` descriptors: the most accepted in one turn. */
+async function mostAcceptedInOneTurn(perTurn: number): Promise<{ most: number; extra: number }> {
+  const { server, port, accepted, sockets } = await countingServer();
+  const watchers = watchAccepts(server, perTurn, (message) => t.fail(message));
+  const extra = await watchers.ready;
+  const { most, clients } = await burst(port, CLIENTS, accepted);
   for (const socket of [...clients, ...sockets]) socket.destroy();
   watchers.close();
   await new Promise((resolve) => server.close(resolve));
@@ -150,40 +163,17 @@ function stateWatch() {
 }
 type State = { listening: number; reserve: number };
 
-/** Opens `n` connections while the loop is blocked; the most the server accepted in one turn, once all are in. */
-async function burst(port: number, n: number, accepted: () => number): Promise<{ most: number; clients: net.Socket[] }> {
-  const goal = accepted() + n;
-  const clients = Array.from({ length: n }, () => net.connect(port, "127.0.0.1"));
-  await Promise.all(clients.map((c) => new Promise((resolve) => c.once("connect", resolve))));
-  busyFor(50);
-  let most = 0;
-  let before = accepted();
-  while (accepted() < goal) {
-    await new Promise((resolve) => setImmediate(resolve));
-    most = Math.max(most, accepted() - before);
-    before = accepted();
-  }
-  return { most, clients };
-}
-
 t.test(
   "a few descriptors listen at rest; a turn that uses all of them brings in the reserve, which goes once the bursts stop",
   { skip: process.platform !== "linux" && "Linux only" },
   async (t) => {
-    let accepted = 0;
-    const sockets: net.Socket[] = [];
-    const server = net.createServer((socket) => {
-      accepted++;
-      sockets.push(socket);
-    });
-    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", 511, resolve));
-    const { port } = server.address() as net.AddressInfo;
+    const { server, port, accepted, sockets } = await countingServer();
     const states = stateWatch();
     const watchers = watchAccepts(server, 48, (message) => t.fail(message), { resting: 4, quietMs: 300, onChange: states.onChange });
     t.equal(await watchers.ready, 47, "47 copies held");
     t.same(states.seen.at(-1), { listening: 4, reserve: 44 }, "4 descriptors listen at rest, 44 wait in reserve");
 
-    const first = await burst(port, 40, () => accepted);
+    const first = await burst(port, 40, accepted);
     t.same(states.seen.at(-1), { listening: 48, reserve: 0 }, "the burst brought in the whole reserve");
     t.ok(first.most > 4, `more than the 4 resting descriptors accepted in one turn once it did (most: ${first.most})`);
 
@@ -194,11 +184,11 @@ t.test(
     // One connection at a time is not a burst.
     const single = net.connect(port, "127.0.0.1");
     await new Promise((resolve) => single.once("connect", resolve));
-    while (accepted < 41) await new Promise((resolve) => setImmediate(resolve));
+    while (accepted() < 41) await new Promise((resolve) => setImmediate(resolve));
     await new Promise((resolve) => setImmediate(resolve));
     t.equal(watchers.listening, 4, "a single connection leaves the reserve alone");
 
-    const second = await burst(port, 40, () => accepted);
+    const second = await burst(port, 40, accepted);
     t.equal(watchers.listening, 48, "the next burst brings the refetched reserve in");
     t.ok(second.most > 4, `more than 4 accepted in one turn again (most: ${second.most})`);
 
