@@ -23,9 +23,9 @@ const EnvSchema = z.object({
     .positive()
     .default(10 * 1024 * 1024),
   /**
-   * New connections accepted per turn of the event loop (Linux): Node accepts one, so under load a wave of
-   * new clients waits in the kernel's queue. Above 1, a helper process hands back that many copies of the
-   * listening socket at start-up.
+   * The most new connections accepted per turn of the event loop (Linux): Node accepts one, so under load a
+   * wave of new clients waits in the kernel's queue. Above 1, a helper process hands back that many copies of
+   * the listening socket once the server has started; 16 listen at rest, the rest during bursts of new clients.
    */
   ACCEPTS_PER_TURN: z.coerce.number().int().min(1).max(256).default(256),
   /** Runs executed at once by this process. */

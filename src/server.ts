@@ -36,7 +36,7 @@ export interface RunningServer {
    * listens (rejects when a graph cannot be loaded: main.ts then exits with that message).
    */
   ready: Promise<void>;
-  /** Settles once the extra accepting descriptors (ACCEPTS_PER_TURN) listen, after `ready`: how many. */
+  /** Settles once the extra accepting descriptors (ACCEPTS_PER_TURN) are held, after `ready`: how many. */
   acceptDescriptors: Promise<number>;
   http: FastifyInstance;
   /** Sends webhooks (undefined when `http.disable_webhooks` is set). */

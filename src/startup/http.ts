@@ -142,7 +142,7 @@ export async function listen({ config, startup }: Assembly, http: FastifyInstanc
 /**
  * The extra descriptors of the listening socket (ACCEPTS_PER_TURN), once the server has started (`started`):
  * it answers on its own descriptor meanwhile. Registered after HTTP, so closed before it: no copy accepts once
- * HTTP stops accepting. Settles with how many listen.
+ * HTTP stops accepting. Settles with how many copies it holds (listening, or in reserve for bursts).
  */
 export function startAcceptWatchers({ config, parts, metrics }: Assembly, http: FastifyInstance, started: Promise<unknown>): Promise<number> {
   const watchers = parts.use(
