@@ -26,7 +26,7 @@ const HELPER = `process.on("message", (count, handle) => {
 /** How long the helper may take to send its copies before the server goes on without the rest. */
 const HELPER_TIMEOUT_MS = 10_000;
 /** Descriptors listening at rest, the server's own included. */
-export const RESTING_DESCRIPTORS = 16;
+const RESTING_DESCRIPTORS = 16;
 /** How long no turn may use every resting descriptor before the reserve stops listening. */
 const QUIET_MS = 10_000;
 
