@@ -78,8 +78,8 @@ t.test("@langchain/react useStream in Chromium", { skip: skipWithoutBrowser() },
 
   for (const transport of TRANSPORTS) {
     t.test(`${transport}: streams the reply, survives a reload mid-run, shows the final state`, async (t) => {
-      // An assistant of the chat graph that takes 4 s to reply: time enough to reload on a busy machine.
-      const slow = await srv.client.assistants.create({ graphId: "chat", config: { configurable: { delay: 400 } } });
+      // An assistant of the chat graph that takes 6 s to reply: time enough to reload on a busy machine.
+      const slow = await srv.client.assistants.create({ graphId: "chat", config: { configurable: { delay: 600 } } });
       const { tab, errors } = await open(t, slow.assistant_id, transport);
       await send(tab, "hello");
       // Token by token: the reply grows while the run goes on. The page may attach to the run's
