@@ -120,7 +120,17 @@ async function runBenches() {
 }
 
 const totals = { passed: 0, failed: 0, skipped: 0 };
+/** [name, ok, seconds]: printed at the end with how long each step took, so a slow CI run shows where its time went. */
 const steps = [];
+const startedAt = Date.now();
+let stepStartedAt = startedAt;
+/** Seconds since the last step ended (or the start). */
+function stepSeconds() {
+  const now = Date.now();
+  const seconds = Math.round((now - stepStartedAt) / 1000);
+  stepStartedAt = now;
+  return seconds;
+}
 
 /**
  * The static checks, all at once: each is one process with idle time to share, so together they take about the time
@@ -145,9 +155,10 @@ const staticChecks = [
   ],
 ];
 const staticResults = await Promise.all(staticChecks.map(([, cmd, args]) => run(cmd, args)));
+const staticSeconds = stepSeconds();
 staticChecks.forEach(([name], i) => {
   const ok = staticResults[i].code === 0;
-  steps.push([name, ok]);
+  steps.push([name, ok, staticSeconds]);
   if (ok) totals.passed++;
   else totals.failed++;
 });
@@ -163,7 +174,7 @@ const tapCounts = countTap(tap.out);
 totals.passed += tapCounts.passed;
 totals.failed += tapCounts.failed;
 totals.skipped += tapCounts.skipped;
-steps.push(["tap", tap.code === 0 && tapCounts.failed === 0]);
+steps.push(["tap", tap.code === 0 && tapCounts.failed === 0, stepSeconds()]);
 if (tap.code !== 0 && tapCounts.failed === 0) totals.failed++;
 
 if (!all) {
@@ -190,13 +201,13 @@ const benchTestCounts = countTap(benchTests.out);
 totals.passed += benchTestCounts.passed;
 totals.failed += benchTestCounts.failed;
 totals.skipped += benchTestCounts.skipped;
-steps.push(["bench harness tests", benchTests.code === 0 && benchTestCounts.failed === 0]);
+steps.push(["bench harness tests", benchTests.code === 0 && benchTestCounts.failed === 0, stepSeconds()]);
 if (benchTests.code !== 0 && benchTestCounts.failed === 0) totals.failed++;
 
 const benchCounts = await runBenches();
 totals.passed += benchCounts.passed;
 totals.failed += benchCounts.failed;
-steps.push(["bench --tiny", benchCounts.failed === 0]);
+steps.push(["bench --tiny", benchCounts.failed === 0, stepSeconds()]);
 
 const vitestReport = path.join(resultsDir, "vitest.json");
 const vitest = await run(bin("vitest"), [
@@ -217,14 +228,16 @@ try {
 totals.passed += vitestCounts.passed;
 totals.failed += vitestCounts.failed;
 totals.skipped += vitestCounts.skipped;
-steps.push(["vitest", vitest.code === 0 && vitestCounts.failed === 0]);
+steps.push(["vitest", vitest.code === 0 && vitestCounts.failed === 0, stepSeconds()]);
 if (vitest.code !== 0 && vitestCounts.failed === 0) totals.failed++;
 
 finish();
 
 /** Prints the steps, the failures and the summary line, and exits. */
 function finish() {
-  for (const [name, ok] of steps) console.log(`${ok ? "ok" : "FAILED"}: ${name}`);
+  // The static checks run at once: each shows their common time.
+  for (const [name, ok, seconds] of steps) console.log(`${ok ? "ok" : "FAILED"}: ${name} (${seconds} s)`);
+  console.log(`all steps: ${Math.round((Date.now() - startedAt) / 1000)} s`);
   if (tapCounts.fileFailures.length) console.log(`failed test files: ${tapCounts.fileFailures.join(", ")}`);
   // Named again here, next to the summary, because CI logs are often read from the tail only.
   for (const name of tapCounts.subtestFailures) console.log(`failed: ${name}`);
