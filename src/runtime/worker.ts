@@ -25,9 +25,12 @@ import {
 } from "../domain/run-rules.js";
 import { tracePoint } from "../util/trace-points.js";
 import { isPoison } from "../read-models/quarantine.js";
+import { TurnGate } from "../util/turn-gate.js";
 
 /** The subscriber name of the worker's quarantine records. */
 export const RUN_WORKER_SUBSCRIBER = "run-worker";
+/** Graphs a worker starts per turn of the event loop (see RunWorker.graphStarts). */
+const GRAPH_STARTS_PER_TURN = 32;
 
 export interface WorkerOptions extends CompletionDeps {
   store: EventStore;
@@ -93,6 +96,12 @@ export class RunWorker {
   private readonly timers = new Map<string, { cancel(): void }>();
   /** Runs claimed (by anyone) and not ended: what a lease check looks at. */
   private readonly openClaims = new Set<string>();
+  /**
+   * Graphs started per turn of the event loop: one commit releases the claims of a whole burst of runs at once,
+   * and their graphs' first steps, started together, would hold the loop for one long stretch (no request
+   * read, no stream's first event written) before any of them reaches its model.
+   */
+  private readonly graphStarts = new TurnGate(GRAPH_STARTS_PER_TURN);
   private unsubscribe: (() => void) | undefined;
   private renewTimer: NodeJS.Timeout | undefined;
   private stopping = false;
@@ -329,6 +338,8 @@ export class RunWorker {
     };
     // A large input was written beside the run: the graph gets the value itself.
     const kwargs = { ...run.kwargs, input: await resolveLarge(this.o.store, run.kwargs.input), command: await resolveLarge(this.o.store, run.kwargs.command) };
+    const turn = this.graphStarts.pass();
+    if (turn) await turn;
     tracePoint("graph.start");
     let outcome = await executeRun({
       run: { ...run, kwargs },
