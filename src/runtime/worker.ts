@@ -338,7 +338,8 @@ export class RunWorker {
     };
     // A large input was written beside the run: the graph gets the value itself.
     const kwargs = { ...run.kwargs, input: await resolveLarge(this.o.store, run.kwargs.input), command: await resolveLarge(this.o.store, run.kwargs.command) };
-    const turn = this.graphStarts.pass();
+    // Only a burst can hold the loop this way: with few runs active, a graph starts at once, as before.
+    const turn = this.active.size > GRAPH_STARTS_PER_TURN ? this.graphStarts.pass() : undefined;
     if (turn) await turn;
     tracePoint("graph.start");
     let outcome = await executeRun({
