@@ -20,8 +20,10 @@
  * `ours_v2`: every wave again on our server, after all the others, with clients of the thread streaming protocol (v2),
  * as useStream opens it (bench/support/streams-client.ts, streamOneRunV2), and `v2_over_v1`: the two side by side
  * (STREAMS_V2=0 skips it).
- * `engine`: the floor, the same graph streamed in this process (bench/support/streams-engine.ts), each wave size before
- * the servers' waves and after them, and `cpu_per_token_over_engine`, each of our sides' CPU per token ÷ the engine's.
+ * `engine`: the floor, the same graph streamed by a plain node process of its own with the server's node flags, no HTTP,
+ * no log and no client (bench/support/streams-engine.ts), each wave size before the servers' waves and after them: its
+ * CPU per token, each stream's end (p50/p99 from the wave's start) and peak RSS, measured as the servers' are; and
+ * `over_engine`, each of our sides' CPU per token, end p50 and peak RSS ÷ the engine's.
  * STREAMS_NODE_ARGS: node flags for our server, space-separated (e.g. `--cpu-prof --cpu-prof-dir=/tmp/p`).
  * STREAMS_COUNTS=1 (and --tiny): our server is preloaded with bench/support/cost-probe.cjs, and each of its waves also states
  * `counts`: promises and KB allocated on the V8 heap per token event, and the GCs of the wave. Counts do not drift
@@ -44,7 +46,7 @@ import { round2, summary } from "./support/stats.js";
 import { anchorDir, startAnchor } from "./support/streams-anchor.js";
 import { streamOneRun, streamOneRunV2, type StreamTiming } from "./support/streams-client.js";
 import { STREAMS_GRAPH_ID, streamsAnswer, streamsGraphSource, streamsLanggraphJson } from "./support/streams-graph.js";
-import { engineWave, loadEngine, type EngineWave } from "./support/streams-engine.js";
+import { startEngine, type Engine, type EngineWave } from "./support/streams-engine.js";
 import { sampleTreePeakRss, treeCpuMs } from "./support/streams-proc.js";
 
 const MAX_JOBS = 512;
@@ -226,9 +228,39 @@ async function startOurs(project: BenchProject, dataDir: string, tokens: number,
   };
 }
 
-/** The engine's wave before and after the servers', and the mean of their CPU per token event: the floor to compare with. */
-function engineOf(before: EngineWave, after: EngineWave): { streams: number; cpu_per_token_event_us: number; before: EngineWave; after: EngineWave } {
-  return { streams: before.streams, cpu_per_token_event_us: round2((before.cpu_per_token_event_us + after.cpu_per_token_event_us) / 2), before, after };
+interface EngineFloor {
+  streams: number;
+  cpu_per_token_event_us: number;
+  end_p50_ms: number;
+  peak_rss_mib: number;
+  before: EngineWave;
+  after: EngineWave;
+}
+
+/** The engine's wave before and after the servers', and the means of the two: the floor to compare with. */
+function engineOf(before: EngineWave, after: EngineWave): EngineFloor {
+  const mean = (a: number, b: number) => round2((a + b) / 2);
+  return {
+    streams: before.streams,
+    cpu_per_token_event_us: mean(before.cpu_per_token_event_us, after.cpu_per_token_event_us),
+    end_p50_ms: mean(before.end.p50_ms, after.end.p50_ms),
+    peak_rss_mib: mean(before.peak_rss_mib, after.peak_rss_mib),
+    before,
+    after,
+  };
+}
+
+/** A side's wave ÷ the engine's floor, per wave size: CPU per token, end p50 and peak RSS. */
+function overEngineOf(
+  waves: readonly WaveResult[],
+  engine: readonly EngineFloor[],
+): { streams: number; cpu_per_token: number; end_p50: number; peak_rss: number }[] {
+  return waves.map((w, i) => ({
+    streams: w.streams,
+    cpu_per_token: round2(w.server_cpu_per_token_event_us / engine[i].cpu_per_token_event_us),
+    end_p50: round2(w.end.p50_ms / engine[i].end_p50_ms),
+    peak_rss: round2(w.peak_rss_mib / engine[i].peak_rss_mib),
+  }));
 }
 
 /** "20,200,500" → [20, 200, 500]; anything but positive integers is an error naming STREAMS_WAVES. */
@@ -270,6 +302,7 @@ export async function benchStreams(
   const project = await makeBenchProject();
   const dataDir = await mkdtemp(path.join(tmpdir(), "agent-server-bench-streams-"));
   const targets: Target[] = [];
+  let engineProcess: Engine | undefined;
   let anchorNote: string | undefined;
   try {
     // Tiny runs count too, so that the probe's path is exercised wherever the benchmarks run.
@@ -308,10 +341,11 @@ export async function benchStreams(
     }
     // The floor: the graph alone in this process, wave by wave, before the servers' waves and again after them
     // (the machine's speed drifts within a run), while the servers idle.
-    const streamOnce = await loadEngine(project.dir);
-    await engineWave(streamOnce, warmup);
+    engineProcess = await startEngine(project.dir);
+    const engineProc: Engine = engineProcess;
+    await engineProc.wave(warmup);
     const engineBefore: EngineWave[] = [];
-    for (const n of waves) engineBefore.push(await engineWave(streamOnce, n));
+    for (const n of waves) engineBefore.push(await engineProc.wave(n));
     const results: Record<string, WaveResult[]> = Object.fromEntries(targets.map((t) => [t.name, []]));
     // Ours and the anchor wave by wave, side by side; the v2 waves after all of them, so that what they leave in the
     // server's heap does not weigh on the v1 waves' memory (their numbers stay comparable with earlier runs).
@@ -325,16 +359,18 @@ export async function benchStreams(
       results[t.name].push(w);
     }
     const engineAfter: EngineWave[] = [];
-    for (const n of waves) engineAfter.push(await engineWave(streamOnce, n));
+    for (const n of waves) engineAfter.push(await engineProc.wave(n));
     const engine = engineBefore.map((before, i) => engineOf(before, engineAfter[i]));
     for (const e of engine)
       console.error(
-        `streams: engine ${String(e.streams).padStart(4)} streams in this process: CPU ${e.cpu_per_token_event_us} µs/token (${e.before.cpu_per_token_event_us} before the servers' waves, ${e.after.cpu_per_token_event_us} after)`,
+        `streams: engine ${String(e.streams).padStart(4)} streams, the graph alone in its own process: CPU ${e.cpu_per_token_event_us} µs/token, ` +
+          `end p50 ${e.end_p50_ms} ms, peak RSS ${e.peak_rss_mib} MiB (before the servers' waves ${e.before.cpu_per_token_event_us}, ${e.before.end.p50_ms}, ${e.before.peak_rss_mib}; ` +
+          `after ${e.after.cpu_per_token_event_us}, ${e.after.end.p50_ms}, ${e.after.peak_rss_mib})`,
       );
     const overEngine = Object.fromEntries(
       Object.entries(results)
         .filter(([name]) => name !== "anchor")
-        .map(([name, ws]) => [name, ws.map((w, i) => round2(w.server_cpu_per_token_event_us / engine[i].cpu_per_token_event_us))]),
+        .map(([name, ws]) => [name, overEngineOf(ws, engine)]),
     );
     const sideBySide = results.anchor?.length
       ? sideBySideOf(waves, results.ours, results.anchor, (ours, anchor) => ({ ours, anchor, ours_over_anchor: round2(ours / anchor) }), ANCHOR_METRICS)
@@ -363,11 +399,12 @@ export async function benchStreams(
       idle_cpu_ms_per_s: idle,
       waves: results,
       engine,
-      cpu_per_token_over_engine: overEngine,
+      over_engine: overEngine,
       ...(sideBySide ? { side_by_side: sideBySide } : {}),
       ...(v2OverV1 ? { v2_over_v1: v2OverV1 } : {}),
     };
   } finally {
+    await engineProcess?.stop().catch(() => undefined);
     for (const t of targets) await t.stop().catch(() => undefined);
     await rm(dataDir, { recursive: true, force: true });
     await project.remove();
