@@ -339,10 +339,10 @@ export async function benchStreams(
       await new Promise((r) => setTimeout(r, tiny ? 500 : 3_000));
       idle[t.name] = round2(((await treeCpuMs(t.pid)) - c0) / ((performance.now() - i0) / 1000));
     }
-    // The floor: the graph alone in this process, wave by wave, before the servers' waves and again after them
-    // (the machine's speed drifts within a run), while the servers idle.
-    engineProcess = await startEngine(project.dir);
-    const engineProc: Engine = engineProcess;
+    // The floor: the graph alone in a process of its own, wave by wave, before the servers' waves and again after
+    // them (the machine's speed drifts within a run), while the servers idle.
+    const engineProc = await startEngine(project.dir);
+    engineProcess = engineProc;
     await engineProc.wave(warmup);
     const engineBefore: EngineWave[] = [];
     for (const n of waves) engineBefore.push(await engineProc.wave(n));
