@@ -28,7 +28,6 @@ export interface EngineWave {
 }
 
 export interface Engine {
-  pid: number;
   wave(n: number): Promise<EngineWave>;
   stop(): Promise<void>;
 }
@@ -40,7 +39,7 @@ interface WaveReply {
   wallMs: number;
 }
 
-const RUNNER = `// Made by bench/support/streams-engine.ts: the chat graph streamed in-process, as the server streams it.
+const RUNNER = `// Made by bench/support/streams-engine.ts: the chat graph streamed by a process of its own, as the server streams it.
 import { MemorySaver } from "@langchain/langgraph";
 import { graph } from "./chat.js";
 
@@ -103,7 +102,6 @@ export async function startEngine(projectDir: string): Promise<Engine> {
     child.once("error", reject);
   });
   return {
-    pid: child.pid!,
     wave: (n) => measuredWave(child, n),
     stop: () => stopChild(child),
   };
