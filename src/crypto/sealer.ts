@@ -16,8 +16,9 @@ export interface Sealer {
    * vault's pool of pre-created keys the first time this process seals for the stream (a bounded LRU remembers
    * stream -> key id; on a miss a fresh pool key is taken, so a stream may have several keys, never one shared with
    * another stream). Synchronous. The stream name is the AES-GCM additional data. Returns a compact ASCII envelope.
+   * `remember: false` when this process will not read the envelope back soon (see VaultSealer.sealed).
    */
-  seal(stream: string, plaintext: string): string;
+  seal(stream: string, plaintext: string, options?: { remember?: boolean }): string;
   /** Decrypts an envelope sealed for `stream`: KeyDestroyedError when its key was destroyed, UnreadableEnvelopeError otherwise. */
   open(stream: string, envelope: string): string;
   /** True when `value` is a string in the envelope format (a look at its header, no crypto). */
@@ -64,7 +65,8 @@ class VaultSealer implements Sealer {
   private pool: DataKey[] = [];
   /** Unwrapped data keys; a key forgotten or dropped is zeroed. */
   private readonly keys = new LRUCache<string, Buffer>({ max: KEY_CACHE_SIZE, dispose: (key) => key.fill(0) });
-  private readonly streams = new LRUCache<string, string>({ max: STREAM_CACHE_SIZE });
+  /** The key each stream seals with, bytes and all (a copy of its own, zeroed when dropped): one lookup per seal. */
+  private readonly streams = new LRUCache<string, DataKey>({ max: STREAM_CACHE_SIZE, dispose: (dataKey) => dataKey.key.fill(0) });
   /**
    * What this process sealed lately, by the envelope's IV (random, never reused): most values are read back
    * within moments of their writing. A hit must match the whole envelope and the stream, as a decryption would.
@@ -87,19 +89,17 @@ class VaultSealer implements Sealer {
     this.blockSize = poolSize;
   }
 
-  seal(stream: string, plaintext: string): string {
+  seal(stream: string, plaintext: string, options?: { remember?: boolean }): string {
     this.assertOpen();
-    let keyId = this.streams.get(stream);
-    let key = keyId === undefined ? undefined : this.liveKey(keyId);
-    if (keyId === undefined || key === undefined) {
-      const taken = this.take();
-      keyId = taken.id;
-      key = taken.key;
-      this.streams.set(stream, keyId);
-      this.keys.set(keyId, key);
+    let dataKey = this.streams.get(stream);
+    if (dataKey === undefined) {
+      dataKey = this.take();
+      this.streams.set(stream, dataKey);
+      this.keys.set(dataKey.id, Buffer.from(dataKey.key));
     }
-    const envelope = sealEnvelope(key, keyId, stream, plaintext);
-    this.sealed.set(envelopeIv(envelope), { stream, keyId, envelope, plaintext });
+    const keyId = dataKey.id;
+    const envelope = sealEnvelope(dataKey.key, keyId, stream, plaintext);
+    if (options?.remember !== false) this.sealed.set(envelopeIv(envelope), { stream, keyId, envelope, plaintext });
     return envelope;
   }
 
@@ -136,7 +136,7 @@ class VaultSealer implements Sealer {
     // Collected first: a cache is not changed while it is iterated.
     const forgotten = [...this.sealed.entries()].filter(([, value]) => doomed.has(value.keyId)).map(([iv]) => iv);
     for (const iv of forgotten) this.sealed.delete(iv);
-    const streams = [...this.streams.entries()].filter(([, id]) => doomed.has(id)).map(([stream]) => stream);
+    const streams = [...this.streams.entries()].filter(([, key]) => doomed.has(key.id)).map(([stream]) => stream);
     for (const stream of streams) this.streams.delete(stream);
     for (const k of this.pool) if (doomed.has(k.id)) k.key.fill(0);
     this.pool = this.pool.filter((k) => !doomed.has(k.id));
@@ -156,16 +156,6 @@ class VaultSealer implements Sealer {
     this.streams.clear();
     this.sealed.clear();
     this.vault.close();
-  }
-
-  /** A key for sealing: undefined once destroyed (perhaps by another process), so that the stream gets a fresh one. */
-  private liveKey(keyId: string): Buffer | undefined {
-    const cached = this.keys.get(keyId);
-    if (cached) return cached;
-    const found = this.vault.lookup(keyId);
-    if (found.state !== "live") return undefined;
-    this.keys.set(keyId, found.key);
-    return found.key;
   }
 
   private load(keyId: string): Buffer {

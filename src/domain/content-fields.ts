@@ -1,10 +1,11 @@
 import type { EventCatalogue } from "./events.js";
 
 /**
- * Which parts of each event's data are content (what a user wrote or a graph produced), sealed at
- * rest when the log is encrypted, and which stay clear: ids, types, status, times, owners, and
- * whatever an operator needs to see in the raw log. Every fold reads events through the decrypting
- * reader, so the split decides what the files reveal, never what a fold sees.
+ * Which parts of each event's data are content (what a user wrote or a graph produced), and which stay
+ * clear: ids, types, status, times, owners, and whatever an operator needs to see in the raw log. When the
+ * log is encrypted, an event with content is stored as its clear part beside the sealed whole of its data.
+ * Every fold reads events through the decrypting reader, so this decides what the files reveal, never
+ * what a fold sees.
  */
 
 /** A field of an event's data, as the keys from its top level down (keys may contain dots). */
@@ -149,11 +150,8 @@ function withValue(data: JsonRecord, path: FieldPath, value: unknown): JsonRecor
   return { ...data, [key]: rest.length === 0 ? value : withValue(isRecord(inner) ? inner : {}, rest, value) };
 }
 
-/**
- * Splits an event's data into what stays clear and what is sealed; undefined when nothing is to be
- * sealed (a clear type, data that is not an object, or no content field present).
- */
-export function splitContent(type: string, data: unknown, jsonKeys: readonly string[]): SplitData | undefined {
+/** The content fields `data` has, by the rule of its type; undefined when it has nothing to seal. */
+function contentPathsOf(type: string, data: unknown, jsonKeys: readonly string[]): { data: JsonRecord; paths: FieldPath[] } | undefined {
   const rule = contentRuleOf(type);
   if (!rule || !isRecord(data)) return undefined;
   const clearWhen = rule.clearWhen;
@@ -163,33 +161,61 @@ export function splitContent(type: string, data: unknown, jsonKeys: readonly str
     const object = valueAt(data, metadata);
     if (isRecord(object)) for (const key of jsonKeys) if (Object.hasOwn(object, key)) paths.push([...metadata, key]);
   }
-  const content: ContentPart = [];
+  return { data, paths };
+}
+
+/**
+ * What of an event's data stays in clear in the log: the data without its content fields (a fresh
+ * object; the input is not changed). Undefined when nothing is to be sealed (a clear type, data that
+ * is not an object, or no content field present).
+ */
+export function clearPartOf(type: string, data: unknown, jsonKeys: readonly string[]): Record<string, unknown> | undefined {
+  const found = contentPathsOf(type, data, jsonKeys);
+  if (!found) return undefined;
   // One copy of the top level for all the fields removed (most rules name top-level fields only).
   let clear: JsonRecord | undefined;
+  for (const path of found.paths) {
+    if (valueAt(found.data, path) === undefined) continue;
+    clear ??= { ...found.data };
+    removeFrom(clear, path[0]!, path.slice(1));
+  }
+  return clear;
+}
+
+/**
+ * Splits an event's data into what stays clear and its content, the parts the log's envelopes held
+ * before they held the whole data (see joinContent); undefined when nothing is to be sealed.
+ */
+export function splitContent(type: string, data: unknown, jsonKeys: readonly string[]): SplitData | undefined {
+  const found = contentPathsOf(type, data, jsonKeys);
+  if (!found) return undefined;
+  const { data: record, paths } = found;
+  const content: ContentPart = [];
+  let clear: JsonRecord | undefined;
   for (const path of paths) {
-    const value = valueAt(data, path);
+    const value = valueAt(record, path);
     if (value === undefined) continue;
     content.push([path, value]);
-    clear ??= { ...data };
+    clear ??= { ...record };
     removeFrom(clear, path[0]!, path.slice(1));
   }
   return clear !== undefined ? { clear, content } : undefined;
 }
 
-/** The original data from its clear part and its opened content (key order may differ). */
+/** The original data from its clear part and the content parts an earlier envelope held (key order may differ). */
 export function joinContent(clear: Record<string, unknown>, content: ContentPart): Record<string, unknown> {
   let data = clear;
   for (const [path, value] of content) data = withValue(data, path, value);
   return data;
 }
 
-/** The split and join the encrypting store applies (src/eventstore/encrypting.ts), for these named metadata keys. */
+/** What the encrypting store leaves in clear, and how it reads earlier envelopes (src/eventstore/encrypting.ts), for these named metadata keys. */
 export function contentPolicy(jsonKeys: readonly string[]): {
-  split(type: string, data: unknown): SplitData | undefined;
+  clearPart(type: string, data: unknown): Record<string, unknown> | undefined;
   join(clear: Record<string, unknown>, content: unknown): Record<string, unknown>;
 } {
   return {
-    split: (type, data) => splitContent(type, data, jsonKeys),
+    clearPart: (type, data) => clearPartOf(type, data, jsonKeys),
     join: (clear, content) => joinContent(clear, content as ContentPart),
   };
 }

@@ -18,16 +18,20 @@ export interface EventPolicy {
    * false lets JSON.stringify's own TypeError through.
    */
   explainUnserialisable?: boolean;
+  /** The store holds what this process appends in memory: it needs the data's text too where the log stores another form. */
+  holdsAppended?: boolean;
 }
 
 /** One event of an append, checked: id settled (lower-case), data known to serialise, metadata an object or absent. */
 export interface CheckedEvent {
   id: string;
   type: string;
-  /** The data as given. */
-  data: unknown;
-  /** The data as JSON text. */
+  /** What the log stores: the event's storedData when it came with one, else its data. */
+  stored: unknown;
+  /** `stored` as JSON text. */
   json: string;
+  /** The data as given, as JSON text, when the policy holds appended events (the same string as `json` when nothing else is stored). */
+  dataJson: string | undefined;
   /** Absent or empty metadata are both undefined: nothing to store. */
   metadata: Record<string, unknown> | undefined;
 }
@@ -67,7 +71,10 @@ function checkEvent(event: EventData, index: number, policy: EventPolicy): Check
   if (event.id === undefined) id = policy.newId();
   else if (typeof event.id === "string" && UUID.test(event.id)) id = event.id.toLowerCase();
   else throw new TypeError(`append: event #${index} id must be a UUID, got ${String(event.id)}`);
-  const json = toJson(event.data, index, policy.explainUnserialisable ?? false);
+  const explain = policy.explainUnserialisable ?? false;
+  const stored = event.storedData === undefined ? event.data : event.storedData;
+  const json = toJson(stored, index, explain);
+  const dataJson = !policy.holdsAppended ? undefined : stored === event.data ? json : (event.dataText ?? toJson(event.data, index, explain));
   const meta = event.metadata;
   if (meta !== undefined && (typeof meta !== "object" || meta === null || Array.isArray(meta))) {
     throw new TypeError(`append: event #${index} metadata must be an object`);
@@ -75,8 +82,9 @@ function checkEvent(event: EventData, index: number, policy: EventPolicy): Check
   return {
     id,
     type: event.type,
-    data: event.data,
+    stored,
     json,
+    dataJson,
     metadata: meta === undefined || Object.keys(meta).length === 0 ? undefined : meta,
   };
 }

@@ -1,6 +1,8 @@
 import { KeyDestroyedError, UnreadableEnvelopeError, type Sealer } from "../crypto/sealer.js";
 import { refused } from "./forwarding.js";
 import { deepFreeze, isPlainObject } from "../util/json.js";
+import { dataTextOf } from "./data-text.js";
+import { jsonTextOf } from "./json-text.js";
 import {
   InvalidEventError,
   PURGED_EVENT_TYPE,
@@ -12,16 +14,22 @@ import {
   type SubscriptionItem,
 } from "./types.js";
 
-/** The field of a sealed event's data that holds the envelope of its content. */
+/**
+ * The field of a sealed event's data that holds the envelope: of the whole data (a JSON object), or, in envelopes
+ * written before the whole was sealed, of its content parts (a JSON array, joined with the clear fields).
+ */
 export const SEALED_FIELD = "$sealed";
+/** How the sealed field shows in an event's JSON text. */
+const SEALED_KEY_TEXT = JSON.stringify(SEALED_FIELD) + ":";
 
 /**
- * Which part of an event's data is content, and how to put it back: handed in by the assembly
- * (the decisions live in src/domain/content-fields.ts, a layer above this one).
+ * Which part of an event's data stays in clear: handed in by the assembly (the decisions live in
+ * src/domain/content-fields.ts, a layer above this one).
  */
 export interface ContentPolicy {
-  /** The content to seal and the rest; undefined stores the event as it is. */
-  split(type: string, data: unknown): { clear: Record<string, unknown>; content: unknown } | undefined;
+  /** The data without its content, stored beside the sealed whole; undefined stores the event as it is. */
+  clearPart(type: string, data: unknown): Record<string, unknown> | undefined;
+  /** The data from its clear part and the content parts of an envelope written before the whole data was sealed. */
   join(clear: Record<string, unknown>, content: unknown): unknown;
 }
 
@@ -34,6 +42,11 @@ export interface ContentPolicy {
 export function withEncryption(store: EventStore, sealer: Sealer, policy: ContentPolicy): EventStore {
   // The embedded store hands one frozen object to every reader: each is opened once, and its opened copy shared.
   const opened = new WeakMap<RecordedEvent, RecordedEvent>();
+  /**
+   * The embedded store owns its file and holds the events this process appended, as given (EventData.storedData
+   * goes to the file): their readers need no decryption, so the sealer need not remember what it sealed for them.
+   */
+  const holdsAppended = store.kind === "sqlite";
 
   const envelopeOf = (data: unknown): string | undefined => {
     if (!isPlainObject(data)) return undefined;
@@ -41,13 +54,22 @@ export function withEncryption(store: EventStore, sealer: Sealer, policy: Conten
     return sealer.isEnvelope(value) ? value : undefined;
   };
 
+  // What the log stores is sealed (the caller's own stored form, when it gives one); the data as given stays for the store to hold.
   const seal = (stream: string, event: EventData): EventData => {
-    const split = policy.split(event.type, event.data);
-    if (!split) return event;
-    return { ...event, data: { ...split.clear, [SEALED_FIELD]: sealer.seal(stream, JSON.stringify(split.content)) } };
+    const given = event.storedData === undefined;
+    const stored = given ? event.data : event.storedData;
+    const clear = policy.clearPart(event.type, stored);
+    const text = clear && jsonTextOf(stored);
+    if (clear === undefined || text === undefined) return event;
+    const envelope = sealer.seal(stream, text, { remember: !holdsAppended });
+    // The data's text, made once: sealed here, and held by the store for this process's readers.
+    return { ...event, storedData: { ...clear, [SEALED_FIELD]: envelope }, ...(given ? { dataText: text } : {}) };
   };
 
   const open = (event: RecordedEvent): RecordedEvent => {
+    // An event held as it was appended (its data's text at hand, without a sealed field) is read as it is, unparsed.
+    const text = dataTextOf(event);
+    if (text !== undefined && !text.includes(SEALED_KEY_TEXT)) return event;
     const envelope = envelopeOf(event.data);
     if (envelope === undefined) return event;
     const cached = opened.get(event);
@@ -67,9 +89,14 @@ export function withEncryption(store: EventStore, sealer: Sealer, policy: Conten
       if (error instanceof UnreadableEnvelopeError) throw new InvalidEventError(event.streamId, event.revision, event.type, error.message, event.position);
       throw error;
     }
-    const { [SEALED_FIELD]: _sealed, ...clear } = isPlainObject(event.data) ? event.data : {};
+    const opened: unknown = JSON.parse(plaintext);
+    let data = opened;
+    if (Array.isArray(opened)) {
+      const { [SEALED_FIELD]: _sealed, ...clear } = isPlainObject(event.data) ? event.data : {};
+      data = policy.join(clear, opened);
+    }
     // Frozen through, as the store's own events are: every reader of this event shares the one opened copy.
-    return { ...event, data: deepFreeze(policy.join(clear, JSON.parse(plaintext))) };
+    return { ...event, data: deepFreeze(data) };
   };
 
   const openAll = (events: RecordedEvent[]): RecordedEvent[] => events.map(open);
@@ -96,7 +123,7 @@ export function withEncryption(store: EventStore, sealer: Sealer, policy: Conten
     purgeStreams: async (streams) => {
       const keyIds = new Set<string>();
       for (const stream of streams) {
-        for (const event of await store.readStream(stream)) {
+        for (const event of await store.readStream(stream, { fromStorage: true })) {
           const envelope = envelopeOf(event.data);
           if (envelope !== undefined) keyIds.add(sealer.keyIdOf(envelope));
         }

@@ -550,5 +550,5 @@ function serverFilter(filter: EventFilter | undefined): Filter {
 
 /** A checked event as the client takes it: the data as given (the client stringifies it), no empty metadata. */
 function toPrepared(event: CheckedEvent): PreparedEvent {
-  return { id: event.id, type: event.type, data: event.data as JSONType, metadata: event.metadata };
+  return { id: event.id, type: event.type, data: event.stored as JSONType, metadata: event.metadata };
 }

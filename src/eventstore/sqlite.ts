@@ -104,7 +104,10 @@ const MAX_INT64 = 2n ** 63n - 1n;
 interface PreparedEvent {
   id: string;
   type: string;
+  /** The text the row stores. */
   data: string;
+  /** The data's text as readers of the recent events get it: `data` unless the append gave a stored form. */
+  held: string;
   metadata: string | null;
 }
 
@@ -272,7 +275,7 @@ class SqliteStore implements SqliteEventStore {
     try {
       // Generated ids are time-ordered (UUIDv7): the unique index on event_id then grows at its right edge. Random (v4)
       // ids would scatter each commit over many index pages, each of them written (and, with synchronous=FULL, synced) per commit.
-      prepared = checkAppend(stream, events, expected, { newId: newTimeOrderedId }, toStored);
+      prepared = checkAppend(stream, events, expected, { newId: newTimeOrderedId, holdsAppended: true }, toStored);
       // EventStoreDB's limit, so that both stores accept the same appends.
       const size = prepared.reduce((sum, e) => sum + eventSize(e.type, e.data, e.metadata), 0);
       if (size > MAX_APPEND_SIZE) throw new AppendTooLargeError(stream, MAX_APPEND_SIZE, size);
@@ -300,12 +303,12 @@ class SqliteStore implements SqliteEventStore {
     if (direction === "forwards") {
       if (from === "end") return [];
       const start = from === "start" ? 0n : from;
-      const recent = this.recent.streamFrom(stream, start, maxCount ?? Infinity);
+      const recent = options.fromStorage ? undefined : this.recent.streamFrom(stream, start, maxCount ?? Infinity);
       if (recent) return recent.map(eventOf);
       rows = take<Row>(this.sql.streamForwards, [stream, start], maxCount);
     } else {
       const start = from === "start" ? 0n : from === "end" ? MAX_INT64 : min(from, MAX_INT64);
-      const recent = this.recent.streamBackwards(stream, start, maxCount ?? Infinity);
+      const recent = options.fromStorage ? undefined : this.recent.streamBackwards(stream, start, maxCount ?? Infinity);
       if (recent) return recent.map(eventOf);
       rows = take<Row>(this.sql.streamBackwards, [stream, start], maxCount);
     }
@@ -465,7 +468,7 @@ class SqliteStore implements SqliteEventStore {
     if (job.mayBeRetry) {
       const original = this.findOriginal(job);
       if (original === "partial") throw conflict();
-      if (original) return { ...original, dataLengths: events.map((e) => e.data.length) };
+      if (original) return { ...original, dataLengths: events.map((e) => e.held.length) };
     }
     if (!satisfies(expected, current)) throw conflict();
     if (events.length === 0) return { nextExpectedRevision: current ?? -1n, position: this.head() };
@@ -477,7 +480,7 @@ class SqliteStore implements SqliteEventStore {
       for (const e of events) {
         revision++;
         position = this.sql.insert.run(stream, revision, e.id, e.type, e.data, e.metadata, created).lastInsertRowid as bigint;
-        inserted.push(new CommittedEvent(position, stream, revision, e.id, e.type, e.data, e.metadata, created));
+        inserted.push(new CommittedEvent(position, stream, revision, e.id, e.type, e.held, e.metadata, created));
       }
     } catch (error) {
       // Some of the ids exist already (the first one did not): ESDB answers a partial duplicate with a conflict.
@@ -485,7 +488,7 @@ class SqliteStore implements SqliteEventStore {
       throw error;
     }
     this.batchHeads.set(stream, revision);
-    return { nextExpectedRevision: revision, position, dataLengths: events.map((e) => e.data.length) };
+    return { nextExpectedRevision: revision, position, dataLengths: events.map((e) => e.held.length) };
   }
 
   /**
@@ -567,10 +570,10 @@ function satisfies(expected: ExpectedRevision, current: bigint | undefined): boo
   }
 }
 
-/** A checked event as the events table stores it: JSON text, metadata NULL when there is none. */
+/** A checked event as the events table stores it (JSON text, metadata NULL when there is none) and as the recent events hold it. */
 function toStored(event: CheckedEvent): PreparedEvent {
   const metadata = event.metadata === undefined ? null : JSON.stringify(event.metadata);
-  return { id: event.id, type: event.type, data: event.json, metadata };
+  return { id: event.id, type: event.type, data: event.json, held: event.dataJson ?? event.json, metadata };
 }
 
 function eventOf(e: CommittedEvent): RecordedEvent {

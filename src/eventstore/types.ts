@@ -16,6 +16,14 @@ export interface EventData {
   id?: string;
   type: string;
   data: unknown;
+  /**
+   * What the log stores in place of `data` (the encrypting store's sealed form of it). Whatever is read from the
+   * log is this; the copy a store holds in memory of an event this process appended (the SQLite store's recent
+   * events) is `data`, as given.
+   */
+  storedData?: unknown;
+  /** The data's JSON text when the writer made it already (as jsonTextOf does): a store that needs it takes it as it is. */
+  dataText?: string;
   metadata?: Record<string, unknown>;
 }
 
@@ -55,6 +63,8 @@ export interface ReadStreamOptions {
   fromRevision?: bigint | "start" | "end";
   direction?: Direction;
   maxCount?: number;
+  /** Read what the log stores (see EventData.storedData), never the copies this process holds of its own appends. */
+  fromStorage?: boolean;
 }
 
 export interface ReadAllOptions {

@@ -506,6 +506,33 @@ export function eventStoreContract(t: Test, factory: () => Promise<StoreUnderTes
     t.same(revs(await store.readStream(s, { fromRevision: "start", maxCount: 2 })), [0, 1], "maxCount from start");
   });
 
+  test("storedData is what the log stores: reads from storage give it, a store's copy of its own appends gives the data", async (t, store) => {
+    const { stream } = namespace();
+    const s = stream(1);
+    const given = { shown: "as given" };
+    const stored = { shown: "as stored" };
+    await store.append(s, [ev("Twofold", given, { storedData: stored }), ev("Once", { only: 1 })]);
+    const fromStorage = await store.readStream(s, { fromStorage: true });
+    t.same(
+      fromStorage.map((e) => e.data),
+      [stored, { only: 1 }],
+      "read from storage: the stored form",
+    );
+    t.same(
+      (await store.readStream(s, { fromStorage: true, direction: "backwards" })).map((e) => e.data),
+      [{ only: 1 }, stored],
+      "backwards too",
+    );
+    // The embedded store owns its file and holds what this process appended; EventStoreDB's reads go to the server.
+    const held = store.kind === "sqlite";
+    t.same(
+      (await store.readStream(s))[0].data,
+      held ? given : stored,
+      held ? "a read of what this process holds: the data as given" : "a read: the stored form",
+    );
+    await t.rejects(store.append(s, [ev("X", {}, { storedData: 10n })]), TypeError, "a stored form that is not JSON is refused like data");
+  });
+
   test("bad arguments are rejected as TypeError and write nothing", async (t, store) => {
     const { stream } = namespace();
     const s = stream(1);

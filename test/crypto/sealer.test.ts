@@ -221,6 +221,21 @@ t.test("destroy by another sealer: this one's later seals for the stream use a f
   t.equal(one.open("s", first), "1");
 });
 
+t.test("a stream's key stays whole while the cache of opened keys turns over", async (t) => {
+  const vaultPath = tempVault(t);
+  const one = sealerAt(t, vaultPath, masterKeys(KEY_A), 64);
+  const other = sealerAt(t, vaultPath, masterKeys(KEY_A), 1024);
+  const before = one.seal("kept", "before");
+  // More keys than the cache of opened keys holds (10,000) pass through `one`, none of them its streams'.
+  const envelopes = Array.from({ length: 10_050 }, (_, i) => other.seal(`other-${i}`, String(i)));
+  envelopes.forEach((envelope, i) => one.open(`other-${i}`, envelope));
+  const after = one.seal("kept", "after");
+  t.equal(one.keyIdOf(after), one.keyIdOf(before), "the stream still seals with its key");
+  const fresh = sealerAt(t, vaultPath, masterKeys(KEY_A));
+  t.equal(fresh.open("kept", after), "after", "and with its real bytes: a restart opens what it sealed");
+  t.equal(fresh.open("kept", before), "before");
+});
+
 t.test("a wrong master key at open: WrongMasterKeyError with one clear line; a fresh vault adopts any key", async (t) => {
   const vaultPath = tempVault(t);
   const a = openSealer({ vaultPath, masterKeys: masterKeys(KEY_B) });

@@ -3,7 +3,7 @@ import path from "node:path";
 import { pathToFileURL } from "node:url";
 import t from "tap";
 import type { ZodType } from "zod";
-import { CLEAR, EVENT_CONTENT, contentRuleOf, joinContent, splitContent, type ContentRule } from "../../src/domain/content-fields.js";
+import { CLEAR, EVENT_CONTENT, clearPartOf, contentRuleOf, joinContent, splitContent, type ContentRule } from "../../src/domain/content-fields.js";
 import { schemaForEventType } from "../../src/domain/events.js";
 
 const eventsModule = path.resolve(import.meta.dirname, "../../src/domain/events.ts");
@@ -74,6 +74,14 @@ t.test("the fields every fold orders or filters by stay clear", async (t) => {
   const run = { run_id: "r", thread_id: "t", status: "pending", metadata: { owner: "alice", email: "a@b" }, kwargs: { input: 1 } };
   const split = splitContent("RunEnqueued", { run, thread_metadata: { owner: "alice", email: "a@b" } }, ["email"]);
   t.same(split?.clear, { run: { run_id: "r", thread_id: "t", status: "pending", metadata: { owner: "alice" } }, thread_metadata: { owner: "alice" } });
+  t.same(
+    clearPartOf("RunEnqueued", { run, thread_metadata: { owner: "alice", email: "a@b" } }, ["email"]),
+    split?.clear,
+    "the clear part stored beside the sealed whole",
+  );
+  t.same(run.metadata, { owner: "alice", email: "a@b" }, "the data given is not changed");
+  t.equal(clearPartOf("ThreadUpdated", { metadata: { kept: true }, updated_at: "x" }, ["email"]), undefined, "nothing to seal: stored as it is");
+  t.equal(clearPartOf("RunOutput", { event: "metadata", data: { run_id: "r" } }, []), undefined, "a server-made chunk stays clear");
   const ended = splitContent("RunEnded", { status: "success", values: { v: 1 }, ended_at: "x" }, []);
   t.same(ended?.clear, { status: "success", ended_at: "x" });
   const put = splitContent("StoreItemPut", { namespace: ["a"], key: "k", value: { v: 1 }, at: "x", ttl_minutes: null, expires_at: null }, []);

@@ -17,9 +17,10 @@ import {
   type RecordedEvent,
   type Subscription,
 } from "../../src/eventstore/types.js";
-import { CLEAR, EVENT_CONTENT, contentPolicy } from "../../src/domain/content-fields.js";
+import { CLEAR, EVENT_CONTENT, contentPolicy, splitContent } from "../../src/domain/content-fields.js";
 import { schemaForEventType } from "../../src/domain/events.js";
 import { getLargeJson, putLargeJson } from "../../src/eventstore/chunked-append.js";
+import { dataTextOf } from "../../src/eventstore/data-text.js";
 import { eventStoreContract } from "../contract/eventstore-contract.js";
 
 /** Letters only, so JSON escaping leaves it as it is and a byte scan finds it. */
@@ -32,8 +33,9 @@ interface Opened {
   dir: string;
 }
 
-async function open(t: Test, policy: ContentPolicy = contentPolicy(["secret"])): Promise<Opened> {
-  const dir = await mkdtemp(path.join(os.tmpdir(), "encrypting-"));
+/** A store and its sealer in a new directory, or in `dir` again (as a restart opens them). */
+async function open(t: Test, policy: ContentPolicy = contentPolicy(["secret"]), reopen?: string): Promise<Opened> {
+  const dir = reopen ?? (await mkdtemp(path.join(os.tmpdir(), "encrypting-")));
   const inner = await openSqliteStore({ path: path.join(dir, "events.sqlite") });
   const sealer = openSealer({ vaultPath: path.join(dir, "keys.sqlite"), masterKeys: parseMasterKeys({ LANGGRAPH_AES_KEY: "k".repeat(32) })!, poolSize: 4 });
   // As the assembly wraps it: schema checks (of plaintext) outside, encryption next to the adapter.
@@ -149,12 +151,14 @@ t.test("every content-bearing type round-trips, sealed at rest, through reads an
   for (const [i, type] of contentTypes.entries()) await store.append(streams[i], [{ type, data: data[type] }]);
 
   for (const [i, type] of contentTypes.entries()) {
-    const [raw] = await inner.readStream(streams[i]);
+    const [raw] = await inner.readStream(streams[i], { fromStorage: true });
     t.equal(raw.type, type, `${type}: the type stays clear`);
     t.type((raw.data as Record<string, unknown>)[SEALED_FIELD], "string", `${type}: sealed`);
     t.notOk(JSON.stringify(raw.data).includes(m), `${type}: no content in clear`);
     const [read] = await store.readStream(streams[i]);
     t.same(read.data, data[type], `${type}: readStream gives the data back`);
+    const [stored] = await store.readStream(streams[i], { fromStorage: true });
+    t.equal(JSON.stringify(stored.data), JSON.stringify(data[type]), `${type}: opened from the file, key for key in the order appended`);
     const [live] = await collect(store.subscribeToStream(streams[i]), 1);
     t.same(live.data, data[type], `${type}: subscribeToStream gives the data back`);
   }
@@ -176,13 +180,27 @@ t.test("clear fields and unnamed metadata keys stay readable in the raw log; cle
     { type: "ThreadCreated", data: created },
     { type: "ThreadPurged", data: purged },
   ]);
-  const [raw, rawPurged] = await inner.readStream(stream);
+  const [raw, rawPurged] = await inner.readStream(stream, { fromStorage: true });
   const clear = raw.data as Record<string, unknown>;
   t.equal(clear.thread_id, created.thread_id);
   t.equal(clear.created_at, created.created_at);
   t.same(clear.metadata, { visible: "kept" }, "only the named key left the metadata");
   t.notOk("values" in clear);
   t.same(rawPurged.data, purged, "a clear type is stored as it is");
+});
+
+t.test("what this process appended is held as given: its readers get it unsealed, from memory, with the data's text", async (t) => {
+  const { inner, store } = await open(t);
+  const stream = `run-${randomUUID()}`;
+  const data = { event: "values", data: { n: 1 } };
+  await store.append(stream, [{ type: "RunOutput", data }]);
+  const [held] = await inner.readStream(stream);
+  t.same(held.data, data, "the store's recent events hold the data as appended");
+  const [read] = await store.readStream(stream);
+  t.equal(read, held, "read through the encryption as it is held: no copy, nothing opened");
+  t.equal(dataTextOf(read), JSON.stringify(data), "its text is at hand for readers that pass it on");
+  const [stored] = await inner.readStream(stream, { fromStorage: true });
+  t.type((stored.data as Record<string, unknown>)[SEALED_FIELD], "string", "the file has it sealed");
 });
 
 t.test("appends keep their options: tickets, dependencies, one turn", async (t) => {
@@ -213,12 +231,16 @@ t.test("an opened event is the same object for every reader of the same recorded
 });
 
 t.test("a destroyed data key reads as the store's tombstone, in reads and subscriptions", async (t) => {
-  const { inner, store, sealer } = await open(t);
+  const first = await open(t);
   const m = marker("destroyed");
   const gone = `run-${randomUUID()}`;
   const kept = `run-${randomUUID()}`;
-  await store.append(gone, [{ type: "RunOutput", data: { event: "values", data: { m } } }]);
-  await store.append(kept, [{ type: "RunOutput", data: { event: "values", data: { m } } }]);
+  await first.store.append(gone, [{ type: "RunOutput", data: { event: "values", data: { m } } }]);
+  await first.store.append(kept, [{ type: "RunOutput", data: { event: "values", data: { m } } }]);
+  await first.store.close();
+  first.sealer.close();
+  // Opened again, as after a restart: what it reads comes from the file (a purge also drops what the store holds).
+  const { inner, store, sealer } = await open(t, undefined, first.dir);
   const [raw] = await inner.readStream(gone);
   sealer.destroy([sealer.keyIdOf((raw.data as Record<string, string>)[SEALED_FIELD])]);
   const [read] = await store.readStream(gone);
@@ -240,7 +262,9 @@ t.test("purgeStreams destroys the streams' data keys before the store purges the
   const other = `thread-${randomUUID()}`;
   const otherData = samples(m).ThreadCreated;
   await store.append(other, [{ type: "ThreadCreated", data: otherData }]);
-  const envelopes = await Promise.all(streams.map(async (s) => ((await inner.readStream(s))[0].data as Record<string, string>)[SEALED_FIELD]));
+  const envelopes = await Promise.all(
+    streams.map(async (s) => ((await inner.readStream(s, { fromStorage: true }))[0].data as Record<string, string>)[SEALED_FIELD]),
+  );
   await store.purgeStreams(streams);
   for (const [i, envelope] of envelopes.entries()) {
     t.throws(() => sealer.open(streams[i], envelope), KeyDestroyedError, `${streams[i]}: its envelope no longer opens`);
@@ -254,7 +278,7 @@ t.test("an envelope that does not open (copied from another stream) is an Invali
   const from = `run-${randomUUID()}`;
   const to = `run-${randomUUID()}`;
   await store.append(from, [{ type: "RunOutput", data: { event: "values", data: 1 } }]);
-  const [raw] = await inner.readStream(from);
+  const [raw] = await inner.readStream(from, { fromStorage: true });
   await inner.append(to, [{ type: "RunOutput", data: raw.data }]);
   await t.rejects(store.readStream(to), InvalidEventError);
   try {
@@ -263,6 +287,15 @@ t.test("an envelope that does not open (copied from another stream) is an Invali
     t.equal((error as InvalidEventError).stream, to);
     t.type((error as InvalidEventError).position, "bigint");
   }
+});
+
+t.test("an envelope of content parts (the format before the whole data was sealed) still opens, joined with its clear fields", async (t) => {
+  const { inner, store, sealer } = await open(t);
+  const stream = `thread-${randomUUID()}`;
+  const data = samples(marker("legacy")).ThreadCreated as Record<string, unknown>;
+  const split = splitContent("ThreadCreated", data, ["secret"])!;
+  await inner.append(stream, [{ type: "ThreadCreated", data: { ...split.clear, [SEALED_FIELD]: sealer.seal(stream, JSON.stringify(split.content)) } }]);
+  t.same((await store.readStream(stream))[0].data, data);
 });
 
 t.test("events written before encryption was turned on read as they are", async (t) => {
@@ -302,7 +335,7 @@ t.test("the store contract holds with every event's data sealed", async (t) => {
   // Seals whatever data the contract writes (its types are not the catalogue's), but for its test of the exact
   // size limit ("Big" events): the limit counts the sealed bytes, which the test below covers.
   const everything: ContentPolicy = {
-    split: (type, data) => (type === "Big" ? undefined : { clear: {}, content: data }),
+    clearPart: (type) => (type === "Big" ? undefined : {}),
     join: (_clear, content) => content,
   };
   eventStoreContract(t, async () => {

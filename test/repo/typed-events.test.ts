@@ -24,11 +24,6 @@ interface Allowed {
 
 const ALLOWED: Allowed[] = [
   {
-    file: "src/eventstore/esdb.ts",
-    snippet: "data: event.data as JSONType",
-    reason: "an event handed to the EventStoreDB client: its data typed as the client's JSONType",
-  },
-  {
     file: "src/eventstore/types.ts",
     snippet: "(event.data as PurgedEventData | null)?.purged_type",
     reason: "a tombstone (EventPurged) is written by the SQLite adapter, not a catalogue event: `purgedTypeOf` is its one typed reader",
