@@ -14,7 +14,7 @@ export interface Sealer {
   /**
    * Encrypts `plaintext` (JSON text) for `stream` with a data key that belongs to that stream alone: taken from the
    * vault's pool of pre-created keys the first time this process seals for the stream (a bounded LRU remembers
-   * stream -> key id; on a miss a fresh pool key is taken, so a stream may have several keys, never one shared with
+   * stream -> key; on a miss a fresh pool key is taken, so a stream may have several keys, never one shared with
    * another stream). Synchronous. The stream name is the AES-GCM additional data. Returns a compact ASCII envelope.
    * `remember: false` when this process will not read the envelope back soon (see VaultSealer.sealed).
    */

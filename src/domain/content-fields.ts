@@ -150,8 +150,8 @@ function withValue(data: JsonRecord, path: FieldPath, value: unknown): JsonRecor
   return { ...data, [key]: rest.length === 0 ? value : withValue(isRecord(inner) ? inner : {}, rest, value) };
 }
 
-/** The content fields `data` has, by the rule of its type; undefined when it has nothing to seal. */
-function contentPathsOf(type: string, data: unknown, jsonKeys: readonly string[]): { data: JsonRecord; paths: FieldPath[] } | undefined {
+/** The content fields `data` holds, with their values, by the rule of its type; undefined when it holds none. */
+function contentOf(type: string, data: unknown, jsonKeys: readonly string[]): { data: JsonRecord; content: ContentPart } | undefined {
   const rule = contentRuleOf(type);
   if (!rule || !isRecord(data)) return undefined;
   const clearWhen = rule.clearWhen;
@@ -161,7 +161,19 @@ function contentPathsOf(type: string, data: unknown, jsonKeys: readonly string[]
     const object = valueAt(data, metadata);
     if (isRecord(object)) for (const key of jsonKeys) if (Object.hasOwn(object, key)) paths.push([...metadata, key]);
   }
-  return { data, paths };
+  const content: ContentPart = [];
+  for (const path of paths) {
+    const value = valueAt(data, path);
+    if (value !== undefined) content.push([path, value]);
+  }
+  return content.length > 0 ? { data, content } : undefined;
+}
+
+/** A copy of `data` without these content fields: one copy of the top level for all of them (most rules name top-level fields only). */
+function withoutContent(data: JsonRecord, content: ContentPart): JsonRecord {
+  const clear = { ...data };
+  for (const [path] of content) removeFrom(clear, path[0]!, path.slice(1));
+  return clear;
 }
 
 /**
@@ -170,16 +182,8 @@ function contentPathsOf(type: string, data: unknown, jsonKeys: readonly string[]
  * is not an object, or no content field present).
  */
 export function clearPartOf(type: string, data: unknown, jsonKeys: readonly string[]): Record<string, unknown> | undefined {
-  const found = contentPathsOf(type, data, jsonKeys);
-  if (!found) return undefined;
-  // One copy of the top level for all the fields removed (most rules name top-level fields only).
-  let clear: JsonRecord | undefined;
-  for (const path of found.paths) {
-    if (valueAt(found.data, path) === undefined) continue;
-    clear ??= { ...found.data };
-    removeFrom(clear, path[0]!, path.slice(1));
-  }
-  return clear;
+  const found = contentOf(type, data, jsonKeys);
+  return found && withoutContent(found.data, found.content);
 }
 
 /**
@@ -187,19 +191,8 @@ export function clearPartOf(type: string, data: unknown, jsonKeys: readonly stri
  * before they held the whole data (see joinContent); undefined when nothing is to be sealed.
  */
 export function splitContent(type: string, data: unknown, jsonKeys: readonly string[]): SplitData | undefined {
-  const found = contentPathsOf(type, data, jsonKeys);
-  if (!found) return undefined;
-  const { data: record, paths } = found;
-  const content: ContentPart = [];
-  let clear: JsonRecord | undefined;
-  for (const path of paths) {
-    const value = valueAt(record, path);
-    if (value === undefined) continue;
-    content.push([path, value]);
-    clear ??= { ...record };
-    removeFrom(clear, path[0]!, path.slice(1));
-  }
-  return clear !== undefined ? { clear, content } : undefined;
+  const found = contentOf(type, data, jsonKeys);
+  return found && { clear: withoutContent(found.data, found.content), content: found.content };
 }
 
 /** The original data from its clear part and the content parts an earlier envelope held (key order may differ). */

@@ -548,7 +548,7 @@ function serverFilter(filter: EventFilter | undefined): Filter {
   return excludeSystemEvents();
 }
 
-/** A checked event as the client takes it: the data as given (the client stringifies it), no empty metadata. */
+/** A checked event as the client takes it: what the log stores (the client stringifies it), no empty metadata. */
 function toPrepared(event: CheckedEvent): PreparedEvent {
   return { id: event.id, type: event.type, data: event.stored as JSONType, metadata: event.metadata };
 }
