@@ -8,17 +8,24 @@ export { KeyDestroyedError, UnreadableEnvelopeError, WrongMasterKeyError };
 
 /**
  * Encryption at rest with crypto-shredding: every stream's values are sealed with data keys that belong to that stream
- * alone, so destroying those keys makes the stream's values unreadable wherever copies of them lie.
+ * alone, or to the streams it is destroyed with (see shareKey), so destroying those keys makes the stream's values
+ * unreadable wherever copies of them lie.
  */
 export interface Sealer {
   /**
-   * Encrypts `plaintext` (JSON text) for `stream` with a data key that belongs to that stream alone: taken from the
-   * vault's pool of pre-created keys the first time this process seals for the stream (a bounded LRU remembers
-   * stream -> key; on a miss a fresh pool key is taken, so a stream may have several keys, never one shared with
-   * another stream). Synchronous. The stream name is the AES-GCM additional data. Returns a compact ASCII envelope.
+   * Encrypts `plaintext` (JSON text) for `stream` with a data key that belongs to that stream alone (or that it was
+   * given to share, see shareKey): taken from the vault's pool of pre-created keys the first time this process seals
+   * for the stream (a bounded LRU remembers stream -> key; on a miss a fresh pool key is taken, so a stream may have
+   * several keys, never one shared with a stream it is not destroyed with). Synchronous. The stream name is the AES-GCM additional data. Returns a compact ASCII envelope.
    * `remember: false` when this process will not read the envelope back soon (see VaultSealer.sealed).
    */
   seal(stream: string, plaintext: string, options?: { remember?: boolean }): string;
+  /**
+   * From now on, in this process, each of `streams` that has no key here yet seals with `owner`'s current key (one is
+   * taken for `owner` if it has none): one key for streams that are destroyed together, such as a thread's own, its
+   * checkpoints' and its runs'. The AAD stays each stream's own name, so an envelope still opens only in its stream.
+   */
+  shareKey(owner: string, streams: readonly string[]): void;
   /** Decrypts an envelope sealed for `stream`: KeyDestroyedError when its key was destroyed, UnreadableEnvelopeError otherwise. */
   open(stream: string, envelope: string): string;
   /** True when `value` is a string in the envelope format (a look at its header, no crypto). */
@@ -91,16 +98,33 @@ class VaultSealer implements Sealer {
 
   seal(stream: string, plaintext: string, options?: { remember?: boolean }): string {
     this.assertOpen();
+    const dataKey = this.keyOf(stream);
+    const keyId = dataKey.id;
+    const envelope = sealEnvelope(dataKey.key, keyId, stream, plaintext);
+    if (options?.remember !== false) this.sealed.set(envelopeIv(envelope), { stream, keyId, envelope, plaintext });
+    return envelope;
+  }
+
+  shareKey(owner: string, streams: readonly string[]): void {
+    this.assertOpen();
+    let shared: DataKey | undefined;
+    for (const stream of streams) {
+      if (this.streams.has(stream)) continue;
+      shared ??= this.keyOf(owner);
+      // Each entry holds bytes of its own: the cache zeroes an entry's key when it drops it.
+      this.streams.set(stream, { id: shared.id, key: Buffer.from(shared.key) });
+    }
+  }
+
+  /** The key `stream` seals with: the one this process gave it, or a fresh pool key. */
+  private keyOf(stream: string): DataKey {
     let dataKey = this.streams.get(stream);
     if (dataKey === undefined) {
       dataKey = this.take();
       this.streams.set(stream, dataKey);
       this.keys.set(dataKey.id, Buffer.from(dataKey.key));
     }
-    const keyId = dataKey.id;
-    const envelope = sealEnvelope(dataKey.key, keyId, stream, plaintext);
-    if (options?.remember !== false) this.sealed.set(envelopeIv(envelope), { stream, keyId, envelope, plaintext });
-    return envelope;
+    return dataKey;
   }
 
   open(stream: string, envelope: string): string {

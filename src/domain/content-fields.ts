@@ -1,4 +1,7 @@
 import type { EventCatalogue } from "./events.js";
+import { checkpointStream } from "./checkpoint-events.js";
+import { runStream } from "./runs.js";
+import { threadStream } from "./threads.js";
 
 /**
  * Which parts of each event's data are content (what a user wrote or a graph produced), and which stay
@@ -202,13 +205,29 @@ export function joinContent(clear: Record<string, unknown>, content: ContentPart
   return data;
 }
 
-/** What the encrypting store leaves in clear, and how it reads earlier envelopes (src/eventstore/encrypting.ts), for these named metadata keys. */
+const THREAD_STREAM_PREFIX = threadStream("");
+
+/**
+ * The streams a thread's purge destroys with the thread's own, named from one of its events: its checkpoints, and the
+ * run an enqueue starts. They seal with the thread's data key, so a thread has one key, not one per stream.
+ */
+export function streamsSharingThreadKey(stream: string, type: string, data: unknown): string[] {
+  if (!stream.startsWith(THREAD_STREAM_PREFIX)) return [];
+  const sharers = [checkpointStream(stream.slice(THREAD_STREAM_PREFIX.length))];
+  const run = type === "RunEnqueued" && isRecord(data) ? data.run : undefined;
+  if (isRecord(run) && typeof run.run_id === "string") sharers.push(runStream(run.run_id));
+  return sharers;
+}
+
+/** What the encrypting store leaves in clear, how it reads earlier envelopes, and which streams share a key (src/eventstore/encrypting.ts). */
 export function contentPolicy(jsonKeys: readonly string[]): {
   clearPart(type: string, data: unknown): Record<string, unknown> | undefined;
   join(clear: Record<string, unknown>, content: unknown): Record<string, unknown>;
+  keySharers(stream: string, type: string, data: unknown): readonly string[];
 } {
   return {
     clearPart: (type, data) => clearPartOf(type, data, jsonKeys),
     join: (clear, content) => joinContent(clear, content as ContentPart),
+    keySharers: streamsSharingThreadKey,
   };
 }

@@ -31,6 +31,8 @@ export interface ContentPolicy {
   clearPart(type: string, data: unknown): Record<string, unknown> | undefined;
   /** The data from its clear part and the content parts of an envelope written before the whole data was sealed. */
   join(clear: Record<string, unknown>, content: unknown): unknown;
+  /** Streams that are destroyed with `stream` and, once this event of it is sealed, seal with its key (see Sealer.shareKey). */
+  keySharers?(stream: string, type: string, data: unknown): readonly string[];
 }
 
 /**
@@ -62,6 +64,8 @@ export function withEncryption(store: EventStore, sealer: Sealer, policy: Conten
     const text = clear && jsonTextOf(stored);
     if (clear === undefined || text === undefined) return event;
     const envelope = sealer.seal(stream, text, { remember: !holdsAppended });
+    const sharers = policy.keySharers?.(stream, event.type, event.data);
+    if (sharers && sharers.length > 0) sealer.shareKey(stream, sharers);
     // The data's text, made once: sealed here, and held by the store for this process's readers.
     return { ...event, storedData: { ...clear, [SEALED_FIELD]: envelope }, ...(given ? { dataText: text } : {}) };
   };

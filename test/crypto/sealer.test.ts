@@ -206,6 +206,29 @@ t.test("destroy: the key's envelopes throw KeyDestroyedError, and its wrapped by
   tomb.close();
 });
 
+t.test("shareKey: streams with no key yet seal with the owner's, each still for its own stream; destroying it reaches them all", async (t) => {
+  const sealer = sealerAt(t, tempVault(t), masterKeys(KEY_A), 4);
+  const own = sealer.keyIdOf(sealer.seal("checkpoints-1", "before"));
+  sealer.shareKey("thread-1", ["checkpoints-1", "run-1"]);
+  const ownerKey = sealer.keyIdOf(sealer.seal("thread-1", "owner"));
+  const shared = sealer.seal("run-1", "shared");
+  t.equal(sealer.keyIdOf(shared), ownerKey, "the owner was given a key, and the run seals with it");
+  t.equal(sealer.keyIdOf(sealer.seal("checkpoints-1", "after")), own, "a stream keeps the key it had");
+  t.type(
+    catchError(() => sealer.open("thread-1", shared)),
+    UnreadableEnvelopeError,
+    "the run's envelope does not open as the owner's",
+  );
+  t.equal(sealer.open("run-1", shared), "shared");
+
+  sealer.destroy([ownerKey]);
+  t.type(
+    catchError(() => sealer.open("run-1", shared)),
+    KeyDestroyedError,
+  );
+  t.not(sealer.keyIdOf(sealer.seal("run-1", "fresh")), ownerKey, "a stream that shared a destroyed key gets a fresh one");
+});
+
 t.test("destroy by another sealer: this one's later seals for the stream use a fresh key", async (t) => {
   const vaultPath = tempVault(t);
   const one = sealerAt(t, vaultPath, masterKeys(KEY_A), 4);

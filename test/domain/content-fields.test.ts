@@ -3,7 +3,16 @@ import path from "node:path";
 import { pathToFileURL } from "node:url";
 import t from "tap";
 import type { ZodType } from "zod";
-import { CLEAR, EVENT_CONTENT, clearPartOf, contentRuleOf, joinContent, splitContent, type ContentRule } from "../../src/domain/content-fields.js";
+import {
+  CLEAR,
+  EVENT_CONTENT,
+  clearPartOf,
+  contentRuleOf,
+  joinContent,
+  splitContent,
+  streamsSharingThreadKey,
+  type ContentRule,
+} from "../../src/domain/content-fields.js";
 import { schemaForEventType } from "../../src/domain/events.js";
 
 const eventsModule = path.resolve(import.meta.dirname, "../../src/domain/events.ts");
@@ -98,6 +107,15 @@ t.test("split and join give the data back; nothing to seal leaves the event as i
   t.equal(splitContent("ThreadPurged", { thread_id: "t" }, []), undefined);
   t.equal(splitContent("NotAType", { data: 1 }, []), undefined);
   t.equal(splitContent("RunOutput", "not an object", []), undefined);
+});
+
+t.test("a thread's key is shared by its checkpoints and by the runs it enqueues, and by no other stream", async (t) => {
+  t.same(streamsSharingThreadKey("thread-t1", "ThreadCreated", { thread_id: "t1" }), ["checkpoints-t1"]);
+  t.same(streamsSharingThreadKey("thread-t1", "RunEnqueued", { run: { run_id: "r1" }, thread_metadata: {} }), ["checkpoints-t1", "run-r1"]);
+  t.same(streamsSharingThreadKey("thread-t1", "RunEnqueued", { run: {} }), ["checkpoints-t1"], "no run id: no run stream");
+  t.same(streamsSharingThreadKey("run-r1", "RunOutput", { event: "values", data: {} }), []);
+  t.same(streamsSharingThreadKey("checkpoints-t1", "CheckpointSaved", {}), []);
+  t.same(streamsSharingThreadKey("store-ns", "StoreItemPut", {}), [], "a store item keeps a key of its own");
 });
 
 t.test("a run's metadata chunk (ids the server made) stays clear; every other chunk is sealed", async (t) => {

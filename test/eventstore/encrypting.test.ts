@@ -3,7 +3,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import t, { type Test } from "tap";
-import { openSealer, KeyDestroyedError, type Sealer } from "../../src/crypto/sealer.js";
+import { openSealer, KeyDestroyedError, UnreadableEnvelopeError, type Sealer } from "../../src/crypto/sealer.js";
 import { parseMasterKeys } from "../../src/crypto/master-keys.js";
 import { openSqliteStore } from "../../src/eventstore/sqlite.js";
 import { withEncryption, SEALED_FIELD, type ContentPolicy } from "../../src/eventstore/encrypting.js";
@@ -271,6 +271,39 @@ t.test("purgeStreams destroys the streams' data keys before the store purges the
     t.equal((await store.readStream(streams[i]))[0].type, PURGED_EVENT_TYPE);
   }
   t.same((await store.readStream(other))[0].data, otherData, "other streams stay");
+});
+
+t.test("a thread's checkpoints and the runs it enqueues seal with the thread's one data key; a thread purge shreds them all", async (t) => {
+  const { inner, store, sealer } = await open(t);
+  const m = marker("shared");
+  const thread = randomUUID();
+  const enqueued = samples(m).RunEnqueued as { run: { run_id: string } };
+  const streams = { thread: `thread-${thread}`, checkpoints: `checkpoints-${thread}`, run: `run-${enqueued.run.run_id}` };
+  const otherRun = `run-${randomUUID()}`;
+  await store.append(streams.thread, [{ type: "RunEnqueued", data: enqueued }]);
+  await store.append(streams.checkpoints, [{ type: "PendingWritesSaved", data: samples(m).PendingWritesSaved }]);
+  await store.append(streams.run, [{ type: "RunOutput", data: samples(m).RunOutput }]);
+  await store.append(otherRun, [{ type: "RunOutput", data: samples(m).RunOutput }]);
+  const stored = async (stream: string) => ((await inner.readStream(stream, { fromStorage: true }))[0].data as Record<string, string>)[SEALED_FIELD];
+  const keyOf = async (stream: string) => sealer.keyIdOf(await stored(stream));
+  const threadKey = await keyOf(streams.thread);
+  t.equal(await keyOf(streams.checkpoints), threadKey, "the checkpoints use the thread's key");
+  t.equal(await keyOf(streams.run), threadKey, "so does the run it enqueued");
+  t.not(await keyOf(otherRun), threadKey, "a run of no thread known here has a key of its own");
+  // One key, but each envelope still opens only in its own stream.
+  const runEnvelope = await stored(streams.run);
+  t.throws(() => sealer.open(streams.thread, runEnvelope), UnreadableEnvelopeError);
+
+  await store.purgeStreams(Object.values(streams));
+  for (const stream of Object.values(streams)) t.equal((await store.readStream(stream))[0].type, PURGED_EVENT_TYPE, `${stream} is shredded`);
+  t.equal((await store.readStream(otherRun))[0].type, "RunOutput", "another thread's run stays");
+  // A thread id used again after its purge seals with a fresh key, and its streams share that one.
+  await store.append(streams.thread, [{ type: "RunEnqueued", data: enqueued }]);
+  await store.append(streams.run, [{ type: "RunOutput", data: samples(m).RunOutput }]);
+  const reborn = (await inner.readStream(streams.thread, { fromStorage: true })).at(-1)!.data as Record<string, string>;
+  const rebornRun = (await inner.readStream(streams.run, { fromStorage: true })).at(-1)!.data as Record<string, string>;
+  t.not(sealer.keyIdOf(reborn[SEALED_FIELD]), threadKey);
+  t.equal(sealer.keyIdOf(rebornRun[SEALED_FIELD]), sealer.keyIdOf(reborn[SEALED_FIELD]));
 });
 
 t.test("an envelope that does not open (copied from another stream) is an InvalidEventError naming where it is", async (t) => {
