@@ -16,8 +16,9 @@ export interface Sealer {
    * Encrypts `plaintext` (JSON text) for `stream` with a data key that belongs to that stream alone (or that it was
    * given to share, see shareKey): taken from the vault's pool of pre-created keys the first time this process seals
    * for the stream (a bounded LRU remembers stream -> key; on a miss a fresh pool key is taken, so a stream may have
-   * several keys, never one shared with a stream it is not destroyed with). Synchronous. The stream name is the AES-GCM additional data. Returns a compact ASCII envelope.
-   * `remember: false` when this process will not read the envelope back soon (see VaultSealer.sealed).
+   * several keys, never one shared with a stream it is not destroyed with). Synchronous. The stream name is the AES-GCM
+   * additional data. Returns a compact ASCII envelope. `remember: false` when this process will not read the envelope
+   * back soon (see VaultSealer.sealed).
    */
   seal(stream: string, plaintext: string, options?: { remember?: boolean }): string;
   /**
