@@ -1,7 +1,7 @@
 import type { EventCatalogue } from "./events.js";
 import { checkpointStream } from "./checkpoint-events.js";
 import { runStream } from "./runs.js";
-import { threadStream } from "./threads.js";
+import { THREAD_STREAM_PREFIX } from "./threads.js";
 
 /**
  * Which parts of each event's data are content (what a user wrote or a graph produced), and which stay
@@ -204,8 +204,6 @@ export function joinContent(clear: Record<string, unknown>, content: ContentPart
   for (const [path, value] of content) data = withValue(data, path, value);
   return data;
 }
-
-const THREAD_STREAM_PREFIX = threadStream("");
 
 /**
  * The streams a thread's purge destroys with the thread's own, named from one of its events: its checkpoints, and the

@@ -7,7 +7,8 @@ import type { Decision } from "./decision.js";
 import { JsonObjectSchema } from "../util/json.js";
 
 /** Thread streams: `thread-{thread_id}`. They also carry the run lifecycle marks that keep double-texting rules. */
-export const threadStream = (threadId: string) => `thread-${threadId}`;
+export const THREAD_STREAM_PREFIX = "thread-";
+export const threadStream = (threadId: string) => `${THREAD_STREAM_PREFIX}${threadId}`;
 
 const Obj = JsonObjectSchema;
 export const ThreadStatusSchema = z.enum(["idle", "busy", "interrupted", "error"]);

@@ -3,8 +3,7 @@ import type { RecordedEvent } from "../eventstore/types.js";
 import type { TableProjection } from "./table.js";
 import { CHECKPOINT_STREAM_PREFIX, isKeepLatestPrune } from "../domain/checkpoint-events.js";
 import { isEvent, isEventOf, type AnyEvent } from "../domain/event-of.js";
-
-const THREAD_PREFIX = "thread-";
+import { THREAD_STREAM_PREFIX } from "../domain/threads.js";
 
 /**
  * The thread events that may come with new checkpoints (a run, a state update, a creation or copy),
@@ -48,7 +47,7 @@ export const checkpointTtlTable: TableProjection = {
      )`,
     "CREATE INDEX checkpoint_ttl_due ON checkpoint_ttl (active_at) WHERE swept = 0",
   ],
-  streamPrefixes: [THREAD_PREFIX, CHECKPOINT_STREAM_PREFIX],
+  streamPrefixes: [THREAD_STREAM_PREFIX, CHECKPOINT_STREAM_PREFIX],
   eventTypes: [
     "ThreadCreated",
     "ThreadStateUpdated",
@@ -73,7 +72,7 @@ export const checkpointTtlTable: TableProjection = {
         if (isSweepEvent(event)) swept.run(event.streamId.slice(CHECKPOINT_STREAM_PREFIX.length));
         return;
       }
-      const threadId = event.streamId.slice(THREAD_PREFIX.length);
+      const threadId = event.streamId.slice(THREAD_STREAM_PREFIX.length);
       if (isEventOf(event, ["ThreadDeleted", "ThreadPurged"])) return void removed.run(threadId);
       const at = activityAt(event);
       const ms = at === undefined ? Number.NaN : Date.parse(at);

@@ -6,10 +6,10 @@ import { ChangedColumnsWriter, flag, json, type ColumnOf } from "./changed-colum
 import { runsProjection } from "../../projections/runs.js";
 import { RUN_STREAM_PREFIX, publicRun, runEventSchemas, runStatusOf, type RunStreamState, type RunView } from "../domain/runs.js";
 import type { RunRecord, RunStatus } from "../domain/run-record.js";
+import { THREAD_STREAM_PREFIX } from "../domain/threads.js";
 import type { SqlFragment } from "./json-filter.js";
 import { StatementCache } from "./statements.js";
 
-const THREAD = "thread-";
 /** Run events the read model folds: not the output chunks (they stay in `run-{id}` for the streams). */
 const RUN_EVENT_TYPES = Object.keys(runEventSchemas).filter((t) => t !== "RunOutput");
 
@@ -55,7 +55,7 @@ export const runsTable: TableProjection = {
     "CREATE INDEX runs_claimed_open ON runs (run_id) WHERE claimed_open = 1",
     "CREATE INDEX runs_ended_unmarked ON runs (run_id) WHERE ended_unmarked = 1",
   ],
-  streamPrefixes: [THREAD, RUN_STREAM_PREFIX],
+  streamPrefixes: [THREAD_STREAM_PREFIX, RUN_STREAM_PREFIX],
   eventTypes: ["RunEnqueued", "RunFinished", "RunDeleted", "ThreadDeleted", ...RUN_EVENT_TYPES],
   prepare(db) {
     const load = loader(db);
@@ -75,7 +75,7 @@ export const runsTable: TableProjection = {
         if (event.type === "ThreadDeleted") {
           // Set-based: write what the batch changed so far, then remove every run of the thread.
           entities.flush();
-          removeThreadRuns.run(event.streamId.slice(THREAD.length));
+          removeThreadRuns.run(event.streamId.slice(THREAD_STREAM_PREFIX.length));
           return;
         }
         const key = runsProjection.key(event);

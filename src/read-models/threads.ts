@@ -4,13 +4,11 @@ import type { TableProjection } from "./table.js";
 import { BatchedEntities } from "./batch.js";
 import { ChangedColumnsWriter, flag, json, jsonOrNull, orNull, type ColumnOf } from "./changed-columns.js";
 import { threadsProjection } from "../../projections/threads.js";
-import { threadEventSchemas, type Thread, type ThreadState, type ThreadStatus } from "../domain/threads.js";
+import { THREAD_STREAM_PREFIX, threadEventSchemas, type Thread, type ThreadState, type ThreadStatus } from "../domain/threads.js";
 import type { JsonObject } from "../domain/json.js";
 import { metadataIndexDdl, metadataSource, prepareMetadataIndex, type FilteredSource } from "./metadata-index.js";
 import { containsSql, type SqlFragment } from "./json-filter.js";
 import { pageAndCount, countWhere, StatementCache, type SortOrder } from "./statements.js";
-
-const PREFIX = "thread-";
 
 /** The row's columns after thread_id, in COLUMN_NAMES order: what each holds of the state, and how. */
 const THREAD_COLUMNS: readonly ColumnOf<ThreadState>[] = [
@@ -78,7 +76,7 @@ export const threadsTable: TableProjection = {
     // Index rows carry the thread's created_at: a metadata search in the default order reads only its page's threads.
     ...metadataIndexDdl("threads", "created_at"),
   ],
-  streamPrefixes: [PREFIX],
+  streamPrefixes: [THREAD_STREAM_PREFIX],
   eventTypes: Object.keys(threadEventSchemas),
   prepare(db) {
     const load = loader(db);
@@ -99,7 +97,7 @@ export const threadsTable: TableProjection = {
     return {
       // A thread stream's first event creates the thread.
       apply: (event: RecordedEvent) =>
-        entities.update(event.streamId.slice(PREFIX.length), (state) => threadsProjection.evolve(state, event), event.revision === 0n),
+        entities.update(event.streamId.slice(THREAD_STREAM_PREFIX.length), (state) => threadsProjection.evolve(state, event), event.revision === 0n),
       flush: () => entities.flush(),
     };
   },
