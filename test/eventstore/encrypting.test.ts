@@ -48,6 +48,11 @@ async function open(t: Test, policy: ContentPolicy = contentPolicy(["secret"]), 
   return { inner, store, sealer, dir };
 }
 
+/** The envelope of a stream's event as the file holds it: its first (`at` 0), or its last (`at` -1). */
+async function storedEnvelope(inner: EventStore, stream: string, at = 0): Promise<string> {
+  return ((await inner.readStream(stream, { fromStorage: true })).at(at)!.data as Record<string, string>)[SEALED_FIELD];
+}
+
 /** A valid event of every content-bearing type, each with the marker `m` in every content field. */
 function samples(m: string): Record<string, unknown> {
   const at = "2026-01-01T00:00:00.000Z";
@@ -262,9 +267,7 @@ t.test("purgeStreams destroys the streams' data keys before the store purges the
   const other = `thread-${randomUUID()}`;
   const otherData = samples(m).ThreadCreated;
   await store.append(other, [{ type: "ThreadCreated", data: otherData }]);
-  const envelopes = await Promise.all(
-    streams.map(async (s) => ((await inner.readStream(s, { fromStorage: true }))[0].data as Record<string, string>)[SEALED_FIELD]),
-  );
+  const envelopes = await Promise.all(streams.map((s) => storedEnvelope(inner, s)));
   await store.purgeStreams(streams);
   for (const [i, envelope] of envelopes.entries()) {
     t.throws(() => sealer.open(streams[i], envelope), KeyDestroyedError, `${streams[i]}: its envelope no longer opens`);
@@ -284,14 +287,13 @@ t.test("a thread's checkpoints and the runs it enqueues seal with the thread's o
   await store.append(streams.checkpoints, [{ type: "PendingWritesSaved", data: samples(m).PendingWritesSaved }]);
   await store.append(streams.run, [{ type: "RunOutput", data: samples(m).RunOutput }]);
   await store.append(otherRun, [{ type: "RunOutput", data: samples(m).RunOutput }]);
-  const stored = async (stream: string) => ((await inner.readStream(stream, { fromStorage: true }))[0].data as Record<string, string>)[SEALED_FIELD];
-  const keyOf = async (stream: string) => sealer.keyIdOf(await stored(stream));
+  const keyOf = async (stream: string, at = 0) => sealer.keyIdOf(await storedEnvelope(inner, stream, at));
   const threadKey = await keyOf(streams.thread);
   t.equal(await keyOf(streams.checkpoints), threadKey, "the checkpoints use the thread's key");
   t.equal(await keyOf(streams.run), threadKey, "so does the run it enqueued");
   t.not(await keyOf(otherRun), threadKey, "a run of no thread known here has a key of its own");
   // One key, but each envelope still opens only in its own stream.
-  const runEnvelope = await stored(streams.run);
+  const runEnvelope = await storedEnvelope(inner, streams.run);
   t.throws(() => sealer.open(streams.thread, runEnvelope), UnreadableEnvelopeError);
 
   await store.purgeStreams(Object.values(streams));
@@ -300,10 +302,9 @@ t.test("a thread's checkpoints and the runs it enqueues seal with the thread's o
   // A thread id used again after its purge seals with a fresh key, and its streams share that one.
   await store.append(streams.thread, [{ type: "RunEnqueued", data: enqueued }]);
   await store.append(streams.run, [{ type: "RunOutput", data: samples(m).RunOutput }]);
-  const reborn = (await inner.readStream(streams.thread, { fromStorage: true })).at(-1)!.data as Record<string, string>;
-  const rebornRun = (await inner.readStream(streams.run, { fromStorage: true })).at(-1)!.data as Record<string, string>;
-  t.not(sealer.keyIdOf(reborn[SEALED_FIELD]), threadKey);
-  t.equal(sealer.keyIdOf(rebornRun[SEALED_FIELD]), sealer.keyIdOf(reborn[SEALED_FIELD]));
+  const rebornKey = await keyOf(streams.thread, -1);
+  t.not(rebornKey, threadKey);
+  t.equal(await keyOf(streams.run, -1), rebornKey);
 });
 
 t.test("an envelope that does not open (copied from another stream) is an InvalidEventError naming where it is", async (t) => {
