@@ -2,7 +2,8 @@
  * What encryption at rest costs: the example graph's job (POST /threads + POST /threads/{id}/runs/wait) on two
  * servers, one started with LANGGRAPH_AES_KEY (the log sealed per stream, the read models' file and the key vault
  * encrypted), one without, loaded at the same time (see withAndWithoutKey). The engine benchmark runs the same
- * rounds and reports them as `with_key`; this runs them alone.
+ * rounds and reports them as `with_key`; this runs them alone. Then `instructions`: the same job's cost in instructions,
+ * counted by callgrind (see instructionsPerJob), a measure that does not drift with the machine's speed.
  * Run: npm run bench -- encryption [--tiny]
  */
 import { mkdtemp, rm } from "node:fs/promises";
@@ -12,7 +13,8 @@ import { pathToFileURL } from "node:url";
 import { agentJobs, jsonClient, runPool } from "./support/http.js";
 import { parseBenchOptions, type BenchOptions } from "./support/options.js";
 import { benchGraph, type GraphSource } from "./support/project.js";
-import { cpuMs, startBenchServer } from "./support/server.js";
+import { instructionsUnavailable, serverLifeInstructions } from "./support/instructions.js";
+import { benchServerEnv, buildServer, cpuMs, startBenchServer } from "./support/server.js";
 import { mediansOf, pairedRatios, perSecond, summary } from "./support/stats.js";
 
 /** A 32-byte AES key for the keyed server (a benchmark's data dir is thrown away). */
@@ -91,11 +93,54 @@ export async function withAndWithoutKey(source: GraphSource, dir: string, size: 
   };
 }
 
+/** Sequential jobs of the two lives each server's count is taken over (see instructionsPerJob). */
+const INSTRUCTION_JOBS = { few: 20, many: 220 } as const;
+
+/**
+ * One job's instructions on a server with the key and on one without: each server's whole life counted by callgrind
+ * (node --predictable, every thread) twice, with `few` and with `many` sequential jobs (the example graph's, on new
+ * threads); what the extra jobs add, divided by their number, is one job, start-up and shutdown cancelled out. Counts
+ * of one life repeat within about 0.5 % however busy the machine is, where its CPU time drifts by up to 2×, so a
+ * change of a point or two in the key's cost shows here. Instructions are not time: cache misses, system calls and
+ * threads V8 does not run under --predictable make CPU time per job differ (the rounds above measure that).
+ */
+async function instructionsPerJob(source: GraphSource, dir: string): Promise<Record<string, unknown>> {
+  const unavailable = instructionsUnavailable();
+  if (unavailable) return { unavailable };
+  const script = source.script ?? (buildServer(), "dist/main.js");
+  const life = (name: string, env: Record<string, string>, jobs: number) =>
+    serverLifeInstructions(script, benchServerEnv(path.join(dir, `${name}-${jobs}-jobs`), { LANGGRAPH_JSON: source.langgraphJson, ...env }), async (url) => {
+      const client = jsonClient(url, 1);
+      try {
+        await agentJobs(client).sequential(jobs);
+      } finally {
+        await client.close();
+      }
+    });
+  const perJob = async (name: string, env: Record<string, string>) => {
+    process.stderr.write(`[encryption] instructions: ${name}\n`);
+    const few = await life(name, env, INSTRUCTION_JOBS.few);
+    const many = await life(name, env, INSTRUCTION_JOBS.many);
+    return (many - few) / (INSTRUCTION_JOBS.many - INSTRUCTION_JOBS.few);
+  };
+  const plain = await perJob("plain", {});
+  const keyed = await perJob("keyed", { LANGGRAPH_AES_KEY: BENCH_AES_KEY });
+  return {
+    method: `callgrind, node --predictable: each server's life with ${INSTRUCTION_JOBS.few} and with ${INSTRUCTION_JOBS.many} sequential jobs; the difference over ${INSTRUCTION_JOBS.many - INSTRUCTION_JOBS.few} jobs`,
+    plain_per_job: Math.round(plain),
+    keyed_per_job: Math.round(keyed),
+    keyed_over_plain: Math.round((keyed / plain) * 1000) / 1000,
+  };
+}
+
 export async function benchEncryption(options: BenchOptions = { tiny: false, big: false }): Promise<Record<string, unknown>> {
   const dir = await mkdtemp(path.join(os.tmpdir(), "agent-server-bench-encryption-"));
   try {
     const source = await benchGraph();
-    return { graph: source.describe, ...(await withAndWithoutKey(source, dir, keyRoundsSize(options))) };
+    const rounds = await withAndWithoutKey(source, dir, keyRoundsSize(options));
+    // Four server lives under callgrind take minutes: not at the size that only checks the benchmark runs.
+    const instructions = options.tiny ? { skipped: "--tiny" } : await instructionsPerJob(source, dir);
+    return { graph: source.describe, ...rounds, instructions };
   } finally {
     await rm(dir, { recursive: true, force: true });
   }

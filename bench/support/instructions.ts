@@ -42,19 +42,64 @@ const PREDICTABLE = "--predictable";
  * process before any JavaScript runs: 420 M of `node -e 0`'s 505 M instructions here, the same for any build).
  */
 export function countNodeInstructions(args: readonly string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
+  return underCallgrind(args, env, async () => {});
+}
+
+/**
+ * Counts the instructions of a server's whole life under callgrind (`node --predictable`, npm start's flags, `script`):
+ * from its start to its exit after SIGTERM, once `drive` (given the URL of its listening line) has resolved.
+ */
+export function serverLifeInstructions(script: string, env: NodeJS.ProcessEnv, drive: (url: string) => Promise<void>): Promise<number> {
+  return underCallgrind([...startScriptNodeFlags(), script], env, drive, "server");
+}
+
+/**
+ * Runs `node --predictable <args>` under callgrind; a command runs to its exit, a server is driven once listening and then
+ * stopped (SIGTERM). Resolves with the total of instructions; rejects when it fails or prints none.
+ */
+function underCallgrind(
+  args: readonly string[],
+  env: NodeJS.ProcessEnv,
+  drive: (url: string) => Promise<void>,
+  kind: "command" | "server" = "command",
+): Promise<number> {
   // --smc-check: V8 writes and rewrites machine code on the heap; without it callgrind may run stale code.
   const valgrindArgs = ["--tool=callgrind", "--callgrind-out-file=/dev/null", "--smc-check=all-non-file", process.execPath, PREDICTABLE, ...args];
   return new Promise((resolve, reject) => {
     // Unset by env(1) in the child itself: a test runner that wraps spawn (tap's processinfo) puts its NODE_OPTIONS
     // back into whatever environment is passed here, and its coverage work made two counts of `node -e 0` 2.4 % apart.
     const unset = ["NODE_OPTIONS", "NODE_V8_COVERAGE", "NODE_EXTRA_CA_CERTS"].flatMap((name) => ["-u", name]);
-    const child = spawn("env", [...unset, "valgrind", ...valgrindArgs], { cwd: repoRoot, env, stdio: ["ignore", "ignore", "pipe"] });
+    const child = spawn("env", [...unset, "valgrind", ...valgrindArgs], {
+      cwd: repoRoot,
+      env,
+      stdio: ["ignore", kind === "server" ? "pipe" : "ignore", "pipe"],
+    });
     let stderr = "";
+    let failure: unknown;
     child.stderr!.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
+    if (kind === "server") {
+      let out = "";
+      let driving = false;
+      child.stdout!.setEncoding("utf8").on("data", (chunk: string) => {
+        if (driving) return;
+        out += chunk;
+        const m = /listening on (http:\/\/\S+)/.exec(out);
+        if (!m) return;
+        driving = true;
+        drive(m[1]).then(
+          () => child.kill("SIGTERM"),
+          (error: unknown) => {
+            failure = error;
+            child.kill("SIGTERM");
+          },
+        );
+      });
+    }
     child.on("error", reject);
     child.on("close", (code, signal) => {
       const total = parseCallgrindTotal(stderr);
-      if (code === 0 && total !== undefined) resolve(total);
+      if (failure !== undefined) reject(failure);
+      else if ((code === 0 || kind === "server") && total !== undefined) resolve(total);
       else reject(new Error(`callgrind of node ${args.join(" ")} ended ${code ?? signal} without a total: ${stderr.slice(-800)}`));
     });
   });

@@ -1,5 +1,8 @@
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
 import t from "tap";
-import { countNodeInstructions, instructionsUnavailable } from "../support/instructions.js";
+import { countNodeInstructions, instructionsUnavailable, serverLifeInstructions } from "../support/instructions.js";
 
 // Three node processes under callgrind, each about 30× slower than native (and tap's own hooks ride along).
 t.setTimeout(300_000);
@@ -21,3 +24,36 @@ t.test("countNodeInstructions: a repeatable count that grows with the work done"
   t.ok(Math.abs(again - loop) / loop < 0.005, `the same command twice: ${loop} and ${again}`);
   await t.rejects(countNodeInstructions(["--no-such-flag"]), /ended 9/, "a failing command is an error, not a count");
 });
+
+t.test(
+  "serverLifeInstructions: a server's life, driven once it listens, counts the work its requests add",
+  { skip: !process.env.CI && noValgrind },
+  async (t) => {
+    t.notOk(noValgrind, "valgrind is installed");
+    const dir = await mkdtemp(path.join(os.tmpdir(), "insn-server-"));
+    t.teardown(() => rm(dir, { recursive: true, force: true }));
+    // A server that prints its listening line as ours does, and does a fixed amount of work per request.
+    const script = path.join(dir, "server.mjs");
+    await writeFile(
+      script,
+      `import http from "node:http";
+const server = http.createServer((req, res) => { let s = 0; for (let i = 0; i < 200000; i++) s += i; res.end(String(s)); });
+server.listen(0, "127.0.0.1", () => console.log("listening on http://127.0.0.1:" + server.address().port));
+process.on("SIGTERM", () => server.close(() => process.exit(0)));
+`,
+    );
+    const requests = (n: number) => async (url: string) => {
+      for (let i = 0; i < n; i++) await (await fetch(url)).text();
+    };
+    const few = await serverLifeInstructions(script, process.env, requests(2));
+    const many = await serverLifeInstructions(script, process.env, requests(22));
+    t.ok(many - few > 20 * 200_000, `20 more requests add ${many - few} instructions`);
+    await t.rejects(
+      serverLifeInstructions(script, process.env, async () => {
+        throw new Error("the drive failed");
+      }),
+      /the drive failed/,
+      "a failing drive is an error, not a count",
+    );
+  },
+);
