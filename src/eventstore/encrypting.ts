@@ -2,7 +2,7 @@ import { KeyDestroyedError, UnreadableEnvelopeError, type Sealer } from "../cryp
 import { refused } from "./forwarding.js";
 import { deepFreeze, isPlainObject } from "../util/json.js";
 import { dataTextOf } from "./data-text.js";
-import { jsonTextOf } from "./json-text.js";
+import { dataWithText, jsonTextOf } from "./json-text.js";
 import {
   InvalidEventError,
   PURGED_EVENT_TYPE,
@@ -67,7 +67,7 @@ export function withEncryption(store: EventStore, sealer: Sealer, policy: Conten
     const sharers = policy.keySharers?.(stream, event.type, event.data);
     if (sharers && sharers.length > 0) sealer.shareKey(stream, sharers);
     // The data's text, made once: sealed here, and held by the store for this process's readers.
-    return { ...event, storedData: { ...clear, [SEALED_FIELD]: envelope }, ...(given ? { dataText: text } : {}) };
+    return { ...event, storedData: storedFormOf(clear, envelope), ...(given ? { dataText: text } : {}) };
   };
 
   const open = (event: RecordedEvent): RecordedEvent => {
@@ -138,6 +138,20 @@ export function withEncryption(store: EventStore, sealer: Sealer, policy: Conten
     },
     close: () => store.close(),
   };
+}
+
+/**
+ * The stored form of a sealed event: its clear part with the envelope as the last field. Its text is the clear
+ * part's with that field appended, so the envelope (most of the text) is not serialised a second time: an
+ * envelope is ASCII that a JSON string carries unescaped.
+ */
+function storedFormOf(clear: Record<string, unknown>, envelope: string): Record<string, unknown> {
+  const data = { ...clear, [SEALED_FIELD]: envelope };
+  // A clear part with a field of that name keeps it in its own place: serialised as a whole.
+  if (Object.hasOwn(clear, SEALED_FIELD)) return data;
+  const clearText = JSON.stringify(clear);
+  const field = `${SEALED_KEY_TEXT}"${envelope}"`;
+  return dataWithText(data, clearText === "{}" ? `{${field}}` : `${clearText.slice(0, -1)},${field}}`);
 }
 
 /** A subscription whose events are opened as they are delivered. */

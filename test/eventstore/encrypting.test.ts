@@ -160,6 +160,12 @@ t.test("every content-bearing type round-trips, sealed at rest, through reads an
     t.equal(raw.type, type, `${type}: the type stays clear`);
     t.type((raw.data as Record<string, unknown>)[SEALED_FIELD], "string", `${type}: sealed`);
     t.notOk(JSON.stringify(raw.data).includes(m), `${type}: no content in clear`);
+    const clear = contentPolicy(["secret"]).clearPart(type, data[type]);
+    t.equal(
+      JSON.stringify(raw.data),
+      JSON.stringify({ ...clear, [SEALED_FIELD]: (raw.data as Record<string, unknown>)[SEALED_FIELD] }),
+      `${type}: the file holds the clear part, key for key, and the envelope last`,
+    );
     const [read] = await store.readStream(streams[i]);
     t.same(read.data, data[type], `${type}: readStream gives the data back`);
     const [stored] = await store.readStream(streams[i], { fromStorage: true });
@@ -172,6 +178,34 @@ t.test("every content-bearing type round-trips, sealed at rest, through reads an
   for (const [i, type] of contentTypes.entries()) {
     t.same(all.find((e) => e.streamId === streams[i])?.data, data[type], `${type}: readAll gives the data back`);
     t.same(fromAll.find((e) => e.streamId === streams[i])?.data, data[type], `${type}: subscribeToAll gives the data back`);
+  }
+});
+
+t.test("the stored form's text is its clear part's with the envelope appended, whatever the clear part holds", async (t) => {
+  // Clear parts a policy could give: none at all, keys in JSON's own order (an index first) with escapes, and one
+  // that holds a field named as the envelope's (it keeps its place: the form is then serialised whole).
+  const clearParts: Record<string, Record<string, unknown>> = {
+    Empty: {},
+    Ordered: { b: 'a "quoted" \\ line\n', 1: "index", skipped: undefined, nested: { z: [1, null] } },
+    Named: { [SEALED_FIELD]: "the clear part's own", after: true },
+  };
+  const policy: ContentPolicy = {
+    clearPart: (type) => clearParts[type],
+    join: (clear, content) => ({ ...clear, content }),
+  };
+  // Types of no catalogue: the wrapper alone, without the schema checks.
+  const { inner, sealer } = await open(t);
+  const store = withEncryption(inner, sealer, policy);
+  for (const [type, clear] of Object.entries(clearParts)) {
+    const stream = `enc-${type}-${randomUUID()}`;
+    const data = { ...clear, content: marker("c") };
+    await store.append(stream, [{ type, data }]);
+    const [raw] = await inner.readStream(stream, { fromStorage: true });
+    const envelope = (raw.data as Record<string, unknown>)[SEALED_FIELD];
+    t.type(envelope, "string", `${type}: sealed`);
+    t.equal(JSON.stringify(raw.data), JSON.stringify({ ...clear, [SEALED_FIELD]: envelope }), `${type}: the file holds the stored form's JSON`);
+    const [stored] = await store.readStream(stream, { fromStorage: true });
+    t.same(stored.data, JSON.parse(JSON.stringify(data)), `${type}: opened from the file`);
   }
 });
 
