@@ -149,6 +149,8 @@ function storedFormOf(clear: Record<string, unknown>, envelope: string): Record<
   const data = { ...clear, [SEALED_FIELD]: envelope };
   // A clear part with a field of that name keeps it in its own place: serialised as a whole.
   if (Object.hasOwn(clear, SEALED_FIELD)) return data;
+  // The text is kept with the form (dataWithText): its nested parts are the appended data's, which the store already
+  // holds as given for this process's readers, so nothing may change them after the append either way.
   const clearText = JSON.stringify(clear);
   const field = `${SEALED_KEY_TEXT}"${envelope}"`;
   return dataWithText(data, clearText === "{}" ? `{${field}}` : `${clearText.slice(0, -1)},${field}}`);
