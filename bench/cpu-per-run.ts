@@ -17,7 +17,7 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { Agent, request } from "undici";
-import { cpuMs, startScriptNodeFlags } from "./support/server.js";
+import { cpuMs, listeningUrlIn, startScriptNodeFlags } from "./support/server.js";
 
 const root = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
 const CONCURRENCY = 16;
@@ -56,8 +56,8 @@ export async function benchCpuPerRun(runs = 2_000, warmupRuns = 500): Promise<Re
         log?.write(chunk);
         if (out.length > 100_000) return;
         out += chunk;
-        const m = /listening on (http:\/\/\S+)/.exec(out);
-        if (m) resolve(m[1]);
+        const listening = listeningUrlIn(out);
+        if (listening) resolve(listening);
       });
       child.once("exit", (code) => reject(new Error(`server exited with ${code}`)));
     });

@@ -14,7 +14,7 @@ import { spawn, spawnSync } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { benchServerEnv, repoRoot, startScriptNodeFlags } from "./server.js";
+import { benchServerEnv, listeningUrlIn, repoRoot, startScriptNodeFlags } from "./server.js";
 
 /** Where each script preloads the probe that exits the server as it prints its listening line. */
 const EXIT_AT_LISTENING = path.join(repoRoot, "bench", "support", "exit-at-listening.cjs");
@@ -42,7 +42,7 @@ const PREDICTABLE = "--predictable";
  * process before any JavaScript runs: 420 M of `node -e 0`'s 505 M instructions here, the same for any build).
  */
 export function countNodeInstructions(args: readonly string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
-  return underCallgrind(args, env, async () => {});
+  return underCallgrind(args, env);
 }
 
 /**
@@ -50,19 +50,14 @@ export function countNodeInstructions(args: readonly string[], env: NodeJS.Proce
  * from its start to its exit after SIGTERM, once `drive` (given the URL of its listening line) has resolved.
  */
 export function serverLifeInstructions(script: string, env: NodeJS.ProcessEnv, drive: (url: string) => Promise<void>): Promise<number> {
-  return underCallgrind([...startScriptNodeFlags(), script], env, drive, "server");
+  return underCallgrind([...startScriptNodeFlags(), script], env, drive);
 }
 
 /**
- * Runs `node --predictable <args>` under callgrind; a command runs to its exit, a server is driven once listening and then
- * stopped (SIGTERM). Resolves with the total of instructions; rejects when it fails or prints none.
+ * Runs `node --predictable <args>` under callgrind: a command runs to its exit; a server (with `drive`) is driven once
+ * listening and then stopped (SIGTERM). Resolves with the total of instructions; rejects when it fails or prints none.
  */
-function underCallgrind(
-  args: readonly string[],
-  env: NodeJS.ProcessEnv,
-  drive: (url: string) => Promise<void>,
-  kind: "command" | "server" = "command",
-): Promise<number> {
+function underCallgrind(args: readonly string[], env: NodeJS.ProcessEnv, drive?: (url: string) => Promise<void>): Promise<number> {
   // --smc-check: V8 writes and rewrites machine code on the heap; without it callgrind may run stale code.
   const valgrindArgs = ["--tool=callgrind", "--callgrind-out-file=/dev/null", "--smc-check=all-non-file", process.execPath, PREDICTABLE, ...args];
   return new Promise((resolve, reject) => {
@@ -72,21 +67,21 @@ function underCallgrind(
     const child = spawn("env", [...unset, "valgrind", ...valgrindArgs], {
       cwd: repoRoot,
       env,
-      stdio: ["ignore", kind === "server" ? "pipe" : "ignore", "pipe"],
+      stdio: ["ignore", drive ? "pipe" : "ignore", "pipe"],
     });
     let stderr = "";
     let failure: unknown;
     child.stderr!.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
-    if (kind === "server") {
+    if (drive) {
       let out = "";
       let driving = false;
       child.stdout!.setEncoding("utf8").on("data", (chunk: string) => {
         if (driving) return;
         out += chunk;
-        const m = /listening on (http:\/\/\S+)/.exec(out);
-        if (!m) return;
+        const url = listeningUrlIn(out);
+        if (!url) return;
         driving = true;
-        drive(m[1]).then(
+        drive(url).then(
           () => child.kill("SIGTERM"),
           (error: unknown) => {
             failure = error;
@@ -99,7 +94,8 @@ function underCallgrind(
     child.on("close", (code, signal) => {
       const total = parseCallgrindTotal(stderr);
       if (failure !== undefined) reject(failure);
-      else if ((code === 0 || kind === "server") && total !== undefined) resolve(total);
+      // A server stopped by SIGTERM may exit with any code: its count is still whole.
+      else if ((code === 0 || drive) && total !== undefined) resolve(total);
       else reject(new Error(`callgrind of node ${args.join(" ")} ended ${code ?? signal} without a total: ${stderr.slice(-800)}`));
     });
   });

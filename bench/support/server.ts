@@ -41,6 +41,11 @@ export function startScriptNodeFlags(): string[] {
 }
 
 /** A benchmark server's environment: this checkout's langgraph.json, no logs, `env`, then loopback on a free port and `dataDir`. */
+/** The server's URL from what it printed so far: its listening line (src/cli/serve.ts), or undefined before it. */
+export function listeningUrlIn(output: string): string | undefined {
+  return /listening on (http:\/\/\S+)/.exec(output)?.[1];
+}
+
 export function benchServerEnv(dataDir: string, env: Record<string, string> = {}): NodeJS.ProcessEnv {
   return {
     ...process.env,
@@ -76,8 +81,8 @@ export async function startBenchServer(
     let out = "";
     child.stdout!.setEncoding("utf8").on("data", (chunk: string) => {
       out += chunk;
-      const m = /listening on (http:\/\/\S+)/.exec(out);
-      if (m) resolve(m[1]);
+      const listening = listeningUrlIn(out);
+      if (listening) resolve(listening);
     });
     void exited.then(([code, signal]) => reject(new Error(`server exited (${code ?? signal}) before listening`)));
   });
