@@ -27,6 +27,7 @@ import { sseDataText } from "../util/sse-writer.js";
 import type { RunRecord } from "../domain/run-record.js";
 import type { RunDoneness } from "../read-models/runs.js";
 import { isEvent } from "../domain/event-of.js";
+import { THREAD_STREAM_PREFIX } from "../domain/threads.js";
 import { readRunEnd } from "../runtime/run-completion.js";
 
 /** How long a /wait may hold its headers back hoping to send them with the result. */
@@ -128,11 +129,11 @@ export class RunLifecycle {
   private onEvent(event: RecordedEvent): void {
     if (isEvent(event, "RunFinished") && this.endedUnfolded.size > 0) this.endedUnfolded.delete(event.data.run_id);
     if (isEvent(event, "RunEnqueued") && this.enqueuedUnfolded.size > 0) this.enqueuedUnfolded.delete(event.data.run.run_id);
-    if (this.waiters.size === 0 || !event.streamId.startsWith("thread-")) return;
+    if (this.waiters.size === 0 || !event.streamId.startsWith(THREAD_STREAM_PREFIX)) return;
     if (isEvent(event, "RunFinished") || isEvent(event, "RunDeleted")) {
       this.wakeIfDone(event.data.run_id);
     } else if (event.type === "ThreadDeleted") {
-      const threadId = event.streamId.slice("thread-".length);
+      const threadId = event.streamId.slice(THREAD_STREAM_PREFIX.length);
       for (const [runId, waiting] of [...this.waiters]) if (waiting.threadId === threadId) this.wakeIfDone(runId);
     }
   }
@@ -144,7 +145,7 @@ export class RunLifecycle {
    * waiters stay for the fold.
    */
   private onDelivered(event: RecordedEvent): void {
-    if (!isEvent(event, "RunFinished") || !event.streamId.startsWith("thread-")) return;
+    if (!isEvent(event, "RunFinished") || !event.streamId.startsWith(THREAD_STREAM_PREFIX)) return;
     const runId = event.data.run_id;
     this.endedUnfolded.add(runId);
     const waiting = this.waiters.get(runId);

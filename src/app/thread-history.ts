@@ -3,7 +3,7 @@ import type { EventStore, RecordedEvent } from "../eventstore/types.js";
 import { purgedTypeOf } from "../eventstore/types.js";
 import { isEvent } from "../domain/event-of.js";
 import { threadStream } from "../domain/threads.js";
-import { runStream } from "../domain/runs.js";
+import { RUN_STREAM_PREFIX, runStream } from "../domain/runs.js";
 import { CHECKPOINT_STREAM_PREFIX, CHECKPOINT_VALUE_STREAM_PREFIX, isOwnCheckpointValueStream } from "../domain/checkpoint-events.js";
 import { isLargeJsonRef } from "../eventstore/chunked-append.js";
 import { correlationOf } from "../context/attribution.js";
@@ -71,7 +71,7 @@ export function filterHistory(events: readonly RecordedEvent[], f: HistoryFilter
 
 /** The run an event belongs to: its attribution, else what its stream and data say. */
 export function runOf(e: RecordedEvent): string | undefined {
-  if (e.streamId.startsWith("run-")) return e.streamId.slice("run-".length);
+  if (e.streamId.startsWith(RUN_STREAM_PREFIX)) return e.streamId.slice(RUN_STREAM_PREFIX.length);
   if (typeof e.metadata.correlation_id === "string") return e.metadata.correlation_id;
   return correlationOf(e.streamId, e.data, undefined);
 }

@@ -7,6 +7,7 @@ import type { Clock } from "../context/clock.js";
 import { WakeLoop } from "../context/wake-loop.js";
 import { isoOf } from "../util/time.js";
 import { isEvent } from "../domain/event-of.js";
+import { THREAD_STREAM_PREFIX } from "../domain/threads.js";
 
 /**
  * Whether a thread event can move the next expiry: a create or update that sets `expires_at` (an
@@ -15,7 +16,7 @@ import { isEvent } from "../domain/event-of.js";
  * missed removal would only make the timer fire early, find nothing and be set again.
  */
 export function changesThreadExpiry(event: { streamId: string; type: string; data: unknown }): boolean {
-  if (!event.streamId.startsWith("thread-")) return false;
+  if (!event.streamId.startsWith(THREAD_STREAM_PREFIX)) return false;
   if (event.type === "ThreadDeleted" || event.type === "ThreadPurged") return true;
   if (!isEvent(event, "ThreadCreated") && !isEvent(event, "ThreadUpdated")) return false;
   return event.data.expires_at !== undefined;

@@ -7,6 +7,7 @@ import type { ReadModels } from "../read-models/all.js";
 import { RUN_STREAM_PREFIX, decideClaim, decideEnd, runStream, runViewOf, type CancelAction, type RunEnded, type RunView } from "../domain/runs.js";
 import type { RunRecord } from "../domain/run-record.js";
 import { isEvent } from "../domain/event-of.js";
+import { THREAD_STREAM_PREFIX, threadStream } from "../domain/threads.js";
 import { executeRun, type GraphSource } from "./execute-run.js";
 import { serializeError, type SseEvent } from "./stream-modes.js";
 import { RunStreamWriter } from "./run-stream-writer.js";
@@ -192,7 +193,7 @@ export class RunWorker {
     if (event.type === "RunEnqueued" || event.type === "RunFinished") {
       // A run already launched at its enqueue (offer: the thread's head, early start) leaves its thread nothing to start now.
       if (isEvent(event, "RunEnqueued") && this.active.has(event.data.run.run_id)) return;
-      this.ready.add(event.streamId.slice("thread-".length));
+      this.ready.add(event.streamId.slice(THREAD_STREAM_PREFIX.length));
       this.pump();
     }
   }
@@ -207,7 +208,7 @@ export class RunWorker {
       } catch (error) {
         // The thread is looked at again on its next event, not in a loop.
         if (!isPoison(error)) throw error;
-        this.gaveUp(`thread-${threadId}`, error);
+        this.gaveUp(threadStream(threadId), error);
       }
     }
   }

@@ -1,3 +1,4 @@
+import { CHECKPOINT_STREAM_PREFIX } from "../domain/checkpoint-events.js";
 import { LiveFeed } from "../eventstore/live-feed.js";
 import type { EventStore } from "../eventstore/types.js";
 import type { ReadModels } from "../read-models/all.js";
@@ -26,7 +27,7 @@ export function prepareGraphRuntime(
       ? undefined
       : parts.use(
           "live checkpoint feed",
-          new LiveFeed(store, { streamPrefixes: ["checkpoints-"] }, "checkpoints-live", (event, error) =>
+          new LiveFeed(store, { streamPrefixes: [CHECKPOINT_STREAM_PREFIX] }, "checkpoints-live", (event, error) =>
             readModels.runner.quarantine.tryRecord("checkpoints-live", event, error),
           ),
           (f) => f.close(),
