@@ -116,10 +116,14 @@ export interface SplitData {
 type JsonRecord = Record<string, unknown>;
 const isRecord = (value: unknown): value is JsonRecord => typeof value === "object" && value !== null && !Array.isArray(value);
 
+/** The content-bearing types' rules, looked up once per sealed event. */
+const CONTENT_RULES: ReadonlyMap<string, ContentRule> = new Map(
+  Object.entries(EVENT_CONTENT).flatMap(([type, rule]): [string, ContentRule][] => (rule === CLEAR ? [] : [[type, rule]])),
+);
+
 /** The rule of an event type; undefined for a clear type or one outside the catalogue. */
 export function contentRuleOf(type: string): ContentRule | undefined {
-  const rule: ContentRule | typeof CLEAR | undefined = Object.hasOwn(EVENT_CONTENT, type) ? EVENT_CONTENT[type as keyof typeof EVENT_CONTENT] : undefined;
-  return rule === CLEAR ? undefined : rule;
+  return CONTENT_RULES.get(type);
 }
 
 function valueAt(data: unknown, path: FieldPath): unknown {
@@ -129,21 +133,6 @@ function valueAt(data: unknown, path: FieldPath): unknown {
     at = at[key];
   }
   return at;
-}
-
-/** A copy of `data` without the field at `path`, copying only the objects on the way (the input may be frozen). */
-function without(data: JsonRecord, path: FieldPath): JsonRecord {
-  const [key, ...rest] = path;
-  if (key === undefined || !Object.hasOwn(data, key)) return data;
-  const copy = { ...data };
-  removeFrom(copy, key, rest);
-  return copy;
-}
-
-/** Removes the field at [key, ...rest] from `copy`, an object this split made, copying the objects below it on the way. */
-function removeFrom(copy: JsonRecord, key: string, rest: FieldPath): void {
-  if (rest.length === 0) delete copy[key];
-  else if (isRecord(copy[key])) copy[key] = without(copy[key], rest);
 }
 
 function withValue(data: JsonRecord, path: FieldPath, value: unknown): JsonRecord {
@@ -159,10 +148,14 @@ function contentOf(type: string, data: unknown, jsonKeys: readonly string[]): { 
   if (!rule || !isRecord(data)) return undefined;
   const clearWhen = rule.clearWhen;
   if (clearWhen && clearWhen.values.some((value) => data[clearWhen.field] === value)) return undefined;
-  const paths: FieldPath[] = [...rule.content];
-  for (const metadata of rule.metadata ?? []) {
-    const object = valueAt(data, metadata);
-    if (isRecord(object)) for (const key of jsonKeys) if (Object.hasOwn(object, key)) paths.push([...metadata, key]);
+  let paths: readonly FieldPath[] = rule.content;
+  if (jsonKeys.length > 0 && rule.metadata) {
+    const named: FieldPath[] = [...paths];
+    for (const metadata of rule.metadata) {
+      const object = valueAt(data, metadata);
+      if (isRecord(object)) for (const key of jsonKeys) if (Object.hasOwn(object, key)) named.push([...metadata, key]);
+    }
+    paths = named;
   }
   const content: ContentPart = [];
   for (const path of paths) {
@@ -172,11 +165,36 @@ function contentOf(type: string, data: unknown, jsonKeys: readonly string[]): { 
   return content.length > 0 ? { data, content } : undefined;
 }
 
-/** A copy of `data` without these content fields: one copy of the top level for all of them (most rules name top-level fields only). */
+/** A copy of `data` without these content fields, copying only the objects on their way (the input may be frozen). */
 function withoutContent(data: JsonRecord, content: ContentPart): JsonRecord {
-  const clear = { ...data };
-  for (const [path] of content) removeFrom(clear, path[0]!, path.slice(1));
-  return clear;
+  return withoutPaths(
+    data,
+    content.map(([path]) => path),
+  );
+}
+
+/**
+ * A copy of `data` without the fields at `paths`, built key by key: an object a `delete` has shrunk is left in V8's
+ * slow dictionary mode, which every later read and serialisation of it pays for.
+ */
+function withoutPaths(data: JsonRecord, paths: readonly FieldPath[]): JsonRecord {
+  const copy: JsonRecord = {};
+  for (const key of Object.keys(data)) {
+    let dropped = false;
+    let below: FieldPath[] | undefined;
+    for (const path of paths) {
+      if (path[0] !== key) continue;
+      if (path.length === 1) dropped = true;
+      else (below ??= []).push(path.slice(1));
+    }
+    if (dropped) continue;
+    const value = data[key];
+    const kept = below !== undefined && isRecord(value) ? withoutPaths(value, below) : value;
+    // An own "__proto__" (JSON.parse makes one) is a field like any other; assigned, it would set the prototype.
+    if (key === "__proto__") Object.defineProperty(copy, key, { value: kept, enumerable: true, writable: true, configurable: true });
+    else copy[key] = kept;
+  }
+  return copy;
 }
 
 /**

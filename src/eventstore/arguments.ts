@@ -73,7 +73,7 @@ function checkEvent(event: EventData, index: number, policy: EventPolicy): Check
   else throw new TypeError(`append: event #${index} id must be a UUID, got ${String(event.id)}`);
   const explain = policy.explainUnserialisable ?? false;
   const stored = event.storedData === undefined ? event.data : event.storedData;
-  const json = toJson(stored, index, explain);
+  const json = event.storedData !== undefined && event.storedText !== undefined ? event.storedText : toJson(stored, index, explain);
   const dataJson = !policy.holdsAppended ? undefined : stored === event.data ? json : (event.dataText ?? toJson(event.data, index, explain));
   const meta = event.metadata;
   if (meta !== undefined && (typeof meta !== "object" || meta === null || Array.isArray(meta))) {

@@ -2,7 +2,7 @@ import { KeyDestroyedError, UnreadableEnvelopeError, type Sealer } from "../cryp
 import { refused } from "./forwarding.js";
 import { deepFreeze, isPlainObject } from "../util/json.js";
 import { dataTextOf } from "./data-text.js";
-import { dataWithText, jsonTextOf } from "./json-text.js";
+import { jsonTextOf } from "./json-text.js";
 import {
   InvalidEventError,
   PURGED_EVENT_TYPE,
@@ -27,7 +27,10 @@ const SEALED_KEY_TEXT = JSON.stringify(SEALED_FIELD) + ":";
  * src/domain/content-fields.ts, a layer above this one).
  */
 export interface ContentPolicy {
-  /** The data without its content, stored beside the sealed whole; undefined stores the event as it is. */
+  /**
+   * The data without its content, stored beside the sealed whole: a fresh object, which the wrapper completes with the
+   * envelope's field. Undefined stores the event as it is.
+   */
   clearPart(type: string, data: unknown): Record<string, unknown> | undefined;
   /** The data from its clear part and the content parts of an envelope written before the whole data was sealed. */
   join(clear: Record<string, unknown>, content: unknown): unknown;
@@ -66,8 +69,17 @@ export function withEncryption(store: EventStore, sealer: Sealer, policy: Conten
     const envelope = sealer.seal(stream, text, { remember: !holdsAppended });
     const sharers = policy.keySharers?.(stream, event.type, event.data);
     if (sharers && sharers.length > 0) sealer.shareKey(stream, sharers);
+    const storedText = storedTextOf(clear, envelope);
     // The data's text, made once: sealed here, and held by the store for this process's readers.
-    return { ...event, storedData: storedFormOf(clear, envelope), ...(given ? { dataText: text } : {}) };
+    return {
+      id: event.id,
+      type: event.type,
+      data: event.data,
+      metadata: event.metadata,
+      storedData: clear,
+      storedText,
+      dataText: given ? text : event.dataText,
+    };
   };
 
   const open = (event: RecordedEvent): RecordedEvent => {
@@ -141,19 +153,21 @@ export function withEncryption(store: EventStore, sealer: Sealer, policy: Conten
 }
 
 /**
- * The stored form of a sealed event: its clear part with the envelope as the last field. Its text is the clear
- * part's with that field appended, so the envelope (most of the text) is not serialised a second time: an
- * envelope is ASCII that a JSON string carries unescaped.
+ * The stored form of a sealed event is its clear part with the envelope as the last field: `clear` (a fresh object
+ * the policy made for this event) gets that field, and the returned text is the clear part's with the field appended,
+ * so the envelope (most of the text) is not serialised a second time: an envelope is ASCII that a JSON string
+ * carries unescaped.
  */
-function storedFormOf(clear: Record<string, unknown>, envelope: string): Record<string, unknown> {
-  const data = { ...clear, [SEALED_FIELD]: envelope };
+function storedTextOf(clear: Record<string, unknown>, envelope: string): string {
   // A clear part with a field of that name keeps it in its own place: serialised as a whole.
-  if (Object.hasOwn(clear, SEALED_FIELD)) return data;
-  // The text is kept with the form (dataWithText): its nested parts are the appended data's, which the store already
-  // holds as given for this process's readers, so nothing may change them after the append either way.
+  if (Object.hasOwn(clear, SEALED_FIELD)) {
+    clear[SEALED_FIELD] = envelope;
+    return JSON.stringify(clear);
+  }
   const clearText = JSON.stringify(clear);
+  clear[SEALED_FIELD] = envelope;
   const field = `${SEALED_KEY_TEXT}"${envelope}"`;
-  return dataWithText(data, clearText === "{}" ? `{${field}}` : `${clearText.slice(0, -1)},${field}}`);
+  return clearText === "{}" ? `{${field}}` : `${clearText.slice(0, -1)},${field}}`;
 }
 
 /** A subscription whose events are opened as they are delivered. */

@@ -22,6 +22,8 @@ export interface EventData {
    * events) is `data`, as given.
    */
   storedData?: unknown;
+  /** storedData's JSON text, made by its writer (as JSON.stringify would): a store that writes text takes it as it is. */
+  storedText?: string;
   /** The data's JSON text when the writer made it already (as jsonTextOf does): a store that needs it takes it as it is. */
   dataText?: string;
   metadata?: Record<string, unknown>;

@@ -109,6 +109,19 @@ t.test("split and join give the data back; nothing to seal leaves the event as i
   t.equal(splitContent("RunOutput", "not an object", []), undefined);
 });
 
+t.test("the clear part keeps the data's other fields in order, an own __proto__ field among them", async (t) => {
+  const data = JSON.parse('{"__proto__":{"x":1},"thread_id":"t","metadata":{"__proto__":2,"email":"x","kept":true},"values":{"m":1},"created_at":"now"}');
+  const clear = clearPartOf("ThreadCreated", data, ["email"])!;
+  t.equal(
+    JSON.stringify(clear),
+    '{"__proto__":{"x":1},"thread_id":"t","metadata":{"__proto__":2,"kept":true},"created_at":"now"}',
+    "the same fields as the data, in its order, without its content",
+  );
+  t.equal(Object.getPrototypeOf(clear), Object.prototype, "a field named __proto__ did not become the prototype");
+  t.equal(Object.getPrototypeOf(clear.metadata), Object.prototype);
+  t.equal(data.metadata.email, "x", "the data given is not changed");
+});
+
 t.test("a thread's key is shared by its checkpoints and by the runs it enqueues, and by no other stream", async (t) => {
   t.same(streamsSharingThreadKey("thread-t1", "ThreadCreated", { thread_id: "t1" }), ["checkpoints-t1"]);
   t.same(streamsSharingThreadKey("thread-t1", "RunEnqueued", { run: { run_id: "r1" }, thread_metadata: {} }), ["checkpoints-t1", "run-r1"]);
