@@ -7,7 +7,16 @@ import { externalizeIfLarge } from "../eventstore/large-values.js";
 import { assistantIdOf, findAssistantConsistent } from "./assistants.js";
 import { createThread, threadState, threadStateConsistent } from "./threads.js";
 import { decideEnqueueRun, threadStream, type Thread, type ThreadState } from "../domain/threads.js";
-import { decideCancel, publicRun, runStream, type CancelAction, type RunStreamState, type RunView } from "../domain/runs.js";
+import {
+  RUN_COMMAND_STREAM_PREFIX,
+  RUN_INPUT_STREAM_PREFIX,
+  decideCancel,
+  publicRun,
+  runStream,
+  type CancelAction,
+  type RunStreamState,
+  type RunView,
+} from "../domain/runs.js";
 import type { RunRecord, RunStatus } from "../domain/run-record.js";
 import type { RunRequest } from "../domain/run-request.js";
 import { isPlainObject, type JsonObject } from "../domain/json.js";
@@ -187,8 +196,9 @@ export class RunsService {
     const now = ctx.now();
     // Inputs too large for one event are written beside the run and referenced (resolved by the worker).
     const stored = {
-      input: await externalizeIfLarge(ctx.store, "run-input-", runId, req.input ?? null),
-      command: req.command === undefined || req.command === null ? undefined : await externalizeIfLarge(ctx.store, "run-command-", runId, req.command),
+      input: await externalizeIfLarge(ctx.store, RUN_INPUT_STREAM_PREFIX, runId, req.input ?? null),
+      command:
+        req.command === undefined || req.command === null ? undefined : await externalizeIfLarge(ctx.store, RUN_COMMAND_STREAM_PREFIX, runId, req.command),
     };
     const run = assembleRun({
       runId,

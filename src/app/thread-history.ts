@@ -2,8 +2,8 @@ import { WEBHOOK_STREAM_PREFIX } from "../domain/webhooks.js";
 import type { EventStore, RecordedEvent } from "../eventstore/types.js";
 import { purgedTypeOf } from "../eventstore/types.js";
 import { isEvent } from "../domain/event-of.js";
-import { threadStream } from "../domain/threads.js";
-import { RUN_STREAM_PREFIX, runStream } from "../domain/runs.js";
+import { THREAD_VALUES_STREAM_PREFIX, threadStream } from "../domain/threads.js";
+import { RUN_SIDE_STREAM_PREFIXES, RUN_STREAM_PREFIX, runStream } from "../domain/runs.js";
 import { CHECKPOINT_STREAM_PREFIX, CHECKPOINT_VALUE_STREAM_PREFIX, isOwnCheckpointValueStream } from "../domain/checkpoint-events.js";
 import { isLargeJsonRef } from "../eventstore/chunked-append.js";
 import { correlationOf } from "../context/attribution.js";
@@ -11,9 +11,9 @@ import { correlationOf } from "../context/attribution.js";
 import { a2aPushStream, pushDeliveryKey } from "../domain/a2a-push.js";
 
 /** A run's side streams, named by its id: its large input, command, outputs and final values, its webhook attempts (they name the URL). */
-const RUN_SIDE_PREFIXES = ["run-input-", "run-command-", "run-output-", "run-values-", WEBHOOK_STREAM_PREFIX];
+const RUN_SIDE_PREFIXES = [...RUN_SIDE_STREAM_PREFIXES, WEBHOOK_STREAM_PREFIX];
 /** Streams written beside a thread, named by its id: a state update too large for one event. */
-const THREAD_SIDE_PREFIXES = ["thread-values-"];
+const THREAD_SIDE_PREFIXES = [THREAD_VALUES_STREAM_PREFIX];
 
 /** Ids of the runs a thread's stream names, tombstones included (their metadata keeps the run id). */
 export function runIdsOf(threadEvents: readonly RecordedEvent[]): string[] {

@@ -2,7 +2,7 @@ import type { AppContext } from "./context.js";
 import { createThread, deleteThread, threadStateConsistent } from "./threads.js";
 import { applySupersteps } from "./thread-state.js";
 import { conflict } from "../domain/errors.js";
-import type { Thread, ThreadState } from "../domain/threads.js";
+import { THREAD_VALUES_STREAM_PREFIX, type Thread, type ThreadState } from "../domain/threads.js";
 import type { JsonObject } from "../domain/json.js";
 import { externalizeIfLarge, isLargeValueMarker, resolveLarge } from "../eventstore/large-values.js";
 import { newTimeOrderedId } from "../util/new-id.js";
@@ -42,7 +42,7 @@ export function threadLifecycle(ctx: AppContext): ThreadLifecycle {
       // Values written beside the source (its runs' or its own) are written again beside the copy: a purge
       // of the source removes those streams, and the copy must keep its values.
       const values = isLargeValueMarker(source.values)
-        ? await externalizeIfLarge(ctx.store, "thread-values-", copyId, await resolveLarge(ctx.store, source.values))
+        ? await externalizeIfLarge(ctx.store, THREAD_VALUES_STREAM_PREFIX, copyId, await resolveLarge(ctx.store, source.values))
         : source.values;
       const copy = await createThread(ctx, {
         thread_id: copyId,

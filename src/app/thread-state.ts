@@ -4,7 +4,7 @@ import type { AppContext } from "./context.js";
 import { getThread, threadState } from "./threads.js";
 import { findAssistant } from "./assistants.js";
 import { externalizeIfLarge } from "../eventstore/large-values.js";
-import { decideUpdateThreadState, threadIsBusy, threadStream } from "../domain/threads.js";
+import { THREAD_VALUES_STREAM_PREFIX, decideUpdateThreadState, threadIsBusy, threadStream } from "../domain/threads.js";
 import { isPlainObject, type JsonObject } from "../domain/json.js";
 import { conflict, notFound, precondition } from "../domain/errors.js";
 import { toWire } from "../runtime/wire.js";
@@ -152,7 +152,7 @@ export async function getThreadHistory(
 async function recordThreadState(ctx: AppContext, threadId: string, graph: CompiledGraph, config: RunnableConfig): Promise<void> {
   const snapshot = await graph.getState({ configurable: { thread_id: config.configurable?.thread_id } });
   const update = {
-    values: await externalizeIfLarge(ctx.store, "thread-values-", threadId, toWire(snapshot.values ?? {})),
+    values: await externalizeIfLarge(ctx.store, THREAD_VALUES_STREAM_PREFIX, threadId, toWire(snapshot.values ?? {})),
     interrupts: interruptsByTask(snapshot),
     next: [...snapshot.next],
   };

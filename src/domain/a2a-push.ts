@@ -60,8 +60,10 @@ export interface PushTarget {
   authentication?: PushConfig["authentication"];
 }
 
+/** How every push delivery's key starts: its `webhook-` stream is `webhook-a2a-{run_id}-{config_id}`. */
+export const PUSH_DELIVERY_KEY_PREFIX = "a2a-";
 /** The key of one push delivery: one per (run end, config). Also the suffix of its `webhook-` stream. */
-export const pushDeliveryKey = (runId: string, configId: string) => `a2a-${runId}-${configId}`;
+export const pushDeliveryKey = (runId: string, configId: string) => `${PUSH_DELIVERY_KEY_PREFIX}${runId}-${configId}`;
 
 /**
  * Headers of a push (besides the webhook ones): the config's token in `X-A2A-Notification-Token`,

@@ -4,7 +4,8 @@ import type { Decision } from "./decision.js";
 import type { JsonObject } from "./json.js";
 
 /** Assistant streams: `assistant-{assistant_id}`. */
-export const assistantStream = (assistantId: string) => `assistant-${assistantId}`;
+export const ASSISTANT_STREAM_PREFIX = "assistant-";
+export const assistantStream = (assistantId: string) => `${ASSISTANT_STREAM_PREFIX}${assistantId}`;
 
 const Obj = z.record(z.string(), z.unknown());
 

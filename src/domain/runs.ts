@@ -15,6 +15,16 @@ import { JsonObjectSchema } from "../util/json.js";
 export const RUN_STREAM_PREFIX = "run-";
 export const runStream = (runId: string) => `${RUN_STREAM_PREFIX}${runId}`;
 
+/**
+ * Streams written beside a run, each named `{prefix}{run_id}`: a value too large for one event, in chunks
+ * (its input, its command, a streamed chunk's data, its final values). A purge of its thread removes them.
+ */
+export const RUN_INPUT_STREAM_PREFIX = "run-input-";
+export const RUN_COMMAND_STREAM_PREFIX = "run-command-";
+export const RUN_OUTPUT_STREAM_PREFIX = "run-output-";
+export const RUN_VALUES_STREAM_PREFIX = "run-values-";
+export const RUN_SIDE_STREAM_PREFIXES = [RUN_INPUT_STREAM_PREFIX, RUN_COMMAND_STREAM_PREFIX, RUN_OUTPUT_STREAM_PREFIX, RUN_VALUES_STREAM_PREFIX] as const;
+
 const Obj = JsonObjectSchema;
 export const CancelActionSchema = z.enum(["interrupt", "rollback"]);
 export type CancelAction = z.infer<typeof CancelActionSchema>;

@@ -9,6 +9,7 @@
  */
 import { PURGED_EVENT_TYPE, purgedTypeOf } from "../eventstore/types.js";
 import { isEvent } from "./event-of.js";
+import { RUN_STREAM_PREFIX } from "./runs.js";
 import { evolveThread, threadStream, type ThreadEvent, type ThreadState } from "./threads.js";
 import type { JsonObject } from "./json.js";
 
@@ -94,7 +95,7 @@ export function incarnationsOf(threadId: string, events: Iterable<IncarnationLog
 
 /** The run an event belongs to: its own stream, its attribution, or the run its data names. */
 function runOfEvent(e: IncarnationLogEvent): string | undefined {
-  if (e.streamId.startsWith("run-")) return e.streamId.slice("run-".length);
+  if (e.streamId.startsWith(RUN_STREAM_PREFIX)) return e.streamId.slice(RUN_STREAM_PREFIX.length);
   if (typeof e.metadata.correlation_id === "string") return e.metadata.correlation_id;
   const d = (e.data ?? {}) as { run_id?: unknown; run?: { run_id?: unknown } };
   if (typeof d.run_id === "string") return d.run_id;

@@ -9,6 +9,8 @@ import { JsonObjectSchema } from "../util/json.js";
 /** Thread streams: `thread-{thread_id}`. They also carry the run lifecycle marks that keep double-texting rules. */
 export const THREAD_STREAM_PREFIX = "thread-";
 export const threadStream = (threadId: string) => `${THREAD_STREAM_PREFIX}${threadId}`;
+/** `thread-values-{thread_id}`: a state update's values too large for one event, in chunks. A purge of the thread removes it. */
+export const THREAD_VALUES_STREAM_PREFIX = "thread-values-";
 
 const Obj = JsonObjectSchema;
 export const ThreadStatusSchema = z.enum(["idle", "busy", "interrupted", "error"]);

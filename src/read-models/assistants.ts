@@ -3,13 +3,11 @@ import type { RecordedEvent } from "../eventstore/types.js";
 import type { TableProjection } from "./table.js";
 import { BatchedEntities } from "./batch.js";
 import { assistantsProjection } from "../../projections/assistants.js";
-import { assistantEventSchemas, type Assistant, type AssistantState, type AssistantVersion } from "../domain/assistants.js";
+import { ASSISTANT_STREAM_PREFIX, assistantEventSchemas, type Assistant, type AssistantState, type AssistantVersion } from "../domain/assistants.js";
 import type { JsonObject } from "../domain/json.js";
 import { metadataIndexDdl, metadataSource, prepareMetadataIndex, type FilteredSource } from "./metadata-index.js";
 import { containsSql, type SqlFragment } from "./json-filter.js";
 import { pageAndCount, countWhere, StatementCache, type SortOrder } from "./statements.js";
-
-const PREFIX = "assistant-";
 
 /** Assistants (current version per row, every version in `assistant_versions`); deleted ones stay as tombstones with their revision. */
 export const assistantsTable: TableProjection = {
@@ -40,7 +38,7 @@ export const assistantsTable: TableProjection = {
      ) WITHOUT ROWID`,
     ...metadataIndexDdl("assistants"),
   ],
-  streamPrefixes: [PREFIX],
+  streamPrefixes: [ASSISTANT_STREAM_PREFIX],
   eventTypes: Object.keys(assistantEventSchemas),
   prepare(db) {
     const load = loader(db);
@@ -81,7 +79,8 @@ export const assistantsTable: TableProjection = {
     };
     const entities = new BatchedEntities<AssistantState>(load, write);
     return {
-      apply: (event: RecordedEvent) => entities.update(event.streamId.slice(PREFIX.length), (state) => assistantsProjection.evolve(state, event)),
+      apply: (event: RecordedEvent) =>
+        entities.update(event.streamId.slice(ASSISTANT_STREAM_PREFIX.length), (state) => assistantsProjection.evolve(state, event)),
       flush: () => entities.flush(),
     };
   },

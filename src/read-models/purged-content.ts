@@ -1,5 +1,10 @@
 import type Database from "better-sqlite3";
 import type { AllSubscriptionOptions, EventStore, RecordedEvent, Subscription, SubscriptionItem } from "../eventstore/types.js";
+import { A2A_PUSH_STREAM_PREFIX, PUSH_DELIVERY_KEY_PREFIX } from "../domain/a2a-push.js";
+import { CHECKPOINT_STREAM_PREFIX } from "../domain/checkpoint-events.js";
+import { RUN_SIDE_STREAM_PREFIXES, RUN_STREAM_PREFIX } from "../domain/runs.js";
+import { THREAD_STREAM_PREFIX, THREAD_VALUES_STREAM_PREFIX } from "../domain/threads.js";
+import { WEBHOOK_STREAM_PREFIX } from "../domain/webhooks.js";
 
 /**
  * EventStoreDB deletes softly: after a thread purge, its streams read as missing, but their events
@@ -16,8 +21,22 @@ import type { AllSubscriptionOptions, EventStore, RecordedEvent, Subscription, S
 /** Page size of the scan for ThreadPurged records. */
 const PAGE = 1000;
 
-/** The stream categories a purge removes, each followed by the id of its thread or run. */
-const PURGED_CATEGORIES = ["thread-", "checkpoints-", "run-input-", "run-command-", "run-output-", "run-", "webhook-a2a-", "webhook-", "a2a-push-"];
+/** An A2A push delivery's stream: `webhook-a2a-{run_id}-{config_id}`. */
+const PUSH_DELIVERY_STREAM_PREFIX = `${WEBHOOK_STREAM_PREFIX}${PUSH_DELIVERY_KEY_PREFIX}`;
+/**
+ * The stream categories a purge removes, each followed by the id of its thread or run; the longest first, so that
+ * a category that starts with another's prefix (`run-input-`, `run-`) is told apart.
+ */
+const PURGED_CATEGORIES = [
+  THREAD_STREAM_PREFIX,
+  THREAD_VALUES_STREAM_PREFIX,
+  CHECKPOINT_STREAM_PREFIX,
+  RUN_STREAM_PREFIX,
+  ...RUN_SIDE_STREAM_PREFIXES,
+  PUSH_DELIVERY_STREAM_PREFIX,
+  WEBHOOK_STREAM_PREFIX,
+  A2A_PUSH_STREAM_PREFIX,
+].sort((a, b) => b.length - a.length);
 const UUID_LENGTH = 36;
 
 /** The thread or run id a stream of a purgeable category belongs to (pure); undefined for any other stream. */
@@ -26,7 +45,7 @@ export function purgedOwnerOf(streamId: string): string | undefined {
     if (!streamId.startsWith(prefix)) continue;
     const rest = streamId.slice(prefix.length);
     // `webhook-a2a-{run}-{config}`: the run id is the UUID that follows the prefix.
-    return prefix === "webhook-a2a-" ? rest.slice(0, UUID_LENGTH) : rest;
+    return prefix === PUSH_DELIVERY_STREAM_PREFIX ? rest.slice(0, UUID_LENGTH) : rest;
   }
   return undefined;
 }
@@ -50,7 +69,11 @@ export class PurgedContent {
     let cursor: bigint | "start" = from;
     let seen = -1n;
     for (;;) {
-      const page = await store.readAll({ fromPosition: cursor, maxCount: PAGE, filter: { streamPrefixes: ["thread-"], eventTypes: ["ThreadPurged"] } });
+      const page = await store.readAll({
+        fromPosition: cursor,
+        maxCount: PAGE,
+        filter: { streamPrefixes: [THREAD_STREAM_PREFIX], eventTypes: ["ThreadPurged"] },
+      });
       for (const event of page) {
         if (event.position <= seen) continue;
         seen = event.position;

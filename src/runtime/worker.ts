@@ -4,7 +4,18 @@ import { ulid } from "ulid";
 import type { BaseCheckpointSaver, BaseStore } from "@langchain/langgraph-checkpoint";
 import { AppendTicket, WrongExpectedVersionError, type EventData, type EventStore, type RecordedEvent } from "../eventstore/types.js";
 import type { ReadModels } from "../read-models/all.js";
-import { RUN_STREAM_PREFIX, decideClaim, decideEnd, runStream, runViewOf, type CancelAction, type RunEnded, type RunView } from "../domain/runs.js";
+import {
+  RUN_OUTPUT_STREAM_PREFIX,
+  RUN_STREAM_PREFIX,
+  RUN_VALUES_STREAM_PREFIX,
+  decideClaim,
+  decideEnd,
+  runStream,
+  runViewOf,
+  type CancelAction,
+  type RunEnded,
+  type RunView,
+} from "../domain/runs.js";
 import type { RunRecord } from "../domain/run-record.js";
 import { isEvent } from "../domain/event-of.js";
 import { THREAD_STREAM_PREFIX, threadStream } from "../domain/threads.js";
@@ -324,7 +335,7 @@ export class RunWorker {
     const shrink = async (e: EventData): Promise<EventData> => {
       if (!isEvent(e, "RunOutput")) return e;
       const d = e.data;
-      return { ...e, data: { event: d.event, data: await externalizeIfLarge(this.o.store, "run-output-", run.run_id, d.data) } };
+      return { ...e, data: { event: d.event, data: await externalizeIfLarge(this.o.store, RUN_OUTPUT_STREAM_PREFIX, run.run_id, d.data) } };
     };
     const writer = new RunStreamWriter(this.o.commands, runStream(run.run_id), revision, shrink);
     // The `values` output event of each data object emitted: a large result that is one of them is referenced, not written again.
@@ -521,5 +532,5 @@ async function storedValues(store: EventStore, runId: string, writer: RunStreamW
   if (!sure && text === undefined) return values;
   const revision = source && (await writer.revisionOf(source).catch(() => undefined));
   if (revision !== undefined) return outputReference(writer.stream, revision, "values");
-  return externalizeText(store, "run-values-", runId, text ?? (largeJsonText(values) as string));
+  return externalizeText(store, RUN_VALUES_STREAM_PREFIX, runId, text ?? (largeJsonText(values) as string));
 }

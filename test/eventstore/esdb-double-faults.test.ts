@@ -392,7 +392,9 @@ t.test("purgedOwnerOf / PurgedContent: which events a later purge hides", async 
   for (const [stream, owner] of [
     [`thread-${thread}`, thread],
     [`checkpoints-${thread}`, thread],
+    [`thread-values-${thread}`, thread],
     [`run-${run}`, run],
+    [`run-values-${run}`, run],
     [`run-input-${run}`, run],
     [`run-output-${run}`, run],
     [`run-command-${run}`, run],
