@@ -69,7 +69,7 @@ export function withEncryption(store: EventStore, sealer: Sealer, policy: Conten
     const envelope = sealer.seal(stream, text, { remember: !holdsAppended });
     const sharers = policy.keySharers?.(stream, event.type, event.data);
     if (sharers && sharers.length > 0) sealer.shareKey(stream, sharers);
-    const storedText = storedTextOf(clear, envelope);
+    const storedText = completeStoredForm(clear, envelope);
     // The data's text, made once: sealed here, and held by the store for this process's readers.
     return {
       id: event.id,
@@ -153,12 +153,12 @@ export function withEncryption(store: EventStore, sealer: Sealer, policy: Conten
 }
 
 /**
- * The stored form of a sealed event is its clear part with the envelope as the last field: `clear` (a fresh object
- * the policy made for this event) gets that field, and the returned text is the clear part's with the field appended,
- * so the envelope (most of the text) is not serialised a second time: an envelope is ASCII that a JSON string
- * carries unescaped.
+ * Completes `clear` (a fresh object the policy made for this event) into the event's stored form, its clear part with
+ * the envelope as the last field, and returns the stored form's text: the clear part's with that field appended, so
+ * the envelope (most of the text) is not serialised a second time (an envelope is ASCII that a JSON string carries
+ * unescaped).
  */
-function storedTextOf(clear: Record<string, unknown>, envelope: string): string {
+function completeStoredForm(clear: Record<string, unknown>, envelope: string): string {
   // A clear part with a field of that name keeps it in its own place: serialised as a whole.
   if (Object.hasOwn(clear, SEALED_FIELD)) {
     clear[SEALED_FIELD] = envelope;
