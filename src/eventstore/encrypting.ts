@@ -71,15 +71,7 @@ export function withEncryption(store: EventStore, sealer: Sealer, policy: Conten
     if (sharers && sharers.length > 0) sealer.shareKey(stream, sharers);
     const storedText = completeStoredForm(clear, envelope);
     // The data's text, made once: sealed here, and held by the store for this process's readers.
-    return {
-      id: event.id,
-      type: event.type,
-      data: event.data,
-      metadata: event.metadata,
-      storedData: clear,
-      storedText,
-      dataText: given ? text : event.dataText,
-    };
+    return { ...event, storedData: clear, storedText, dataText: given ? text : event.dataText };
   };
 
   const open = (event: RecordedEvent): RecordedEvent => {
