@@ -29,9 +29,11 @@ export type KeyLookup =
 const DATA_KEY_BYTES = 32;
 /** How long a statement waits for another process's write transaction before SQLITE_BUSY. */
 const BUSY_TIMEOUT_MS = 5000;
-const SCHEMA_VERSION = 1;
+const SCHEMA_VERSION = 2;
 
-const SCHEMA = `
+/** The schema of each version from the one before (index 0 creates version 1). */
+const MIGRATIONS = [
+  `
 CREATE TABLE IF NOT EXISTS data_keys (
   key_id        TEXT PRIMARY KEY,
   master_key_id TEXT,                        -- the master key that wraps it; NULL once destroyed
@@ -39,7 +41,13 @@ CREATE TABLE IF NOT EXISTS data_keys (
   destroyed     INTEGER NOT NULL DEFAULT 0,  -- 1: a tombstone, so that its envelopes say "destroyed", not "unknown"
   block         TEXT                         -- the refill that created it: the keys reserved for the process that ran it
 );
-`;
+`,
+  // The order of destructions, so that every process sharing the vault learns which keys to forget (see destroyedSince).
+  `
+ALTER TABLE data_keys ADD COLUMN destroyed_seq INTEGER; -- the destruction that made it a tombstone: 1, 2, ... (NULL: live, or destroyed before version 2)
+CREATE INDEX IF NOT EXISTS data_keys_destroyed_seq ON data_keys (destroyed_seq) WHERE destroyed_seq IS NOT NULL;
+`,
+];
 
 interface Row {
   key_id: string;
@@ -53,7 +61,9 @@ export class KeyVault {
   private readonly byId: ReadonlyMap<string, MasterKey>;
   private readonly insert: Database.Statement<[string, string, Buffer, string]>;
   private readonly select: Database.Statement<[string], Row>;
-  private readonly tombstone: Database.Statement<[string]>;
+  private readonly tombstone: Database.Statement<[number, string]>;
+  private readonly lastSeq: Database.Statement<[], number | null>;
+  private readonly destroyedAfter: Database.Statement<[number], string>;
 
   constructor(
     readonly path: string,
@@ -64,7 +74,11 @@ export class KeyVault {
     try {
       this.insert = this.db.prepare("INSERT INTO data_keys (key_id, master_key_id, wrapped, destroyed, block) VALUES (?, ?, ?, 0, ?)");
       this.select = this.db.prepare("SELECT key_id, master_key_id, wrapped, destroyed FROM data_keys WHERE key_id = ?");
-      this.tombstone = this.db.prepare("UPDATE data_keys SET wrapped = NULL, master_key_id = NULL, destroyed = 1 WHERE key_id = ? AND destroyed = 0");
+      this.tombstone = this.db.prepare(
+        "UPDATE data_keys SET wrapped = NULL, master_key_id = NULL, destroyed = 1, destroyed_seq = ? WHERE key_id = ? AND destroyed = 0",
+      );
+      this.lastSeq = this.db.prepare<[], number | null>("SELECT max(destroyed_seq) FROM data_keys WHERE destroyed_seq IS NOT NULL").pluck();
+      this.destroyedAfter = this.db.prepare<[number], string>("SELECT key_id FROM data_keys WHERE destroyed_seq > ?").pluck();
       this.checkMasterKeys();
     } catch (err) {
       this.db.close();
@@ -106,10 +120,22 @@ export class KeyVault {
   destroy(keyIds: readonly string[]): void {
     this.db
       .transaction(() => {
-        for (const id of keyIds) this.tombstone.run(id);
+        // Under the write lock: each destruction takes the next number, whichever process runs it.
+        const seq = this.lastDestroyed() + 1;
+        for (const id of keyIds) this.tombstone.run(seq, id);
       })
       .immediate();
     this.truncateWal();
+  }
+
+  /** The number of the latest destruction (0 when none was numbered): a process that saw it knows every one before. */
+  lastDestroyed(): number {
+    return this.lastSeq.get() ?? 0;
+  }
+
+  /** The keys destroyed after destruction `seq`, by any process sharing the vault. */
+  destroyedSince(seq: number): string[] {
+    return this.destroyedAfter.all(seq);
   }
 
   /** Re-wraps every live key not under the current master key, in one transaction; keys no configured master key unwraps are left. */
@@ -206,7 +232,9 @@ function openVaultDatabase(file: string): Database.Database {
       const init = db;
       init
         .transaction(() => {
-          init.exec(SCHEMA);
+          // Read again under the write lock: another process may have migrated it meanwhile.
+          const from = Number(init.pragma("user_version", { simple: true }));
+          for (const step of MIGRATIONS.slice(from)) init.exec(step);
           init.pragma(`user_version = ${SCHEMA_VERSION}`);
         })
         .immediate();

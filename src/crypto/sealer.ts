@@ -27,7 +27,10 @@ export interface Sealer {
    * checkpoints' and its runs'. The AAD stays each stream's own name, so an envelope still opens only in its stream.
    */
   shareKey(owner: string, streams: readonly string[]): void;
-  /** Decrypts an envelope sealed for `stream`: KeyDestroyedError when its key was destroyed, UnreadableEnvelopeError otherwise. */
+  /**
+   * Decrypts an envelope sealed for `stream`: KeyDestroyedError when its key was destroyed (here, or by another process
+   * sharing the vault more than `destructionCheckMs` ago), UnreadableEnvelopeError otherwise.
+   */
   open(stream: string, envelope: string): string;
   /** True when `value` is a string in the envelope format (a look at its header, no crypto). */
   isEnvelope(value: unknown): value is string;
@@ -51,6 +54,8 @@ const KEY_CACHE_SIZE = 10_000;
 const STREAM_CACHE_SIZE = 10_000;
 /** Characters of envelopes and their plaintexts remembered after sealing (see VaultSealer.sealed). */
 const SEALED_CACHE_CHARS = 8 * 1024 * 1024;
+/** How often, at most, a sealer asks the vault whether another process destroyed keys (see VaultSealer.catchUpWithDestructions). */
+const DESTRUCTION_CHECK_MS = 10;
 
 /** A value this process sealed, remembered so that reading it back (folds, tails, the run's own reads) needs no decryption. */
 interface SealedValue {
@@ -60,12 +65,23 @@ interface SealedValue {
   plaintext: string;
 }
 
+export interface SealerOptions {
+  vaultPath: string;
+  masterKeys: MasterKeys;
+  poolSize?: number;
+  maxBlockSize?: number;
+  /** Milliseconds between checks for keys other processes destroyed (default 10; 0 checks at every seal and open). */
+  destructionCheckMs?: number;
+}
+
 /** Opens the vault at `vaultPath`; throws WrongMasterKeyError when it holds keys and no configured master key unwraps one. */
-export function openSealer(options: { vaultPath: string; masterKeys: MasterKeys; poolSize?: number; maxBlockSize?: number }): Sealer {
+export function openSealer(options: SealerOptions): Sealer {
   const poolSize = options.poolSize ?? DEFAULT_POOL_SIZE;
   if (!Number.isInteger(poolSize) || poolSize < 1) throw new RangeError(`poolSize must be a positive integer, not ${poolSize}`);
   const maxBlockSize = Math.max(poolSize, options.maxBlockSize ?? MAX_BLOCK_SIZE);
-  return new VaultSealer(new KeyVault(options.vaultPath, options.masterKeys), poolSize, maxBlockSize);
+  const checkMs = options.destructionCheckMs ?? DESTRUCTION_CHECK_MS;
+  if (!(checkMs >= 0)) throw new RangeError(`destructionCheckMs must be 0 or more, not ${checkMs}`);
+  return new VaultSealer(new KeyVault(options.vaultPath, options.masterKeys), poolSize, maxBlockSize, checkMs);
 }
 
 class VaultSealer implements Sealer {
@@ -88,17 +104,23 @@ class VaultSealer implements Sealer {
   private blockSize: number;
   private lastRefillAt = -Infinity;
   private closed = false;
+  /** The latest destruction in the vault whose keys this sealer forgot (see catchUpWithDestructions). */
+  private destructionsSeen: number;
+  private lastDestructionCheckAt = -Infinity;
 
   constructor(
     private readonly vault: KeyVault,
     private readonly poolSize: number,
     private readonly maxBlockSize: number,
+    private readonly destructionCheckMs: number,
   ) {
     this.blockSize = poolSize;
+    this.destructionsSeen = vault.lastDestroyed();
   }
 
   seal(stream: string, plaintext: string, options?: { remember?: boolean }): string {
     this.assertOpen();
+    this.catchUpWithDestructions();
     const dataKey = this.keyOf(stream);
     const keyId = dataKey.id;
     const envelope = sealEnvelope(dataKey.key, keyId, stream, plaintext);
@@ -130,6 +152,7 @@ class VaultSealer implements Sealer {
 
   open(stream: string, envelope: string): string {
     this.assertOpen();
+    this.catchUpWithDestructions();
     const recent = isEnvelope(envelope) ? this.sealed.get(envelopeIv(envelope)) : undefined;
     if (recent !== undefined && recent.envelope === envelope && recent.stream === stream) return recent.plaintext;
     const parsed = parseEnvelope(envelope);
@@ -155,8 +178,30 @@ class VaultSealer implements Sealer {
   destroy(keyIds: readonly string[]): void {
     this.assertOpen();
     if (keyIds.length === 0) return;
-    const doomed = new Set(keyIds);
     this.vault.destroy(keyIds);
+    this.forget(keyIds);
+  }
+
+  /**
+   * Forgets the keys other processes sharing the vault destroyed since the last check, at most every
+   * `destructionCheckMs`: so that a value of a purged stream does not open from this process's caches, and a stream
+   * created again under a purged name (a thread id used again) does not seal with its destroyed key, whichever
+   * process purged it. One indexed read of the vault per check.
+   */
+  private catchUpWithDestructions(): void {
+    const now = performance.now();
+    if (now - this.lastDestructionCheckAt < this.destructionCheckMs) return;
+    this.lastDestructionCheckAt = now;
+    const latest = this.vault.lastDestroyed();
+    if (latest === this.destructionsSeen) return;
+    this.forget(this.vault.destroyedSince(this.destructionsSeen));
+    this.destructionsSeen = latest;
+  }
+
+  /** Drops destroyed keys from every cache: their bytes, what was sealed with them, the streams that sealed with them, the pool. */
+  private forget(keyIds: readonly string[]): void {
+    if (keyIds.length === 0) return;
+    const doomed = new Set(keyIds);
     for (const id of doomed) this.keys.delete(id);
     // Collected first: a cache is not changed while it is iterated.
     const forgotten = [...this.sealed.entries()].filter(([, value]) => doomed.has(value.keyId)).map(([iv]) => iv);

@@ -59,3 +59,32 @@ t.test("two processes sealing at once on one vault never share a key", async (t)
   db.close();
   t.ok(blocks >= (2 * STREAMS) / POOL, `${blocks} refills`);
 });
+
+/** A child that opens the vault and destroys these keys, as a server purging a thread does. */
+function destroyInChild(vaultPath: string, keyIds: string[]): Promise<unknown> {
+  const code = `
+    const { openSealer } = await import(${JSON.stringify(sealerModule)});
+    const { parseMasterKeys } = await import(${JSON.stringify(pathToFileURL(path.resolve(import.meta.dirname, "../../src/crypto/master-keys.ts")).href)});
+    const sealer = openSealer({ vaultPath: ${JSON.stringify(vaultPath)}, masterKeys: parseMasterKeys({ LANGGRAPH_AES_KEY: ${JSON.stringify(KEY)} }) });
+    sealer.destroy(${JSON.stringify(keyIds)});
+    sealer.close();
+  `;
+  return promisify(execFile)(process.execPath, ["--import=tsx", "--input-type=module", "-e", code]);
+}
+
+t.test("a key another process destroys is forgotten here: its values do not open from memory, its stream seals with a fresh key", async (t) => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), "crypto-vault-"));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const vaultPath = path.join(dir, "keys.db");
+  const sealer = openSealer({ vaultPath, masterKeys: parseMasterKeys({ LANGGRAPH_AES_KEY: KEY })!, destructionCheckMs: 0 });
+  t.teardown(() => sealer.close());
+  const purged = sealer.seal("thread-a", '"before"');
+  const kept = sealer.seal("thread-b", '"kept"');
+  t.equal(sealer.open("thread-a", purged), '"before"');
+  await destroyInChild(vaultPath, [sealer.keyIdOf(purged)]);
+  t.throws(() => sealer.open("thread-a", purged), { name: "KeyDestroyedError" }, "the value sealed here no longer opens here");
+  const again = sealer.seal("thread-a", '"after"');
+  t.not(sealer.keyIdOf(again), sealer.keyIdOf(purged), "the stream, used again, seals with a fresh key");
+  t.equal(sealer.open("thread-a", again), '"after"');
+  t.equal(sealer.open("thread-b", kept), '"kept"', "other streams are untouched");
+});

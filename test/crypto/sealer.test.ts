@@ -229,19 +229,65 @@ t.test("shareKey: streams with no key yet seal with the owner's, each still for 
   t.not(sealer.keyIdOf(sealer.seal("run-1", "fresh")), ownerKey, "a stream that shared a destroyed key gets a fresh one");
 });
 
-t.test("destroy by another sealer: this one's later seals for the stream use a fresh key", async (t) => {
+t.test("destroy by another sealer (another process on the vault): this one forgets the key at its next check", async (t) => {
   const vaultPath = tempVault(t);
-  const one = sealerAt(t, vaultPath, masterKeys(KEY_A), 4);
+  const one = openSealer({ vaultPath, masterKeys: masterKeys(KEY_A), poolSize: 4, destructionCheckMs: 0 });
+  t.teardown(() => one.close());
   const two = sealerAt(t, vaultPath, masterKeys(KEY_A), 4);
   const first = one.seal("s", "1");
+  const other = one.seal("kept", "2");
+  t.equal(one.open("s", first), "1", "from what `one` sealed lately");
   t.equal(two.open("s", first), "1");
   two.destroy([one.keyIdOf(first)]);
+  // The stream's name used again (a thread created again under a purged id) seals with a fresh key that opens.
+  const again = one.seal("s", "3");
+  t.not(one.keyIdOf(again), one.keyIdOf(first));
+  t.equal(two.open("s", again), "3");
   t.type(
     catchError(() => two.open("s", first)),
     KeyDestroyedError,
   );
-  // Only the destroying sealer's caches forget the key: `one` still holds it in memory until its LRU drops it or it closes.
-  t.equal(one.open("s", first), "1");
+  t.type(
+    catchError(() => one.open("s", first)),
+    KeyDestroyedError,
+    "neither its memory of the value nor its copy of the key opens it",
+  );
+  t.equal(one.open("kept", other), "2", "keys nobody destroyed still open");
+  t.equal(one.keyIdOf(one.seal("kept", "4")), one.keyIdOf(other), "a stream whose key lives keeps it");
+});
+
+t.test("a vault of schema version 1 is migrated: its keys and tombstones read as before, and destructions are numbered", async (t) => {
+  const vaultPath = tempVault(t);
+  const first = sealerAt(t, vaultPath);
+  const live = first.seal("live", "1");
+  const gone = first.seal("gone", "2");
+  first.destroy([first.keyIdOf(gone)]);
+  first.close();
+  // Back to version 1 as an older server left it: no destruction numbers.
+  const db = new Database(vaultPath);
+  db.exec("DROP INDEX data_keys_destroyed_seq; ALTER TABLE data_keys DROP COLUMN destroyed_seq; PRAGMA user_version = 1");
+  db.close();
+  const one = openSealer({ vaultPath, masterKeys: masterKeys(KEY_A), destructionCheckMs: 0 });
+  t.teardown(() => one.close());
+  const two = sealerAt(t, vaultPath);
+  t.equal(one.open("live", live), "1");
+  t.type(
+    catchError(() => one.open("gone", gone)),
+    KeyDestroyedError,
+  );
+  two.destroy([one.keyIdOf(live)]);
+  t.type(
+    catchError(() => one.open("live", live)),
+    KeyDestroyedError,
+  );
+  const check = new Database(vaultPath, { readonly: true });
+  t.teardown(() => check.close());
+  t.equal(check.pragma("user_version", { simple: true }), 2);
+  t.same(
+    check.prepare("SELECT destroyed_seq FROM data_keys WHERE destroyed = 1 ORDER BY destroyed_seq").pluck().all(),
+    [null, 1],
+    "the tombstone from before has no number; the new one is the first",
+  );
 });
 
 t.test("a stream's key stays whole while the cache of opened keys turns over", async (t) => {
