@@ -16,9 +16,12 @@ import {
   requestHash,
   type IdempotencyEvent,
   type IdempotencyState,
+  type RecordedRun,
 } from "../domain/idempotency.js";
 import { conflict, invalid } from "../domain/errors.js";
 import type { RunRecord } from "../domain/run-record.js";
+import { threadStream } from "../domain/threads.js";
+import { isEvent } from "../domain/event-of.js";
 
 export interface IdempotentCreateDeps {
   store: EventStore;
@@ -60,6 +63,18 @@ async function loadKey(store: EventStore, stream: string): Promise<IdempotencySt
   return state;
 }
 
+/**
+ * The run a key created, as it was answered: its thread's RunEnqueued holds it (read from the log, which keeps it
+ * when the run or its thread is deleted). Gone once the thread was purged: the key's answer went with it.
+ */
+async function createdRun(store: EventStore, created: RecordedRun): Promise<RunRecord> {
+  if (created.run) return created.run;
+  for (const e of await store.readStream(threadStream(created.thread_id))) {
+    if (isEvent(e, "RunEnqueued") && e.data.run.run_id === created.run_id) return e.data.run;
+  }
+  throw conflict(`Idempotency-Key: the run it created (${created.run_id}) was purged with its thread; use a new key for a new request`);
+}
+
 /** Resolves at the next event of `stream` after `revision`, or when `ms` have passed. */
 async function nextEvent(store: EventStore, stream: string, revision: bigint, ms: number): Promise<RecordedEvent | undefined> {
   const subscription = store.subscribeToStream(stream, { fromRevision: revision });
@@ -90,7 +105,7 @@ export async function createOnce(deps: IdempotentCreateDeps, req: IdempotentRequ
       ttlMs: deps.ttlMs,
     });
     if (decision.kind === "conflict") throw conflict(decision.detail);
-    if (decision.kind === "replay") return decision.run;
+    if (decision.kind === "replay") return createdRun(deps.store, decision.created);
     if (decision.kind === "in_progress") {
       // The claimer may have created its run and then died (or be slow) before recording it: that run
       // is this request's answer, recorded now at the claim's revision (the claimer's own record, if it

@@ -50,8 +50,12 @@ export const idempotencyEventSchemas = {
     /** ms since epoch: from then on the key may be claimed again. */
     expires_at: z.number(),
   }),
-  /** The claimer created the run: what every retry is answered with. */
-  IdempotentRunCreated: z.object({ run: RunRecordSchema }),
+  /**
+   * The claimer created the run: every retry is answered with it, as its thread's RunEnqueued holds it. Only its ids:
+   * the run's content stays in its thread's streams, so a purge of the thread removes it all (this key's stream is
+   * not the thread's). Events written before held the whole run (`run`), content and all.
+   */
+  IdempotentRunCreated: z.union([z.object({ run_id: z.string(), thread_id: z.string() }), z.object({ run: RunRecordSchema })]),
   /** The claimer failed to create the run (a 404, a 409 of the thread…): the key is free again. */
   IdempotencyKeyReleased: z.object({ reason: z.string(), released_at: z.string() }),
 } satisfies Record<string, z.ZodType>;
@@ -64,8 +68,8 @@ export interface IdempotencyState {
   runId: string;
   claimedAtMs: number;
   expiresAtMs: number;
-  /** Set once the claimer recorded the run. */
-  run?: RunRecord;
+  /** Set once the claimer recorded the run: where its record is (or the record itself, as written before). */
+  created?: RecordedRun;
   released: boolean;
 }
 
@@ -81,8 +85,10 @@ export function evolveIdempotency(state: IdempotencyState | undefined, event: Id
         expiresAtMs: event.data.expires_at,
         released: false,
       };
-    case "IdempotentRunCreated":
-      return state && { ...state, revision, run: event.data.run };
+    case "IdempotentRunCreated": {
+      const d = event.data;
+      return state && { ...state, revision, created: "run" in d ? { run_id: d.run.run_id, thread_id: d.run.thread_id, run: d.run } : d };
+    }
     case "IdempotencyKeyReleased":
       return state && { ...state, revision, released: true };
   }
@@ -100,8 +106,8 @@ export const idempotencyEventId = (stream: string, revision: bigint, runId: stri
 export type IdempotencyDecision =
   /** Take the key: append `event` at `expected`, then create the run. */
   | { kind: "claim"; expected: "no_stream" | bigint; event: EventData }
-  /** A retry of a request that created `run`: answer with it, start nothing. */
-  | { kind: "replay"; run: RunRecord }
+  /** A retry of a request that created the run: answer with it, start nothing. */
+  | { kind: "replay"; created: RecordedRun }
   /** The same request is being served right now (its run not recorded yet). */
   | { kind: "in_progress"; runId: string }
   /** The key was used for another request. */
@@ -119,7 +125,7 @@ export interface IdempotentCreate {
 
 /** What a request with an Idempotency-Key does, given the key's stream. */
 export function decideIdempotentCreate(state: IdempotencyState | undefined, cmd: IdempotentCreate): IdempotencyDecision {
-  const free = !state || state.released || cmd.nowMs >= state.expiresAtMs || (!state.run && cmd.nowMs - state.claimedAtMs >= ABANDONED_CLAIM_MS);
+  const free = !state || state.released || cmd.nowMs >= state.expiresAtMs || (!state.created && cmd.nowMs - state.claimedAtMs >= ABANDONED_CLAIM_MS);
   if (free) {
     const expected = state ? state.revision : "no_stream";
     const next = state ? state.revision + 1n : 0n;
@@ -136,14 +142,21 @@ export function decideIdempotentCreate(state: IdempotencyState | undefined, cmd:
   if (state.requestHash !== cmd.requestHash) {
     return { kind: "conflict", detail: "Idempotency-Key was already used with a different request; use a new key for a new request" };
   }
-  return state.run ? { kind: "replay", run: state.run } : { kind: "in_progress", runId: state.runId };
+  return state.created ? { kind: "replay", created: state.created } : { kind: "in_progress", runId: state.runId };
 }
 
-/** The claimer's record of the run it created (appended right after the claim). */
-export const recordRun = (stream: string, claimRevision: bigint, run: RunRecord): EventData => ({
+/** The run a key created: its ids, and its record where an event written before held it. */
+export interface RecordedRun {
+  run_id: string;
+  thread_id: string;
+  run?: RunRecord;
+}
+
+/** The claimer's record of the run it created (appended right after the claim): its ids, not its content. */
+export const recordRun = (stream: string, claimRevision: bigint, run: Pick<RunRecord, "run_id" | "thread_id">): EventData => ({
   id: idempotencyEventId(stream, claimRevision + 1n, run.run_id),
   type: "IdempotentRunCreated",
-  data: { run },
+  data: { run_id: run.run_id, thread_id: run.thread_id },
 });
 
 /** The claimer could not create the run: frees the key. */

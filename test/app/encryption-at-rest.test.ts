@@ -40,13 +40,24 @@ type Messages = { messages: { content: string }[] };
 
 /** Writes every kind of content through the API, and checks the API answers it in plaintext. */
 async function writeContent(t: Test, srv: TestServer): Promise<Written> {
-  const [input, metadata, state, store] = [marker("input"), marker("metadata"), marker("state"), marker("store")];
+  const [input, metadata, state, store, keyed] = [marker("input"), marker("metadata"), marker("state"), marker("store"), marker("keyed")];
   const thread = await srv.client.threads.create({ metadata: { secret: metadata, visible: "shown" } });
   const result = (await srv.client.runs.wait(thread.thread_id, "agent", { input: { messages: [human(input)] } })) as Messages;
   t.ok(
     result.messages.some((m) => m.content === `You said: ${input}`),
     "the run's output, in plaintext",
   );
+  // A run created with an Idempotency-Key: the key's record is a stream of its own, outside the thread's.
+  const idempotent = { assistant_id: "agent", input: { messages: [human(keyed)] } };
+  const headers = { "content-type": "application/json", "idempotency-key": marker("key") };
+  const keyedRun = await fetch(`${srv.url}/threads/${thread.thread_id}/runs/wait`, { method: "POST", headers, body: JSON.stringify(idempotent) });
+  t.equal(keyedRun.status, 200);
+  t.ok(
+    ((await keyedRun.json()) as Messages).messages.some((m) => m.content === `You said: ${keyed}`),
+    "the keyed run's output",
+  );
+  const again = await fetch(`${srv.url}/threads/${thread.thread_id}/runs`, { method: "POST", headers, body: JSON.stringify(idempotent) });
+  t.match(await again.json(), { kwargs: { input: idempotent.input } }, "a retry with the key answers the run, its input included");
   await srv.client.threads.updateState(thread.thread_id, { values: { messages: [human(state)] } });
   await srv.client.store.putItem(["enc"], "item", { note: store });
 
@@ -54,7 +65,7 @@ async function writeContent(t: Test, srv: TestServer): Promise<Written> {
   t.match(read.metadata, { secret: metadata, visible: "shown" }, "the thread's metadata, named key included");
   t.same(
     (read.values as Messages).messages.map((m) => m.content),
-    [input, `You said: ${input}`, state],
+    [input, `You said: ${input}`, keyed, `You said: ${keyed}`, state],
     "the thread's values (from its checkpoints)",
   );
   const [run] = await srv.client.runs.list(thread.thread_id);
@@ -67,7 +78,7 @@ async function writeContent(t: Test, srv: TestServer): Promise<Written> {
     found.some((f) => f.thread_id === thread.thread_id),
     "metadata left in clear is still searched",
   );
-  return { threadId: thread.thread_id, threadMarkers: [input, metadata, state], storeMarker: store };
+  return { threadId: thread.thread_id, threadMarkers: [input, metadata, state, keyed], storeMarker: store };
 }
 
 /** Every file of the data directory: the embedded log and its WAL, the key vault, the read models. */
@@ -125,6 +136,25 @@ function expectShredded(t: Test, sealer: Sealer, envelopes: { stream: string; en
   );
 }
 
+/** Opens every envelope of the whole log that still opens: none may give back a purged thread's marker, whatever stream holds it. */
+function expectNoMarkerOpens(t: Test, sealer: Sealer, events: { stream: string; data: string }[], markers: string[], what: string): void {
+  const leaks: string[] = [];
+  let opened = 0;
+  for (const { stream, envelope } of envelopesOf(events)) {
+    let plaintext: string;
+    try {
+      plaintext = sealer.open(stream, envelope);
+    } catch (error) {
+      if (error instanceof KeyDestroyedError) continue;
+      throw error;
+    }
+    opened++;
+    for (const m of markers) if (plaintext.includes(m)) leaks.push(`${m.replace(/[0-9a-f]+$/, "")} in ${stream}`);
+  }
+  t.ok(opened > 0, `${what}: the other envelopes open (${opened})`);
+  t.same(leaks, [], `${what}: no envelope of any stream that still opens holds the purged thread's content`);
+}
+
 t.test("SQLite: content is sealed in the log, a purge shreds it, a wrong key refuses to start", async (t) => {
   const dataDir = await mkdtemp(path.join(os.tmpdir(), "encryption-at-rest-"));
   const backup = await mkdtemp(path.join(os.tmpdir(), "encryption-at-rest-backup-"));
@@ -160,11 +190,13 @@ t.test("SQLite: content is sealed in the log, a purge shreds it, a wrong key ref
     stream: string;
     data: string;
   }[];
+  const allRows = db.prepare("SELECT stream_id AS stream, data FROM events").all() as { stream: string; data: string }[];
   const storeRows = db.prepare("SELECT stream_id AS stream, data FROM events WHERE stream_id LIKE 'store-%'").all() as { stream: string; data: string }[];
   db.close();
   const sealer = vaultSealer(dataDir);
   try {
     expectShredded(t, sealer, envelopesOf(rows), "a backup taken before the purge");
+    expectNoMarkerOpens(t, sealer, allRows, written.threadMarkers, "a backup taken before the purge");
     const [item] = envelopesOf(storeRows);
     t.ok(sealer.open(item.stream, item.envelope).includes(written.storeMarker), "the same vault and key still open what was not purged");
   } finally {
@@ -216,10 +248,12 @@ t.test("EventStoreDB: content is sealed in the log, and what a purge leaves unti
   running = false;
 
   // A soft delete: the events are still in the double's log until a scavenge, sealed with destroyed keys.
-  const after = (await doubleEvents(dataFile)).filter((e) => e.stream.includes(written.threadId));
+  const all = await doubleEvents(dataFile);
+  const after = all.filter((e) => e.stream.includes(written.threadId));
   const sealer = vaultSealer(dataDir);
   try {
     expectShredded(t, sealer, envelopesOf(after), "the deleted events before the scavenge");
+    expectNoMarkerOpens(t, sealer, all, written.threadMarkers, "the double's log");
   } finally {
     sealer.close();
   }

@@ -79,9 +79,21 @@ t.test("a new key is claimed with no_stream, with a deterministic event id", asy
 t.test("claimed and recorded: the same request replays the run, another request conflicts", async (t) => {
   const claim = decideIdempotentCreate(undefined, cmd());
   if (claim.kind !== "claim") return t.fail("claim");
-  const state = fold([claim.event, recordRun(stream, 0n, run)]);
-  t.ok(schemaForEventType("IdempotentRunCreated")!.safeParse(recordRun(stream, 0n, run).data).success);
-  t.same(decideIdempotentCreate(state, cmd({ nowMs: T0 + 1000, runId: "run-2" })), { kind: "replay", run });
+  const recorded = recordRun(stream, 0n, run);
+  t.same(recorded.data, { run_id: run.run_id, thread_id: run.thread_id }, "the record names the run: its content stays in its thread's streams");
+  t.ok(schemaForEventType("IdempotentRunCreated")!.safeParse(recorded.data).success);
+  const state = fold([claim.event, recorded]);
+  t.same(decideIdempotentCreate(state, cmd({ nowMs: T0 + 1000, runId: "run-2" })), {
+    kind: "replay",
+    created: { run_id: run.run_id, thread_id: run.thread_id },
+  });
+  // A record written before held the whole run: it is still the answer.
+  const before = { id: "e", type: "IdempotentRunCreated", data: { run } };
+  t.ok(schemaForEventType("IdempotentRunCreated")!.safeParse(before.data).success, "the earlier form is still in the catalogue");
+  t.same(decideIdempotentCreate(fold([claim.event, before]), cmd({ nowMs: T0 + 1000 })), {
+    kind: "replay",
+    created: { run_id: run.run_id, thread_id: run.thread_id, run },
+  });
   const other = decideIdempotentCreate(state, cmd({ requestHash: requestHash(null, { assistant_id: "other" }) }));
   t.equal(other.kind, "conflict");
 });

@@ -266,7 +266,7 @@ t.test("a claim whose process died before recording its run is taken over by ano
     claimsOf(events).map((c) => c.run_id),
     [claimByA.run_id, fromB.body.run_id],
   );
-  t.same((events[2].data as { run: { run_id: string } }).run.run_id, fromB.body.run_id);
+  t.same(events[2].data, { run_id: fromB.body.run_id, thread_id: thread.thread_id }, "B's record names its run");
   await b.client.runs.join(thread.thread_id, fromB.body.run_id!);
   t.same(await runIds(b, thread.thread_id), [fromB.body.run_id], "exactly one run on the thread: B's");
   const again = await post(`${b.url}/threads/${thread.thread_id}/runs`, body, key);
