@@ -13,6 +13,7 @@ import { authorize, type Caller } from "./auth/caller.js";
 import { filterMatches, type AuthFilters } from "../read-models/auth-filters.js";
 import { currentRequestContext } from "../context/request-context.js";
 import { eraseLeftoversOfPurge } from "../read-models/purge.js";
+import { purgeCrons } from "./cron-purge.js";
 
 /** `at` / `diff` of /replay and of `npm run replay`; a 422 naming the parameter when malformed. */
 export function logPointParam(name: string, text: string | undefined): LogPoint | undefined {
@@ -139,8 +140,8 @@ export async function replayFromLog(store: EventStore, id: string, at: LogPoint 
 
 /**
  * `DELETE /threads/{id}?purge=true`: a logical delete first (its runs are cancelled), then the
- * content of every stream of the thread leaves the log, then ThreadPurged records who, when and
- * (for an erasure) why.
+ * crons bound to it and the content of every stream of the thread leave the log, then ThreadPurged
+ * records who, when and (for an erasure) why.
  * 404 when the thread never existed or is purged already.
  */
 export async function purgeThread(ctx: AppContext, lifecycle: ThreadLifecycle, id: string, actor: string, reason?: string): Promise<void> {
@@ -156,6 +157,8 @@ export async function purgeThread(ctx: AppContext, lifecycle: ThreadLifecycle, i
       if (!isNotFound(error) && !(error instanceof WrongExpectedVersionError)) throw error;
     }
   }
+  // Its crons first, live or deleted: their payloads are the input of runs on it, and no tick starts one meanwhile.
+  await purgeCrons(ctx, ctx.readModels.cronOwners.ofThread(id));
   const { streams, runIds } = await threadContent(ctx.store, id);
   await ctx.store.purgeStreams(streams);
   const decision = decidePurgeThread(ctx.readModels.threads.load(id), id, actor, streams.length, ctx.now(), runIds, reason);

@@ -9,7 +9,9 @@
  *   the convention of LangGraph's custom-auth docs, where the `create` handler stamps the owner;
  * - a store item whose namespace's first label is the user id: the convention of LangGraph's docs
  *   for per-user memory (`[user_id, "memories"]`), which a store handler enforces by prepending
- *   the identity to every namespace.
+ *   the identity to every namespace;
+ * - a cron whose `metadata.owner` is the user id, live or deleted (its payload is the input of its
+ *   runs); a purged thread's crons go with it, whoever owns them.
  * A thread id also used by an incarnation that someone else owned is left alone (its streams hold
  * both, a purge would remove theirs too) and reported in `skipped_threads`.
  *
@@ -35,6 +37,7 @@ import { isNotFound } from "../domain/errors.js";
 import { filterMatches } from "../read-models/auth-filters.js";
 import { eraseLeftoversOfPurge } from "../read-models/purge.js";
 import { currentRequestContext } from "../context/request-context.js";
+import { purgeCrons } from "./cron-purge.js";
 
 export interface EraseRequest {
   user_id: string;
@@ -44,6 +47,7 @@ export interface EraseRequest {
 export interface EraseResult {
   threads: number;
   store_items: number;
+  crons: number;
   /** Threads owned by the user whose id another owner's incarnation also used: not purged. */
   skipped_threads?: string[];
 }
@@ -91,8 +95,9 @@ export async function eraseUser(d: EraseDeps, caller: Caller, request: EraseRequ
   for (const item of d.store.itemsUnder([user])) {
     if (await d.store.purge(item.namespace, item.key)) storeItems++;
   }
-  if (storeItems > 0) eraseLeftoversOfPurge(d.ctx.readModels);
-  return { threads, store_items: storeItems, ...(skipped.length ? { skipped_threads: skipped } : {}) };
+  const crons = await purgeCrons(d.ctx, d.ctx.readModels.cronOwners.ofOwner(user));
+  if (storeItems > 0 || crons > 0) eraseLeftoversOfPurge(d.ctx.readModels);
+  return { threads, store_items: storeItems, crons, ...(skipped.length ? { skipped_threads: skipped } : {}) };
 }
 
 /** The owners of the incarnations of the id that still have content (a purge removes them all); `undefined` for none named. */

@@ -8,11 +8,21 @@ import { webhooksTable, WebhooksReadModel } from "./webhooks.js";
 import { cronsTable, CronsReadModel } from "./crons.js";
 import { storeItemsTable, StoreReadModel } from "./store-items.js";
 import { checkpointTtlTable, CheckpointTtlReadModel } from "./checkpoint-ttl.js";
+import { cronOwnersTable, CronOwnersReadModel } from "./cron-owners.js";
 
 export { readModelsKeyOf, ReadModelsKeyMismatch } from "./encrypted-file.js";
 
 /** Every table the read-model database holds, fed by one filtered `$all` subscription. */
-export const allTables: TableProjection[] = [assistantsTable, threadsTable, runsTable, webhooksTable, cronsTable, storeItemsTable, checkpointTtlTable];
+export const allTables: TableProjection[] = [
+  assistantsTable,
+  threadsTable,
+  runsTable,
+  webhooksTable,
+  cronsTable,
+  cronOwnersTable,
+  storeItemsTable,
+  checkpointTtlTable,
+];
 
 /** File name of the read-model database inside DATA_DIR. */
 export const READ_MODELS_FILE = "read-models.sqlite";
@@ -26,6 +36,8 @@ export interface ReadModels {
   runs: RunsReadModel;
   webhooks: WebhooksReadModel;
   crons: CronsReadModel;
+  /** Crons by thread and owner, deleted ones included: what a purge or an erasure removes. */
+  cronOwners: CronOwnersReadModel;
   /** Store items (PUT/GET /store/items, the graphs' BaseStore). */
   storeItems: StoreReadModel;
   /** Threads by last checkpoint activity, for `checkpointer.ttl`. */
@@ -40,6 +52,7 @@ export function readModelsOf(store: CatchUpRunner): ReadModels {
     runs: new RunsReadModel(store.db),
     webhooks: new WebhooksReadModel(store.db),
     crons: new CronsReadModel(store.db),
+    cronOwners: new CronOwnersReadModel(store.db),
     storeItems: new StoreReadModel(store.db),
     checkpointTtl: new CheckpointTtlReadModel(store.db),
   };

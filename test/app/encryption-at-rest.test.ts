@@ -40,7 +40,7 @@ type Messages = { messages: { content: string }[] };
 
 /** Writes every kind of content through the API, and checks the API answers it in plaintext. */
 async function writeContent(t: Test, srv: TestServer): Promise<Written> {
-  const [input, metadata, state, store, keyed] = [marker("input"), marker("metadata"), marker("state"), marker("store"), marker("keyed")];
+  const [input, metadata, state, store, keyed, cron] = [marker("input"), marker("metadata"), marker("state"), marker("store"), marker("keyed"), marker("cron")];
   const thread = await srv.client.threads.create({ metadata: { secret: metadata, visible: "shown" } });
   const result = (await srv.client.runs.wait(thread.thread_id, "agent", { input: { messages: [human(input)] } })) as Messages;
   t.ok(
@@ -58,6 +58,8 @@ async function writeContent(t: Test, srv: TestServer): Promise<Written> {
   );
   const again = await fetch(`${srv.url}/threads/${thread.thread_id}/runs`, { method: "POST", headers, body: JSON.stringify(idempotent) });
   t.match(await again.json(), { kwargs: { input: idempotent.input } }, "a retry with the key answers the run, its input included");
+  // A cron on the thread (a stream of its own): its payload is the input of every run it starts.
+  await srv.client.crons.createForThread(thread.thread_id, "agent", { schedule: "0 0 1 1 *", input: { messages: [human(cron)] } });
   await srv.client.threads.updateState(thread.thread_id, { values: { messages: [human(state)] } });
   await srv.client.store.putItem(["enc"], "item", { note: store });
 
@@ -78,7 +80,7 @@ async function writeContent(t: Test, srv: TestServer): Promise<Written> {
     found.some((f) => f.thread_id === thread.thread_id),
     "metadata left in clear is still searched",
   );
-  return { threadId: thread.thread_id, threadMarkers: [input, metadata, state, keyed], storeMarker: store };
+  return { threadId: thread.thread_id, threadMarkers: [input, metadata, state, keyed, cron], storeMarker: store };
 }
 
 /** Every file of the data directory: the embedded log and its WAL, the key vault, the read models. */

@@ -75,7 +75,7 @@ t.test("custom auth: alice erases herself, bob may not erase her", async (t) => 
 
   const erased = await call(srv, "POST", "/internal/erase", alice, { user_id: "alice", reason: "gdpr request" });
   t.equal(erased.status, 200, JSON.stringify(erased.json));
-  t.same(erased.json, { threads: 2, store_items: 2 });
+  t.same(erased.json, { threads: 2, store_items: 2, crons: 0 });
 
   for (const id of aliceThreads) t.equal((await call(srv, "GET", `/threads/${id}`, alice)).status, 404, "alice's thread is gone");
   t.equal((await call(srv, "GET", "/store/items?namespace=alice.memories&key=k1", alice)).json, null, "alice's item is gone");
@@ -86,7 +86,11 @@ t.test("custom auth: alice erases herself, bob may not erase her", async (t) => 
   for (const m of aliceMarkers) t.notOk(bytes.includes(m), "alice's thread content is in no byte of the log");
   t.ok(bytes.includes(bobMarker), "bob's is");
 
-  t.same((await call(srv, "POST", "/internal/erase", alice, { user_id: "alice", reason: "gdpr request" })).json, { threads: 0, store_items: 0 }, "idempotent");
+  t.same(
+    (await call(srv, "POST", "/internal/erase", alice, { user_id: "alice", reason: "gdpr request" })).json,
+    { threads: 0, store_items: 0, crons: 0 },
+    "idempotent",
+  );
 });
 
 t.test("no custom auth: the operator erases any user; the audit API shows the purge, its actor and reason", async (t) => {
@@ -97,10 +101,28 @@ t.test("no custom auth: the operator erases any user; the audit API shows the pu
   const dave = await srv.client.threads.create({ metadata: { owner: "dave" } });
   await srv.client.store.putItem(["carol", "memories"], "a", { note: m });
   await srv.client.store.putItem(["dave"], "a", { note: "daves" });
+  // Carol's crons, one of them deleted (its payload is still in the log), and dave's on his own thread.
+  const [liveCron, deletedCron] = [marker("carolcron"), marker("caroldeletedcron")];
+  const every = (input: string, owner: string) => ({ schedule: "0 0 1 1 *", input: { messages: [{ role: "user", content: input }] }, metadata: { owner } });
+  const live = await srv.client.crons.create("agent", every(liveCron, "carol"));
+  const deleted = await srv.client.crons.create("agent", every(deletedCron, "carol"));
+  await srv.client.crons.delete(deleted.cron_id);
+  const daves = await srv.client.crons.createForThread(dave.thread_id, "agent", every("davescron", "dave"));
+  t.ok((await logBytes(srv.dataDir)).length > 0);
 
   const erased = await call(srv, "POST", "/internal/erase", undefined, { user_id: "carol", reason: "account closed" });
   t.equal(erased.status, 200);
-  t.same(erased.json, { threads: 1, store_items: 1 });
+  t.same(erased.json, { threads: 1, store_items: 1, crons: 2 });
+  const crons = await srv.client.crons.search({ limit: 100 });
+  t.same(
+    crons.map((c) => c.cron_id),
+    [daves.cron_id],
+    "carol's live cron is gone, dave's remains",
+  );
+  t.not(live.cron_id, daves.cron_id);
+  const log = await logBytes(srv.dataDir);
+  t.ok(log.includes(daves.cron_id), "the scan reads the crons' streams");
+  for (const m of [liveCron, deletedCron]) t.notOk(log.includes(m), `${m.replace(/[0-9a-f]+$/, "")}: in no byte of the log`);
   t.equal((await call(srv, "GET", `/threads/${carol.thread_id}`, undefined)).status, 404);
   t.equal((await call(srv, "GET", `/threads/${dave.thread_id}`, undefined)).status, 200);
   t.equal(await srv.client.store.getItem(["carol", "memories"], "a"), null);
@@ -116,5 +138,5 @@ t.test("no custom auth: the operator erases any user; the audit API shows the pu
   t.match(JSON.stringify(purged), /account closed/, "with the reason");
   t.notOk(JSON.stringify(events).includes(m), "and nothing of its content");
 
-  t.same((await call(srv, "POST", "/internal/erase", undefined, { user_id: "carol", reason: "again" })).json, { threads: 0, store_items: 0 });
+  t.same((await call(srv, "POST", "/internal/erase", undefined, { user_id: "carol", reason: "again" })).json, { threads: 0, store_items: 0, crons: 0 });
 });
