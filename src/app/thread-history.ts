@@ -2,18 +2,14 @@ import { WEBHOOK_STREAM_PREFIX } from "../domain/webhooks.js";
 import type { EventStore, RecordedEvent } from "../eventstore/types.js";
 import { purgedTypeOf } from "../eventstore/types.js";
 import { isEvent } from "../domain/event-of.js";
-import { THREAD_VALUES_STREAM_PREFIX, threadStream } from "../domain/threads.js";
-import { RUN_SIDE_STREAM_PREFIXES, RUN_STREAM_PREFIX, runStream } from "../domain/runs.js";
+import { threadStream } from "../domain/threads.js";
+import { RUN_STREAM_PREFIX, runStream } from "../domain/runs.js";
 import { CHECKPOINT_STREAM_PREFIX, CHECKPOINT_VALUE_STREAM_PREFIX, isOwnCheckpointValueStream } from "../domain/checkpoint-events.js";
+import { RUN_ID_STREAM_PREFIXES, THREAD_ID_STREAM_PREFIXES } from "../domain/purge-scope.js";
 import { isLargeJsonRef } from "../eventstore/chunked-append.js";
 import { correlationOf } from "../context/attribution.js";
 
 import { a2aPushStream, pushDeliveryKey } from "../domain/a2a-push.js";
-
-/** A run's side streams, named by its id: its large input, command, outputs and final values, its webhook attempts (they name the URL). */
-const RUN_SIDE_PREFIXES = [...RUN_SIDE_STREAM_PREFIXES, WEBHOOK_STREAM_PREFIX];
-/** Streams written beside a thread, named by its id: a state update too large for one event. */
-const THREAD_SIDE_PREFIXES = [THREAD_VALUES_STREAM_PREFIX];
 
 /** Ids of the runs a thread's stream names, tombstones included (their metadata keeps the run id). */
 export function runIdsOf(threadEvents: readonly RecordedEvent[]): string[] {
@@ -103,19 +99,16 @@ export function eventJson(e: RecordedEvent, incarnation: number) {
 export async function threadContent(store: EventStore, id: string): Promise<{ streams: string[]; runIds: string[] }> {
   const thread = await store.readStream(threadStream(id));
   const checkpoints = await store.readStream(`${CHECKPOINT_STREAM_PREFIX}${id}`);
-  const streams = new Set<string>([threadStream(id), `${CHECKPOINT_STREAM_PREFIX}${id}`, ...THREAD_SIDE_PREFIXES.map((prefix) => `${prefix}${id}`)]);
+  const streams = new Set<string>(THREAD_ID_STREAM_PREFIXES.map((prefix) => `${prefix}${id}`));
   const runIds = runIdsOf(thread);
-  // A2A push configs of the thread's tasks (a task's id is a run id of this thread), and the
-  // deliveries they caused: one `webhook-a2a-{run}-{config}` stream per run end and config.
+  // The deliveries the A2A push configs of the thread's tasks (a task's id is a run id of this thread) caused: one
+  // `webhook-a2a-{run}-{config}` stream per run end and config.
   const configIds = new Set<string>();
   for (const runId of runIds) {
-    const configs = await store.readStream(a2aPushStream(runId));
-    if (configs.length > 0) streams.add(a2aPushStream(runId));
-    for (const e of configs) if (isEvent(e, "A2APushConfigSet")) configIds.add(e.data.config.id);
+    for (const e of await store.readStream(a2aPushStream(runId))) if (isEvent(e, "A2APushConfigSet")) configIds.add(e.data.config.id);
   }
   for (const runId of runIds) {
-    streams.add(runStream(runId));
-    for (const prefix of RUN_SIDE_PREFIXES) streams.add(`${prefix}${runId}`);
+    for (const prefix of RUN_ID_STREAM_PREFIXES) streams.add(`${prefix}${runId}`);
     for (const configId of configIds) streams.add(`${WEBHOOK_STREAM_PREFIX}${pushDeliveryKey(runId, configId)}`);
   }
   for (const e of checkpoints) collectRefs(e.data, id, streams);

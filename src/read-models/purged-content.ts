@@ -1,9 +1,8 @@
 import type Database from "better-sqlite3";
 import type { AllSubscriptionOptions, EventStore, RecordedEvent, Subscription, SubscriptionItem } from "../eventstore/types.js";
-import { A2A_PUSH_STREAM_PREFIX, PUSH_DELIVERY_KEY_PREFIX } from "../domain/a2a-push.js";
-import { CHECKPOINT_STREAM_PREFIX } from "../domain/checkpoint-events.js";
-import { RUN_SIDE_STREAM_PREFIXES, RUN_STREAM_PREFIX } from "../domain/runs.js";
-import { THREAD_STREAM_PREFIX, THREAD_VALUES_STREAM_PREFIX } from "../domain/threads.js";
+import { PUSH_DELIVERY_KEY_PREFIX } from "../domain/a2a-push.js";
+import { RUN_ID_STREAM_PREFIXES, THREAD_ID_STREAM_PREFIXES } from "../domain/purge-scope.js";
+import { THREAD_STREAM_PREFIX } from "../domain/threads.js";
 import { WEBHOOK_STREAM_PREFIX } from "../domain/webhooks.js";
 
 /**
@@ -27,16 +26,7 @@ const PUSH_DELIVERY_STREAM_PREFIX = `${WEBHOOK_STREAM_PREFIX}${PUSH_DELIVERY_KEY
  * The stream categories a purge removes, each followed by the id of its thread or run; the longest first, so that
  * a category that starts with another's prefix (`run-input-`, `run-`) is told apart.
  */
-const PURGED_CATEGORIES = [
-  THREAD_STREAM_PREFIX,
-  THREAD_VALUES_STREAM_PREFIX,
-  CHECKPOINT_STREAM_PREFIX,
-  RUN_STREAM_PREFIX,
-  ...RUN_SIDE_STREAM_PREFIXES,
-  PUSH_DELIVERY_STREAM_PREFIX,
-  WEBHOOK_STREAM_PREFIX,
-  A2A_PUSH_STREAM_PREFIX,
-].sort((a, b) => b.length - a.length);
+const PURGED_CATEGORIES = [...THREAD_ID_STREAM_PREFIXES, ...RUN_ID_STREAM_PREFIXES, PUSH_DELIVERY_STREAM_PREFIX].sort((a, b) => b.length - a.length);
 const UUID_LENGTH = 36;
 
 /** The thread or run id a stream of a purgeable category belongs to (pure); undefined for any other stream. */
