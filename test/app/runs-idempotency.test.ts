@@ -146,6 +146,24 @@ t.test("one server", async (t) => {
     await srv.client.runs.join(missing, (ok.json() as { run_id: string }).run_id);
   });
 
+  t.test("a deleted thread's run is still the key's answer; once the thread is purged the key answers 409", async (t) => {
+    const thread = await srv.client.threads.create();
+    const url = `${srv.url}/threads/${thread.thread_id}/runs`;
+    const body = { assistant_id: "agent", input: input("gone later") };
+    const first = await post(url, body, "purged-1");
+    t.equal(first.status, 200);
+    const run = first.json() as { run_id: string };
+    await srv.client.runs.join(thread.thread_id, run.run_id);
+    t.equal((await fetch(`${srv.url}/threads/${thread.thread_id}`, { method: "DELETE" })).status, 204);
+    const afterDelete = await post(url, body, "purged-1");
+    t.equal(afterDelete.status, 200, "the log still holds the run's enqueue");
+    t.same(afterDelete.json(), first.json(), "as it was answered the first time");
+    t.equal((await fetch(`${srv.url}/threads/${thread.thread_id}?purge=true`, { method: "DELETE" })).status, 204);
+    const afterPurge = await post(url, body, "purged-1");
+    t.equal(afterPurge.status, 409);
+    t.match(afterPurge.text, new RegExp(`${run.run_id}\\) was purged with its thread`), "naming the run");
+  });
+
   t.test("after a restart, the key still answers with its run", async (t) => {
     const thread = await srv.client.threads.create();
     const body = { assistant_id: "agent", input: input("durable") };
