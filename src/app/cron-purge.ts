@@ -6,7 +6,8 @@
  * as a purged store item is); then its stream is purged (the encrypting store destroys its data keys first).
  */
 import type { AppContext } from "./context.js";
-import { cronStream, decideDeleteCron } from "../domain/crons.js";
+import { cronStream } from "../domain/crons.js";
+import { appendCronDeletion } from "./crons.js";
 import { isNotFound } from "../domain/errors.js";
 import { PURGED_EVENT_TYPE } from "../eventstore/types.js";
 
@@ -18,7 +19,7 @@ export async function purgeCrons(ctx: AppContext, cronIds: readonly string[]): P
     await ctx.commands.catchUpWithStream(stream);
     if (ctx.readModels.crons.get(id)) {
       try {
-        await ctx.commands.decide({ stream, load: () => ctx.readModels.crons.get(id), decide: (s) => decideDeleteCron(s, ctx.now()) });
+        await appendCronDeletion(ctx, id, ctx.now());
       } catch (error) {
         // Deleted meanwhile by someone else: the purge goes on.
         if (!isNotFound(error)) throw error;

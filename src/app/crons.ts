@@ -67,6 +67,14 @@ export function runRequestOf(cron: CronState): RunRequest {
 }
 
 /** Application service of crons: create, search, count, patch, delete (the scheduler fires them). */
+/**
+ * Appends a cron's deletion (CronDeleted), decided against its read model: the one command behind DELETE /crons/{id}
+ * and a purge's removal of a live cron (src/app/cron-purge.ts). A 404 when it is not there (deleted meanwhile).
+ */
+export async function appendCronDeletion(ctx: AppContext, id: string, now: string): Promise<void> {
+  await ctx.commands.decide({ stream: cronStream(id), load: () => ctx.readModels.crons.get(id), decide: (s) => decideDeleteCron(s, now) });
+}
+
 export class CronsService {
   /** Timestamps come from the scheduler's clock, so that ticks and creation times share one time line. */
   private readonly now: () => string;
@@ -155,7 +163,7 @@ export class CronsService {
   async delete(caller: Caller, cronId: string): Promise<void> {
     const { filters } = await authorize(caller, "crons", "delete", { cron_id: cronId });
     const id = (await this.get(cronId, filters)).cron_id;
-    await this.ctx.commands.decide({ stream: cronStream(id), load: this.load(id), decide: (s) => decideDeleteCron(s, this.now()) });
+    await appendCronDeletion(this.ctx, id, this.now());
   }
 
   async search(
