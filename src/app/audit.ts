@@ -140,8 +140,8 @@ export async function replayFromLog(store: EventStore, id: string, at: LogPoint 
 
 /**
  * `DELETE /threads/{id}?purge=true`: a logical delete first (its runs are cancelled), then the
- * crons bound to it and the content of every stream of the thread leave the log, then ThreadPurged
- * records who, when and (for an erasure) why.
+ * crons bound to it, the content of every stream of the thread and the `Idempotency-Key` records of
+ * requests on it leave the log, then ThreadPurged records who, when and (for an erasure) why.
  * 404 when the thread never existed or is purged already.
  */
 export async function purgeThread(ctx: AppContext, lifecycle: ThreadLifecycle, id: string, actor: string, reason?: string): Promise<void> {
@@ -159,7 +159,11 @@ export async function purgeThread(ctx: AppContext, lifecycle: ThreadLifecycle, i
   }
   // Its crons first, live or deleted: their payloads are the input of runs on it, and no tick starts one meanwhile.
   await purgeCrons(ctx, ctx.readModels.cronOwners.ofThread(id));
-  const { streams, runIds } = await threadContent(ctx.store, id);
+  const content = await threadContent(ctx.store, id);
+  // The Idempotency-Key records of requests on it (each holds its request's fingerprint, a hash of its body), as
+  // folded up to the thread's last event (caught up with above): a claim comes before the run it creates.
+  const streams = [...content.streams, ...ctx.readModels.idempotencyKeys.ofThread(id)];
+  const runIds = content.runIds;
   await ctx.store.purgeStreams(streams);
   const decision = decidePurgeThread(ctx.readModels.threads.load(id), id, actor, streams.length, ctx.now(), runIds, reason);
   if (!decision.ok) return; // purged concurrently

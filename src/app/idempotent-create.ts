@@ -4,11 +4,12 @@
  * recorded run and starts nothing; a concurrent twin waits for the first to record its run. The
  * log is the only memory of a key: it holds across restarts and across processes sharing it.
  */
-import type { EventStore, RecordedEvent } from "../eventstore/types.js";
+import { PURGED_EVENT_TYPE, WrongExpectedVersionError, type AppendResult, type EventStore, type RecordedEvent } from "../eventstore/types.js";
 import type { CommandPipeline } from "../commands/pipeline.js";
 import {
   decideIdempotentCreate,
   evolveIdempotency,
+  forgottenKey,
   idempotencyKeyError,
   idempotencyStream,
   recordRun,
@@ -57,10 +58,16 @@ export function idempotencyKeyOf(headers: Record<string, string | string[] | und
   return key;
 }
 
-async function loadKey(store: EventStore, stream: string): Promise<IdempotencyState | undefined> {
+/**
+ * The key's state from its stream. A stream purged with its thread reads as tombstones on the embedded store, and as
+ * nothing on EventStoreDB, whose revisions go on after the deleted ones (`deletedUpTo`, learnt from a refused claim).
+ */
+async function loadKey(store: EventStore, stream: string, deletedUpTo: bigint | undefined): Promise<IdempotencyState | undefined> {
   let state: IdempotencyState | undefined;
-  for (const e of await store.readStream(stream)) state = evolveIdempotency(state, e as unknown as IdempotencyEvent, e.revision);
-  return state;
+  for (const e of await store.readStream(stream)) {
+    state = e.type === PURGED_EVENT_TYPE ? forgottenKey(e.revision) : evolveIdempotency(state, e as unknown as IdempotencyEvent, e.revision);
+  }
+  return state ?? (deletedUpTo === undefined ? undefined : forgottenKey(deletedUpTo));
 }
 
 /**
@@ -92,8 +99,9 @@ async function nextEvent(store: EventStore, stream: string, revision: bigint, ms
 export async function createOnce(deps: IdempotentCreateDeps, req: IdempotentRequest, create: () => Promise<RunRecord>): Promise<RunRecord> {
   const stream = idempotencyStream(req.key, req.identity);
   const hash = requestHash(req.threadId, req.body);
+  let deletedUpTo: bigint | undefined;
   for (let attempt = 1; ; attempt++) {
-    const state = await loadKey(deps.store, stream);
+    const state = await loadKey(deps.store, stream, deletedUpTo);
     const now = deps.now();
     const decision = decideIdempotentCreate(state, {
       stream,
@@ -120,9 +128,14 @@ export async function createOnce(deps: IdempotentCreateDeps, req: IdempotentRequ
       }
       continue;
     }
-    // Another request took it first: decide again on what it wrote.
-    const claim = await deps.commands.append({ stream, events: [decision.event], expected: decision.expected, onConflict: "lose" });
-    if (!claim) {
+    let claim: AppendResult;
+    try {
+      claim = await deps.commands.append({ stream, events: [decision.event], expected: decision.expected });
+    } catch (error) {
+      if (!(error instanceof WrongExpectedVersionError)) throw error;
+      // Another request took it first: decide again on what it wrote. Or the stream read as nothing and has
+      // revisions: it was deleted (a purge on EventStoreDB), and the key is free after them.
+      if (state === undefined && typeof error.actual === "bigint") deletedUpTo = error.actual;
       if (attempt < MAX_ATTEMPTS) continue;
       throw conflict("A request with this Idempotency-Key is still in progress; retry later");
     }

@@ -99,7 +99,8 @@ export const EVENT_CONTENT = {
     ],
   },
 
-  IdempotencyKeyClaimed: CLEAR,
+  // A claim's fingerprint is a hash of the request's body: it would confirm a guess of what was asked.
+  IdempotencyKeyClaimed: { content: [["request_hash"]] },
   IdempotentRunCreated: RUN_RECORD,
   IdempotencyKeyReleased: CLEAR,
 } as const satisfies Record<keyof EventCatalogue, ContentRule | typeof CLEAR>;

@@ -95,6 +95,19 @@ export function evolveIdempotency(state: IdempotencyState | undefined, event: Id
 }
 
 /**
+ * A key whose stream was purged with its thread (its events read as the store's tombstones, or, on EventStoreDB, read
+ * as nothing up to `revision`): nothing of the request is left, and the key is free again after `revision`.
+ */
+export const forgottenKey = (revision: bigint): IdempotencyState => ({
+  revision,
+  requestHash: "",
+  runId: "",
+  claimedAtMs: 0,
+  expiresAtMs: 0,
+  released: true,
+});
+
+/**
  * Deterministic per request: the event a request (named by the run id it would create) appends at
  * `revision` of `stream` always has this id, so the log de-duplicates a retried append. Two
  * competing requests get different ids: with equal ids the log would take the loser's append for

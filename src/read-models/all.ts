@@ -9,6 +9,7 @@ import { cronsTable, CronsReadModel } from "./crons.js";
 import { storeItemsTable, StoreReadModel } from "./store-items.js";
 import { checkpointTtlTable, CheckpointTtlReadModel } from "./checkpoint-ttl.js";
 import { cronOwnersTable, CronOwnersReadModel } from "./cron-owners.js";
+import { idempotencyKeysTable, IdempotencyKeysReadModel } from "./idempotency-keys.js";
 
 export { readModelsKeyOf, ReadModelsKeyMismatch } from "./encrypted-file.js";
 
@@ -20,6 +21,7 @@ export const allTables: TableProjection[] = [
   webhooksTable,
   cronsTable,
   cronOwnersTable,
+  idempotencyKeysTable,
   storeItemsTable,
   checkpointTtlTable,
 ];
@@ -38,6 +40,8 @@ export interface ReadModels {
   crons: CronsReadModel;
   /** Crons by thread and owner, deleted ones included: what a purge or an erasure removes. */
   cronOwners: CronOwnersReadModel;
+  /** `Idempotency-Key` streams by thread: what a purge removes with the thread. */
+  idempotencyKeys: IdempotencyKeysReadModel;
   /** Store items (PUT/GET /store/items, the graphs' BaseStore). */
   storeItems: StoreReadModel;
   /** Threads by last checkpoint activity, for `checkpointer.ttl`. */
@@ -53,6 +57,7 @@ export function readModelsOf(store: CatchUpRunner): ReadModels {
     webhooks: new WebhooksReadModel(store.db),
     crons: new CronsReadModel(store.db),
     cronOwners: new CronOwnersReadModel(store.db),
+    idempotencyKeys: new IdempotencyKeysReadModel(store.db),
     storeItems: new StoreReadModel(store.db),
     checkpointTtl: new CheckpointTtlReadModel(store.db),
   };

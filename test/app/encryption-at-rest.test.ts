@@ -11,6 +11,7 @@ import { startTestServer, TEST_GRAPHS, type TestServer } from "../support/server
 import { startEsdbTestDouble } from "../support/esdb-test-double.js";
 import { spawnServer, stopServer } from "../support/process.js";
 import { ConfigError, loadConfig } from "../../src/config.js";
+import { requestHash } from "../../src/domain/idempotency.js";
 
 /**
  * Encryption at rest of the event log (LANGGRAPH_AES_KEY), end to end on both stores: what a user
@@ -25,6 +26,8 @@ import { ConfigError, loadConfig } from "../../src/config.js";
 const KEY = "0123456789abcdef0123456789abcdef";
 const ENV = { LANGGRAPH_AES_KEY: KEY, LANGGRAPH_AES_JSON_KEYS: "secret" };
 const human = (content: string) => ({ role: "user", content });
+/** What a marker is, for the messages: its name, or for a bare hash, the request's fingerprint. */
+const labelOf = (m: string) => m.replace(/[0-9a-f]+$/, "") || "the request's fingerprint";
 /** Letters only, so JSON escaping leaves it as it is and a byte scan finds it. */
 const marker = (name: string) => `${name}${randomUUID().replaceAll("-", "")}`;
 
@@ -80,7 +83,9 @@ async function writeContent(t: Test, srv: TestServer): Promise<Written> {
     found.some((f) => f.thread_id === thread.thread_id),
     "metadata left in clear is still searched",
   );
-  return { threadId: thread.thread_id, threadMarkers: [input, metadata, state, keyed, cron], storeMarker: store };
+  // The key's claim holds the request's fingerprint: a hash that would confirm a guess of the request.
+  const fingerprint = requestHash(thread.thread_id, idempotent);
+  return { threadId: thread.thread_id, threadMarkers: [input, metadata, state, keyed, cron, fingerprint], storeMarker: store };
 }
 
 /** Every file of the data directory: the embedded log and its WAL, the key vault, the read models. */
@@ -90,14 +95,15 @@ async function dataDirBytes(dataDir: string): Promise<Buffer> {
 }
 
 /** Every event the EventStoreDB double keeps in its data file (one JSON line per change, data in base64), deleted ones included. */
-async function doubleEvents(dataFile: string): Promise<{ stream: string; data: string; metadata: string }[]> {
-  const events: { stream: string; data: string; metadata: string }[] = [];
+async function doubleEvents(dataFile: string): Promise<{ stream: string; type: string; data: string; metadata: string }[]> {
+  const events: { stream: string; type: string; data: string; metadata: string }[] = [];
   for (const line of (await readFile(dataFile, "utf8")).split("\n")) {
     if (!line.trim()) continue;
-    const record = JSON.parse(line) as { op: string; stream?: string; events?: { data: string; metadata: string }[] };
+    const record = JSON.parse(line) as { op: string; stream?: string; events?: { type: string; data: string; metadata: string }[] };
     for (const e of record.op === "write" ? (record.events ?? []) : []) {
       events.push({
         stream: record.stream!,
+        type: e.type,
         data: Buffer.from(e.data, "base64").toString("utf8"),
         metadata: Buffer.from(e.metadata, "base64").toString("utf8"),
       });
@@ -138,6 +144,17 @@ function expectShredded(t: Test, sealer: Sealer, envelopes: { stream: string; en
   );
 }
 
+/** The Idempotency-Key claims among these events: their fingerprint is sealed, and they are shredded with the thread. */
+function expectClaimsShredded(t: Test, sealer: Sealer, events: { stream: string; type: string; data: string }[], what: string): void {
+  const claims = events.filter((e) => e.type === "IdempotencyKeyClaimed");
+  t.equal(claims.length, 1, `${what}: the key's claim`);
+  t.notOk(
+    claims.some((e) => "request_hash" in (JSON.parse(e.data) as object)),
+    `${what}: its fingerprint is not in clear`,
+  );
+  expectShredded(t, sealer, envelopesOf(claims), `${what}, the key's claim`);
+}
+
 /** Opens every envelope of the whole log that still opens: none may give back a purged thread's marker, whatever stream holds it. */
 function expectNoMarkerOpens(t: Test, sealer: Sealer, events: { stream: string; data: string }[], markers: string[], what: string): void {
   const leaks: string[] = [];
@@ -151,7 +168,7 @@ function expectNoMarkerOpens(t: Test, sealer: Sealer, events: { stream: string; 
       throw error;
     }
     opened++;
-    for (const m of markers) if (plaintext.includes(m)) leaks.push(`${m.replace(/[0-9a-f]+$/, "")} in ${stream}`);
+    for (const m of markers) if (plaintext.includes(m)) leaks.push(`${labelOf(m)} in ${stream}`);
   }
   t.ok(opened > 0, `${what}: the other envelopes open (${opened})`);
   t.same(leaks, [], `${what}: no envelope of any stream that still opens holds the purged thread's content`);
@@ -168,8 +185,7 @@ t.test("SQLite: content is sealed in the log, a purge shreds it, a wrong key ref
   const written = await writeContent(t, srv);
   const bytes = await dataDirBytes(dataDir);
   t.ok(bytes.includes(written.threadId), "the scan reads the log (the thread's id is in clear)");
-  for (const m of [...written.threadMarkers, written.storeMarker])
-    t.notOk(bytes.includes(m), `${m.replace(/[0-9a-f]+$/, "")}: in no byte of the data directory`);
+  for (const m of [...written.threadMarkers, written.storeMarker]) t.notOk(bytes.includes(m), `${labelOf(m)}: in no byte of the data directory`);
 
   // A copy of the log as it is now (a backup): its sealed events must be lost with the purge too.
   for (const f of (await readdir(dataDir)).filter((f) => f.startsWith("events.sqlite"))) await copyFile(path.join(dataDir, f), path.join(backup, f));
@@ -192,13 +208,14 @@ t.test("SQLite: content is sealed in the log, a purge shreds it, a wrong key ref
     stream: string;
     data: string;
   }[];
-  const allRows = db.prepare("SELECT stream_id AS stream, data FROM events").all() as { stream: string; data: string }[];
+  const allRows = db.prepare("SELECT stream_id AS stream, type, data FROM events").all() as { stream: string; type: string; data: string }[];
   const storeRows = db.prepare("SELECT stream_id AS stream, data FROM events WHERE stream_id LIKE 'store-%'").all() as { stream: string; data: string }[];
   db.close();
   const sealer = vaultSealer(dataDir);
   try {
     expectShredded(t, sealer, envelopesOf(rows), "a backup taken before the purge");
     expectNoMarkerOpens(t, sealer, allRows, written.threadMarkers, "a backup taken before the purge");
+    expectClaimsShredded(t, sealer, allRows, "a backup taken before the purge");
     const [item] = envelopesOf(storeRows);
     t.ok(sealer.open(item.stream, item.envelope).includes(written.storeMarker), "the same vault and key still open what was not purged");
   } finally {
@@ -234,10 +251,9 @@ t.test("EventStoreDB: content is sealed in the log, and what a purge leaves unti
     "the scan reads the double's log",
   );
   const text = before.map((e) => `${e.data}\n${e.metadata}`).join("\n");
-  for (const m of [...written.threadMarkers, written.storeMarker]) t.notOk(text.includes(m), `${m.replace(/[0-9a-f]+$/, "")}: in no event of the double's log`);
+  for (const m of [...written.threadMarkers, written.storeMarker]) t.notOk(text.includes(m), `${labelOf(m)}: in no event of the double's log`);
   const local = await dataDirBytes(dataDir);
-  for (const m of [...written.threadMarkers, written.storeMarker])
-    t.notOk(local.includes(m), `${m.replace(/[0-9a-f]+$/, "")}: in no byte of the data directory`);
+  for (const m of [...written.threadMarkers, written.storeMarker]) t.notOk(local.includes(m), `${labelOf(m)}: in no byte of the data directory`);
 
   t.equal((await fetch(`${srv.url}/threads/${written.threadId}?purge=true`, { method: "DELETE" })).status, 204);
   const events = (await (await fetch(`${srv.url}/threads/${written.threadId}/events?include_output=true&limit=1000`)).json()) as { type: string }[];
@@ -256,6 +272,7 @@ t.test("EventStoreDB: content is sealed in the log, and what a purge leaves unti
   try {
     expectShredded(t, sealer, envelopesOf(after), "the deleted events before the scavenge");
     expectNoMarkerOpens(t, sealer, all, written.threadMarkers, "the double's log");
+    expectClaimsShredded(t, sealer, all, "the double's log");
   } finally {
     sealer.close();
   }

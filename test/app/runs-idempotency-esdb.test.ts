@@ -45,3 +45,25 @@ t.test("two processes on one EventStoreDB: a retry on the other process gets the
   );
   t.equal((await post(`${b.url}/threads/${thread.thread_id}/runs`, { ...body, input: input("other") }, "shared-1")).status, 409);
 });
+
+t.test("EventStoreDB: a purge of the thread deletes the key's stream; a retry claims it again after its deleted events", async (t) => {
+  const esdb = await startEsdbTestDouble();
+  t.teardown(() => esdb.close());
+  const p = await spawnServerOfTest(t, { EVENTSTORE_URL: esdb.connectionString, LANGGRAPH_JSON: TEST_GRAPHS });
+  const client = new Client({ apiUrl: p.url! });
+  const thread = await client.threads.create();
+  const url = `${p.url!}/threads/${thread.thread_id}/runs`;
+  const body = { assistant_id: "agent", input: input("purged") };
+  const first = await post(url, body, "purged-1");
+  t.equal(first.status, 200);
+  const runId = (first.json() as { run_id: string }).run_id;
+  await client.runs.join(thread.thread_id, runId);
+  t.equal((await fetch(`${p.url!}/threads/${thread.thread_id}?purge=true`, { method: "DELETE" })).status, 204);
+  t.equal((await post(url, body, "purged-1")).status, 404, "a retry is a new request, on a thread that is gone");
+  // The key's stream reads as nothing now, and its revisions go on after the deleted ones: a claim at no_stream is refused.
+  await client.threads.create({ threadId: thread.thread_id });
+  const anew = await post(url, body, "purged-1");
+  t.equal(anew.status, 200, "on the thread created again under its id, the key creates a run");
+  t.not((anew.json() as { run_id: string }).run_id, runId, "a new one");
+  await client.runs.join(thread.thread_id, (anew.json() as { run_id: string }).run_id);
+});

@@ -1,6 +1,9 @@
 import t from "tap";
 import { Client } from "@langchain/langgraph-sdk";
+import { readdir, readFile } from "node:fs/promises";
+import path from "node:path";
 import { startTestServer, type TestServer } from "../support/server.js";
+import { requestHash } from "../../src/domain/idempotency.js";
 
 /**
  * `Idempotency-Key` on run creation, through the real server: the official SDK (the key as a
@@ -21,6 +24,12 @@ async function post(url: string, body: unknown, key?: string) {
   const res = await fetch(url, { method: "POST", headers, body: JSON.stringify(body) });
   const text = await res.text();
   return { status: res.status, location: res.headers.get("content-location"), text, json: () => JSON.parse(text) as unknown };
+}
+
+/** Every file of the data directory: the log and its WAL, the read models. */
+async function dataDirBytes(dataDir: string): Promise<Buffer> {
+  const files = (await readdir(dataDir, { withFileTypes: true })).filter((f) => f.isFile()).map((f) => f.name);
+  return Buffer.concat(await Promise.all(files.map((f) => readFile(path.join(dataDir, f)))));
 }
 
 /** The run ids a thread has (pending or done): what "starts nothing new" is checked against. */
@@ -146,7 +155,7 @@ t.test("one server", async (t) => {
     await srv.client.runs.join(missing, (ok.json() as { run_id: string }).run_id);
   });
 
-  t.test("a deleted thread's run is still the key's answer; once the thread is purged the key answers 409", async (t) => {
+  t.test("a deleted thread's run is still the key's answer; a purge of the thread forgets the key and its request's hash", async (t) => {
     const thread = await srv.client.threads.create();
     const url = `${srv.url}/threads/${thread.thread_id}/runs`;
     const body = { assistant_id: "agent", input: input("gone later") };
@@ -154,14 +163,21 @@ t.test("one server", async (t) => {
     t.equal(first.status, 200);
     const run = first.json() as { run_id: string };
     await srv.client.runs.join(thread.thread_id, run.run_id);
+    const fingerprint = requestHash(thread.thread_id, body);
+    t.ok((await dataDirBytes(srv.dataDir)).includes(fingerprint), "the claim holds the request's hash (no key: in clear)");
     t.equal((await fetch(`${srv.url}/threads/${thread.thread_id}`, { method: "DELETE" })).status, 204);
     const afterDelete = await post(url, body, "purged-1");
     t.equal(afterDelete.status, 200, "the log still holds the run's enqueue");
     t.same(afterDelete.json(), first.json(), "as it was answered the first time");
     t.equal((await fetch(`${srv.url}/threads/${thread.thread_id}?purge=true`, { method: "DELETE" })).status, 204);
+    t.notOk((await dataDirBytes(srv.dataDir)).includes(fingerprint), "the request's hash is in no byte of the data directory");
     const afterPurge = await post(url, body, "purged-1");
-    t.equal(afterPurge.status, 409);
-    t.match(afterPurge.text, new RegExp(`${run.run_id}\\) was purged with its thread`), "naming the run");
+    t.equal(afterPurge.status, 404, `a retry is a new request, on a thread that is gone: ${afterPurge.text}`);
+    await srv.client.threads.create({ threadId: thread.thread_id });
+    const anew = await post(url, body, "purged-1");
+    t.equal(anew.status, 200, "on the thread created again under its id, the key creates a run");
+    t.not((anew.json() as { run_id: string }).run_id, run.run_id, "a new one");
+    await srv.client.runs.join(thread.thread_id, (anew.json() as { run_id: string }).run_id);
   });
 
   t.test("after a restart, the key still answers with its run", async (t) => {

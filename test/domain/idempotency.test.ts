@@ -4,6 +4,7 @@ import {
   batchItemKey,
   decideIdempotentCreate,
   evolveIdempotency,
+  forgottenKey,
   idempotencyEventId,
   idempotencyKeyError,
   idempotencyStream,
@@ -119,4 +120,11 @@ t.test("expired or released: claimed again at the stream's revision (any body)",
   const released = fold([claim.event, releaseKey(stream, 0n, "run-1", "Thread not found", "now")]);
   t.ok(schemaForEventType("IdempotencyKeyReleased")!.safeParse(releaseKey(stream, 0n, "run-1", "x", "now").data).success);
   t.match(decideIdempotentCreate(released, cmd({ nowMs: T0 + 5 })), { kind: "claim", expected: 1n });
+});
+
+t.test("a key purged with its thread is forgotten: free for any request, claimed after its last revision", async (t) => {
+  const decision = decideIdempotentCreate(forgottenKey(3n), cmd({ requestHash: requestHash("thread-1", { other: true }) }));
+  t.equal(decision.kind, "claim", "another request's body is no conflict: nothing of the first is left");
+  t.equal(decision.kind === "claim" && decision.expected, 3n, "the claim expects the stream's last revision");
+  t.match(decision, { event: { type: "IdempotencyKeyClaimed", data: { request_hash: requestHash("thread-1", { other: true }) } } });
 });

@@ -129,6 +129,7 @@ function samples(m: string): Record<string, unknown> {
     CronUpdated: { payload: { input: { m } }, metadata: { secret: m }, updated_at: at },
     A2APushConfigSet: { task_id: "task", run_id: "run", protocol: "1.0", config: { id: "c", url: `https://example.com/${m}`, token: m }, set_at: at },
     A2APushRunEndCaughtUp: { task_id: "task", run_id: "run", config_id: "c", ended: { status: "success", values: { m }, ended_at: at } },
+    IdempotencyKeyClaimed: { request_hash: m, run_id: "run", thread_id: "thread", claimed_at: at, expires_at: 0 },
     IdempotentRunCreated: { run },
   };
 }
