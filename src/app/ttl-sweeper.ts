@@ -3,6 +3,7 @@ import type { ThreadLifecycle } from "./thread-lifecycle.js";
 import { runInRequestContext } from "../context/request-context.js";
 import { SYSTEM_ACTOR } from "../context/attribution.js";
 import { isNotFound } from "../domain/errors.js";
+import { purgeThread } from "./audit.js";
 import type { Clock } from "../context/clock.js";
 import { WakeLoop } from "../context/wake-loop.js";
 import { isoOf } from "../util/time.js";
@@ -29,10 +30,14 @@ export interface TtlSweeperOptions {
   log?: (message: string) => void;
 }
 
+/** The reason a ThreadPurged of an expired thread gives. */
+export const TTL_PURGE_REASON = "thread TTL expired";
+
 /**
  * Thread TTL (`ttl`, strategy delete): one timer, set to the next expiry the threads read model
  * knows (an index lookup), looked at again whenever a thread's TTL may have changed. No polling.
- * Expired threads are deleted as the API deletes them (events, attributed to `system`).
+ * Expired threads are purged as `DELETE /threads/{id}?purge=true` purges them (deleted, their content
+ * removed from the log and, with a key, shredded; attributed to `system`): a TTL is a retention limit.
  */
 export class TtlSweeper {
   private readonly loop: WakeLoop;
@@ -42,7 +47,7 @@ export class TtlSweeper {
   constructor(private readonly o: TtlSweeperOptions) {
     this.loop = new WakeLoop({
       clock: o.clock,
-      pass: () => runInRequestContext({ actor: SYSTEM_ACTOR, causationId: "ttl-sweeper" }, () => this.deleteExpired()),
+      pass: () => runInRequestContext({ actor: SYSTEM_ACTOR, causationId: "ttl-sweeper" }, () => this.purgeExpired()),
       onError: (error) => o.log?.(`ttl sweeper: ${(error as Error).message}`),
     });
   }
@@ -66,22 +71,22 @@ export class TtlSweeper {
     return at === undefined ? undefined : isoOf(at);
   }
 
-  /** Deletes every thread expired now; resolves when done (and the timer is set again). */
+  /** Purges every thread expired now; resolves when done (and the timer is set again). */
   sweep(): Promise<void> {
     return this.loop.run();
   }
 
-  /** Deletes the threads expired now; says when the next one expires. */
-  private async deleteExpired(): Promise<number | undefined> {
+  /** Purges the threads expired now; says when the next one expires. */
+  private async purgeExpired(): Promise<number | undefined> {
     const threads = this.o.ctx.readModels.threads;
     for (;;) {
       const expired = threads.expiredAt(isoOf(this.o.clock.now()));
       if (expired.length === 0 || this.stopped) break;
       for (const threadId of expired) {
         try {
-          await this.o.lifecycle.delete(threadId);
+          await purgeThread(this.o.ctx, this.o.lifecycle, threadId, SYSTEM_ACTOR, TTL_PURGE_REASON);
         } catch (error) {
-          if (!isNotFound(error)) throw error; // deleted meanwhile
+          if (!isNotFound(error)) throw error; // purged meanwhile
         }
       }
     }

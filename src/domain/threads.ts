@@ -93,7 +93,7 @@ export interface ThreadState {
   activeRuns: string[];
   /** Status the thread falls back to when no run is active. */
   restingStatus: Exclude<ThreadStatus, "busy">;
-  /** When the TTL sweeper deletes it (ISO 8601), if it has a TTL. */
+  /** When the TTL sweeper purges it (ISO 8601), if it has a TTL: live or deleted, until it is purged. */
   expiresAt?: string;
   /** Its content was purged from the log (a tombstone that stays one). */
   purged?: boolean;
@@ -181,11 +181,10 @@ export function evolveThread(state: ThreadState | undefined, event: ThreadEvent,
         },
       };
     }
-    case "ThreadDeleted": {
-      // Its values leave the read model (the log keeps them); the revision stays for the next command.
-      const { expiresAt: _expired, ...rest } = state;
-      return { ...rest, revision, deleted: true, activeRuns: [], thread: { ...t, values: null, interrupts: {}, metadata: {} } };
-    }
+    case "ThreadDeleted":
+      // Its values leave the read model (the log keeps them); the revision stays for the next command. Its TTL stays:
+      // the log keeps a deleted thread's content, which the sweeper purges when the TTL runs out, as it would have.
+      return { ...state, revision, deleted: true, activeRuns: [], thread: { ...t, values: null, interrupts: {}, metadata: {} } };
     case "RunEnqueued": {
       const active = [...state.activeRuns, event.data.run.run_id];
       return {

@@ -44,7 +44,7 @@ const QUALIFIED = COLUMN_NAMES.split(", ")
  */
 export const threadsTable: TableProjection = {
   name: "threads",
-  version: 4,
+  version: 5,
   ddl: [
     `CREATE TABLE threads (
        thread_id TEXT PRIMARY KEY,
@@ -64,8 +64,8 @@ export const threadsTable: TableProjection = {
        expires_at TEXT,
        purged INTEGER NOT NULL DEFAULT 0
      )`,
-    // The TTL sweeper's question: which live thread expires next?
-    "CREATE INDEX threads_expiry ON threads (expires_at) WHERE deleted = 0 AND expires_at IS NOT NULL",
+    // The TTL sweeper's question: which thread not purged yet (live or deleted) expires next?
+    "CREATE INDEX threads_expiry ON threads (expires_at) WHERE purged = 0 AND expires_at IS NOT NULL",
     // Sort orders and the status filter over live threads only (tombstones are never listed).
     "CREATE INDEX threads_created ON threads (created_at) WHERE deleted = 0",
     "CREATE INDEX threads_updated ON threads (updated_at) WHERE deleted = 0",
@@ -188,14 +188,14 @@ export class ThreadsReadModel {
     this.activeRunsOf = db.prepare("SELECT active_runs FROM threads WHERE thread_id = ? AND deleted = 0").pluck();
     this.cache = new StatementCache(db);
     this.withActiveRuns = db.prepare("SELECT thread_id FROM threads WHERE active_runs <> '[]' AND deleted = 0").pluck();
-    this.firstExpiry = db.prepare("SELECT min(expires_at) FROM threads WHERE deleted = 0 AND expires_at IS NOT NULL").pluck();
+    this.firstExpiry = db.prepare("SELECT min(expires_at) FROM threads WHERE purged = 0 AND expires_at IS NOT NULL").pluck();
     this.ownedOrDeletedStmt = db
       .prepare(
         "SELECT thread_id FROM threads WHERE purged = 0 AND (deleted = 1 OR (json_type(metadata, '$.owner') = 'text' AND json_extract(metadata, '$.owner') = ?)) ORDER BY thread_id",
       )
       .pluck();
     this.expired = db
-      .prepare("SELECT thread_id FROM threads WHERE deleted = 0 AND expires_at IS NOT NULL AND expires_at <= ? ORDER BY expires_at LIMIT 100")
+      .prepare("SELECT thread_id FROM threads WHERE purged = 0 AND expires_at IS NOT NULL AND expires_at <= ? ORDER BY expires_at LIMIT 100")
       .pluck();
   }
 
@@ -205,12 +205,12 @@ export class ThreadsReadModel {
     return queue === undefined || queue === "[]" ? undefined : (JSON.parse(queue) as string[])[0];
   }
 
-  /** When the next live thread expires (its TTL), if any: one step of the expiry index. */
+  /** When the next thread not purged yet (live or deleted) expires (its TTL), if any: one step of the expiry index. */
   nextExpiry(): string | undefined {
     return (this.firstExpiry.get() as string | null) ?? undefined;
   }
 
-  /** Live threads whose TTL ran out at `now` (ISO 8601), oldest first, at most 100. */
+  /** Threads not purged yet (live or deleted) whose TTL ran out at `now` (ISO 8601), oldest first, at most 100. */
   expiredAt(now: string): string[] {
     return this.expired.all(now) as string[];
   }

@@ -15,7 +15,7 @@ type AuditEvent = { type: string; stream: string; metadata: Record<string, unkno
 const human = (content: string) => ({ role: "user", content });
 const json = async <T>(url: string, init?: RequestInit) => (await (await fetch(url, init)).json()) as T;
 
-t.test("thread TTL: one timer at the next expiry; the sweeper deletes as the system", async (t) => {
+t.test("thread TTL: one timer at the next expiry; the sweeper purges as the system, deleted threads too", async (t) => {
   const dataDir = await mkdtemp(path.join(os.tmpdir(), "audit-ttl-"));
   const clock = new FakeClock(Date.now());
   const server = await startServer(loadConfig({ LANGGRAPH_JSON: TEST_GRAPHS, LOG_LEVEL: "silent", HOST: "127.0.0.1", PORT: "0", DATA_DIR: dataDir }), {
@@ -32,19 +32,35 @@ t.test("thread TTL: one timer at the next expiry; the sweeper deletes as the sys
   const soon = await create({ ttl: { strategy: "delete", ttl: 5 } });
   const later = await create({ ttl: 30 });
   const keep = await create({});
+  // A thread deleted before its TTL runs out: the log keeps its content, which the TTL still erases.
+  const marker = `deleted${Date.now()}`;
+  const deleted = await create({ ttl: 5, metadata: { note: marker } });
+  t.equal((await fetch(`${url}/threads/${deleted.thread_id}`, { method: "DELETE" })).status, 204);
+  t.ok(
+    JSON.stringify(await json(`${url}/threads/${deleted.thread_id}/events?include_output=true&limit=1000`)).includes(marker),
+    "deleted: its history is still in the log",
+  );
   await new Promise((resolve) => queueMicrotask(() => resolve(undefined)));
   t.equal(clock.pending().length, 1, "one timer");
   t.ok(Math.abs(clock.pending()[0] - (Date.now() + 5 * 60_000)) < 60_000, "set for the first expiry");
 
   await clock.advance(6 * 60_000);
   await server.ttlSweeper.sweep();
-  t.equal((await fetch(`${url}/threads/${soon.thread_id}`)).status, 404, "expired: deleted");
+  t.equal((await fetch(`${url}/threads/${soon.thread_id}`)).status, 404, "expired: gone");
   t.equal((await fetch(`${url}/threads/${later.thread_id}`)).status, 200);
   t.equal((await fetch(`${url}/threads/${keep.thread_id}`)).status, 200);
-  const events = await json<AuditEvent[]>(`${url}/threads/${soon.thread_id}/events`);
-  t.match(
-    events.find((e) => e.type === "ThreadDeleted"),
-    { metadata: { actor: "system", causation_id: "ttl-sweeper" } },
+  for (const expired of [soon, deleted]) {
+    const events = await json<AuditEvent[]>(`${url}/threads/${expired.thread_id}/events`);
+    t.same([...new Set(events.map((e) => e.type))].sort(), ["EventPurged", "ThreadPurged"], "expired: purged, its events tombstones");
+    t.match(
+      events.find((e) => e.type === "ThreadPurged"),
+      { metadata: { actor: "system", causation_id: "ttl-sweeper" }, data: { purged_by: "system", reason: "thread TTL expired" } },
+      "the purge names the sweeper and why",
+    );
+  }
+  t.notOk(
+    JSON.stringify(await json(`${url}/threads/${deleted.thread_id}/events?include_output=true&limit=1000`)).includes(marker),
+    "the deleted thread's content is gone",
   );
   t.ok(
     Math.abs(server.ttlSweeper.nextSweep ? Date.parse(server.ttlSweeper.nextSweep) - (Date.now() + 30 * 60_000) : Infinity) < 60_000,
