@@ -28,6 +28,7 @@ import type { AssistantSortField } from "../read-models/assistants.js";
 import { conflict, notFound } from "../domain/errors.js";
 import type { Assistant, AssistantVersion, PatchAssistant } from "../domain/assistants.js";
 import type { JsonObject, SortOrder } from "../domain/json.js";
+import { filtersOnSealedMetadata } from "./sealed-metadata.js";
 
 export interface AssistantCreateRequest {
   graph_id: string;
@@ -78,11 +79,13 @@ export class AssistantsAccess {
 
   async search(caller: Caller, q: AssistantQuery & { sort_by?: AssistantSortField; sort_order?: SortOrder; limit: number; offset: number }) {
     const { filters } = await authorize(caller, "assistants", "search", { ...q });
+    if (filtersOnSealedMetadata(this.ctx, q.metadata)) return { page: [], total: 0 };
     return searchAssistants(this.ctx, q, filters);
   }
 
   async count(caller: Caller, q: AssistantQuery): Promise<number> {
     const { filters } = await authorize(caller, "assistants", "search", { ...q });
+    if (filtersOnSealedMetadata(this.ctx, q.metadata)) return 0;
     return countAssistants(this.ctx, q, filters);
   }
 

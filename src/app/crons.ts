@@ -26,6 +26,7 @@ import type { SortOrder } from "../read-models/statements.js";
 import type { JsonObject } from "../domain/json.js";
 import { filterMatches, type AuthFilters } from "../read-models/auth-filters.js";
 import { newTimeOrderedId } from "../util/new-id.js";
+import { filtersOnSealedMetadata } from "./sealed-metadata.js";
 
 export interface CronCreateRequest extends CronPayload {
   assistant_id: string;
@@ -171,6 +172,7 @@ export class CronsService {
     asked: CronFilter & { sort_by?: CronSortField; sort_order?: SortOrder; limit: number; offset: number },
   ): Promise<{ page: Record<string, unknown>[]; total: number }> {
     const { filters } = await authorize(caller, "crons", "search", { ...asked });
+    if (filtersOnSealedMetadata(this.ctx, asked.metadata)) return { page: [], total: 0 };
     const q = { ...asked, auth: filters };
     const { page, total } = this.ctx.readModels.crons.search({
       ...this.normalise(q),
@@ -184,6 +186,7 @@ export class CronsService {
 
   async count(caller: Caller, asked: CronFilter): Promise<number> {
     const { filters } = await authorize(caller, "crons", "search", { ...asked });
+    if (filtersOnSealedMetadata(this.ctx, asked.metadata)) return 0;
     return this.ctx.readModels.crons.count(this.normalise({ ...asked, auth: filters }));
   }
 

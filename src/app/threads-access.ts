@@ -26,6 +26,7 @@ import type { applySupersteps } from "./thread-state.js";
 import { followThread, presentOf, type ThreadStreamEvent } from "./thread-stream.js";
 import type { ThreadStreamMode, ThreadStreamStart } from "../domain/thread-stream.js";
 import { newTimeOrderedId } from "../util/new-id.js";
+import { filtersOnSealedMetadata } from "./sealed-metadata.js";
 
 export interface ThreadCreateRequest {
   thread_id?: string;
@@ -67,11 +68,13 @@ export class ThreadsAccess {
 
   async search(caller: Caller, q: ThreadSearchRequest): Promise<{ page: Thread[]; total: number }> {
     const { filters } = await authorize(caller, "threads", "search", { ...q });
+    if (filtersOnSealedMetadata(this.ctx, q.metadata)) return { page: [], total: 0 };
     return searchThreads(this.ctx, q, filters);
   }
 
   async count(caller: Caller, q: ThreadQuery): Promise<number> {
     const { filters } = await authorize(caller, "threads", "search", { ...q });
+    if (filtersOnSealedMetadata(this.ctx, q.metadata)) return 0;
     return countThreads(this.ctx, q, filters);
   }
 

@@ -278,6 +278,48 @@ t.test("EventStoreDB: content is sealed in the log, and what a purge leaves unti
   }
 });
 
+t.test("metadata keys named in LANGGRAPH_AES_JSON_KEYS are not searchable; the rest of metadata is", async (t) => {
+  // One server with the named key, one without it (the same data): a filter on the key finds the thread only on the second.
+  for (const named of [true, false]) {
+    const srv = await startTestServer({ env: named ? ENV : { LANGGRAPH_AES_KEY: KEY } });
+    t.teardown(() => srv.close());
+    const secret = marker("secret");
+    const visible = marker("visible");
+    const metadata = { secret, visible };
+    const thread = await srv.client.threads.create({ metadata });
+    const assistant = await srv.client.assistants.create({ graphId: "agent", metadata });
+    await srv.client.crons.createForThread(thread.thread_id, "agent", { schedule: "0 0 1 1 *", metadata });
+    const what = named ? "named" : "not named";
+    t.match((await srv.client.threads.get(thread.thread_id)).metadata, metadata, `${what}: the thread answers its metadata in plaintext`);
+
+    const threadIds = async (filter: Record<string, unknown>) => (await srv.client.threads.search({ metadata: filter })).map((x) => x.thread_id);
+    const assistantIds = async (filter: Record<string, unknown>) => (await srv.client.assistants.search({ metadata: filter })).map((x) => x.assistant_id);
+    const cronThreads = async (filter: Record<string, unknown>) =>
+      (
+        (await (
+          await fetch(`${srv.url}/runs/crons/search`, {
+            method: "POST",
+            headers: { "content-type": "application/json" },
+            body: JSON.stringify({ metadata: filter }),
+          })
+        ).json()) as { thread_id: string }[]
+      ).map((c) => c.thread_id);
+    const counts = async (filter: Record<string, unknown>) => [
+      await srv.client.threads.count({ metadata: filter }),
+      await srv.client.assistants.count({ metadata: filter }),
+      await srv.client.crons.count({ metadata: filter }),
+    ];
+    t.same(await threadIds({ visible }), [thread.thread_id], `${what}: a key in clear finds the thread`);
+    t.same(await assistantIds({ visible }), [assistant.assistant_id], `${what}: and the assistant`);
+    t.same(await cronThreads({ visible }), [thread.thread_id], `${what}: and the cron`);
+    t.same(await threadIds({ secret }), named ? [] : [thread.thread_id], `${what}: threads by the sealed key`);
+    t.same(await threadIds({ secret, visible }), named ? [] : [thread.thread_id], `${what}: threads by both keys`);
+    t.same(await assistantIds({ secret }), named ? [] : [assistant.assistant_id], `${what}: assistants by the sealed key`);
+    t.same(await cronThreads({ secret }), named ? [] : [thread.thread_id], `${what}: crons by the sealed key`);
+    t.same(await counts({ secret }), named ? [0, 0, 0] : [1, 1, 1], `${what}: counts by the sealed key`);
+  }
+});
+
 t.test("without a key nothing changes: no vault, events as they were", async (t) => {
   const srv = await startTestServer();
   t.teardown(() => srv.close());
