@@ -67,7 +67,6 @@ export function runRequestOf(cron: CronState): RunRequest {
   return req;
 }
 
-/** Application service of crons: create, search, count, patch, delete (the scheduler fires them). */
 /**
  * Appends a cron's deletion (CronDeleted), decided against its read model: the one command behind DELETE /crons/{id}
  * and a purge's removal of a live cron (src/app/cron-purge.ts). A 404 when it is not there (deleted meanwhile).
@@ -76,6 +75,7 @@ export async function appendCronDeletion(ctx: AppContext, id: string, now: strin
   await ctx.commands.decide({ stream: cronStream(id), load: () => ctx.readModels.crons.get(id), decide: (s) => decideDeleteCron(s, now) });
 }
 
+/** Application service of crons: create, search, count, patch, delete (the scheduler fires them). */
 export class CronsService {
   /** Timestamps come from the scheduler's clock, so that ticks and creation times share one time line. */
   private readonly now: () => string;

@@ -12,7 +12,8 @@ import { THREAD_STREAM_PREFIX } from "../domain/threads.js";
 
 /**
  * Whether a thread event can move the next expiry: a create or update that sets `expires_at` (an
- * update's null clears it), a delete or purge. A thread created without a TTL (most of them) does
+ * update's null clears it), a purge; and a delete, which keeps the expiry (the sweeper purges deleted
+ * threads too) and costs one pass that finds it unchanged. A thread created without a TTL (most of them) does
  * not cost the sweeper a pass. A removed thread's expiry is dropped the same way by the pass, but a
  * missed removal would only make the timer fire early, find nothing and be set again.
  */
